@@ -1,0 +1,120 @@
+"""The typed answers: every refusal and every error the toolkit raises.
+
+A *refusal* (`Refused` and its subclasses) is the queue saying no: the
+transition's precondition did not hold and nothing was written.  An *error*
+(`EMQError` that is not a refusal) is something wrong with the request or the
+wire.  Both render as one short line in a notebook (`_render_traceback_`), so
+IPython prints no traceback, yet the cell still counts as failed for nbval and
+"Run all" -- see ../shared/JUPYTER.md.
+"""
+
+from __future__ import annotations
+
+
+class EMQError(Exception):
+    """Base of everything the toolkit raises on purpose."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+class InvalidName(EMQError, ValueError):
+    """A queue name, job id or group that could escape its key; raised before any I/O."""
+
+
+class UsageProblem(EMQError, ValueError):
+    """A command line that does not parse: unknown verb, bad option, bad duration."""
+
+
+class BadInput(EMQError, ValueError):
+    """A value that parses but cannot be used: malformed JSON, a zero budget."""
+
+
+class WireError(EMQError, ConnectionError):
+    """The server could not be reached or dropped the connection."""
+
+
+class NativeUnavailable(EMQError):
+    """executor="native" on a server without the EchoMQ module's EMQ.* commands."""
+
+
+class Refused(EMQError):
+    """A fenced transition refused; the keyspace is unchanged.
+
+    `.reason` is the wire word (`gone`, `locked`, `not_dead`, `not_paused`,
+    `active`, `not_active`); `.verb`, `.queue` and `.job` say what was refused.
+    """
+
+    reason = "refused"
+
+    def __init__(self, verb: str = "", queue: str = "", job: str | None = None, detail: str = ""):
+        self.verb, self.queue, self.job, self.detail = verb, queue, job, detail
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """The one line an operator sees: `refused: reprocess mail j_... — not_dead`."""
+        target = " ".join(p for p in (self.verb, self.queue, self.job) if p)
+        return f"refused: {target} — {self.reason}" if target else f"refused: {self.reason}"
+
+    def __reduce__(self):
+        return (type(self), (self.verb, self.queue, self.job, self.detail))
+
+
+class Gone(Refused):
+    """No such job row."""
+
+    reason = "gone"
+
+
+class Locked(Refused):
+    """A worker holds the job (a `:lock` key or a `lock` field)."""
+
+    reason = "locked"
+
+
+class NotDead(Refused):
+    """Reprocess of a job that is not in the dead set."""
+
+    reason = "not_dead"
+
+
+class NotPaused(Refused):
+    """Obliterate of a queue that is still running: pause it first."""
+
+    reason = "not_paused"
+
+
+class ActiveJobs(Refused):
+    """Obliterate of a queue with jobs in flight, unforced."""
+
+    reason = "active"
+
+
+class NotActive(Refused):
+    """Complete or fail of a job that is not in flight (extension)."""
+
+    reason = "not_active"
+
+
+# The ONE place a server's `EMQSTATE ...` error reply becomes a typed refusal.
+# Longest prefix first: "reprocess lane not native" must not read as "not dead".
+_EMQSTATE = (
+    ("reprocess lane not native", NotDead),
+    ("not paused", NotPaused),
+    ("active jobs", ActiveJobs),
+    ("not dead", NotDead),
+    ("not active", NotActive),
+    ("locked", Locked),
+    ("gone", Gone),
+)
+
+
+def refusal_for(message: str) -> type[Refused] | None:
+    """The refusal class for a server error text, or None when it is not EMQSTATE."""
+    if not message.startswith("EMQSTATE"):
+        return None
+    rest = message[len("EMQSTATE"):].strip()
+    for prefix, cls in _EMQSTATE:
+        if rest.startswith(prefix):
+            return cls
+    return Refused

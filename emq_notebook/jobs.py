@@ -1,0 +1,191 @@
+"""Job scope: the queue underneath (enqueue, claim, complete, fail) and the
+per-job operator verbs that reach into one row.
+
+Each per-job verb is ONE script that declares its keys; a missing row refuses
+`Gone` and writes nothing; every check runs before the first write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import admin
+from .connector import Connection
+from .errors import BadInput, Gone, WireError
+from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
+
+Claimed = tuple[str, str, int]
+
+
+def _positive(value: object, what: str, zero: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if zero else 1):
+        raise BadInput(f"{what} must be a whole number >= {0 if zero else 1}, not {value!r}")
+    return value
+
+
+def _payload(value: object) -> str:
+    if not isinstance(value, str):
+        raise BadInput(f"a payload is a string (JSON text), not {type(value).__name__}")
+    return value
+
+
+def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
+            group: str | None = None, delay_ms: int = 0, priority: int = 0,
+            max_attempts: int = 3, dedup: str | None = None, backoff_ms: int = 1000) -> str:
+    """Add a job; answers its id.
+
+    A held `dedup` key answers the id of the job holding it, and an `id` that
+    already has a row answers that id: nothing is written in either case.
+    """
+    job_id = check_name(id, "job id") if id is not None else new_id()
+    job_key(q, job_id)
+    if group is not None:
+        check_name(group, "group")
+    if dedup is not None:
+        check_text(dedup, "dedup key")
+    argv = [job_id, _payload(payload), group or "", _positive(delay_ms, "delay_ms", zero=True),
+            _positive(priority, "priority", zero=True), _positive(max_attempts, "max_attempts"),
+            dedup or "", _positive(backoff_ms, "backoff_ms", zero=True)]
+    holder, _created = conn.run("enqueue", [base(q)], argv, verb="enqueue", queue=q)
+    return holder
+
+
+def _paused_for_claim(conn: Connection, q: str) -> bool:
+    # The seed's paused?/2: a wire fault reads as not paused. The claim script
+    # that follows then meets the same fault and raises, so no job is served blind.
+    try:
+        return admin.is_paused(conn, q)
+    except WireError:
+        return False
+
+
+def _claimed(reply: list) -> Claimed | None:
+    if not reply:
+        return None
+    job_id, payload, attempts = reply
+    return job_id, payload, int(attempts)
+
+
+def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
+    """Serve the head of pending: `(id, payload, attempts)`, or None when empty or paused.
+
+    The pause gate: with the script executor, one HGET of the paused field in its
+    own round trip BEFORE `claim2` (which carries no pause logic); the function
+    and native executors fold that read into the one call.
+    """
+    _positive(lease_ms, "lease_ms")
+    keys = [queue_key(q, "pending"), queue_key(q, "active"), base(q)]
+    argv = [lease_ms, conn.token]
+    if conn.folds_pause:
+        name = "claim2" if conn.executor == "native" else "native_claim"
+        return _claimed(conn.run(name, keys, argv, verb="claim", queue=q))
+    if _paused_for_claim(conn, q):
+        return None
+    return _claimed(conn.run("claim2", keys, argv, verb="claim", queue=q))
+
+
+def complete(conn: Connection, q: str, job_id: str) -> None:
+    """The job is done: row, logs and lock deleted, metrics bumped, lane slot given back.
+
+    Refuses `Gone` (no row) and `NotActive` (the job is not in flight).
+    """
+    reply = conn.run("complete", [job_key(q, job_id), queue_key(q, "active"), base(q)], [job_id],
+                     verb="complete", queue=q, job=job_id)
+    _gone(reply, "complete", q, job_id)
+
+
+def fail(conn: Connection, q: str, job_id: str, error: str) -> str:
+    """The job failed: `"retry"` (scheduled with exponential backoff) or `"dead"`.
+
+    `failures` counted and `last_error` written either way. Refuses `Gone`, `NotActive`.
+    """
+    reply = conn.run("fail", [job_key(q, job_id), queue_key(q, "active"), base(q)],
+                     [job_id, str(error)], verb="fail", queue=q, job=job_id)
+    _gone(reply, "fail", q, job_id)
+    return reply
+
+
+def expire_leases(conn: Connection, q: str, budget: int = 1000) -> int:
+    """In-flight jobs whose lease passed go back to pending (or their lane), `stalled` counted."""
+    admin.check_budget(budget)
+    return conn.run("expire", [queue_key(q, "active"), base(q)], [budget], verb="expire", queue=q)
+
+
+def promote(conn: Connection, q: str, budget: int = 1000) -> int:
+    """Due scheduled jobs become ready (pending, or their lane); answers how many."""
+    admin.check_budget(budget)
+    return conn.run("promote", [queue_key(q, "schedule"), base(q)], [budget],
+                    verb="promote", queue=q)
+
+
+# -- the per-job operator verbs ---------------------------------------------
+
+def _gone(reply: Any, verb: str, q: str, job_id: str) -> None:
+    if reply == -1:
+        raise Gone(verb, q, job_id)
+
+
+def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
+    """Replace the row's payload. Refuses `Gone`."""
+    reply = conn.run("update_data", [job_key(q, job_id)], [_payload(payload), job_id, base(q)],
+                     verb="data", queue=q, job=job_id)
+    _gone(reply, "data", q, job_id)
+
+
+def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> None:
+    """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses `Gone`."""
+    reply = conn.run("update_progress", [job_key(q, job_id)], [str(progress), job_id, base(q)],
+                     verb="progress", queue=q, job=job_id)
+    _gone(reply, "progress", q, job_id)
+
+
+def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None = None) -> int:
+    """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses `Gone`."""
+    if keep is not None:
+        _positive(keep, "keep")
+    reply = conn.run("add_log", [job_key(q, job_id), logs_key(q, job_id)],
+                     [str(line), "" if keep is None else keep], verb="log", queue=q, job=job_id)
+    _gone(reply, "log", q, job_id)
+    return int(reply)
+
+
+def get_job_logs(conn: Connection, q: str, job_id: str) -> list[str]:
+    """The log lines in append order (`[]` when none). Refuses `Gone`."""
+    reply = conn.run("get_logs", [job_key(q, job_id), logs_key(q, job_id)], [],
+                     verb="logs", queue=q, job=job_id)
+    _gone(reply, "logs", q, job_id)
+    return list(reply)
+
+
+def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) -> None:
+    """Remove the job from its set and lane (a lane slot given back when it was in
+    flight), delete row and logs, release its dedup key (and `dedup` when supplied).
+
+    Refuses `Gone`, and `Locked` for a held job (a `:lock` key or a `lock` field).
+    """
+    if dedup is not None:
+        check_text(dedup, "dedup key")
+    reply = conn.run("remove_job2", [job_key(q, job_id), base(q)], [job_id, dedup or ""],
+                     verb="remove", queue=q, job=job_id)
+    _gone(reply, "remove", q, job_id)
+
+
+def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
+    """Move a dead job back to pending (a grouped one to its lane); counters stay,
+    `last_error` goes, `state` becomes pending. On a paused queue it waits.
+
+    Refuses `Gone` and `NotDead`. The function executor refuses a grouped dead
+    row (`NotDead`, detail "reprocess lane not native"), as the native twin does.
+    """
+    keys = [job_key(q, job_id), queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
+    name = "native_reprocess" if conn.executor == "function" else "reprocess2"
+    reply = conn.run(name, keys, [job_id], verb="reprocess", queue=q, job=job_id)
+    _gone(reply, "reprocess", q, job_id)
+
+
+def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
+    """The row as a dict. Refuses `Gone`."""
+    row = conn.command("HGETALL", job_key(q, job_id))
+    if not row:
+        raise Gone("job", q, job_id)
+    return dict(row)

@@ -1,0 +1,94 @@
+"""The keyspace: key builders, byte-exact to the wire contract, and the name gate.
+
+Every key of queue `q` lives under `emq:{q}:`, one cluster slot.  Names and ids
+are checked HERE, before any I/O: a name that could escape its key (braces,
+`:`, whitespace, control characters, glob characters, empty, over-long) raises
+`InvalidName`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ulid import ULIDGenerator
+
+from .errors import InvalidName
+
+MAX_NAME = 128
+# letters, digits and `_ . - @ +`; nothing a key, a hash tag or a SCAN glob reads specially
+_SAFE = re.compile(r"[A-Za-z0-9_.@+\-]+\Z")
+STATES = ("pending", "active", "schedule", "dead")
+# monotonic within a millisecond, so ids made in one process sort in the order made
+_ids = ULIDGenerator()
+
+
+def check_name(value: object, what: str = "queue name") -> str:
+    """Return `value` when it is a safe key part, else raise `InvalidName`."""
+    if not isinstance(value, str):
+        raise InvalidName(f"{what} must be a string, not {type(value).__name__}")
+    if not value:
+        raise InvalidName(f"{what} is empty")
+    if len(value) > MAX_NAME:
+        raise InvalidName(f"{what} is over {MAX_NAME} characters")
+    if not _SAFE.match(value):
+        raise InvalidName(f"{what} {value!r} may hold only letters, digits and _ . - @ +")
+    return value
+
+
+def check_text(value: object, what: str, limit: int = 512) -> str:
+    """A free-text field (a dedup key, a hash field): non-empty, bounded, no control characters."""
+    if not isinstance(value, str) or not value:
+        raise InvalidName(f"{what} must be a non-empty string")
+    if len(value) > limit:
+        raise InvalidName(f"{what} is over {limit} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidName(f"{what} holds a control character")
+    return value
+
+
+def queue_key(q: str, suffix: str) -> str:
+    """`emq:{q}:<suffix>`; `queue_key(q, "")` is the base root every script derives from."""
+    return f"emq:{{{check_name(q)}}}:{suffix}"
+
+
+def base(q: str) -> str:
+    return queue_key(q, "")
+
+
+def job_key(q: str, job_id: str) -> str:
+    return queue_key(q, "job:" + check_name(job_id, "job id"))
+
+
+def logs_key(q: str, job_id: str) -> str:
+    return job_key(q, job_id) + ":logs"
+
+
+def lock_key(q: str, job_id: str) -> str:
+    return job_key(q, job_id) + ":lock"
+
+
+def lane_key(q: str, group: str) -> str:
+    """A group's lane backlog, `emq:{q}:g:<g>:pending`."""
+    return queue_key(q, "g:" + check_name(group, "group") + ":pending")
+
+
+def lane_meta_key(q: str, group: str) -> str:
+    """Lane bookkeeping (extension): `limit`, `active`, `paused`, `ring`."""
+    return queue_key(q, "g:" + check_name(group, "group") + ":meta")
+
+
+def events_channel(q: str) -> str:
+    return queue_key(q, "events")
+
+
+def queue_from_key(key: str) -> str | None:
+    """The queue name inside `emq:{q}:...`, or None for a key that is not ours."""
+    if not key.startswith("emq:{"):
+        return None
+    end = key.find("}:", 5)
+    return key[5:end] if end > 5 else None
+
+
+def new_id() -> str:
+    """A branded, time-sortable id: `j_` + a 26-character ULID (id order = enqueue order)."""
+    return "j_" + str(_ids.generate())

@@ -1,0 +1,62 @@
+"""Grouped lanes: a group's jobs wait in `emq:{q}:g:<g>:pending`, each lane with
+its own concurrency limit (default 1) and pause, served round-robin off a ring.
+"""
+
+from __future__ import annotations
+
+from . import jobs
+from .connector import Connection
+from .keyspace import base, check_name, lane_key, lane_meta_key, queue_key
+
+
+def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> jobs.Claimed | None:
+    """The grouped claim: `(id, payload, attempts)` from the next runnable lane, or None.
+
+    Reads the queue's paused field first (its own round trip) before `gclaim2`,
+    which carries no pause logic; the function executor folds the read in.
+    """
+    jobs._positive(lease_ms, "lease_ms")
+    keys = [queue_key(q, "ring"), queue_key(q, "active"), base(q)]
+    argv = [lease_ms, conn.token]
+    if conn.folds_pause:
+        return jobs._claimed(conn.run("native_gclaim", keys, argv, verb="claim", queue=q))
+    if jobs._paused_for_claim(conn, q):
+        return None
+    return jobs._claimed(conn.run("gclaim2", keys, argv, verb="claim", queue=q))
+
+
+def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> None:
+    check_name(group, "group")
+    conn.run("lane_set", [lane_meta_key(q, group), base(q)], [group, what, limit],
+             verb=f"lane {what}", queue=q)
+
+
+def set_limit(conn: Connection, q: str, group: str, limit: int) -> None:
+    """How many of the lane's jobs may be in flight at once (>= 1)."""
+    _set(conn, q, group, "limit", jobs._positive(limit, "limit"))
+
+
+def pause_lane(conn: Connection, q: str, group: str) -> None:
+    """Stop serving this lane only; the rest of the queue runs on."""
+    _set(conn, q, group, "pause")
+
+
+def resume_lane(conn: Connection, q: str, group: str) -> None:
+    """Serve the lane again; it rejoins the ring when runnable."""
+    _set(conn, q, group, "resume")
+
+
+def lanes(conn: Connection, q: str) -> dict[str, dict]:
+    """Every known lane: `{group: {"pending", "active", "limit", "paused"}}`."""
+    groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or [])
+    pipe = conn.client.pipeline(transaction=False)
+    for g in groups:
+        pipe.zcard(lane_key(q, g))
+        pipe.hmget(lane_meta_key(q, g), "limit", "active", "paused")
+    replies = pipe.execute()
+    out = {}
+    for i, g in enumerate(groups):
+        limit, active, paused = replies[2 * i + 1]
+        out[g] = {"pending": replies[2 * i], "active": int(active or 0),
+                  "limit": int(limit or 1), "paused": paused is not None}
+    return out

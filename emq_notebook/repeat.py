@@ -1,0 +1,51 @@
+"""The repeat registry: jobs produced on a cadence.
+
+`emq:{q}:repeat` (zset: name -> next due, ms) and `emq:{q}:repeat:defs` (hash:
+name -> definition). A drain leaves both alone; an obliterate deletes them.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .connector import Connection
+from .errors import BadInput
+from .keyspace import base, check_name, new_id, queue_key
+
+
+def register(conn: Connection, q: str, name: str, every_ms: int, payload: str,
+             group: str | None = None, max_attempts: int = 1) -> int:
+    """Register (or replace) repeatable `name`; answers its first due time (ms)."""
+    check_name(name, "repeatable name")
+    if group is not None:
+        check_name(group, "group")
+    if isinstance(every_ms, bool) or not isinstance(every_ms, int) or every_ms < 1:
+        raise BadInput(f"every_ms must be a whole number >= 1, not {every_ms!r}")
+    if not isinstance(payload, str):
+        raise BadInput("a payload is a string (JSON text)")
+    return conn.run("repeat_add", [base(q)], [name, every_ms, payload, group or "", max_attempts],
+                    verb="repeat", queue=q)
+
+
+def unregister(conn: Connection, q: str, name: str) -> bool:
+    """Remove repeatable `name`; answers whether it was registered."""
+    check_name(name, "repeatable name")
+    return conn.run("repeat_remove", [base(q)], [name], verb="unrepeat", queue=q) == 1
+
+
+def registered(conn: Connection, q: str) -> list[dict]:
+    """Every repeatable with its definition and next due time (ms)."""
+    due = conn.command("ZRANGE", queue_key(q, "repeat"), 0, -1, "WITHSCORES")
+    defs = conn.command("HGETALL", queue_key(q, "repeat:defs")) or {}
+    out = []
+    for name, at in due:
+        d = json.loads(defs.get(name, "{}"))
+        out.append({"name": name, "every_ms": d.get("every"), "payload": d.get("payload"),
+                    "group": d.get("group") or None, "next_due_ms": int(float(at))})
+    return out
+
+
+def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
+    """Every due repeatable produces one job; answers the new ids."""
+    ids = [new_id() for _ in range(max_jobs)]
+    return list(conn.run("repeat_tick", [base(q)], ids, verb="tick", queue=q))

@@ -1,0 +1,9 @@
+-- @claim2 -- the live flat claim: serve the head of pending. Carries NO pause
+-- logic: jobs.claim reads the paused field above it, in its own round trip.
+-- KEYS[1] = pending, KEYS[2] = active, KEYS[3] = the queue base root
+-- ARGV[1] = lease_ms, ARGV[2] = the lock token
+-- returns {} when empty, else {id, payload, attempts}
+--@include common
+--@include lanes
+--@include activate
+return claim_flat(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2])

@@ -1,0 +1,18 @@
+-- @complete -- a worker finished the job: the row goes (there is no completed
+-- set), the metrics record it, a grouped job gives its lane slot back.
+-- KEYS[1] = the row, KEYS[2] = active, KEYS[3] = the queue base root ; ARGV[1] = id
+-- returns 1; -1 for a missing row; EMQSTATE not active for a job not in flight
+--@include common
+--@include lanes
+local jk, id, base = KEYS[1], ARGV[1], KEYS[3]
+if redis.call('EXISTS', jk) == 0 then return -1 end
+if not redis.call('ZSCORE', KEYS[2], id) then return redis.error_reply('EMQSTATE not active') end
+local row = redis.call('HMGET', jk, 'group', 'dedup', 'attempts')
+redis.call('ZREM', KEYS[2], id)
+if row[1] then lane_release(base, row[1]) end
+release_dedup(base, row[2], id)
+del_job(base, id)
+local now = now_ms()
+bump_metric(base, 'completed', now)
+emit(base, {event = 'completed', job = id, attempts = tonumber(row[3])})
+return 1

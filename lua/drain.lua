@@ -1,0 +1,35 @@
+-- @drain -- wipe a set's rows and logs, then the set itself; bounded.
+-- KEYS[1] = the queue base root; KEYS[2] = pending; KEYS[3] = schedule (optional)
+-- ARGV[1] = budget: at most this many jobs in one call (extension)
+-- returns {n, more}: n jobs drained by this call, more = 1 while work remains.
+-- Active jobs and the repeat registry are never touched; lane backlogs are
+-- pending work too and are drained; held dedup keys are released.
+--@include common
+local base = KEYS[1]
+local budget = tonumber(ARGV[1])
+local n = 0
+local function wipe(setkey)
+  local ids = redis.call('ZRANGE', setkey, 0, budget - n - 1)
+  for _, id in ipairs(ids) do
+    -- the row key derives from the base root
+    local jk = base .. 'job:' .. id
+    release_dedup(base, redis.call('HGET', jk, 'dedup'), id)
+    -- the row and its logs subkey
+    redis.call('DEL', jk, jk .. ':logs')
+  end
+  -- the same ranks just read: no unpack limit on a large budget
+  if #ids > 0 then redis.call('ZREMRANGEBYRANK', setkey, 0, #ids - 1) end
+  n = n + #ids
+  return n >= budget
+end
+local function finish(more)
+  if n > 0 then emit(base, {event = 'drained', count = n}) end
+  return {n, more}
+end
+-- pending, the lanes' backlogs, then the schedule set when asked
+if wipe(KEYS[2]) then return finish(1) end
+for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
+  if wipe(base .. 'g:' .. g .. ':pending') then return finish(1) end
+end
+if KEYS[3] and wipe(KEYS[3]) then return finish(1) end
+return finish(0)

@@ -1,0 +1,21 @@
+-- take one job out of every set and its lane, give back a lane slot when it
+-- was in flight, delete the row and logs, release its dedup key(s).
+-- returns 1 removed, -1 gone, 0 locked (nothing written for -1 and 0)
+local function remove_one(base, id, dedup)
+  local jk = base .. 'job:' .. id
+  if redis.call('EXISTS', jk) == 0 then return -1 end
+  local row = redis.call('HMGET', jk, 'group', 'dedup', 'lock')
+  -- a held job is left untouched
+  if row[3] or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
+  local was_active = redis.call('ZREM', base .. 'active', id) == 1
+  for _, t in ipairs({'pending', 'schedule', 'dead'}) do redis.call('ZREM', base .. t, id) end
+  if row[1] then
+    redis.call('ZREM', lane_pending(base, row[1]), id)
+    if was_active then lane_release(base, row[1]) end
+  end
+  redis.call('DEL', jk, jk .. ':logs')
+  release_dedup(base, row[2], id)
+  if dedup and dedup ~= '' then release_dedup(base, dedup, id) end
+  emit(base, {event = 'removed', job = id})
+  return 1
+end

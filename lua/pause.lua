@@ -1,0 +1,7 @@
+-- @pause -- close the claim gate over the whole queue.
+-- KEYS[1] = emq:{q}:meta ; ARGV[1] = the queue base root (for the event)
+-- returns 1. No set moves: the backlog is untouched. Idempotent.
+--@include common
+redis.call('HSET', KEYS[1], 'paused', '1')
+emit(ARGV[1], {event = 'paused'})
+return 1

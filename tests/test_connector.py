@@ -1,0 +1,117 @@
+"""Connections: the embedded default, URLs, redaction, EVALSHA after SCRIPT FLUSH."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import emq_notebook as emq
+from emq_notebook import admin, jobs, scripts
+from emq_notebook.connector import redact
+
+
+def test_embedded_default_is_one_shared_server(monkeypatch):
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    a, b = emq.connect(), emq.connect()
+    a.client.flushall()
+    jobs.enqueue(a, "shared", "{}", id="j_x")
+    assert jobs.get_job(b, "shared", "j_x")["payload"] == "{}"
+    assert "fakeredis" in repr(a)
+
+
+def test_emq_url_is_used_when_set(monkeypatch, valkey):
+    monkeypatch.setenv("EMQ_URL", f"valkey://127.0.0.1:{valkey.port}/3")
+    conn = emq.connect()
+    assert conn.label == f"valkey://127.0.0.1:{valkey.port}/3"
+    assert conn.client.ping()
+
+
+@pytest.mark.parametrize("url", ["redis://u:s3cr3t-pw@127.0.0.1:1/0", "rediss://:s3cr3t-pw@h:6380",
+                                 "valkey://u:s3cr3t-pw@127.0.0.1:1", "valkeys://u:s3cr3t-pw@h"])
+def test_password_never_shown(url):
+    conn = emq.connect(url)
+    assert "s3cr3t-pw" not in repr(conn) and "s3cr3t-pw" not in str(conn)
+    assert "***" in conn.label
+    if url.startswith(("redis://", "valkey://")):
+        with pytest.raises(emq.WireError) as info:
+            admin.pause(conn, "q")
+        assert "s3cr3t-pw" not in str(info.value)
+
+
+def test_unix_url_and_bad_scheme(tmp_path):
+    conn = emq.connect(f"unix://{tmp_path}/nope.sock")
+    with pytest.raises(emq.WireError):
+        admin.is_paused(conn, "q")
+    with pytest.raises(emq.BadInput):
+        emq.connect("http://example/")
+    assert redact("redis://:pw@h:1/0") == "redis://:***@h:1/0"
+
+
+def test_wrong_password_on_a_real_server_is_not_echoed(valkey):
+    r = emq.connect(f"redis://127.0.0.1:{valkey.port}").client
+    r.config_set("requirepass", "right-pw")
+    try:
+        conn = emq.connect(f"redis://default:wrong-pw-xyz@127.0.0.1:{valkey.port}")
+        with pytest.raises(emq.EMQError) as info:
+            admin.pause(conn, "q")
+        assert "wrong-pw-xyz" not in str(info.value)
+    finally:
+        emq.connect(f"redis://default:right-pw@127.0.0.1:{valkey.port}").client.config_set("requirepass", "")
+
+
+def test_verbs_survive_script_flush(conn):
+    jobs.enqueue(conn, "q", "{}", id="j_a")
+    conn.client.script_flush()
+    admin.pause(conn, "q")
+    assert admin.is_paused(conn, "q")
+    conn.client.script_flush()
+    assert jobs.get_job(conn, "q", "j_a")["state"] == "pending"
+
+
+def test_function_library_loads_and_upgrades(conn, connect_as):
+    fn = connect_as("function")
+    jobs.enqueue(fn, "q", "{}", id="j_a")
+    version, _ = scripts.library()
+    assert fn.client.fcall_ro("emq_version", 0) == version
+    # an older library on the server is replaced on first use
+    fn.client.function_load("#!lua name=emq_notebook\nredis.register_function{function_name='emq_version',"
+                            " callback=function() return 'old' end, flags={'no-writes'}}", replace=True)
+    fresh = connect_as("function")
+    assert jobs.claim(fresh, "q", 1000)[0] == "j_a"
+    assert fresh.client.fcall_ro("emq_version", 0) == version
+
+
+def test_native_executor_says_when_the_module_is_missing(conn, connect_as):
+    native = connect_as("native")
+    jobs.enqueue(native, "q", "{}", id="j_a")
+    with pytest.raises(emq.NativeUnavailable, match="EMQ.CLAIM"):
+        jobs.claim(native, "q", 1000)
+
+
+def test_embedded_valkey_is_a_real_server():
+    code = ("import emq_notebook as e; c = e.connect(embedded='valkey'); "
+            "print(c.client.info('server')['valkey_version'] if 'valkey_version' in "
+            "c.client.info('server') else c.client.info('server')['redis_version']); "
+            "e.jobs.enqueue(c, 'q', '{}', id='j_1'); print(e.jobs.claim(c, 'q', 1000)[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "EMQ_URL": ""})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "j_1"
+
+
+def test_scripts_ship_one_per_transition():
+    names = scripts.names()
+    for n in ("pause", "resume", "drain", "obliterate", "claim2", "gclaim2", "reprocess2",
+              "remove_job2", "update_progress", "update_data", "add_log"):
+        assert n in names
+    for n in names:
+        src = scripts.source(n)
+        assert "--@include" not in src
+        header = []
+        for line in src.splitlines():
+            if not line.startswith("--"):
+                break
+            header.append(line)
+        # each file opens with its KEYS / ARGV / returns block
+        assert "KEYS[1]" in "\n".join(header) and "returns" in "\n".join(header), n

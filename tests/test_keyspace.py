@@ -1,0 +1,51 @@
+"""The key builders are byte-exact and the gate refuses before any I/O."""
+
+import pytest
+
+import emq_notebook as emq
+from emq_notebook import admin, jobs, keyspace
+from emq_notebook.errors import EMQError, InvalidName
+
+
+def test_keys_are_byte_exact():
+    assert keyspace.queue_key("mail", "") == "emq:{mail}:"
+    assert keyspace.queue_key("mail", "meta") == "emq:{mail}:meta"
+    assert keyspace.job_key("mail", "j_1") == "emq:{mail}:job:j_1"
+    assert keyspace.logs_key("mail", "j_1") == "emq:{mail}:job:j_1:logs"
+    assert keyspace.lock_key("mail", "j_1") == "emq:{mail}:job:j_1:lock"
+    assert keyspace.lane_key("mail", "acme") == "emq:{mail}:g:acme:pending"
+    assert keyspace.events_channel("mail") == "emq:{mail}:events"
+    assert keyspace.queue_from_key("emq:{mail}:job:j_1") == "mail"
+    assert keyspace.queue_from_key("other:key") is None
+
+
+@pytest.mark.parametrize("bad", ["", "a{b", "a}b", "a:b", "a b", "a\tb", "a\nb", "a\x00b",
+                                 "a*b", "a?b", "a[b]", "é", "x" * 129, None, 7])
+def test_gate_refuses_bad_names(bad):
+    with pytest.raises(InvalidName) as info:
+        keyspace.queue_key(bad, "meta")
+    assert isinstance(info.value, ValueError) and isinstance(info.value, EMQError)
+    with pytest.raises(InvalidName):
+        keyspace.job_key("mail", bad)
+
+
+def test_ids_are_branded_and_sort_in_the_order_made():
+    ids = [keyspace.new_id() for _ in range(2000)]
+    assert all(i.startswith("j_") and len(i) == 28 for i in ids)
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+
+
+def test_gate_runs_before_any_io():
+    # nothing listens on port 1: a verb that reached the wire would raise WireError
+    conn = emq.connect("redis://127.0.0.1:1/0")
+    for call in (lambda: admin.pause(conn, "bad:name"),
+                 lambda: admin.drain(conn, "{x}"),
+                 lambda: jobs.enqueue(conn, "mail", "{}", id="a b"),
+                 lambda: jobs.reprocess_job(conn, "mail", "j\x00"),
+                 lambda: jobs.get_job(conn, "", "j_1"),
+                 lambda: admin.remove_jobs(conn, "mail", ["ok", "bad:id"])):
+        with pytest.raises(InvalidName):
+            call()
+    with pytest.raises(emq.WireError):
+        admin.pause(conn, "fine")
