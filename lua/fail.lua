@@ -5,6 +5,7 @@
 -- returns 'retry' or 'dead'; -1 for a missing row; EMQSTATE not active
 --@include common
 --@include lanes
+--@include metrics
 local jk, id, base = KEYS[1], ARGV[1], KEYS[3]
 if redis.call('EXISTS', jk) == 0 then return -1 end
 if not redis.call('ZSCORE', KEYS[2], id) then return redis.error_reply('EMQSTATE not active') end

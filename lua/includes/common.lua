@@ -1,4 +1,4 @@
--- shared fragments: the clock, events, row deletion, dedup release, metrics.
+-- shared fragments: the clock, events, row deletion, dedup release.
 -- `base` is always the queue base root emq:{q}: ; every key derives from it.
 
 -- the server clock in ms: one clock for every node sharing this Valkey
@@ -22,17 +22,5 @@ end
 local function release_dedup(base, key, id)
   if key and key ~= '' and redis.call('HGET', base .. 'dedup', key) == id then
     redis.call('HDEL', base .. 'dedup', key)
-  end
-end
-
--- the throughput record: per-minute buckets, the oldest trimmed past `keep`
-local function bump_metric(base, kind, now)
-  local mk = base .. 'metrics:' .. kind
-  redis.call('HINCRBY', mk, tostring(math.floor(now / 60000)), 1)
-  local keep = tonumber(redis.call('HGET', base .. 'meta', 'metrics_keep') or '1440')
-  if redis.call('HLEN', mk) > keep then
-    local fields = redis.call('HKEYS', mk)
-    table.sort(fields, function(a, b) return tonumber(a) < tonumber(b) end)
-    for i = 1, #fields - keep do redis.call('HDEL', mk, fields[i]) end
   end
 end
