@@ -1,0 +1,136 @@
+"""The looking room: pandas frames of a queue's state, counts and throughput.
+
+Reads only. Rows are fetched with pipelined HGETALL in batches, never one round
+trip per job, so a 100,000-job queue is a snapshot of seconds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+
+from .connector import Connection
+from .errors import BadInput
+from .keyspace import STATES, check_name, queue_from_key, queue_key
+
+BATCH = 1000
+COLUMNS = ["state", "group", "priority", "at", "attempts", "failures", "stalled",
+           "last_error", "progress", "payload"]
+_INTS = ("priority", "attempts", "failures", "stalled")
+# what a set's score means: a time for these sets, a priority for pending
+_TIMED = {"active": "lease deadline", "schedule": "due", "dead": "died at"}
+
+
+def _members(conn: Connection, q: str, states, limit: int | None) -> list[tuple[str, str, float, str | None]]:
+    """(id, state, score, group) for the chosen states, lanes' backlogs counted as pending."""
+    stop = -1 if limit is None else limit - 1
+    pipe = conn.client.pipeline(transaction=False)
+    for state in states:
+        pipe.zrange(queue_key(q, state), 0, stop, withscores=True)
+    groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
+    for g in groups:
+        pipe.zrange(queue_key(q, f"g:{g}:pending"), 0, stop, withscores=True)
+    replies = pipe.execute()
+    out = []
+    for state, members in zip(states, replies):
+        out.extend((m, state, s, None) for m, s in members)
+    for g, members in zip(groups, replies[len(states):]):
+        out.extend((m, "pending", s, g) for m, s in members)
+    return out
+
+
+def rows(conn: Connection, q: str, ids: list[str]) -> list[dict]:
+    """The rows of `ids`, pipelined in batches of `BATCH`."""
+    out: list[dict] = []
+    for start in range(0, len(ids), BATCH):
+        pipe = conn.client.pipeline(transaction=False)
+        for job_id in ids[start:start + BATCH]:
+            pipe.hgetall(queue_key(q, "job:" + job_id))
+        out.extend(pipe.execute())
+    return out
+
+
+def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None) -> pd.DataFrame:
+    """One row per job, indexed by id: state, group, priority, `at` (the set's time
+    score as a UTC timestamp: lease deadline, due, died at), counters, last_error,
+    progress and payload. `limit` caps each set (and each lane)."""
+    check_name(q)
+    if isinstance(states, str):
+        states = STATES if states == "all" else (states,)
+    for s in states:
+        if s not in STATES:
+            raise BadInput(f"unknown state {s!r}: one of {', '.join(STATES)} or all")
+    members = _members(conn, q, tuple(states), limit)
+    ids = [m[0] for m in members]
+    fetched = rows(conn, q, ids)
+    records = []
+    for (job_id, state, score, group), row in zip(members, fetched):
+        records.append({
+            "id": job_id, "state": state, "group": row.get("group", group),
+            "priority": row.get("priority", 0),
+            "at": score if state in _TIMED else None,
+            "attempts": row.get("attempts", 0), "failures": row.get("failures", 0),
+            "stalled": row.get("stalled", 0), "last_error": row.get("last_error"),
+            "progress": row.get("progress"), "payload": row.get("payload"),
+        })
+    frame = pd.DataFrame.from_records(records, columns=["id", *COLUMNS]).set_index("id")
+    for col in _INTS:
+        frame[col] = pd.to_numeric(frame[col]).astype("int64")
+    frame["at"] = pd.to_datetime(frame["at"].astype("float64"), unit="ms", utc=True)
+    return frame
+
+
+def queues(conn: Connection) -> list[str]:
+    """Every queue on the server, found by its meta hash (SCAN, never KEYS)."""
+    found = {queue_from_key(k) for k in conn.client.scan_iter(match="emq:{*}:meta", count=1000)}
+    return sorted(q for q in found if q)
+
+
+def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
+    """queue x (pending, active, schedule, dead) counts plus paused, lanes, repeatables.
+    `pending` includes the lanes' backlogs."""
+    names = queues(conn) if queues_ is None else [check_name(q) for q in queues_]
+    pipe = conn.client.pipeline(transaction=False)
+    for q in names:
+        for state in STATES:
+            pipe.zcard(queue_key(q, state))
+        pipe.hexists(queue_key(q, "meta"), "paused")
+        pipe.smembers(queue_key(q, "groups"))
+        pipe.zcard(queue_key(q, "repeat"))
+    replies = pipe.execute()
+    width = len(STATES) + 3
+    lane_pipe = conn.client.pipeline(transaction=False)
+    for i, q in enumerate(names):
+        for g in sorted(replies[i * width + len(STATES) + 1]):
+            lane_pipe.zcard(queue_key(q, f"g:{g}:pending"))
+    lane_sizes = iter(lane_pipe.execute())
+    records = []
+    for i, q in enumerate(names):
+        r = replies[i * width:(i + 1) * width]
+        groups = r[len(STATES) + 1]
+        lane_pending = sum(next(lane_sizes) for _ in groups)
+        records.append({"queue": q, "pending": r[0] + lane_pending, "active": r[1],
+                        "schedule": r[2], "dead": r[3], "paused": bool(r[4]),
+                        "lanes": len(groups), "repeatables": r[6]})
+    cols = ["queue", "pending", "active", "schedule", "dead", "paused", "lanes", "repeatables"]
+    return pd.DataFrame.from_records(records, columns=cols).set_index("queue")
+
+
+def metrics(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFrame:
+    """The metrics hashes as a frame indexed by minute (UTC): completed, failed.
+    Ready for `.plot()`. `since_ms` keeps only the last so many milliseconds."""
+    pipe = conn.client.pipeline(transaction=False)
+    pipe.hgetall(queue_key(q, "metrics:completed"))
+    pipe.hgetall(queue_key(q, "metrics:failed"))
+    completed, failed = pipe.execute()
+    minutes = sorted({int(m) for m in completed} | {int(m) for m in failed})
+    if since_ms is not None:
+        floor = (time.time() * 1000 - since_ms) // 60000
+        minutes = [m for m in minutes if m >= floor]
+    frame = pd.DataFrame({
+        "completed": [int(completed.get(str(m), 0)) for m in minutes],
+        "failed": [int(failed.get(str(m), 0)) for m in minutes],
+    }, index=pd.to_datetime([m * 60 for m in minutes], unit="s", utc=True), dtype="int64")
+    frame.index.name = "minute"
+    return frame

@@ -1,0 +1,101 @@
+"""JobPanel: one job's row, its payload editor, progress, logs, Remove, and
+Reprocess (enabled only when the job is dead)."""
+
+from __future__ import annotations
+
+import json
+
+import ipywidgets as w
+
+from .. import jobs
+from ..connector import Connection
+from ..errors import BadInput, Gone
+from .base import Panel, table
+
+
+def _checked_json(text: str) -> str:
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        raise BadInput(f"malformed JSON: {exc}") from None
+    return text
+
+
+class JobPanel(Panel):
+    def __init__(self, conn: Connection, q: str, job_id: str):
+        super().__init__()
+        self.conn, self.q, self.job_id, self.title = conn, q, job_id, f"{q} {job_id}"
+        self.row_view = w.HTML()
+        self.payload = w.Textarea(rows=4, layout=w.Layout(width="100%"))
+        self.update_button = w.Button(description="Update data")
+        self.update_button.on_click(lambda _: self.update_data())
+        self.progress_value = w.Text(placeholder="progress, e.g. 50")
+        self.progress_button = w.Button(description="Write progress")
+        self.progress_button.on_click(lambda _: self.write_progress())
+        self.logs_view = w.HTML()
+        self.log_line = w.Text(placeholder="a log line")
+        self.log_button = w.Button(description="Add log")
+        self.log_button.on_click(lambda _: self.add_log())
+        self.remove_button = w.Button(description="Remove", button_style="danger")
+        self.remove_button.on_click(lambda _: self.remove())
+        self.reprocess_button = w.Button(description="Reprocess", button_style="primary")
+        self.reprocess_button.on_click(lambda _: self.reprocess())
+        self.children = [
+            w.HTML(f"<b>job {job_id}</b> in <b>{q}</b>"), self.row_view,
+            self.payload, self.update_button,
+            w.HBox([self.progress_value, self.progress_button]),
+            self.logs_view, w.HBox([self.log_line, self.log_button]),
+            w.HBox([self.reprocess_button, self.remove_button]), self.status,
+        ]
+        self.refresh()
+
+    def refresh(self) -> None:
+        try:
+            row = jobs.get_job(self.conn, self.q, self.job_id)
+            logs = jobs.get_job_logs(self.conn, self.q, self.job_id)
+        except Gone as gone:
+            self.row = None
+            self.row_view.value = "<i>no such job (gone)</i>"
+            self.logs_view.value = ""
+            for b in (self.update_button, self.progress_button, self.log_button,
+                      self.remove_button, self.reprocess_button):
+                b.disabled = True
+            self.say(gone.line(), "refused")
+            return
+        self.row = row
+        self.row_view.value = table({k: v for k, v in sorted(row.items()) if k != "payload"},
+                                    ("field", "value"))
+        self.payload.value = row.get("payload", "")
+        self.logs_view.value = "<pre>" + "\n".join(map(_esc, logs)) + "</pre>" if logs else "<i>no logs</i>"
+        self.reprocess_button.disabled = row.get("state") != "dead"
+
+    def update_data(self) -> None:
+        self.attempt(lambda: jobs.update_data(self.conn, self.q, self.job_id,
+                                              _checked_json(self.payload.value)),
+                     done="payload replaced")
+        self.refresh()
+
+    def write_progress(self) -> None:
+        self.attempt(jobs.update_progress, self.conn, self.q, self.job_id, self.progress_value.value,
+                     done=f"progress {self.progress_value.value} written and published")
+        self.refresh()
+
+    def add_log(self) -> None:
+        self.attempt(jobs.add_log, self.conn, self.q, self.job_id, self.log_line.value,
+                     done=lambda n: f"{n} log lines")
+        self.log_line.value = ""
+        self.refresh()
+
+    def remove(self) -> None:
+        self.attempt(jobs.remove_job, self.conn, self.q, self.job_id, done=f"removed {self.job_id}")
+        self.refresh()
+
+    def reprocess(self) -> None:
+        self.attempt(jobs.reprocess_job, self.conn, self.q, self.job_id,
+                     done=f"reprocessed {self.job_id}: dead -> pending")
+        self.refresh()
+
+
+def _esc(text: str) -> str:
+    import html
+    return html.escape(text)
