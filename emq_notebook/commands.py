@@ -217,7 +217,7 @@ def _panel(s: Session, ns):
 
 
 def _help(s: Session, ns):
-    s.say(verb_help(ns.verb) if ns.verb else grammar())
+    s.say(verb_help(ns.topic) if ns.topic else grammar())
 
 
 _VERBS: dict[str, Callable[[Session, Any], Any]] = {

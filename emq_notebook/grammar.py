@@ -128,17 +128,42 @@ VERBS: dict[str, tuple[str, list]] = {
                                              help="stop after N seconds (the shell waits 10s)"))]),
     "panel": ("the queue panel (with an id: the job panel; --dead: dead letters)", [
         (["queue"], {}), (["id"], dict(nargs="?")), (["--dead"], dict(action="store_true"))]),
-    "help": ("the grammar, or one verb's options", [(["verb"], dict(nargs="?"))]),
+    "help": ("the grammar, or one verb's options", [(["topic"], dict(nargs="?", metavar="VERB"))]),
 }
+
+
+def _metavar(names: list[str], kw: dict) -> str | None:
+    if not names[0].startswith("-"):
+        return kw.get("metavar", names[0].upper())
+    if kw.get("action") == "store_true" or "choices" in kw:
+        return None
+    known = {_whole: "N", int: "N", _delay: "DURATION", _duration: "DURATION"}
+    return known.get(kw.get("type"), names[0].lstrip("-").upper())
+
+
+def _usage_word(names: list[str], kw: dict) -> str:
+    """How one argument reads in the grammar: QUEUE, [ID], LINE..., [--budget N]."""
+    meta = _metavar(names, kw)
+    if not names[0].startswith("-"):
+        return {"?": f"[{meta}]", "+": f"{meta}..."}.get(kw.get("nargs"), meta)
+    if "choices" in kw:
+        return f"[{names[0]} {'|'.join(kw['choices'])}]"
+    return f"[{names[0]}]" if meta is None else f"[{names[0]} {meta}]"
+
+
+def usage(verb: str) -> str:
+    return " ".join([verb, *(_usage_word(n, kw) for n, kw in VERBS[verb][1])])
 
 
 def parser() -> _Parser:
     top = _Parser(prog="emq", add_help=False)
     sub = top.add_subparsers(dest="verb", parser_class=_Parser)
     for verb, (summary, args) in VERBS.items():
-        p = sub.add_parser(verb, add_help=False, help=summary, description=summary)
+        p = sub.add_parser(verb, add_help=False, help=summary, description=summary,
+                           usage=f"%%emq {usage(verb)}")
         for names, kw in args:
-            p.add_argument(*names, **kw)
+            meta = _metavar(names, kw)
+            p.add_argument(*names, **({**kw, "metavar": meta} if meta and "choices" not in kw else kw))
         p.add_argument("--help", "-h", action="store_true", dest="show_help",
                        help="this verb's options")
     return top
@@ -152,17 +177,14 @@ def verb_help(verb: str) -> str:
     if verb not in VERBS:
         raise UsageProblem(f"unknown verb {verb!r} — see %emq help")
     action = next(a for a in _PARSER._actions if isinstance(a, argparse._SubParsersAction))
-    return action.choices[verb].format_help().replace("usage: emq", "usage: %emq", 1)
+    return action.choices[verb].format_help()
 
 
 def grammar() -> str:
     """The whole grammar, one verb a line (what `%emq?` and `%emq help` show)."""
-    action = next(a for a in _PARSER._actions if isinstance(a, argparse._SubParsersAction))
     lines = ["%emq VERB QUEUE [ID] [options]   (%emq VERB --help for one verb)", ""]
     for verb, (summary, _) in VERBS.items():
-        usage = action.choices[verb].format_usage().split(" ", 2)[2].strip()
-        usage = usage.replace(" [--help]", "")
-        lines.append(f"  {usage}")
+        lines.append(f"  {usage(verb)}")
         lines.append(f"      {summary}")
     lines += ["", "Durations: 250ms, 30s, 5m, 1h.  A refusal prints one line with its reason",
               "(gone, locked, not_dead, not_paused, active) and is returned, not raised."]

@@ -44,9 +44,8 @@ def emq(line: str, cell: str | None = None):
     if cell is None:
         return _answer(commands.execute(SESSION, grammar.parse(line)))
     results = []
-    steps = [(n, l.strip()) for n, l in enumerate(cell.splitlines(), 1)
-             if l.strip() and not l.strip().startswith("#")]
-    for n, step in steps:
+    steps = [l.strip() for l in cell.splitlines() if l.strip() and not l.strip().startswith("#")]
+    for n, step in enumerate(steps, 1):
         try:
             result = commands.execute(SESSION, grammar.parse(step))
         except EMQError as exc:

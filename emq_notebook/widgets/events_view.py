@@ -22,10 +22,10 @@ class EventsView(Panel):
         self.conn, self.q, self.title = conn, q, q
         self.events: deque = deque(maxlen=keep)
         self.seen = 0
-        self.log = w.HTML("<i>waiting for events…</i>")
+        self.lines = w.HTML("<i>waiting for events…</i>")
         self.stop_button = w.Button(description="Stop", icon="stop")
         self.stop_button.on_click(lambda _: self.toggle())
-        self.children = [w.HTML(f"<b>events of {q}</b>"), self.stop_button, self.log, self.status]
+        self.children = [w.HTML(f"<b>events of {q}</b>"), self.stop_button, self.lines, self.status]
         self.seconds = seconds
         self.tail: Tail | None = None
         self.start()
@@ -34,7 +34,7 @@ class EventsView(Panel):
         self.events.append(event)
         self.seen += 1
         lines = [html.escape(json.dumps(e, sort_keys=True)) for e in reversed(self.events)]
-        self.log.value = "<pre>" + "\n".join(lines) + "</pre>"
+        self.lines.value = "<pre>" + "\n".join(lines) + "</pre>"
 
     def start(self) -> None:
         self.tail = Tail(self.conn, self.q, self._on_event, seconds=self.seconds)

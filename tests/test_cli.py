@@ -1,0 +1,46 @@
+"""The `emq` shell command: same grammar, exit 1 on a refusal, 2 on an error."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+EMQ = [shutil.which("emq") or "", ] if shutil.which("emq") else [sys.executable, "-m", "emq_notebook.cli"]
+
+
+def run(*args, url):
+    return subprocess.run([*EMQ, "--url", url, *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def url(valkey):
+    import redis
+    redis.Redis(port=valkey.port).flushall()
+    return f"redis://127.0.0.1:{valkey.port}/0"
+
+
+def test_a_shell_session(url):
+    assert run("enqueue", "mail", '{"to": "a"}', "--id", "j_1", url=url).stdout.strip() == "j_1"
+    out = run("pause", "mail", url=url)
+    assert out.returncode == 0 and "paused mail" in out.stdout
+    status = run("status", "mail", url=url)
+    assert "pending" in status.stdout and "True" in status.stdout
+    refused = run("reprocess", "mail", "j_1", url=url)
+    assert refused.returncode == 1
+    assert refused.stdout.strip() == "refused: reprocess mail j_1 — not_dead"
+    frame = run("jobs", "mail", url=url)
+    assert "j_1" in frame.stdout and '{"to": "a"}' in frame.stdout
+
+
+def test_usage_and_wire_errors_exit_2(url):
+    bad = run("frobnicate", "mail", url=url)
+    assert bad.returncode == 2 and "unknown verb 'frobnicate'" in bad.stderr
+    gone = subprocess.run([*EMQ, "--url", "redis://:pw-secret@127.0.0.1:1/0", "pause", "mail"],
+                          capture_output=True, text=True, timeout=60)
+    assert gone.returncode == 2 and "WireError" in gone.stderr and "pw-secret" not in gone.stderr
+
+
+def test_help_needs_no_server():
+    out = subprocess.run([*EMQ, "help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "obliterate QUEUE" in out.stdout

@@ -1,0 +1,150 @@
+"""The panels driven in Python: clicks change the real keyspace, refusals do not."""
+
+import time
+
+from conftest import dump, keys_of
+from emq_notebook import admin, jobs, lanes
+from emq_notebook.widgets import DeadLetterPanel, EventsView, JobPanel, QueuePanel
+
+Q = "mail"
+
+
+def dead(conn, n=3, error="boom"):
+    ids = []
+    for i in range(n):
+        jid = jobs.enqueue(conn, Q, f'{{"n": {i}}}', max_attempts=1)
+        jobs.claim(conn, Q, 60_000)
+        jobs.fail(conn, Q, jid, error)
+        ids.append(jid)
+    return ids
+
+
+def test_queue_panel_pause_toggle(conn):
+    jobs.enqueue(conn, Q, "x")
+    panel = QueuePanel(conn, Q)
+    assert repr(panel) == "QueuePanel(mail)" and panel.snapshot["pending"] == 1
+    assert panel.pause_button.description == "Pause"
+    panel.pause_button.click()
+    assert conn.client.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
+    assert panel.pause_button.description == "Resume"
+    panel.pause_button.click()
+    assert not conn.client.hexists(f"emq:{{{Q}}}:meta", "paused")
+
+
+def test_queue_panel_drain_asks_first(conn):
+    for i in range(4):
+        jobs.enqueue(conn, Q, str(i))
+    panel = QueuePanel(conn, Q)
+    panel.drain_button.click()
+    assert "Drain <b>4</b> pending jobs" in panel.confirm_text.value
+    assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 4      # nothing yet
+    panel.cancel_button.click()
+    assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 4
+    panel.drain_button.click()
+    panel.confirm_drain_button.click()
+    assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 0
+    assert panel.status_text == "drained 4 jobs from mail"
+
+
+def test_queue_panel_obliterate_is_gated_and_bounded(conn):
+    for i in range(25):
+        jobs.enqueue(conn, Q, str(i))
+    jobs.claim(conn, Q, 60_000)
+    panel = QueuePanel(conn, Q)
+    assert panel.obliterate_button.disabled                      # running
+    panel.pause_button.click()
+    assert panel.obliterate_button.disabled                      # name not typed
+    panel.typed_name.value = "mai"
+    assert panel.obliterate_button.disabled
+    panel.typed_name.value = "mail"
+    assert not panel.obliterate_button.disabled
+    panel.budget.value = 10
+    before = dump(conn)
+    panel.obliterate_button.click()                              # a job in flight, unforced
+    assert panel.status_text == "refused: obliterate mail — active"
+    assert dump(conn) == before
+    panel.force.value = True
+    panel.obliterate_button.click()
+    assert panel.status_text == "obliterated mail: 25 jobs in 3 calls"
+    assert panel.progress.value == panel.progress.max == 25
+    assert keys_of(conn, Q) == []
+
+
+def test_queue_panel_auto_refresh_is_opt_in_and_stops(conn):
+    panel = QueuePanel(conn, Q, refresh_every=0.05)
+    assert panel._ticker is None
+    panel.auto.value = True
+    jobs.enqueue(conn, Q, "x")
+    deadline = time.time() + 3
+    while panel.snapshot["pending"] != 1 and time.time() < deadline:
+        time.sleep(0.02)
+    assert panel.snapshot["pending"] == 1
+    panel.close()
+    assert panel._ticker is None
+
+
+def test_job_panel_edits_the_row(conn):
+    jid = dead(conn, 1)[0]
+    panel = JobPanel(conn, Q, jid)
+    assert not panel.reprocess_button.disabled
+    panel.payload.value = "{not json"
+    panel.update_button.click()
+    assert panel.status_text.startswith("error: malformed JSON")
+    assert jobs.get_job(conn, Q, jid)["payload"] == '{"n": 0}'
+    panel.payload.value = '{"n": 0, "fixed": true}'
+    panel.update_button.click()
+    assert jobs.get_job(conn, Q, jid)["payload"] == '{"n": 0, "fixed": true}'
+    panel.progress_value.value = "75"
+    panel.progress_button.click()
+    panel.log_line.value = "mended by hand"
+    panel.log_button.click()
+    assert jobs.get_job_logs(conn, Q, jid) == ["mended by hand"]
+    panel.reprocess_button.click()
+    assert jobs.get_job(conn, Q, jid)["state"] == "pending"
+    assert panel.reprocess_button.disabled                       # no longer dead
+    panel.remove_button.click()
+    assert panel.row is None and "gone" in panel.row_view.value
+
+
+def test_job_panel_refusal_changes_nothing(conn):
+    jid = jobs.enqueue(conn, Q, "x")
+    jobs.claim(conn, Q, 60_000)
+    panel = JobPanel(conn, Q, jid)
+    before = dump(conn)
+    panel.remove_button.click()
+    assert panel.status_text == f"refused: remove mail {jid} — locked"
+    assert dump(conn) == before
+
+
+def test_dead_letter_panel_in_bulk(conn):
+    ids = dead(conn, 4) + dead(conn, 2, error="timeout")
+    panel = DeadLetterPanel(conn, Q)
+    assert "6 dead" in panel.summary.value and "timeout" in panel.summary.value
+    panel.select.value = tuple(ids[:2])
+    panel.reprocess_button.click()
+    assert panel.status_text == "2 reprocessed"
+    assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 4
+    panel.select.value = (ids[2],)
+    panel.remove_button.click()
+    assert panel.status_text == "1 removed" and not conn.client.exists(f"emq:{{{Q}}}:job:{ids[2]}")
+    panel.budget.value = 2
+    panel.reprocess_all_button.click()
+    assert panel.status_text == "reprocessed 3 dead jobs"
+    assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 0 and len(panel.select.options) == 0
+
+
+def test_events_view_tails_and_stops(conn):
+    view = EventsView(conn, Q)
+    jid = jobs.enqueue(conn, Q, "x")
+    jobs.update_progress(conn, Q, jid, "10")
+    deadline = time.time() + 3
+    while view.seen < 2 and time.time() < deadline:
+        time.sleep(0.02)
+    assert [e["event"] for e in view.events] == ["added", "progress"]
+    assert "progress" in view.lines.value
+    view.stop_button.click()
+    assert view.tail is None and view.status_text == "stopped after 2 events"
+    jobs.update_progress(conn, Q, jid, "20")
+    time.sleep(0.3)
+    assert view.seen == 2
+    view.close()
