@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from .catalogue import document
 from .connector import Connection
 from .errors import BadInput
 from .keyspace import base, check_name, job_key, queue_key
@@ -24,11 +25,13 @@ def check_budget(budget: object, what: str = "budget") -> int:
     return budget
 
 
+@document
 def pause(conn: Connection, q: str) -> None:
     """Close the claim gate: HSET meta paused 1. No set moves; idempotent; never refuses."""
     conn.run("pause", [queue_key(q, "meta")], [base(q)], verb="pause", queue=q)
 
 
+@document
 def resume(conn: Connection, q: str) -> None:
     """Open the claim gate: HDEL meta paused. Idempotent; never refuses."""
     conn.run("resume", [queue_key(q, "meta")], [base(q)], verb="resume", queue=q)
@@ -39,6 +42,7 @@ def is_paused(conn: Connection, q: str) -> bool:
     return conn.command("HGET", queue_key(q, "meta"), "paused") is not None
 
 
+@document
 def drain(conn: Connection, q: str, include_schedule: bool = False,
           budget: int = DEFAULT_BUDGET, progress: Progress | None = None) -> int:
     """Delete the pending backlog (lane backlogs too; the schedule set when asked).
@@ -63,6 +67,7 @@ def drain(conn: Connection, q: str, include_schedule: bool = False,
             return total
 
 
+@document
 def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFAULT_BUDGET) -> str:
     """ONE bounded call of @obliterate: `"more"` (call again) or `"ok"` (queue gone).
 

@@ -101,6 +101,10 @@ class Connection:
 
     __str__ = __repr__
 
+    def with_executor(self, executor: str) -> "Connection":
+        """The same client and server, another executor."""
+        return Connection(self.client, self.label, executor, secret=self._secret, cluster=self.cluster)
+
     @property
     def folds_pause(self) -> bool:
         """True when the claim reads the paused field inside the same call (one round trip)."""
@@ -141,9 +145,10 @@ class Connection:
 
     def typed(self, exc: redis.ResponseError, verb: str, queue: str, job: str | None) -> EMQError:
         text = _scrub(str(exc), self._secret)
-        cls = refusal_for(text)
-        if cls is not None:
-            return cls(verb, queue, job, detail=text)
+        typed = refusal_for(text)
+        if typed is not None:
+            cls, note = typed
+            return cls(verb, queue, job, detail=text, note=note)
         return EMQError(f"server error in {verb}: {text}")
 
     def wire_error(self, exc: Exception) -> WireError:

@@ -47,17 +47,19 @@ class Refused(EMQError):
 
     reason = "refused"
 
-    def __init__(self, verb: str = "", queue: str = "", job: str | None = None, detail: str = ""):
-        self.verb, self.queue, self.job, self.detail = verb, queue, job, detail
+    def __init__(self, verb: str = "", queue: str = "", job: str | None = None, detail: str = "",
+                 note: str = ""):
+        self.verb, self.queue, self.job, self.detail, self.note = verb, queue, job, detail, note
         super().__init__(self.line())
 
     def line(self) -> str:
         """The one line an operator sees: `refused: reprocess mail j_... — not_dead`."""
         target = " ".join(p for p in (self.verb, self.queue, self.job) if p)
-        return f"refused: {target} — {self.reason}" if target else f"refused: {self.reason}"
+        said = f"refused: {target} — {self.reason}" if target else f"refused: {self.reason}"
+        return f"{said} ({self.note})" if self.note else said
 
     def __reduce__(self):
-        return (type(self), (self.verb, self.queue, self.job, self.detail))
+        return (type(self), (self.verb, self.queue, self.job, self.detail, self.note))
 
 
 class Gone(Refused):
@@ -96,25 +98,26 @@ class NotActive(Refused):
     reason = "not_active"
 
 
-# The ONE place a server's `EMQSTATE ...` error reply becomes a typed refusal.
-# Longest prefix first: "reprocess lane not native" must not read as "not dead".
+# The ONE place a server's `EMQSTATE ...` error reply becomes a typed refusal
+# (class, and a note for the line). Longest first: "reprocess lane not native"
+# must not read as a plain "not dead".
 _EMQSTATE = (
-    ("reprocess lane not native", NotDead),
-    ("not paused", NotPaused),
-    ("active jobs", ActiveJobs),
-    ("not dead", NotDead),
-    ("not active", NotActive),
-    ("locked", Locked),
-    ("gone", Gone),
+    ("reprocess lane not native", NotDead, "a grouped row: the native twin does not carry lanes"),
+    ("not paused", NotPaused, ""),
+    ("active jobs", ActiveJobs, ""),
+    ("not dead", NotDead, ""),
+    ("not active", NotActive, ""),
+    ("locked", Locked, ""),
+    ("gone", Gone, ""),
 )
 
 
-def refusal_for(message: str) -> type[Refused] | None:
-    """The refusal class for a server error text, or None when it is not EMQSTATE."""
+def refusal_for(message: str) -> tuple[type[Refused], str] | None:
+    """(refusal class, note) for a server error text, or None when it is not EMQSTATE."""
     if not message.startswith("EMQSTATE"):
         return None
     rest = message[len("EMQSTATE"):].strip()
-    for prefix, cls in _EMQSTATE:
+    for prefix, cls, note in _EMQSTATE:
         if rest.startswith(prefix):
-            return cls
-    return Refused
+            return cls, note
+    return Refused, rest

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import admin
+from .catalogue import document
 from .connector import Connection
 from .errors import BadInput, Gone, WireError
 from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
@@ -125,6 +126,7 @@ def _gone(reply: Any, verb: str, q: str, job_id: str) -> None:
         raise Gone(verb, q, job_id)
 
 
+@document
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     """Replace the row's payload. Refuses `Gone`."""
     reply = conn.run("update_data", [job_key(q, job_id)], [_payload(payload), job_id, base(q)],
@@ -132,6 +134,7 @@ def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     _gone(reply, "data", q, job_id)
 
 
+@document
 def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> None:
     """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses `Gone`."""
     reply = conn.run("update_progress", [job_key(q, job_id)], [str(progress), job_id, base(q)],
@@ -139,6 +142,7 @@ def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> Non
     _gone(reply, "progress", q, job_id)
 
 
+@document
 def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None = None) -> int:
     """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses `Gone`."""
     if keep is not None:
@@ -149,6 +153,7 @@ def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None =
     return int(reply)
 
 
+@document
 def get_job_logs(conn: Connection, q: str, job_id: str) -> list[str]:
     """The log lines in append order (`[]` when none). Refuses `Gone`."""
     reply = conn.run("get_logs", [job_key(q, job_id), logs_key(q, job_id)], [],
@@ -157,6 +162,7 @@ def get_job_logs(conn: Connection, q: str, job_id: str) -> list[str]:
     return list(reply)
 
 
+@document
 def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) -> None:
     """Remove the job from its set and lane (a lane slot given back when it was in
     flight), delete row and logs, release its dedup key (and `dedup` when supplied).
@@ -170,6 +176,7 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     _gone(reply, "remove", q, job_id)
 
 
+@document
 def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     """Move a dead job back to pending (a grouped one to its lane); counters stay,
     `last_error` goes, `state` becomes pending. On a paused queue it waits.
@@ -183,6 +190,7 @@ def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     _gone(reply, "reprocess", q, job_id)
 
 
+@document
 def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
     """The row as a dict. Refuses `Gone`."""
     row = conn.command("HGETALL", job_key(q, job_id))

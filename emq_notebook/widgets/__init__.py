@@ -1,9 +1,11 @@
 """The panels: ipywidgets over the same verbs the magics call (no transition
 logic lives here: a widget calls a verb, a verb never knows about widgets)."""
 
+from .claim_gate import ClaimGate
 from .dead_letters import DeadLetterPanel
 from .events_view import EventsView
 from .job_panel import JobPanel
+from .operator_console import OperatorConsole
 from .queue_panel import QueuePanel
 
-__all__ = ["QueuePanel", "JobPanel", "DeadLetterPanel", "EventsView"]
+__all__ = ["QueuePanel", "JobPanel", "DeadLetterPanel", "EventsView", "ClaimGate", "OperatorConsole"]

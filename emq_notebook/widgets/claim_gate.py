@@ -1,0 +1,78 @@
+"""ClaimGate: the seed's first demo, live — toggle the gate, then run a claim.
+
+Paused, a claim answers empty and the backlog is untouched; resumed, it serves
+the head of pending. The line under it says which round trips ran.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+
+from .. import admin, jobs
+from ..connector import Connection
+from ..keyspace import queue_key
+from .base import Panel
+
+
+class ClaimGate(Panel):
+    def __init__(self, conn: Connection, q: str, lease_ms: int = 60_000):
+        super().__init__()
+        self.conn, self.q, self.title, self.lease_ms = conn, q, q, lease_ms
+        self.gate = w.ToggleButton(description="Paused", value=admin.is_paused(conn, q),
+                                   icon="pause")
+        self.gate.observe(lambda ch: self.set_paused(ch["new"]), names="value")
+        self.claim_button = w.Button(description="Run a claim", button_style="primary")
+        self.claim_button.on_click(lambda _: self.run_claim())
+        self.add_button = w.Button(description="Add a job")
+        self.add_button.on_click(lambda _: self.add_job())
+        self.backlog = w.HTML()
+        self.trips = w.HTML()
+        self.children = [w.HTML(f"<b>the claim gate · {q}</b>"),
+                         w.HBox([self.gate, self.claim_button, self.add_button]),
+                         self.backlog, self.status, self.trips]
+        self.refresh()
+
+    def refresh(self) -> None:
+        paused = admin.is_paused(self.conn, self.q)
+        pending = self.conn.command("ZRANGE", queue_key(self.q, "pending"), 0, -1)
+        active = self.conn.command("ZRANGE", queue_key(self.q, "active"), 0, -1)
+        self.gate.description = "Paused" if paused else "Running"
+        self.gate.icon = "pause" if paused else "play"
+        self.backlog.value = (f"queue {'paused' if paused else 'running'} · pending "
+                              f"[{html.escape(', '.join(pending)) or 'empty'}] · active "
+                              f"[{html.escape(', '.join(active)) or 'empty'}]")
+        self.pending, self.active = pending, active
+
+    def set_paused(self, paused: bool) -> None:
+        (admin.pause if paused else admin.resume)(self.conn, self.q)
+        self.say(f"{'paused' if paused else 'resumed'} {self.q}: the field on emq:{{{self.q}}}:meta, no set moved")
+        self.refresh()
+
+    def add_job(self) -> None:
+        jid = jobs.enqueue(self.conn, self.q, '{"demo": true}')
+        self.say(f"enqueued {jid}")
+        self.refresh()
+
+    def round_trips(self) -> str:
+        if self.conn.folds_pause:
+            return "one round trip: FCALL emq_native_claim (the paused read folded into the claim)"
+        return (f"round trip 1: HGET emq:{{{self.q}}}:meta paused → "
+                + ("set: stop, answer empty (no script ran)" if admin.is_paused(self.conn, self.q)
+                   else "nil → round trip 2: EVALSHA claim2 (the live claim script, no pause logic)"))
+
+    def run_claim(self):
+        trips = self.round_trips()
+        got = jobs.claim(self.conn, self.q, self.lease_ms)
+        before = list(self.pending)
+        self.refresh()
+        if got is None:
+            why = "paused" if admin.is_paused(self.conn, self.q) else "empty"
+            kept = "the backlog is untouched" if self.pending == before else "the backlog changed"
+            self.say(f"claim answered empty ({why}); {kept}: {len(self.pending)} pending")
+        else:
+            self.say(f"claimed {got[0]}: pending -> active (attempts {got[2]})")
+        self.trips.value = f"<small>{html.escape(trips)}</small>"
+        self.last = got
+        return got
