@@ -8,7 +8,7 @@
 In IPython: `%load_ext emq_notebook`, then `%emq help`.
 """
 
-from . import admin, jobs, lanes, repeat
+from . import admin, demo, footprint, frames, jobs, lanes, repeat, widgets
 from .connector import Connection, connect
 from .errors import (ActiveJobs, BadInput, EMQError, Gone, InvalidName, Locked, NativeUnavailable,
                      NotActive, NotDead, NotPaused, Refused, UsageProblem, WireError)
@@ -19,7 +19,14 @@ __version__ = "0.1.0"
 __all__ = ["connect", "Connection", "admin", "jobs", "lanes", "repeat", "Worker",
            "EMQError", "Refused", "Gone", "Locked", "NotDead", "NotPaused", "ActiveJobs",
            "NotActive", "InvalidName", "UsageProblem", "BadInput", "WireError",
-           "NativeUnavailable", "load_ipython_extension"]
+           "NativeUnavailable", "load_ipython_extension", "current"]
+
+
+def current() -> Connection:
+    """The connection `%emq` uses (opened on first use), for Python cells beside the magics."""
+    from .magics import SESSION
+
+    return SESSION.conn
 
 
 def load_ipython_extension(ipython):

@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from . import admin, frames, jobs, lanes
 from .connector import Connection, connect
-from .errors import BadInput, Refused, UsageProblem
+from .errors import ActiveJobs, BadInput, NotPaused, Refused, UsageProblem
+from .keyspace import queue_key
 from .grammar import grammar, verb_help
 
 # a destructive command on more jobs than this asks for --yes, stating the count
@@ -105,6 +106,13 @@ def _obliterate(s: Session, ns):
         s.say(f"obliterate {q}: {admin.obliterate(s.conn, q, force=ns.force, budget=ns.budget)}")
         return None
     total = admin.job_count(s.conn, q)
+    if total > CONFIRM_ABOVE and not ns.yes:
+        # answer the refusal the script would give before asking to confirm; only a
+        # read, so nothing is deleted however the queue changes meanwhile
+        if not admin.is_paused(s.conn, q):
+            raise NotPaused("obliterate", q)
+        if not ns.force and s.conn.command("ZCARD", queue_key(q, "active")):
+            raise ActiveJobs("obliterate", q)
     _confirm(ns, total, "obliterate")
     report = s.progress(f"obliterate {q}", total)
     calls = admin.obliterate_all(s.conn, q, force=ns.force, budget=ns.budget,

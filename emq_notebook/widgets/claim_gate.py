@@ -73,6 +73,7 @@ class ClaimGate(Panel):
             self.say(f"claim answered empty ({why}); {kept}: {len(self.pending)} pending")
         else:
             self.say(f"claimed {got[0]}: pending -> active (attempts {got[2]})")
+        self.trips_text = trips
         self.trips.value = f"<small>{html.escape(trips)}</small>"
         self.last = got
         return got
