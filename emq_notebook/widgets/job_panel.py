@@ -3,6 +3,7 @@ Reprocess (enabled only when the job is dead)."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import ipywidgets as w
@@ -66,7 +67,7 @@ class JobPanel(Panel):
         self.row_view.value = table({k: v for k, v in sorted(row.items()) if k != "payload"},
                                     ("field", "value"))
         self.payload.value = row.get("payload", "")
-        self.logs_view.value = "<pre>" + "\n".join(map(_esc, logs)) + "</pre>" if logs else "<i>no logs</i>"
+        self.logs_view.value = "<pre>" + "\n".join(map(html.escape, logs)) + "</pre>" if logs else "<i>no logs</i>"
         self.reprocess_button.disabled = row.get("state") != "dead"
 
     def update_data(self) -> None:
@@ -94,8 +95,3 @@ class JobPanel(Panel):
         self.attempt(jobs.reprocess_job, self.conn, self.q, self.job_id,
                      done=f"reprocessed {self.job_id}: dead -> pending")
         self.refresh()
-
-
-def _esc(text: str) -> str:
-    import html
-    return html.escape(text)
