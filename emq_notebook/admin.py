@@ -100,7 +100,7 @@ def obliterate_all(conn: Connection, q: str, force: bool = False, budget: int = 
 def job_count(conn: Connection, q: str) -> int:
     """Jobs held in the four state sets and every lane backlog (one pipelined read)."""
     groups = conn.command("SMEMBERS", queue_key(q, "groups")) or []
-    pipe = conn.client.pipeline(transaction=False)
+    pipe = conn.pipeline()
     for state in ("pending", "active", "schedule", "dead"):
         pipe.zcard(queue_key(q, state))
     for g in groups:

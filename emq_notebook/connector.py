@@ -15,6 +15,7 @@ here, in one place.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import re
 import threading
@@ -37,15 +38,13 @@ _valkey_server = None
 
 
 def redact(url: str) -> str:
-    """The URL with any password replaced by `***`."""
+    """The URL with any password replaced by `***` (never fails, even on a bad port)."""
     parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if not at or ":" not in userinfo:
         return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    user = userinfo.split(":", 1)[0]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
 
 
 def _scrub(text: str, secret: str | None) -> str:
@@ -116,16 +115,15 @@ class Connection:
         """Run transition `name` with the executor; map an EMQSTATE reply to its refusal."""
         args = [str(a) for a in args]
         try:
-            if self.executor == "native" and name in NATIVE:
-                return self._native(NATIVE[name], keys, args)
-            if self.executor == "function":
-                self._ensure_library()
-                return self.client.fcall(f"emq_{name}", len(keys), *keys, *args)
-            return self.script(name)(keys=list(keys), args=args)
+            with self.wire():
+                if self.executor == "native" and name in NATIVE:
+                    return self._native(NATIVE[name], keys, args)
+                if self.executor == "function":
+                    self._ensure_library()
+                    return self.client.fcall(f"emq_{name}", len(keys), *keys, *args)
+                return self.script(name)(keys=list(keys), args=args)
         except redis.ResponseError as exc:
             raise self.typed(exc, verb or name, queue, job) from None
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise self.wire_error(exc) from None
 
     def script(self, name: str):
         """The redis-py `Script` for `name`: EVALSHA, and on NOSCRIPT load and retry."""
@@ -137,11 +135,27 @@ class Connection:
     def command(self, *parts: Any) -> Any:
         """One plain command, with wire faults mapped to `WireError`."""
         try:
-            return self.client.execute_command(*parts)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise self.wire_error(exc) from None
+            with self.wire():
+                return self.client.execute_command(*parts)
         except redis.ResponseError as exc:
             raise self.typed(exc, str(parts[0]), "", None) from None
+
+    @contextlib.contextmanager
+    def wire(self):
+        """Inside the block, a lost or timed-out server raises `WireError` (one line)."""
+        try:
+            yield self.client
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise self.wire_error(exc) from None
+
+    def pipeline(self) -> "Pipeline":
+        """A non-transactional pipeline for batched reads; `execute()` maps wire faults."""
+        return Pipeline(self)
+
+    def scan(self, match: str) -> list[str]:
+        """Every key matching `match` (SCAN, never KEYS; every primary of a cluster)."""
+        with self.wire():
+            return list(self.client.scan_iter(match=match, count=1000))
 
     def typed(self, exc: redis.ResponseError, verb: str, queue: str, job: str | None) -> EMQError:
         text = _scrub(str(exc), self._secret)
@@ -176,6 +190,21 @@ class Connection:
         if loaded != version:
             self.client.function_load(body, replace=True)
         self._library_ready = True
+
+
+class Pipeline:
+    """redis-py's pipeline, queued as usual, whose `execute()` raises `WireError`."""
+
+    def __init__(self, conn: Connection):
+        self._conn = conn
+        self._pipe = conn.client.pipeline(transaction=False)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pipe, name)
+
+    def execute(self) -> list:
+        with self._conn.wire():
+            return self._pipe.execute()
 
 
 def _normalise(url: str) -> str:

@@ -18,13 +18,14 @@ from .keyspace import events_channel
 
 def subscribe(conn: Connection, q: str, timeout: float = 5.0):
     """A pubsub on the queue's events channel, its SUBSCRIBE acknowledged."""
-    ps = conn.client.pubsub()
-    ps.subscribe(events_channel(q))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        msg = ps.get_message(timeout=0.1)
-        if msg and msg["type"] == "subscribe":
-            return ps
+    with conn.wire():
+        ps = conn.client.pubsub()
+        ps.subscribe(events_channel(q))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = ps.get_message(timeout=0.1)
+            if msg and msg["type"] == "subscribe":
+                return ps
     ps.close()
     raise WireError(f"no subscription to {events_channel(q)} within {timeout}s")
 

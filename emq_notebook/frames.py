@@ -25,7 +25,7 @@ _TIMED = {"active": "lease deadline", "schedule": "due", "dead": "died at"}
 def _members(conn: Connection, q: str, states, limit: int | None) -> list[tuple[str, str, float, str | None]]:
     """(id, state, score, group) for the chosen states, lanes' backlogs counted as pending."""
     stop = -1 if limit is None else limit - 1
-    pipe = conn.client.pipeline(transaction=False)
+    pipe = conn.pipeline()
     for state in states:
         pipe.zrange(queue_key(q, state), 0, stop, withscores=True)
     groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
@@ -44,7 +44,7 @@ def rows(conn: Connection, q: str, ids: list[str]) -> list[dict]:
     """The rows of `ids`, pipelined in batches of `BATCH`."""
     out: list[dict] = []
     for start in range(0, len(ids), BATCH):
-        pipe = conn.client.pipeline(transaction=False)
+        pipe = conn.pipeline()
         for job_id in ids[start:start + BATCH]:
             pipe.hgetall(queue_key(q, "job:" + job_id))
         out.extend(pipe.execute())
@@ -83,7 +83,7 @@ def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None) 
 
 def queues(conn: Connection) -> list[str]:
     """Every queue on the server, found by its meta hash (SCAN, never KEYS)."""
-    found = {queue_from_key(k) for k in conn.client.scan_iter(match="emq:{*}:meta", count=1000)}
+    found = {queue_from_key(k) for k in conn.scan("emq:{*}:meta")}
     return sorted(q for q in found if q)
 
 
@@ -91,7 +91,7 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
     """queue x (pending, active, schedule, dead) counts plus paused, lanes, repeatables.
     `pending` includes the lanes' backlogs."""
     names = queues(conn) if queues_ is None else [check_name(q) for q in queues_]
-    pipe = conn.client.pipeline(transaction=False)
+    pipe = conn.pipeline()
     for q in names:
         for state in STATES:
             pipe.zcard(queue_key(q, state))
@@ -100,7 +100,7 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
         pipe.zcard(queue_key(q, "repeat"))
     replies = pipe.execute()
     width = len(STATES) + 3
-    lane_pipe = conn.client.pipeline(transaction=False)
+    lane_pipe = conn.pipeline()
     for i, q in enumerate(names):
         for g in sorted(replies[i * width + len(STATES) + 1]):
             lane_pipe.zcard(queue_key(q, f"g:{g}:pending"))
@@ -120,7 +120,7 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
 def metrics(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFrame:
     """The metrics hashes as a frame indexed by minute (UTC): completed, failed.
     Ready for `.plot()`. `since_ms` keeps only the last so many milliseconds."""
-    pipe = conn.client.pipeline(transaction=False)
+    pipe = conn.pipeline()
     pipe.hgetall(queue_key(q, "metrics:completed"))
     pipe.hgetall(queue_key(q, "metrics:failed"))
     completed, failed = pipe.execute()

@@ -49,7 +49,7 @@ def resume_lane(conn: Connection, q: str, group: str) -> None:
 def lanes(conn: Connection, q: str) -> dict[str, dict]:
     """Every known lane: `{group: {"pending", "active", "limit", "paused"}}`."""
     groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or [])
-    pipe = conn.client.pipeline(transaction=False)
+    pipe = conn.pipeline()
     for g in groups:
         pipe.zcard(lane_key(q, g))
         pipe.hmget(lane_meta_key(q, g), "limit", "active", "paused")
