@@ -4,6 +4,7 @@
 -- returns 1 (:more, the budget is spent, call again) or 0 (:ok, the queue is gone);
 -- EMQSTATE not paused; EMQSTATE active jobs present (unforced, jobs in flight).
 --@include common
+--@include lanes
 local meta = KEYS[1]
 local base = KEYS[2]
 -- refuse unless paused: the order is pause, then obliterate
@@ -13,10 +14,19 @@ end
 local force = ARGV[1] == 'force'
 local budget = tonumber(ARGV[2])
 
+-- a job leaves for good: its dedup key is given back and, when it was in flight,
+-- its lane slot, so the queue is consistent after every call, not only the last
+local function destroy(id, in_flight)
+  local row = redis.call('HMGET', base .. 'job:' .. id, 'group', 'dedup')
+  if in_flight and row[1] then lane_release(base, row[1]) end
+  release_dedup(base, row[2], id)
+  del_job(base, id)
+end
+
 -- delete up to `budget` jobs of one set, rows first; true when the budget is spent
-local function sweep(sk)
+local function sweep(sk, in_flight)
   local ids = redis.call('ZRANGE', sk, 0, budget - 1)
-  for _, id in ipairs(ids) do del_job(base, id) end
+  for _, id in ipairs(ids) do destroy(id, in_flight) end
   if #ids > 0 then
     redis.call('ZREMRANGEBYRANK', sk, 0, #ids - 1)
     budget = budget - #ids
@@ -30,7 +40,7 @@ if redis.call('ZCARD', active) > 0 and not force then
   return redis.error_reply('EMQSTATE active jobs present')
 end
 -- 1 is :more: the budget is spent, call again
-if sweep(active) then return 1 end
+if sweep(active, true) then return 1 end
 
 -- the remaining state sets, bounded
 for _, t in ipairs({'pending', 'schedule', 'dead'}) do

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import dump, keys_of
+from conftest import consistency_problems, dump, keys_of
 from emq_notebook import admin, jobs, lanes, repeat
 from emq_notebook.errors import ActiveJobs, NotPaused
 
@@ -163,6 +163,21 @@ def test_obliterate_calls_are_bounded_by_the_budget(conn):
     assert keys_of(conn, Q) == []
 
 
+def test_every_obliterate_call_leaves_a_consistent_queue(conn):
+    # found by the model (tests/test_model.py): a bounded call that deleted a job
+    # kept its dedup key, so a later enqueue answered the deleted id and was lost
+    old = jobs.enqueue(conn, Q, "old", dedup="invoice-7")
+    flying = jobs.enqueue(conn, Q, "g", group="acme")
+    lanes.claim(conn, Q, 60_000)
+    admin.pause(conn, Q)
+    assert admin.obliterate(conn, Q, force=True, budget=1) == "more"     # the in-flight one
+    assert conn.client.hget(f"emq:{{{Q}}}:g:acme:meta", "active") == "0"  # its slot given back
+    assert admin.obliterate(conn, Q, force=True, budget=1) == "more"     # the pending one
+    assert not conn.client.exists(f"emq:{{{Q}}}:job:{old}", f"emq:{{{Q}}}:job:{flying}")
+    fresh = jobs.enqueue(conn, Q, "new", dedup="invoice-7")
+    assert fresh != old and jobs.get_job(conn, Q, fresh)["payload"] == "new"
+
+
 def test_obliterate_of_an_exact_multiple_takes_one_more_call(conn):
     for i in range(20):
         jobs.enqueue(conn, Q, str(i))
@@ -210,3 +225,34 @@ def test_remove_jobs_answers_per_id(conn):
     assert jobs.get_job(conn, Q, a)["state"] == "active"
     assert not conn.client.exists(f"emq:{{{Q}}}:job:{b}", f"emq:{{{Q}}}:job:{c}")
     assert conn.client.zcard(f"emq:{{{Q}}}:g:acme:pending") == 0
+
+
+@pytest.mark.parametrize("loop", ["drain", "obliterate_all", "reprocess_dead"])
+def test_an_interrupt_between_calls_leaves_a_consistent_queue(conn, loop):
+    for i in range(30):
+        jobs.enqueue(conn, Q, str(i), group="acme" if i % 3 == 0 else None,
+                     dedup=f"k{i}" if i % 2 else None, max_attempts=1)
+    lanes.set_limit(conn, Q, "acme", 30)
+    for _ in range(12):                                  # some dead, some in flight
+        got = jobs.claim(conn, Q, 60_000) or lanes.claim(conn, Q, 60_000)
+        jobs.fail(conn, Q, got[0], "boom")
+    in_flight = [lanes.claim(conn, Q, 60_000)[0], jobs.claim(conn, Q, 60_000)[0]]
+    admin.pause(conn, Q)
+
+    def interrupt(calls, _done):
+        if calls == 2:
+            raise KeyboardInterrupt          # Ctrl-C / the notebook's stop button
+    run = {"drain": lambda p: admin.drain(conn, Q, budget=3, progress=p),
+           "obliterate_all": lambda p: admin.obliterate_all(conn, Q, force=True, budget=3, progress=p),
+           "reprocess_dead": lambda p: admin.reprocess_dead(conn, Q, budget=3, progress=p)}[loop]
+    with pytest.raises(KeyboardInterrupt):
+        run(interrupt)
+    assert consistency_problems(conn, Q) == []
+    run(None)                                            # and it converges when run again
+    assert consistency_problems(conn, Q) == []
+    if loop == "obliterate_all":
+        assert keys_of(conn, Q) == []
+    elif loop == "drain":
+        assert admin.job_count(conn, Q) == conn.client.zcard(f"emq:{{{Q}}}:dead") + len(in_flight)
+    else:
+        assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 0
