@@ -99,9 +99,18 @@ def obliterate_all(conn: Connection, q: str, force: bool = False, budget: int = 
 
 def job_count(conn: Connection, q: str) -> int:
     """Jobs held in the four state sets and every lane backlog (one pipelined read)."""
+    return _count(conn, q, ("pending", "active", "schedule", "dead"))
+
+
+def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
+    """What a drain would delete: pending and the lane backlogs (and the schedule set)."""
+    return _count(conn, q, ("pending", "schedule") if include_schedule else ("pending",))
+
+
+def _count(conn: Connection, q: str, states) -> int:
     groups = conn.command("SMEMBERS", queue_key(q, "groups")) or []
     pipe = conn.pipeline()
-    for state in ("pending", "active", "schedule", "dead"):
+    for state in states:
         pipe.zcard(queue_key(q, state))
     for g in groups:
         pipe.zcard(queue_key(q, f"g:{g}:pending"))

@@ -96,6 +96,7 @@ def _resume(s: Session, ns):
 
 
 def _drain(s: Session, ns):
+    _confirm(ns, admin.backlog(s.conn, ns.queue, ns.include_schedule), "drain")
     n = admin.drain(s.conn, ns.queue, include_schedule=ns.include_schedule, budget=ns.budget)
     s.say(f"drained {n} jobs from {ns.queue}")
 

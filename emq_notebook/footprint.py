@@ -13,16 +13,15 @@ from .keyspace import base
 
 def footprint(conn: Connection, q: str) -> dict[str, tuple[str, object]]:
     """{key: (type, value)} for every key of queue `q`."""
-    r = conn.client
-    keys = sorted(r.scan_iter(match=base(q) + "*", count=1000))
-    pipe = r.pipeline(transaction=False)
+    keys = sorted(conn.scan(base(q) + "*"))
+    pipe = conn.pipeline()
     for k in keys:
         pipe.type(k)
     kinds = pipe.execute()
     read = {"hash": lambda p, k: p.hgetall(k), "zset": lambda p, k: p.zrange(k, 0, -1, withscores=True),
             "list": lambda p, k: p.lrange(k, 0, -1), "set": lambda p, k: p.smembers(k),
             "string": lambda p, k: p.get(k)}
-    pipe = r.pipeline(transaction=False)
+    pipe = conn.pipeline()
     for k, kind in zip(keys, kinds):
         read.get(kind, lambda p, k: p.type(k))(pipe, k)
     values = pipe.execute()

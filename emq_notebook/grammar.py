@@ -79,6 +79,7 @@ VERBS: dict[str, tuple[str, list]] = {
         (["queue"], {}),
         (["--include-schedule"], dict(action="store_true", help="the schedule set too")),
         (["--budget"], dict(type=_whole, default=1000, help="jobs per bounded call")),
+        (["--yes"], dict(action="store_true", help="confirm a backlog of many jobs")),
     ]),
     "obliterate": ("destroy a PAUSED queue, bounded; refuses not_paused / active", [
         (["queue"], {}),

@@ -114,6 +114,23 @@ def test_big_obliterate_asks_for_yes(emq, conn, monkeypatch):
     assert conn.client.zcard("emq:{mail}:pending") == 0
 
 
+def test_big_drain_asks_for_yes_stating_the_count(emq, conn, monkeypatch):
+    from conftest import dump
+    monkeypatch.setattr(commands, "CONFIRM_ABOVE", 3)
+    for i in range(3):
+        jobs.enqueue(conn, "mail", "{}")
+    jobs.enqueue(conn, "mail", "{}", group="acme")
+    jobs.enqueue(conn, "mail", "{}", delay_ms=60_000)
+    before = dump(conn)
+    with pytest.raises(UsageProblem, match="drain mail would destroy 4 jobs: add --yes"):
+        emq("drain mail")
+    with pytest.raises(UsageProblem, match="would destroy 5 jobs"):
+        emq("drain mail --include-schedule")
+    assert dump(conn) == before
+    emq("drain mail --yes")
+    assert conn.client.zcard("emq:{mail}:pending") == 0 and conn.client.zcard("emq:{mail}:schedule") == 1
+
+
 @pytest.mark.parametrize("line,error", [
     ("frobnicate mail", UsageProblem), ("drain", UsageProblem),
     ("drain mail --budget 0", UsageProblem), ("drain mail --bogus", UsageProblem),
