@@ -68,7 +68,7 @@ class QueuePanel(Panel):
         self.paused = bool(row.pop("paused"))
         self.snapshot = row
         self.counts.value = table(row, ("set", "jobs")) + \
-            f"<div>{'⏸ paused' if self.paused else '▶ running'}</div>"
+            f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
         self.pause_button.description = "Resume" if self.paused else "Pause"
         self.pause_button.icon = "play" if self.paused else "pause"
         self._gate_obliterate()
