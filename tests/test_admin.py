@@ -1,4 +1,4 @@
-"""Queue scope on both backends: pause/resume, bounded drain, bounded obliterate
+"""Queue scope on both backends and a local Valkey Cluster: pause/resume, bounded drain, bounded obliterate
 down to a zero footprint, bulk reprocess and remove; refusals change nothing."""
 
 import json
@@ -6,11 +6,16 @@ import time
 
 import pytest
 
-from conftest import consistency_problems, dump, keys_of
+from conftest import WITH_CLUSTER, consistency_problems, dump, keys_of
 from emq_notebook import admin, jobs, lanes, repeat
 from emq_notebook.errors import ActiveJobs, NotPaused
 
 Q = "mail"
+
+
+@pytest.fixture(params=WITH_CLUSTER)
+def backend(request):
+    return request.param
 
 
 def events(conn, q, action):

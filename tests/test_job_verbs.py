@@ -1,4 +1,4 @@
-"""Job scope on both backends: each per-job verb succeeds, and each refusal is
+"""Job scope on both backends and a local Valkey Cluster: each per-job verb succeeds, and each refusal is
 typed and leaves the whole keyspace byte-identical."""
 
 import json
@@ -6,11 +6,16 @@ import time
 
 import pytest
 
-from conftest import dump
+from conftest import WITH_CLUSTER, dump
 from emq_notebook import admin, jobs, lanes
 from emq_notebook.errors import Gone, Locked, NotDead
 
 Q = "mail"
+
+
+@pytest.fixture(params=WITH_CLUSTER)
+def backend(request):
+    return request.param
 
 
 def dead_job(conn, q=Q, group=None, payload="x"):

@@ -1,0 +1,117 @@
+"""Valkey Cluster: a local 3-primary cluster (tests/cluster.py). The operator
+plane's own tests also run here (test_admin.py, test_job_verbs.py: `[cluster]`);
+this file checks what only a cluster has: queues spread over primaries, the
+function library on each, auto-detection, `%emq connect --cluster`, and a
+runbook under nbval."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+import emq_notebook as emq
+from conftest import open_conn
+from emq_notebook import admin, frames, jobs, lanes, scripts
+
+ROOT = Path(__file__).resolve().parent.parent
+QUEUES = [f"q{i}" for i in range(12)]
+
+
+@pytest.fixture
+def conn(cluster):
+    return open_conn("cluster", cluster)
+
+
+def owners(conn, queues) -> set[str]:
+    """The primaries that hold these queues' slots."""
+    return {conn.client.get_node_from_key(f"emq:{{{q}}}:meta").name for q in queues}
+
+
+def test_a_cluster_node_is_recognised_and_each_queue_lives_on_one_slot(conn, cluster):
+    assert conn.cluster and isinstance(conn.client, RedisCluster)
+    assert not emq.connect(cluster.url, cluster=False).cluster
+    jobs.enqueue(conn, "mail", "{}", id="j_1", dedup="once", group="acme")
+    jobs.add_log(conn, "mail", "j_1", "line")
+    slots = {conn.client.keyslot(k) for k in conn.scan("emq:{mail}:*")}
+    assert len(slots) == 1 and len(conn.scan("emq:{mail}:*")) >= 5
+
+
+def test_queues_and_counts_span_every_primary(conn):
+    for i, q in enumerate(QUEUES):
+        for n in range(i % 3 + 1):
+            jobs.enqueue(conn, q, "{}")
+    assert len(owners(conn, QUEUES)) == 3                    # spread over all three
+    assert frames.queues(conn) == sorted(QUEUES)
+    counts = frames.counts(conn)
+    assert list(counts.index) == sorted(QUEUES)
+    assert counts.loc["q5", "pending"] == 3 and int(counts["pending"].sum()) == 24
+
+
+def test_the_function_library_is_on_every_primary(cluster):
+    conn = open_conn("cluster", cluster, executor="function")
+    for q in QUEUES[:6]:
+        jobs.enqueue(conn, q, "{}", id="j_1")
+        assert jobs.claim(conn, q, 1000)[0] == "j_1"
+    version, _ = scripts.library()
+    answers = conn.client.execute_command("FCALL_RO", "emq_version", 0, target_nodes=RedisCluster.PRIMARIES)
+    assert sorted(answers.values()) == [version] * 3
+    # one primary loses the library: a new connection finds out and loads it again
+    node = conn.client.get_primaries()[1]
+    redis.Redis(host=node.host, port=node.port).function_flush()
+    again = emq.connect(cluster.url, executor="function")
+    for q in QUEUES[6:]:
+        jobs.enqueue(again, q, "{}", id="j_2")
+        assert jobs.claim(again, q, 1000)[0] == "j_2"
+
+
+def test_bulk_verbs_across_the_cluster(conn):
+    for q in QUEUES[:4]:
+        for i in range(30):
+            jobs.enqueue(conn, q, "{}", group="g" if i % 2 else None, max_attempts=1)
+        lanes.set_limit(conn, q, "g", 30)
+        while (got := jobs.claim(conn, q, 60_000) or lanes.claim(conn, q, 60_000)):
+            jobs.fail(conn, q, got[0], "boom")
+        assert admin.reprocess_dead(conn, q, budget=7) == 30
+        assert admin.drain(conn, q, budget=7) == 30
+        admin.pause(conn, q)
+        assert admin.obliterate_all(conn, q, budget=7) >= 1
+    assert frames.queues(conn) == []
+
+
+def test_the_magic_connects_with_cluster(cluster):
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    from emq_notebook.magics import SESSION
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "emq_notebook")
+    try:
+        with capture_output() as out:
+            shell.run_cell(f"%emq connect --cluster {cluster.url}")
+            shell.run_cell("%emq enqueue spread '{}' --id j_1")
+            result = shell.run_cell("%emq status spread")
+        assert SESSION.conn.cluster and "connected:" in out.stdout
+        assert result.result.loc["spread", "pending"] == 1
+    finally:
+        SESSION.conn = emq.connect(embedded="fake")
+
+
+def test_a_runbook_runs_on_the_cluster(cluster, tmp_path):
+    conn = open_conn("cluster", cluster)
+    ini = tmp_path / "pytest.ini"
+    ini.write_text("[pytest]\n")
+    book = ROOT / "notebooks" / "04-retire-a-queue.ipynb"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "-c", str(ini),
+         "--rootdir", str(ROOT), "--nbval-sanitize-with", str(ROOT / "notebooks" / "sanitize.cfg"),
+         str(book)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "EMQ_URL": cluster.url})
+    assert run.returncode == 0, run.stdout[-4000:]
+    assert " passed" in run.stdout and "failed" not in run.stdout
+    assert conn.cluster
