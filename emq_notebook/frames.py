@@ -1,7 +1,8 @@
 """The looking room: pandas frames of a queue's state, counts and throughput.
 
-Reads only. Rows are fetched with pipelined HGETALL in batches, never one round
-trip per job, so a 100,000-job queue is a snapshot of seconds.
+Reads only. Rows are fetched a batch of 1,000 jobs per `@read_rows` call, only
+the shown fields, never one round trip per job, so a 100,000-job queue is a
+snapshot of seconds (bench/snapshot.py).
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import pandas as pd
 
 from .connector import Connection
 from .errors import BadInput
-from .keyspace import STATES, check_name, queue_from_key, queue_key
+from .keyspace import STATES, base, check_name, queue_from_key, queue_key
 
 BATCH = 1000
 COLUMNS = ["state", "group", "priority", "at", "attempts", "failures", "stalled",
            "last_error", "progress", "payload"]
 _INTS = ("priority", "attempts", "failures", "stalled")
+# the row fields the frame shows
+FIELDS = ("group", "priority", "attempts", "failures", "stalled", "last_error", "progress", "payload")
 # what a set's score means: a time for these sets, a priority for pending
 _TIMED = {"active": "lease deadline", "schedule": "due", "dead": "died at"}
 
@@ -40,14 +43,13 @@ def _members(conn: Connection, q: str, states, limit: int | None) -> list[tuple[
     return out
 
 
-def rows(conn: Connection, q: str, ids: list[str]) -> list[dict]:
-    """The rows of `ids`, pipelined in batches of `BATCH`."""
-    out: list[dict] = []
+def rows(conn: Connection, q: str, ids: list[str], fields=FIELDS) -> list[list]:
+    """`fields` of each row of `ids` (None where absent), in batches of `BATCH` ids:
+    one `@read_rows` call a batch, so only the shown fields cross the wire."""
+    out: list[list] = []
     for start in range(0, len(ids), BATCH):
-        pipe = conn.pipeline()
-        for job_id in ids[start:start + BATCH]:
-            pipe.hgetall(queue_key(q, "job:" + job_id))
-        out.extend(pipe.execute())
+        out.extend(conn.run("read_rows", [base(q)], [len(fields), *fields, *ids[start:start + BATCH]],
+                            verb="jobs", queue=q))
     return out
 
 
@@ -62,21 +64,24 @@ def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None) 
         if s not in STATES:
             raise BadInput(f"unknown state {s!r}: one of {', '.join(STATES)} or all")
     members = _members(conn, q, tuple(states), limit)
-    ids = [m[0] for m in members]
-    fetched = rows(conn, q, ids)
-    records = []
-    for (job_id, state, score, group), row in zip(members, fetched):
-        records.append({
-            "id": job_id, "state": state, "group": row.get("group", group),
-            "priority": row.get("priority", 0),
-            "at": score if state in _TIMED else None,
-            "attempts": row.get("attempts", 0), "failures": row.get("failures", 0),
-            "stalled": row.get("stalled", 0), "last_error": row.get("last_error"),
-            "progress": row.get("progress"), "payload": row.get("payload"),
-        })
-    frame = pd.DataFrame.from_records(records, columns=["id", *COLUMNS]).set_index("id")
+    if not members:     # no rows: the same columns, and an index pandas reads as empty
+        return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
+    # column-wise: one list per field, not one dict per job
+    columns = dict(zip(FIELDS, zip(*rows(conn, q, [m[0] for m in members]))))
+    frame = pd.DataFrame({
+        "id": [m[0] for m in members], "state": [m[1] for m in members],
+        # a lane's job names its group on the row; the lane it sits in says the same
+        "group": [g if g is not None else m[3] for g, m in zip(columns["group"], members)],
+        "priority": columns["priority"],
+        "at": [m[2] if m[1] in _TIMED else None for m in members],
+        **{f: columns[f] for f in FIELDS[2:]},
+    }, columns=["id", *COLUMNS]).set_index("id")
+    return _typed(frame)
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     for col in _INTS:
-        frame[col] = pd.to_numeric(frame[col]).astype("int64")
+        frame[col] = pd.to_numeric(frame[col].fillna(0)).astype("int64")
     frame["at"] = pd.to_datetime(frame["at"].astype("float64"), unit="ms", utc=True)
     return frame
 
