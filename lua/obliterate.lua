@@ -16,10 +16,14 @@ local budget = tonumber(ARGV[2])
 
 -- a job leaves for good: its dedup key is given back and, when it was in flight,
 -- its lane slot, so the queue is consistent after every call, not only the last
+-- (the row is read only when there is something to give back)
+local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
 local function destroy(id, in_flight)
-  local row = redis.call('HMGET', base .. 'job:' .. id, 'group', 'dedup')
-  if in_flight and row[1] then lane_release(base, row[1]) end
-  release_dedup(base, row[2], id)
+  if in_flight or has_dedup then
+    local row = redis.call('HMGET', base .. 'job:' .. id, 'group', 'dedup')
+    if in_flight and row[1] then lane_release(base, row[1]) end
+    release_dedup(base, row[2], id)
+  end
   del_job(base, id)
 end
 
