@@ -55,6 +55,17 @@ def server_for(backend: str, request):
     return request.getfixturevalue(backend) if backend in ("valkey", "cluster") else None
 
 
+@pytest.fixture(scope="session")
+def ip():
+    """The one in-process IPython shell of the session (IPython's test shell, a
+    singleton), with the extension loaded."""
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "emq_notebook")
+    return shell
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     return request.param

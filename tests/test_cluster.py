@@ -84,18 +84,15 @@ def test_bulk_verbs_across_the_cluster(conn):
     assert frames.queues(conn) == []
 
 
-def test_the_magic_connects_with_cluster(cluster):
-    from IPython.core.interactiveshell import InteractiveShell
+def test_the_magic_connects_with_cluster(cluster, ip):
     from IPython.utils.capture import capture_output
     from emq_notebook.magics import SESSION
 
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "emq_notebook")
     try:
         with capture_output() as out:
-            shell.run_cell(f"%emq connect --cluster {cluster.url}")
-            shell.run_cell("%emq enqueue spread '{}' --id j_1")
-            result = shell.run_cell("%emq status spread")
+            ip.run_cell(f"%emq connect --cluster {cluster.url}")
+            ip.run_cell("%emq enqueue spread '{}' --id j_1")
+            result = ip.run_cell("%emq status spread")
         assert SESSION.conn.cluster and "connected:" in out.stdout
         assert result.result.loc["spread", "pending"] == 1
     finally:

@@ -134,27 +134,24 @@ def test_bulk_reprocess_killed_midway_loses_no_job(server):
     assert all(r == ["pending", "1", None] for r in rows.execute())
 
 
-def test_a_magic_losing_its_server_says_one_line_and_recovers(server):
-    from IPython.core.interactiveshell import InteractiveShell
+def test_a_magic_losing_its_server_says_one_line_and_recovers(server, ip):
     from IPython.utils.capture import capture_output
 
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "emq_notebook")
     try:
-        shell.run_cell(f"%emq connect redis://127.0.0.1:{server.port}/0")
-        shell.run_cell("%emq enqueue mail '{}' --id j_1")
+        ip.run_cell(f"%emq connect redis://127.0.0.1:{server.port}/0")
+        ip.run_cell("%emq enqueue mail '{}' --id j_1")
         port = server.port
         os.kill(server._process.pid, signal.SIGKILL)
         server._process.wait(5)
         with capture_output() as out:
-            result = shell.run_cell("%emq status mail")
+            result = ip.run_cell("%emq status mail")
         assert isinstance(result.error_in_exec, WireError)
         printed = (out.stdout + out.stderr).strip().splitlines()
         assert len(printed) == 1, printed
         assert printed[0].startswith(f"WireError: lost the server at redis://127.0.0.1:{port}/0: ")
         restart(server)
         with capture_output() as out:
-            result = shell.run_cell("%emq job mail j_1")
+            result = ip.run_cell("%emq job mail j_1")
         assert result.error_in_exec is None and result.result["payload"] == "{}"
     finally:
         from emq_notebook.magics import SESSION

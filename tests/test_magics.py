@@ -2,17 +2,9 @@
 
 import pandas as pd
 import pytest
-from IPython.testing.globalipapp import start_ipython
 
 from emq_notebook import commands, jobs, magics
 from emq_notebook.errors import BadInput, EMQError, InvalidName, NotDead, UsageProblem
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "emq_notebook")
-    return shell
 
 
 @pytest.fixture

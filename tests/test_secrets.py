@@ -65,7 +65,7 @@ def test_an_acl_user_limited_to_emq_keys_and_channels_runs_every_verb(operator_u
         conn.command("HGET", "not-ours", "x")
 
 
-def test_a_password_never_appears_anywhere(operator_url, valkey, tmp_path, caplog):
+def test_a_password_never_appears_anywhere(operator_url, valkey, tmp_path, caplog, ip):
     caplog.set_level(logging.DEBUG)
     said: list[str] = []
     port = valkey.port
@@ -85,16 +85,13 @@ def test_a_password_never_appears_anywhere(operator_url, valkey, tmp_path, caplo
     said.append(str(info.value))
 
     # the magic, in an in-process shell
-    from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
     from emq_notebook.magics import SESSION
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "emq_notebook")
     try:
         with capture_output() as out:
             for line in (f"%emq connect {operator_url}", "%emq status mail", f"%emq connect {wrong}",
                          "%emq pause mail", f"%emq connect {nowhere}", "%emq queues", "%emq?"):
-                shell.run_cell(line)
+                ip.run_cell(line)
         said += [out.stdout, out.stderr]
     finally:
         SESSION.conn = emq.connect(embedded="fake")
