@@ -27,8 +27,8 @@ class DeadLetterPanel(Panel):
         self.reprocess_button.on_click(lambda _: self.reprocess_selected())
         self.remove_button = w.Button(description="Remove selected", button_style="danger")
         self.remove_button.on_click(lambda _: self.remove_selected())
-        self.reprocess_all_button = w.Button(description="Reprocess all dead",
-                                             layout=w.Layout(width="auto"))
+        self.reprocess_all_button = w.Button(description="Reprocess all",
+                                             tooltip="every dead job, in bounded calls")
         self.reprocess_all_button.on_click(lambda _: self.reprocess_all())
         self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000,
                                        description="budget")
