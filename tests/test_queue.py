@@ -216,3 +216,29 @@ def test_two_workers_never_share_a_job(conn, connect_as):
     for t in threads:
         t.join(30)
     assert len(seen) == 60 and len(set(seen)) == 60
+
+
+def test_a_wire_fault_on_the_pause_read_reads_as_not_paused(conn, monkeypatch):
+    # the seed's paused?/2: `_ -> false`. A fault on the HGET alone lets the claim go on
+    import redis as redis_py
+    jid = jobs.enqueue(conn, Q, "x")
+    admin.pause(conn, Q)
+    real = conn.client.execute_command
+
+    def flaky(*args, **kwargs):
+        if args[:1] == ("HGET",) and args[-1] == "paused":
+            raise redis_py.ConnectionError("injected: connection reset during the pause read")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(conn.client, "execute_command", flaky)
+    assert jobs.claim(conn, Q, 1000)[0] == jid
+
+
+def test_a_server_gone_at_the_pause_read_is_never_a_blind_claim():
+    # the fault persists: the claim script meets it too and raises, it never answers "empty"
+    import emq_notebook as emq
+    from emq_notebook.errors import WireError
+    nowhere = emq.connect("redis://127.0.0.1:1/0")
+    with pytest.raises(WireError):
+        jobs.claim(nowhere, Q, 1000)
+    with pytest.raises(WireError):
+        lanes.claim(nowhere, Q, 1000)
