@@ -40,3 +40,18 @@ def nbval(path: Path, *extra: str, env: dict | None = None) -> subprocess.Comple
         [sys.executable, "-m", "pytest", "--nbval", "-p", "no:cacheprovider", "-q",
          "-c", str(ini), "--rootdir", str(path.parent), *extra, str(path)],
         capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def runbooks(paths: list[Path], scratch: Path, env: dict) -> subprocess.CompletedProcess:
+    """The shipped runbooks under nbval with the project's sanitize file, from a scratch
+    pytest.ini (so the project's own addopts do not apply), with `env` added."""
+    ini = scratch / "pytest.ini"
+    ini.write_text("[pytest]\n")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "-c", str(ini),
+         "--rootdir", str(ROOT), "--nbval-sanitize-with", str(ROOT / "notebooks" / "sanitize.cfg"),
+         *map(str, paths)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, **env})

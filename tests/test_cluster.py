@@ -6,11 +6,6 @@ runbook under nbval."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import redis
 from redis.cluster import RedisCluster
@@ -18,8 +13,8 @@ from redis.cluster import RedisCluster
 import emq_notebook as emq
 from conftest import open_conn
 from emq_notebook import admin, frames, jobs, lanes, scripts
+from nbtools import ROOT, runbooks
 
-ROOT = Path(__file__).resolve().parent.parent
 QUEUES = [f"q{i}" for i in range(12)]
 
 
@@ -100,15 +95,6 @@ def test_the_magic_connects_with_cluster(cluster, ip):
 
 
 def test_a_runbook_runs_on_the_cluster(cluster, tmp_path):
-    conn = open_conn("cluster", cluster)
-    ini = tmp_path / "pytest.ini"
-    ini.write_text("[pytest]\n")
-    book = ROOT / "notebooks" / "04-retire-a-queue.ipynb"
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "-c", str(ini),
-         "--rootdir", str(ROOT), "--nbval-sanitize-with", str(ROOT / "notebooks" / "sanitize.cfg"),
-         str(book)],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "EMQ_URL": cluster.url})
+    run = runbooks([ROOT / "notebooks" / "04-retire-a-queue.ipynb"], tmp_path, {"EMQ_URL": cluster.url})
     assert run.returncode == 0, run.stdout[-4000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
-    assert conn.cluster

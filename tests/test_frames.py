@@ -4,7 +4,7 @@ import time
 
 import pandas as pd
 
-from emq_notebook import admin, frames, jobs, lanes, repeat
+from emq_notebook import admin, frames, jobs, repeat
 
 Q = "mail"
 

@@ -1,6 +1,5 @@
 """Grouped lanes on both backends: limits, round-robin, lane pause, the slot accounting."""
 
-import pytest
 
 from emq_notebook import admin, jobs, lanes
 

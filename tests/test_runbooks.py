@@ -5,11 +5,12 @@ followed as repo2docker would, in a fresh venv, outside the repo."""
 import os
 import shutil
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
 import pytest
+
+from nbtools import runbooks
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -22,14 +23,7 @@ def test_six_runbooks_are_shipped():
 
 
 def test_the_runbooks_run_on_a_real_valkey(valkey, tmp_path):
-    ini = tmp_path / "pytest.ini"
-    ini.write_text("[pytest]\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "-c", str(ini),
-         "--rootdir", str(ROOT), "--nbval-sanitize-with", str(ROOT / "notebooks" / "sanitize.cfg"),
-         *map(str, NOTEBOOKS)],
-        capture_output=True, text=True, timeout=600,
-        env={**os.environ, "EMQ_URL": f"redis://127.0.0.1:{valkey.port}/0"})
+    run = runbooks(NOTEBOOKS, tmp_path, {"EMQ_URL": f"redis://127.0.0.1:{valkey.port}/0"})
     assert run.returncode == 0, run.stdout[-4000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
 

@@ -3,7 +3,7 @@
 import time
 
 from conftest import dump, keys_of
-from emq_notebook import admin, jobs, lanes
+from emq_notebook import jobs
 from emq_notebook.widgets import DeadLetterPanel, EventsView, JobPanel, QueuePanel
 
 Q = "mail"
