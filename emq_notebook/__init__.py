@@ -10,8 +10,9 @@ In IPython: `%load_ext emq_notebook`, then `%emq help`.
 
 from . import admin, demo, footprint, frames, jobs, lanes, repeat, widgets
 from .connector import Connection, connect
-from .errors import (ActiveJobs, BadInput, EMQError, Gone, InvalidName, Locked, NativeUnavailable,
-                     NotActive, NotDead, NotPaused, Refused, UsageProblem, WireError)
+from .errors import (ActiveJobs, BadInput, BadRow, EMQError, Gone, Halted, InvalidName, Locked,
+                     NativeUnavailable, NotActive, NotDead, NotOwner, NotPaused, NotScheduled,
+                     ReadOnly, Refused, UsageProblem, WireError)
 from .worker import Worker
 
 __version__ = "0.1.0"
@@ -19,7 +20,8 @@ __version__ = "0.1.0"
 __all__ = ["connect", "Connection", "admin", "jobs", "lanes", "repeat", "Worker",
            "EMQError", "Refused", "Gone", "Locked", "NotDead", "NotPaused", "ActiveJobs",
            "NotActive", "InvalidName", "UsageProblem", "BadInput", "WireError",
-           "NativeUnavailable", "load_ipython_extension", "current"]
+           "NativeUnavailable", "NotOwner", "NotScheduled", "BadRow", "ReadOnly", "Halted",
+           "load_ipython_extension", "current"]
 
 
 def current() -> Connection:

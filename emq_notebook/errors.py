@@ -5,7 +5,7 @@ transition's precondition did not hold and nothing was written.  An *error*
 (`EMQError` that is not a refusal) is something wrong with the request or the
 wire.  Both render as one short line in a notebook (`_render_traceback_`), so
 IPython prints no traceback, yet the cell still counts as failed for nbval and
-"Run all" -- see ../shared/JUPYTER.md.
+"Run all" (IPython's plain `UsageError` would not fail the cell under nbval).
 """
 
 from __future__ import annotations
@@ -34,6 +34,25 @@ class WireError(EMQError, ConnectionError):
     """The server could not be reached or dropped the connection."""
 
 
+class ReadOnly(EMQError):
+    """A writing verb on a read-only connection; raised before any I/O."""
+
+
+class Halted(EMQError):
+    """A controlled retry stopped: too many of its trial jobs died again.
+
+    `.moved` is how many jobs it moved back, `.failed_again` how many of those
+    were dead again when it looked.
+    """
+
+    def __init__(self, message: str, moved: int = 0, failed_again: int = 0):
+        self.moved, self.failed_again = moved, failed_again
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.moved, self.failed_again))
+
+
 class NativeUnavailable(EMQError):
     """executor="native" on a server without the EchoMQ module's EMQ.* commands."""
 
@@ -42,7 +61,7 @@ class Refused(EMQError):
     """A fenced transition refused; the keyspace is unchanged.
 
     `.reason` is the wire word (`gone`, `locked`, `not_dead`, `not_paused`,
-    `active`, `not_active`); `.verb`, `.queue` and `.job` say what was refused.
+    `active`, `not_active`, `not_owner`, `not_scheduled`, `bad_row`); `.verb`, `.queue` and `.job` say what was refused.
     """
 
     reason = "refused"
@@ -98,6 +117,25 @@ class NotActive(Refused):
     reason = "not_active"
 
 
+class NotOwner(Refused):
+    """Complete or fail by a worker whose lease was lost: another claim owns the job now."""
+
+    reason = "not_owner"
+
+
+class NotScheduled(Refused):
+    """Promote of a job that is not in the schedule set."""
+
+    reason = "not_scheduled"
+
+
+class BadRow(Refused):
+    """A row (written by another node, or by hand) with a field the transition cannot
+    read, e.g. a non-numeric `attempts`; the job is left exactly where it was."""
+
+    reason = "bad_row"
+
+
 # The ONE place a server's `EMQSTATE ...` error reply becomes a typed refusal
 # (class, and a note for the line). Longest first: "reprocess lane not native"
 # must not read as a plain "not dead".
@@ -107,6 +145,9 @@ _EMQSTATE = (
     ("active jobs", ActiveJobs, ""),
     ("not dead", NotDead, ""),
     ("not active", NotActive, ""),
+    ("not owner", NotOwner, ""),
+    ("not scheduled", NotScheduled, ""),
+    ("bad row", BadRow, "field {rest}"),
     ("locked", Locked, ""),
     ("gone", Gone, ""),
 )
@@ -119,5 +160,5 @@ def refusal_for(message: str) -> tuple[type[Refused], str] | None:
     rest = message[len("EMQSTATE"):].strip()
     for prefix, cls, note in _EMQSTATE:
         if rest.startswith(prefix):
-            return cls, note
+            return cls, note.format(rest=rest[len(prefix):].strip())
     return Refused, rest

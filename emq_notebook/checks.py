@@ -1,0 +1,61 @@
+"""Checks of the values a verb is given, in one place, run before any I/O.
+
+Whole numbers are bounded to what both ends hold exactly: Lua numbers are
+doubles (exact up to 2**53) and Valkey integers are 64-bit, so `MAX_WHOLE` is
+2**53 - 1.  A value outside its bounds raises `BadInput` before anything is
+sent, so no script ever starts with an argument it cannot use.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .errors import BadInput, UsageProblem
+
+MAX_WHOLE = 2**53 - 1
+# a lease, a delay or a duration: at most a year of milliseconds
+MAX_MS = 366 * 86_400_000
+
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)?\Z")
+
+
+def whole(value: object, what: str, *, least: int = 1, most: int = MAX_WHOLE) -> int:
+    """`value` when it is an int (not a bool) in `[least, most]`, else `BadInput`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise BadInput(f"{what} must be a whole number from {least:,} to {most:,}, not {value!r}")
+    return value
+
+
+def duration_ms(text: object, what: str = "duration", *, least: int = 0, most: int = MAX_MS) -> int:
+    """`250ms`, `30s`, `5m`, `1h`, `2d` (a bare number is milliseconds) -> ms, bounded."""
+    m = _DURATION.match(str(text).strip())
+    if not m:
+        raise UsageProblem(f"bad {what} {text!r}: use e.g. 250ms, 30s, 5m, 1h")
+    ms = int(float(m.group(1)) * _UNITS[m.group(2) or "ms"])
+    if not least <= ms <= most:
+        raise UsageProblem(f"{what} {text!r} must be from {least:,}ms to {most:,}ms")
+    return ms
+
+
+def json_text(text: object, what: str = "payload") -> str:
+    """JSON text, returned as given (never re-encoded), else `BadInput`."""
+    if not isinstance(text, str):
+        raise BadInput(f"{what} is JSON text (a str), not {type(text).__name__}")
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        raise BadInput(f"{what}: malformed JSON {_clip(text)!r}: {exc}") from None
+    return text
+
+
+def text(value: object, what: str) -> str:
+    """Any string (a payload that need not be JSON, a log line, an error text)."""
+    if not isinstance(value, str):
+        raise BadInput(f"{what} is a string, not {type(value).__name__}")
+    return value
+
+
+def _clip(value: str, n: int = 80) -> str:
+    return value if len(value) <= n else value[:n] + "…"
