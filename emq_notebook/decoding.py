@@ -1,0 +1,21 @@
+"""How text from the server is decoded, and how it is shown.
+
+The policy: every client decodes replies as UTF-8 with `surrogateescape`, so a
+row written by another client with bytes that are not UTF-8 (`b"\\xff\\xfe"`)
+reads without an error and writes back byte for byte (`update_data` with the
+text read restores the same bytes).  Anything shown to a person (a printed
+line, a panel, a frame's HTML) goes through `printable`, which writes each such
+byte as `\\xNN`, so a display never fails on it either.
+"""
+
+from __future__ import annotations
+
+ERRORS = "surrogateescape"
+
+
+def printable(value: object) -> str:
+    """`value` as text safe to show: undecodable bytes as `\\xNN`, the rest as is."""
+    text = value if isinstance(value, str) else str(value)
+    if not any("\udc80" <= c <= "\udcff" for c in text):
+        return text
+    return text.encode("utf-8", ERRORS).decode("utf-8", "backslashreplace")
