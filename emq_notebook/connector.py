@@ -366,6 +366,13 @@ def _is_cluster_node(client: redis.Redis) -> bool:
         return False
 
 
+def _check_options(client: Any) -> None:
+    """Build (not open) one connection from the URL's options, so an unknown query
+    parameter (`?passwd=`) is a `TypeError` here, not a traceback at the first verb."""
+    pool = client.connection_pool
+    pool.connection_class(**pool.connection_kwargs)
+
+
 def _normalise(url: str) -> str:
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme not in ("redis", "rediss", "valkey", "valkeys", "unix"):
@@ -425,6 +432,7 @@ def connect(url: str | None = None, *, read_only: bool = False, env: str | None 
     try:
         client: Any = redis.Redis.from_url(real, decode_responses=True,
                                            encoding_errors=decoding.ERRORS, **options)
+        _check_options(client)
         if cluster is None:
             cluster = _is_cluster_node(client)
         if cluster:
@@ -433,7 +441,7 @@ def connect(url: str | None = None, *, read_only: bool = False, env: str | None 
             # the cluster client connects now, to learn which node holds which slots
             client = RedisCluster.from_url(real, decode_responses=True,
                                            encoding_errors=decoding.ERRORS, **options)
-    except (ValueError, redis.ResponseError) as exc:
+    except (ValueError, TypeError, redis.ResponseError) as exc:
         raise BadInput(f"cannot use {label}: {_scrub(str(exc), secrets)}") from None
     except redis.AuthenticationError as exc:
         raise WireError(f"authentication failed at {label}: {_scrub(str(exc), secrets)}") from None

@@ -9,14 +9,16 @@ import json
 import logging
 import subprocess
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
+from nbtools import execute, notebook
 
 import emq_notebook as emq
 from emq_notebook import admin, events, frames, jobs, lanes
 from emq_notebook.errors import EMQError, WireError
-from nbtools import execute, notebook
 
 SECRET = "pw-7Hq2-never-shown"
 USER = "operator"
@@ -26,7 +28,7 @@ ACL = ["ACL", "SETUSER", USER, "on", f">{SECRET}", "resetkeys", "~emq:*",
 
 
 @pytest.fixture
-def operator_url(valkey):
+def operator_url(valkey: Any) -> Iterator[str]:
     admin_client = redis.Redis(port=valkey.port, decode_responses=True)
     admin_client.flushall()
     admin_client.execute_command(*ACL)
@@ -34,18 +36,18 @@ def operator_url(valkey):
     admin_client.execute_command("ACL", "DELUSER", USER)
 
 
-def test_an_acl_user_limited_to_emq_keys_and_channels_runs_every_verb(operator_url, valkey):
+def test_an_acl_user_limited_to_emq_keys_and_channels_runs_every_verb(operator_url: Any, valkey: Any) -> None:
     for executor in ("script", "function"):
         conn = emq.connect(operator_url, executor=executor)
         q = f"acl-{executor}"
-        seen = []
+        seen: list[dict] = []
         tail = events.Tail(conn, q, seen.append, seconds=5)    # needs &emq:*
         dead = jobs.enqueue(conn, q, "{}", id="j_dead", max_attempts=1, dedup="once")
         jobs.enqueue(conn, q, "{}", id="j_lane", group="acme")
-        assert jobs.claim(conn, q, 60_000)[0] == dead
+        assert (jobs.claim(conn, q, 60_000) or ("",))[0] == dead
         jobs.fail(conn, q, dead, "boom")
         jobs.reprocess_job(conn, q, dead)
-        assert lanes.claim(conn, q, 60_000)[0] == "j_lane"
+        assert (lanes.claim(conn, q, 60_000) or ("",))[0] == "j_lane"
         jobs.update_data(conn, q, dead, '{"mended": true}')
         jobs.update_progress(conn, q, dead, 50)
         assert jobs.add_log(conn, q, dead, "line", keep=1) == 1
@@ -65,7 +67,8 @@ def test_an_acl_user_limited_to_emq_keys_and_channels_runs_every_verb(operator_u
         conn.command("HGET", "not-ours", "x")
 
 
-def test_a_password_never_appears_anywhere(operator_url, valkey, tmp_path, caplog, ip):
+def test_a_password_never_appears_anywhere(
+        operator_url: Any, valkey: Any, tmp_path: Any, caplog: Any, ip: Any) -> None:
     caplog.set_level(logging.DEBUG)
     said: list[str] = []
     port = valkey.port
@@ -80,12 +83,13 @@ def test_a_password_never_appears_anywhere(operator_url, valkey, tmp_path, caplo
         with pytest.raises(WireError) as info:
             admin.pause(c, "mail")
         said += [str(info.value), repr(info.value), *info.value._render_traceback_()]
-    with pytest.raises(EMQError) as info:
+    with pytest.raises(EMQError) as bad:
         emq.connect(f"redis://{USER}:{SECRET}@127.0.0.1:notaport/0")
-    said.append(str(info.value))
+    said.append(str(bad.value))
 
     # the magic, in an in-process shell
     from IPython.utils.capture import capture_output
+
     from emq_notebook.magics import SESSION
     try:
         with capture_output() as out:
@@ -115,3 +119,73 @@ def test_a_password_never_appears_anywhere(operator_url, valkey, tmp_path, caplo
     leaks = [s for s in said if SECRET in s]
     assert leaks == []
     assert any(f"operator:***@127.0.0.1:{port}" in s for s in said)
+
+
+QUERY_SECRET = "hunter2-Zq9-query"
+
+
+def said_by(url: str) -> list[str]:
+    """Everything a connection to `url` shows, and every line its failed verb shows."""
+    conn = emq.connect(url, cluster=False)
+    said = [repr(conn), str(conn), conn.label, conn.describe()]
+    with pytest.raises(EMQError) as info:
+        admin.pause(conn, "mail")
+    return [*said, str(info.value), repr(info.value), *info.value._render_traceback_()]
+
+
+@pytest.mark.parametrize("query", ["password={}", "db=0&password={}", "password={}&db=0",
+                                   "socket_timeout=5&password={}"])
+def test_a_query_string_password_is_never_shown(query: Any) -> None:
+    url = f"redis://127.0.0.1:1/0?{query.format(QUERY_SECRET)}"
+    said = said_by(url)
+    assert [s for s in said if QUERY_SECRET in s] == []
+    assert emq.connect(url).label == f"redis://127.0.0.1:1/0?{query.format('***')}"
+
+
+def test_a_query_string_password_is_used_and_a_wrong_one_reads_authentication_failed(valkey: Any) -> None:
+    admin_client = redis.Redis(port=valkey.port)
+    admin_client.config_set("requirepass", QUERY_SECRET)
+    try:
+        right = f"redis://127.0.0.1:{valkey.port}/0?password={QUERY_SECRET}"
+        conn = emq.connect(right)
+        admin.pause(conn, "mail")                    # redis-py reads the query credential
+        assert admin.is_paused(conn, "mail")
+        assert conn.label == f"redis://127.0.0.1:{valkey.port}/0?password=***"
+        for url in (right.replace(QUERY_SECRET, QUERY_SECRET + "-wrong"),
+                    right.replace(QUERY_SECRET, "x" + QUERY_SECRET),
+                    f"redis://127.0.0.1:{valkey.port}/0"):           # none at all: NOAUTH
+            said = said_by(url)
+            assert [s for s in said if QUERY_SECRET in s] == []
+            assert "authentication failed" in said[4] and "lost the server" not in said[4]
+            with pytest.raises(WireError):
+                admin.pause(emq.connect(url), "mail")
+    finally:
+        redis.Redis(port=valkey.port, password=QUERY_SECRET).config_set("requirepass", "")
+
+
+@pytest.mark.parametrize("url", [f"redis://u:{SECRET}@[::1/0", f"redis://:{SECRET}@[::1:6379",
+                                 f"redis://u:{SECRET}@h:port/0", f"valkey://[::1/0?password={SECRET}",
+                                 f"rediss://u:{SECRET.replace('-', '%2D')}@[::1/0",
+                                 f"redis://127.0.0.1:1/0?Password={SECRET}",        # not an option
+                                 f"redis://127.0.0.1:1/0?db=0&passwd={SECRET}"])
+def test_a_malformed_url_is_one_typed_line_without_the_password(url: Any) -> None:
+    with pytest.raises(emq.BadInput) as info:
+        emq.connect(url)
+    said = [str(info.value), *info.value._render_traceback_()]
+    assert [s for s in said if SECRET in s or SECRET.replace("-", "%2D") in s] == []
+    assert said[0].startswith("cannot use ") and "***" in said[0]
+
+
+def test_redact_never_fails_and_hides_every_credential() -> None:
+    cases = {
+        "redis://u:pw@h:1/0": "redis://u:***@h:1/0",
+        "redis://:pw@h:1/0?db=2": "redis://:***@h:1/0?db=2",
+        "redis://h:1/0?password=pw&db=2": "redis://h:1/0?password=***&db=2",
+        "unix:///tmp/v.sock?db=0&password=pw": "unix:///tmp/v.sock?db=0&password=***",
+        "redis://u:p@w@h/0": "redis://u:***@h/0",
+        "redis://u:pw@[::1/0": "redis://u:***@[::1/0",
+        "redis://u@h/0?username=u": "redis://u@h/0?username=u",
+        "not a url at all": "not a url at all",
+    }
+    for url, shown in cases.items():
+        assert emq.connector.redact(url) == shown
