@@ -123,6 +123,33 @@ def test_a_writing_verb_is_refused_before_any_io(name: str) -> None:
             WRITING[name](ro)
 
 
+# the script executor's claim keeps the seed's pause gate: one HGET of `paused` in its own
+# round trip before the claim script, so a read goes out before the refusal
+READ_FIRST = {"jobs.claim", "lanes.claim"}
+
+
+@pytest.mark.parametrize("executor", ["script", "function", "native"])
+def test_a_writing_verb_sends_no_write_at_all(conn: emq.Connection, backend: str, request: Any,
+                                              executor: str) -> None:
+    stage(conn)
+    ro = read_only_twin(backend, request, executor)
+    sent: list[str] = []
+    real = ro.client.execute_command
+
+    def record(*a: Any, **k: Any) -> Any:
+        sent.append(str(a[0]).upper())
+        return real(*a, **k)
+
+    ro.client.execute_command = record
+    for name, call in WRITING.items():
+        sent.clear()
+        with pytest.raises(ReadOnly):
+            call(ro)
+        assert set(sent) <= READING_COMMANDS, (name, sent)
+        if name not in READ_FIRST or executor != "script":
+            assert sent == [], (name, sent)
+
+
 def test_every_script_is_declared_read_only_or_refused() -> None:
     ro = emq.connect(NOWHERE, read_only=True, cluster=False)
     readers = [n for n in scripts.names() if scripts.read_only(n)]

@@ -204,3 +204,17 @@ def test_a_stopped_embedded_valkey_stops_quietly_at_exit() -> None:
                          env={**os.environ, "EMQ_URL": ""})
     assert out.returncode == 0 and out.stdout.strip() == "stopped"
     assert out.stderr == ""
+
+
+def test_the_function_library_comes_back_on_a_cluster_primary(cluster: Any) -> None:
+    from conftest import open_conn
+
+    fn = open_conn("cluster", cluster, executor="function")
+    queues = [f"q{i}" for i in range(9)]
+    for q in queues:
+        jobs.enqueue(fn, q, "{}", id="j_1")
+    for node in fn.client.get_primaries():       # every primary forgets it, on a live connection
+        redis.Redis(host=node.host, port=node.port).function_flush()
+    for q in queues:
+        assert (jobs.claim(fn, q, 60_000) or ("",))[0] == "j_1"
+        assert jobs.get_job_logs(fn, q, "j_1") == []
