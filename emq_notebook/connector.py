@@ -201,8 +201,9 @@ class Connection:
     def refuse_writes(self, what: str) -> None:
         """`ReadOnly` when this session is read-only (called before any I/O)."""
         if self.read_only:
-            raise ReadOnly(f"{what} writes, and {self.describe()} is read-only: "
-                           "connect without read_only to change the queue")
+            env = f" ({self.env})" if self.env else ""
+            raise ReadOnly(f"{what} writes, and {self.label}{env} is a read-only session: "
+                           "connect without read_only=True to change the queue")
 
     @property
     def folds_pause(self) -> bool:

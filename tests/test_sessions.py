@@ -238,7 +238,8 @@ def test_env_name_and_the_describe_line() -> None:
     assert "s3cret" not in repr(prod) and "prod: " in repr(prod) and line in repr(prod)
     twin = prod.with_executor("script")
     assert (twin.read_only, twin.env, twin.name, twin.executor) == (True, "production", "prod", "script")
-    with pytest.raises(ReadOnly):
+    with pytest.raises(ReadOnly, match=r"^pause q writes, and redis://u:\*\*\*@127.0.0.1:1/0 \(production\) "
+                                        r"is a read-only session"):
         admin.pause(twin, "q")
     for bad in ({"env": ""}, {"env": "a\nb"}, {"name": 3}, {"read_only": "yes"}):
         with pytest.raises(emq.BadInput):
