@@ -13,7 +13,7 @@ import pytest
 from conftest import dump, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, jobs, lanes, repeat, scripts
+from emq_notebook import admin, footprint, frames, jobs, lanes, repeat, scripts
 from emq_notebook.connector import READING_COMMANDS
 from emq_notebook.errors import ReadOnly
 
@@ -111,6 +111,7 @@ def test_a_read_only_connection_refuses_every_writing_verb_and_changes_nothing(
         if expected is not None:
             assert got == expected, name
     assert sorted(frames.snapshot(ro, Q).index) == sorted(frames.snapshot(conn, Q).index)
+    assert footprint.footprint(ro, Q) == footprint.footprint(conn, Q)
     assert dump(conn) == before
 
 
