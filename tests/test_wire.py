@@ -214,7 +214,7 @@ def test_the_function_library_comes_back_on_a_cluster_primary(cluster: Any) -> N
     for q in queues:
         jobs.enqueue(fn, q, "{}", id="j_1")
     for node in fn.client.get_primaries():       # every primary forgets it, on a live connection
-        redis.Redis(host=node.host, port=node.port).function_flush()
+        redis.Redis(host=node.host, port=node.port).execute_command("FUNCTION", "FLUSH")
     for q in queues:
         assert (jobs.claim(fn, q, 60_000) or ("",))[0] == "j_1"
         assert jobs.get_job_logs(fn, q, "j_1") == []
