@@ -12,6 +12,7 @@ import ipywidgets as w
 
 from .. import admin, jobs
 from ..connector import Connection
+from ..decoding import printable
 from ..keyspace import queue_key
 from .base import Panel
 
@@ -19,6 +20,7 @@ from .base import Panel
 class ClaimGate(Panel):
     def __init__(self, conn: Connection, q: str, lease_ms: int = 60_000):
         super().__init__()
+        self._syncing = False
         self.conn, self.q, self.title, self.lease_ms = conn, q, q, lease_ms
         self.gate = w.ToggleButton(description="Paused", value=admin.is_paused(conn, q),
                                    icon="pause")
@@ -29,6 +31,8 @@ class ClaimGate(Panel):
         self.add_button.on_click(lambda _: self.add_job())
         self.backlog = w.HTML()
         self.trips = w.HTML()
+        self.trips_text = ""
+        self.writes(self.gate, self.claim_button, self.add_button)
         self.children = [w.HTML(f"<b>the claim gate · {q}</b>"),
                          w.HBox([self.gate, self.claim_button, self.add_button]),
                          self.backlog, self.status, self.trips]
@@ -41,16 +45,34 @@ class ClaimGate(Panel):
         self.gate.description = "Paused" if paused else "Running"
         self.gate.icon = "pause" if paused else "play"
         self.backlog.value = (f"queue {'paused' if paused else 'running'} · pending "
-                              f"[{html.escape(', '.join(pending)) or 'empty'}] · active "
-                              f"[{html.escape(', '.join(active)) or 'empty'}]")
-        self.pending, self.active = pending, active
+                              f"[{html.escape(printable(', '.join(pending))) or 'empty'}] · active "
+                              f"[{html.escape(printable(', '.join(active))) or 'empty'}]")
+        self.paused, self.pending, self.active = paused, pending, active
+        # the toggle follows the queue (a change made elsewhere), without writing anything
+        self._syncing = True
+        try:
+            self.gate.value = paused
+        finally:
+            self._syncing = False
+
+    def facts(self) -> list[tuple[str, object]]:
+        return [("queue", self.q), ("state", "paused" if self.paused else "running"),
+                ("pending", len(self.pending)), ("active", len(self.active))]
 
     def set_paused(self, paused: bool) -> None:
+        if self._syncing:
+            return
+        if not self.writable("pause" if paused else "resume"):
+            self.refresh()
+            return
         (admin.pause if paused else admin.resume)(self.conn, self.q)
-        self.say(f"{'paused' if paused else 'resumed'} {self.q}: the field on emq:{{{self.q}}}:meta, no set moved")
+        self.say(f"{'paused' if paused else 'resumed'} {self.q}: the field on emq:{{{self.q}}}:meta, "
+                 "no set moved")
         self.refresh()
 
     def add_job(self) -> None:
+        if not self.writable("enqueue"):
+            return
         jid = jobs.enqueue(self.conn, self.q, '{"demo": true}')
         self.say(f"enqueued {jid}")
         self.refresh()
@@ -62,7 +84,9 @@ class ClaimGate(Panel):
                 + ("set: stop, answer empty (no script ran)" if admin.is_paused(self.conn, self.q)
                    else "nil → round trip 2: EVALSHA claim2 (the live claim script, no pause logic)"))
 
-    def run_claim(self):
+    def run_claim(self) -> jobs.Claimed | None:
+        if not self.writable("claim"):
+            return None
         trips = self.round_trips()
         got = jobs.claim(self.conn, self.q, self.lease_ms)
         before = list(self.pending)
