@@ -282,3 +282,74 @@ def test_obliterate_states_its_count_and_recounts(conn):
     panel.obliterate_button.click()
     assert panel.status_text == "obliterated mail: 8 jobs in 1 calls"
     assert admin.job_count(conn, Q) == 0
+
+
+# -- read-only connections and labelled headers -----------------------------------------------
+def labelled(conn, read_only=False, env=None):
+    """The same server, as a session labelled with `env` (and read-only when asked)."""
+    other = conn.with_executor(conn.executor)
+    other.read_only, other.env = read_only, env
+    return other
+
+
+def test_every_header_names_the_connection_and_env(conn, ip):
+    prod = labelled(conn, env="production")
+    jid = jobs.enqueue(conn, Q, "{}")
+    panels = [QueuePanel(prod, Q), JobPanel(prod, Q, jid), EventsView(prod, Q), ClaimGate(prod, Q),
+              OperatorConsole(prod), DeadLetterPanel(prod, Q)]
+    try:
+        for panel in panels:
+            head = panel.children[0]
+            assert head is panel.heading, panel
+            assert "production</span>" in head.value and "#cf222e" in head.value, panel
+            assert f"connected: {conn.label}" in head.value, panel
+            assert shown(ip, panel)["text/plain"].startswith(
+                f"{panel!r} · env production · connected: {conn.label}")
+    finally:
+        for panel in panels:
+            panel.close()
+    staging = QueuePanel(labelled(conn, env="staging"), Q)
+    assert "staging</span>" in staging.heading.value and "#cf222e" not in staging.heading.value
+    staging.drain_button.click()
+    assert "env staging · connected: " in staging.confirm_text.value
+
+
+WRITING = {
+    QueuePanel: ["pause_button", "drain_button", "confirm_drain_button", "obliterate_button"],
+    JobPanel: ["update_button", "progress_button", "log_button", "remove_button", "reprocess_button"],
+    ClaimGate: ["gate", "claim_button", "add_button"],
+    OperatorConsole: ["try_button"],
+}
+
+
+def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, ip):
+    jid = dead(conn, 1)[0]
+    jobs.enqueue(conn, Q, "{}")
+    ro = labelled(conn, read_only=True, env="production")
+    panels = {QueuePanel: QueuePanel(ro, Q), JobPanel: JobPanel(ro, Q, jid), ClaimGate: ClaimGate(ro, Q),
+              OperatorConsole: OperatorConsole(ro)}
+    queue_panel = panels[QueuePanel]
+    queue_panel.typed_name.value = Q
+    panels[JobPanel].payload.value = '{"edited": true}'
+    before = dump(conn)
+    for kind, names in WRITING.items():
+        panel = panels[kind]
+        assert "read-only" in panel.heading.value
+        for name in names:
+            button = getattr(panel, name)
+            assert button.disabled, (kind.__name__, name)
+            panel.say("")
+            if name == "gate":
+                button.value = not button.value
+            else:
+                button.click()                              # a handler called anyway
+            assert panel.status_text.startswith("ReadOnly: "), (kind.__name__, name, panel.status_text)
+            assert "read-only connection" in panel.status_text
+    # the refresh and the reads still work
+    queue_panel.refresh_button.click()
+    assert queue_panel.snapshot["pending"] == 1 and queue_panel.snapshot["dead"] == 1
+    assert not queue_panel.refresh_button.disabled and not queue_panel.auto.disabled
+    assert panels[ClaimGate].gate.value is False                   # the toggle follows the queue
+    assert dump(conn) == before
+    for panel in panels.values():
+        panel.close()
