@@ -16,6 +16,16 @@ from ..decoding import printable
 from ..keyspace import queue_key
 from .base import Panel
 
+# ids shown per set; a longer set shows its head and how many more
+SHOWN = 10
+
+
+def _ids(head: list[str], count: int) -> str:
+    if not count:
+        return "[empty]"
+    more = f", … {count - len(head)} more" if count > len(head) else ""
+    return f"[{html.escape(printable(', '.join(head)))}{more}]"
+
 
 class ClaimGate(Panel):
     def __init__(self, conn: Connection, q: str, lease_ms: int = 60_000):
@@ -40,13 +50,16 @@ class ClaimGate(Panel):
 
     def refresh(self) -> None:
         paused = admin.is_paused(self.conn, self.q)
-        pending = self.conn.command("ZRANGE", queue_key(self.q, "pending"), 0, -1)
-        active = self.conn.command("ZRANGE", queue_key(self.q, "active"), 0, -1)
+        # the head of each set, as many ids as a line holds; the counts are exact
+        pending = self.conn.command("ZRANGE", queue_key(self.q, "pending"), 0, SHOWN - 1)
+        active = self.conn.command("ZRANGE", queue_key(self.q, "active"), 0, SHOWN - 1)
+        self.pending_count = self.conn.command("ZCARD", queue_key(self.q, "pending"))
+        self.active_count = self.conn.command("ZCARD", queue_key(self.q, "active"))
         self.gate.description = "Paused" if paused else "Running"
         self.gate.icon = "pause" if paused else "play"
         self.backlog.value = (f"queue {'paused' if paused else 'running'} · pending "
-                              f"[{html.escape(printable(', '.join(pending))) or 'empty'}] · active "
-                              f"[{html.escape(printable(', '.join(active))) or 'empty'}]")
+                              f"{_ids(pending, self.pending_count)} · active "
+                              f"{_ids(active, self.active_count)}")
         self.paused, self.pending, self.active = paused, pending, active
         # the toggle follows the queue (a change made elsewhere), without writing anything
         self._syncing = True
@@ -57,7 +70,7 @@ class ClaimGate(Panel):
 
     def facts(self) -> list[tuple[str, object]]:
         return [("queue", self.q), ("state", "paused" if self.paused else "running"),
-                ("pending", len(self.pending)), ("active", len(self.active))]
+                ("pending", self.pending_count), ("active", self.active_count)]
 
     def set_paused(self, paused: bool) -> None:
         if self._syncing:
@@ -89,12 +102,13 @@ class ClaimGate(Panel):
             return None
         trips = self.round_trips()
         got = jobs.claim(self.conn, self.q, self.lease_ms)
-        before = list(self.pending)
+        before = (self.pending_count, list(self.pending))
         self.refresh()
         if got is None:
             why = "paused" if admin.is_paused(self.conn, self.q) else "empty"
-            kept = "the backlog is untouched" if self.pending == before else "the backlog changed"
-            self.say(f"claim answered empty ({why}); {kept}: {len(self.pending)} pending")
+            untouched = (self.pending_count, self.pending) == before
+            kept = "the backlog is untouched" if untouched else "the backlog changed"
+            self.say(f"claim answered empty ({why}); {kept}: {self.pending_count} pending")
         else:
             self.say(f"claimed {got[0]}: pending -> active (attempts {got[2]})")
         self.trips_text = trips
