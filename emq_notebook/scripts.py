@@ -16,6 +16,7 @@ from pathlib import Path
 
 LIBRARY = "emq_notebook"
 _INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.M)
+_READONLY = "--@readonly"
 
 
 def lua_dir() -> Path:
@@ -46,6 +47,28 @@ def source(name: str) -> str:
     return _INCLUDE.sub(splice, (lua_dir() / f"{name}.lua").read_text())
 
 
+def header(name: str) -> list[str]:
+    """The opening comment block of script `name` (its own file, before any include)."""
+    lines = []
+    for line in (lua_dir() / f"{name}.lua").read_text().splitlines():
+        if not line.startswith("--"):
+            break
+        lines.append(line.strip())
+    return lines
+
+
+@functools.cache
+def read_only(name: str) -> bool:
+    """True when script `name` declares `--@readonly` in its header: it writes nothing."""
+    return _READONLY in header(name)
+
+
+def _function(name: str) -> str:
+    flags = ", flags={'no-writes'}" if read_only(name) else ""
+    return (f"redis.register_function{{function_name='emq_{name}', callback=function(KEYS, ARGV)\n"
+            f"{source(name)}\nend{flags}}}\n")
+
+
 @functools.cache
 def library() -> tuple[str, str]:
     """(version, source) of the function library: every script as `emq_<name>`.
@@ -53,10 +76,7 @@ def library() -> tuple[str, str]:
     The version is a digest of the bodies, so a changed script upgrades the
     library on the server the next time a connection uses it.
     """
-    bodies = [
-        f"redis.register_function('emq_{n}', function(KEYS, ARGV)\n{source(n)}\nend)\n"
-        for n in names()
-    ]
+    bodies = [_function(n) for n in names()]
     version = hashlib.sha1("".join(bodies).encode()).hexdigest()[:12]
     head = (
         f"#!lua name={LIBRARY}\n"

@@ -1,4 +1,5 @@
 -- @get_logs -- the job's log lines in append order.
+--@readonly
 -- KEYS[1] = the row, KEYS[2] = the row's :logs list
 -- returns the lines ({} when none); -1 for a missing row
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end

@@ -1,4 +1,5 @@
 -- @read_rows -- the fields a frame shows, for a batch of jobs; reads only.
+--@readonly
 -- One call per batch (bounded by the caller's batch size) instead of one
 -- command per job, so a 100,000-job snapshot is a hundred calls.
 -- KEYS[1] = the queue base root

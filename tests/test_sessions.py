@@ -1,0 +1,237 @@
+"""Sessions (read-only, env, name): a read-only connection refuses every writing
+verb with `ReadOnly` before any I/O and leaves the keyspace byte-identical, while
+reads, frames and job reads work; the refusal is declared per Lua script
+(`--@readonly`) and per plain command (`READING_COMMANDS`)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import pytest
+from conftest import dump, server_for, server_url
+
+import emq_notebook as emq
+from emq_notebook import admin, frames, jobs, lanes, repeat, scripts
+from emq_notebook.connector import READING_COMMANDS
+from emq_notebook.errors import ReadOnly
+
+Q = "mail"
+NOWHERE = "redis://127.0.0.1:1/0"      # nothing listens on port 1
+
+# Every writing verb of the operator plane, called as an operator would call it.
+WRITING = {
+    "admin.pause": lambda c: admin.pause(c, Q),
+    "admin.resume": lambda c: admin.resume(c, Q),
+    "admin.drain": lambda c: admin.drain(c, Q, include_schedule=True),
+    "admin.obliterate": lambda c: admin.obliterate(c, Q, force=True),
+    "admin.obliterate_all": lambda c: admin.obliterate_all(c, Q, force=True),
+    "admin.reprocess_dead": lambda c: admin.reprocess_dead(c, Q),
+    "admin.remove_jobs": lambda c: admin.remove_jobs(c, Q, ["j_pending", "j_dead"]),
+    "jobs.enqueue": lambda c: jobs.enqueue(c, Q, "{}", id="j_new"),
+    "jobs.claim": lambda c: jobs.claim(c, Q, 60_000),
+    "jobs.complete": lambda c: jobs.complete(c, Q, "j_active"),
+    "jobs.fail": lambda c: jobs.fail(c, Q, "j_active", "boom"),
+    "jobs.expire_leases": lambda c: jobs.expire_leases(c, Q),
+    "jobs.promote": lambda c: jobs.promote(c, Q),
+    "jobs.update_data": lambda c: jobs.update_data(c, Q, "j_pending", '{"new": 1}'),
+    "jobs.update_progress": lambda c: jobs.update_progress(c, Q, "j_pending", 50),
+    "jobs.add_log": lambda c: jobs.add_log(c, Q, "j_pending", "a line"),
+    "jobs.remove_job": lambda c: jobs.remove_job(c, Q, "j_pending"),
+    "jobs.reprocess_job": lambda c: jobs.reprocess_job(c, Q, "j_dead"),
+    "lanes.claim": lambda c: lanes.claim(c, Q, 60_000),
+    "lanes.set_limit": lambda c: lanes.set_limit(c, Q, "acme", 5),
+    "lanes.pause_lane": lambda c: lanes.pause_lane(c, Q, "acme"),
+    "lanes.resume_lane": lambda c: lanes.resume_lane(c, Q, "acme"),
+    "repeat.register": lambda c: repeat.register(c, Q, "hourly", 3_600_000, "{}"),
+    "repeat.unregister": lambda c: repeat.unregister(c, Q, "nightly"),
+    "repeat.tick": lambda c: repeat.tick(c, Q),
+}
+# Every reading verb, with what it must see of the staged queue.
+READING = {
+    "admin.is_paused": (lambda c: admin.is_paused(c, Q), False),
+    "admin.job_count": (lambda c: admin.job_count(c, Q), 5),
+    "admin.backlog": (lambda c: admin.backlog(c, Q, include_schedule=True), 3),
+    "jobs.get_job": (lambda c: jobs.get_job(c, Q, "j_pending")["payload"], '{"p": 1}'),
+    "jobs.get_job_logs": (lambda c: jobs.get_job_logs(c, Q, "j_pending"), ["first"]),
+    "lanes.lanes": (lambda c: sorted(lanes.lanes(c, Q)), ["acme"]),
+    "repeat.registered": (lambda c: [r["name"] for r in repeat.registered(c, Q)], ["nightly"]),
+    "frames.snapshot": (lambda c: sorted(frames.snapshot(c, Q).index), None),
+    "frames.rows": (lambda c: frames.rows(c, Q, ["j_pending"], ("payload",)), [['{"p": 1}']]),
+    "frames.queues": (lambda c: frames.queues(c), [Q]),
+    "frames.counts": (lambda c: frames.counts(c, [Q]).loc[Q, "dead"], 1),
+    "frames.metrics": (lambda c: len(frames.metrics(c, Q)) >= 0, True),
+}
+NOT_VERBS = {"admin.check_budget"}
+
+
+def stage(conn: emq.Connection) -> None:
+    """A queue with a job in every state, a lane, a repeatable and a log."""
+    jobs.enqueue(conn, Q, '{"d": 1}', id="j_dead", max_attempts=1)
+    jobs.claim(conn, Q, 60_000)
+    jobs.fail(conn, Q, "j_dead", "boom")
+    jobs.enqueue(conn, Q, '{"a": 1}', id="j_active")
+    jobs.claim(conn, Q, 60_000)
+    jobs.enqueue(conn, Q, '{"p": 1}', id="j_pending")
+    jobs.add_log(conn, Q, "j_pending", "first")
+    jobs.enqueue(conn, Q, '{"s": 1}', id="j_later", delay_ms=3_600_000)
+    jobs.enqueue(conn, Q, '{"g": 1}', id="j_lane", group="acme")
+    repeat.register(conn, Q, "nightly", 86_400_000, "{}")
+
+
+def read_only_twin(backend: str, request: Any, executor: str = "script", **session: Any) -> emq.Connection:
+    srv = server_for(backend, request)
+    if backend == "fake":
+        return emq.connect(embedded="fake", executor=executor, read_only=True, **session)
+    return emq.connect(server_url(backend, srv), executor=executor, read_only=True, **session)
+
+
+def test_every_verb_is_classified_as_writing_or_reading() -> None:
+    """A new public verb must be listed above, so it is tested read-only too."""
+    verbs = {f"{m.__name__.rsplit('.', 1)[1]}.{n}"
+             for m in (admin, jobs, lanes, repeat, frames)
+             for n, f in vars(m).items()
+             if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")}
+    assert verbs == set(WRITING) | set(READING) | NOT_VERBS
+
+
+@pytest.mark.parametrize("executor", ["script", "function"])
+def test_a_read_only_connection_refuses_every_writing_verb_and_changes_nothing(
+        conn: emq.Connection, backend: str, request: Any, executor: str) -> None:
+    stage(conn)
+    before = dump(conn)
+    ro = read_only_twin(backend, request, executor)
+    for name, call in WRITING.items():
+        with pytest.raises(ReadOnly, match="read-only"):
+            call(ro)
+        assert dump(conn) == before, name
+    for name, (call, expected) in READING.items():
+        got = call(ro)
+        if expected is not None:
+            assert got == expected, name
+    assert sorted(frames.snapshot(ro, Q).index) == sorted(frames.snapshot(conn, Q).index)
+    assert dump(conn) == before
+
+
+@pytest.mark.parametrize("name", sorted(WRITING))
+def test_a_writing_verb_is_refused_before_any_io(name: str) -> None:
+    """Nothing listens at NOWHERE: ReadOnly, not WireError, proves no round trip came first."""
+    for executor in ("script", "function", "native"):
+        ro = emq.connect(NOWHERE, read_only=True, executor=executor, cluster=False)
+        with pytest.raises(ReadOnly):
+            WRITING[name](ro)
+
+
+def test_every_script_is_declared_read_only_or_refused() -> None:
+    ro = emq.connect(NOWHERE, read_only=True, cluster=False)
+    readers = [n for n in scripts.names() if scripts.read_only(n)]
+    assert {"read_rows", "get_logs"} <= set(readers)
+    for name in scripts.names():
+        if scripts.read_only(name):
+            continue
+        with pytest.raises(ReadOnly):
+            ro.run(name, ["emq:{q}:x"], [])
+
+
+def test_a_script_declared_read_only_calls_only_reading_commands() -> None:
+    """The declaration is checked against the body: a `--@readonly` script whose body
+    (includes spliced) writes, or emits an event, fails here."""
+    called = re.compile(r"redis\.p?call\(\s*['\"](\w+)['\"]")
+    for name in scripts.names():
+        if not scripts.read_only(name):
+            continue
+        body = scripts.source(name)
+        commands = {c.upper() for c in called.findall(body)}
+        assert commands and commands <= READING_COMMANDS, (name, commands - READING_COMMANDS)
+        assert "emit(" not in body and "redis.call(cmd" not in body, name
+
+
+def test_the_function_library_flags_read_only_scripts_no_writes() -> None:
+    _, body = scripts.library()
+    for name in scripts.names():
+        opening = body.index(f"function_name='emq_{name}'")
+        closing = body.index("redis.register_function", opening + 1) if name != scripts.names()[-1] \
+            else len(body)
+        flagged = "flags={'no-writes'}" in body[opening:closing]
+        assert flagged == scripts.read_only(name), name
+
+
+def test_the_function_executor_reads_with_fcall_ro(conn: emq.Connection, connect_as: Any) -> None:
+    stage(conn)
+    fn = connect_as("function")
+    sent: list[str] = []
+    real = fn.client.execute_command
+
+    def record(*a: Any, **k: Any) -> Any:
+        sent.append(str(a[0]))
+        return real(*a, **k)
+
+    fn.client.execute_command = record
+    assert jobs.get_job_logs(fn, Q, "j_pending") == ["first"]
+    assert sent[-1] == "FCALL_RO"
+    jobs.add_log(fn, Q, "j_pending", "second")
+    assert sent[-1] == "FCALL"
+
+
+def test_plain_commands_on_a_read_only_connection(conn: emq.Connection, backend: str, request: Any) -> None:
+    stage(conn)
+    before = dump(conn)
+    ro = read_only_twin(backend, request)
+    assert ro.command("HGET", f"emq:{{{Q}}}:job:j_pending", "payload") == '{"p": 1}'
+    assert ro.command("ping") is True
+    for parts in (("HSET", f"emq:{{{Q}}}:meta", "paused", "1"), ("DEL", f"emq:{{{Q}}}:pending"),
+                  ("FLUSHALL",), ("EVAL", "return 1", 0), ("FCALL", "emq_pause", 0)):
+        with pytest.raises(ReadOnly):
+            ro.command(*parts)
+    pipe = ro.pipeline()
+    pipe.zcard(f"emq:{{{Q}}}:pending")
+    with pytest.raises(ReadOnly):
+        pipe.delete(f"emq:{{{Q}}}:pending")
+    assert ro.pipeline().zcard(f"emq:{{{Q}}}:pending").execute() == [1]
+    assert dump(conn) == before
+
+
+def test_a_read_only_connection_to_nowhere_refuses_plain_writes_without_io() -> None:
+    ro = emq.connect(NOWHERE, read_only=True, cluster=False)
+    with pytest.raises(ReadOnly):
+        ro.command("HSET", "emq:{q}:meta", "paused", "1")
+    with pytest.raises(emq.WireError):
+        ro.command("HGET", "emq:{q}:meta", "paused")     # a read goes out (and meets nothing)
+
+
+def test_env_name_and_the_describe_line() -> None:
+    plain = emq.connect(embedded="fake")
+    assert (plain.read_only, plain.env, plain.name) == (False, None, None)
+    assert plain.describe() == "embedded fakeredis (executor=script)"
+    prod = emq.connect("redis://u:s3cret@127.0.0.1:1/0", read_only=True, env="production", name="prod",
+                       executor="function", cluster=False)
+    line = prod.describe()
+    assert line == "redis://u:***@127.0.0.1:1/0 (env=production, executor=function, read-only)"
+    assert "s3cret" not in repr(prod) and "prod: " in repr(prod) and line in repr(prod)
+    twin = prod.with_executor("script")
+    assert (twin.read_only, twin.env, twin.name, twin.executor) == (True, "production", "prod", "script")
+    with pytest.raises(ReadOnly):
+        admin.pause(twin, "q")
+    for bad in ({"env": ""}, {"env": "a\nb"}, {"name": 3}, {"read_only": "yes"}):
+        with pytest.raises(emq.BadInput):
+            emq.connect(embedded="fake", **bad)
+
+
+def test_read_only_on_the_cluster(cluster: Any) -> None:
+    from conftest import open_conn
+
+    conn = open_conn("cluster", cluster)
+    stage(conn)
+    before = dump(conn)
+    ro = emq.connect(cluster.url, read_only=True)
+    assert ro.cluster
+    for call in WRITING.values():
+        with pytest.raises(ReadOnly):
+            call(ro)
+    assert jobs.get_job(ro, Q, "j_pending")["payload"] == '{"p": 1}'
+    assert jobs.get_job_logs(ro, Q, "j_pending") == ["first"]
+    assert frames.counts(ro, [Q]).loc[Q, "dead"] == 1
+    assert sorted(frames.snapshot(ro, Q).index) == sorted(frames.snapshot(conn, Q).index)
+    assert len(frames.snapshot(ro, Q)) == 5
+    assert dump(conn) == before
