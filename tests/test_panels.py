@@ -2,6 +2,7 @@
 them: a static fallback in the display bundle, one background thread per panel,
 confirmations that re-count, read-only connections, labelled headers."""
 
+import html
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import dump
 
+import emq_notebook as emq
 from emq_notebook import admin, connector, jobs
 from emq_notebook.errors import BadInput
 from emq_notebook.widgets import (
@@ -285,15 +287,19 @@ def test_obliterate_states_its_count_and_recounts(conn):
 
 
 # -- read-only connections and labelled headers -----------------------------------------------
-def labelled(conn, read_only=False, env=None):
-    """The same server, as a session labelled with `env` (and read-only when asked)."""
-    other = conn.with_executor(conn.executor)
-    other.read_only, other.env = read_only, env
-    return other
+@pytest.fixture
+def labelled(backend, conn, request):
+    """Another session on the same (flushed) server, labelled `env`, read-only when asked."""
+    url = None if backend == "fake" else f"redis://127.0.0.1:{request.getfixturevalue('valkey').port}/0"
+
+    def make(read_only=False, env=None):
+        return emq.connect(url, embedded="fake" if url is None else None, read_only=read_only, env=env)
+
+    return make
 
 
-def test_every_header_names_the_connection_and_env(conn, ip):
-    prod = labelled(conn, env="production")
+def test_every_header_names_the_connection_and_env(conn, ip, labelled):
+    prod = labelled(env="production")
     jid = jobs.enqueue(conn, Q, "{}")
     panels = [QueuePanel(prod, Q), JobPanel(prod, Q, jid), EventsView(prod, Q), ClaimGate(prod, Q),
               OperatorConsole(prod), DeadLetterPanel(prod, Q)]
@@ -308,7 +314,7 @@ def test_every_header_names_the_connection_and_env(conn, ip):
     finally:
         for panel in panels:
             panel.close()
-    staging = QueuePanel(labelled(conn, env="staging"), Q)
+    staging = QueuePanel(labelled(env="staging"), Q)
     assert "staging</span>" in staging.heading.value and "#cf222e" not in staging.heading.value
     staging.drain_button.click()
     assert "env staging · connected: " in staging.confirm_text.value
@@ -322,10 +328,10 @@ WRITING = {
 }
 
 
-def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, ip):
+def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, labelled):
     jid = dead(conn, 1)[0]
     jobs.enqueue(conn, Q, "{}")
-    ro = labelled(conn, read_only=True, env="production")
+    ro = labelled(read_only=True, env="production")
     panels = {QueuePanel: QueuePanel(ro, Q), JobPanel: JobPanel(ro, Q, jid), ClaimGate: ClaimGate(ro, Q),
               OperatorConsole: OperatorConsole(ro)}
     queue_panel = panels[QueuePanel]
@@ -344,7 +350,7 @@ def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, ip):
             else:
                 button.click()                              # a handler called anyway
             assert panel.status_text.startswith("ReadOnly: "), (kind.__name__, name, panel.status_text)
-            assert "read-only connection" in panel.status_text
+            assert "is read-only" in panel.status_text and "env=production" in panel.status_text
     # the refresh and the reads still work
     queue_panel.refresh_button.click()
     assert queue_panel.snapshot["pending"] == 1 and queue_panel.snapshot["dead"] == 1
@@ -353,3 +359,46 @@ def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, ip):
     assert dump(conn) == before
     for panel in panels.values():
         panel.close()
+
+
+# -- bytes that are not UTF-8 -------------------------------------------------------------------
+def unsendable(widget):
+    """Synced text traits holding a lone surrogate (they would fail to reach the browser)."""
+    found = [(type(widget).__name__, k) for k in widget.keys
+             if isinstance(getattr(widget, k), str) and any("\udc80" <= c <= "\udcff" for c in getattr(widget, k))]
+    for child in getattr(widget, "children", ()):
+        found += unsendable(child)
+    return found
+
+
+def test_undecodable_bytes_show_as_escapes_and_stay_bytes(conn, ip):
+    jid = dead(conn, 1)[0]
+    key = f"emq:{{{Q}}}:job:{jid}"
+    conn.client.execute_command("HSET", key, "payload", b'{"to": "\xff"}', "last_error", b"bad \xfe byte")
+    conn.client.execute_command("RPUSH", key + ":logs", b"log \xfd line")
+    panel = JobPanel(conn, Q, jid)
+    assert panel.payload.value == '{"to": "\\xff"}'
+    assert "bad \\xfe byte" in panel.row_view.value and "log \\xfd line" in panel.logs_view.value
+    data = shown(ip, panel)
+    assert "bad \\xfe byte" in data["text/html"] and "log \\xfd line" in data["text/plain"]
+    assert unsendable(panel) == [] and "\udcff" not in data["text/html"] + data["text/plain"]
+    # the editor shows the bytes' picture: Update with it unedited writes nothing
+    before = dump(conn)
+    panel.update_button.click()
+    assert panel.status_text.startswith("payload unchanged") and dump(conn) == before
+    raw = conn.client.connection_pool.get_encoder()
+    assert raw.encode(jobs.get_job(conn, Q, jid)["payload"]) == b'{"to": "\xff"}'
+    queue_panel = QueuePanel(conn, Q)
+    assert "dead | 1" in shown(ip, queue_panel)["text/plain"] and unsendable(queue_panel) == []
+
+
+def test_an_undecodable_event_is_shown_and_the_tail_goes_on(conn, ip):
+    view = EventsView(conn, Q)
+    conn.client.execute_command("PUBLISH", CHANNEL, b'{"event": "progress", "data": "\xff"}')
+    assert until(lambda: view.seen == 1)
+    jobs.enqueue(conn, Q, "x")
+    assert until(lambda: view.seen == 2)
+    assert view.running and view.status_text == f"listening on {CHANNEL}"
+    assert '"data": "\\xff"' in html.unescape(view.lines.value) and unsendable(view) == []
+    assert '"data": "\\xff"' in shown(ip, view)["text/plain"]
+    view.close()

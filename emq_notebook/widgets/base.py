@@ -28,6 +28,7 @@ from typing import Any
 import ipywidgets as w
 import traitlets
 
+from ..connector import Connection
 from ..decoding import printable
 from ..errors import BadInput, EMQError, ReadOnly, Refused
 
@@ -74,6 +75,7 @@ class Panel(w.VBox):
     reports its answer there; `writes` names the buttons a read-only connection greys out."""
 
     title = "panel"
+    conn: Connection
 
     def __init__(self, **kw: Any) -> None:
         self.status = w.HTML(value="")
@@ -90,11 +92,13 @@ class Panel(w.VBox):
     # -- the connection header -------------------------------------------------
     @property
     def read_only(self) -> bool:
-        return bool(getattr(getattr(self, "conn", None), "read_only", False))
+        conn = getattr(self, "conn", None)
+        return conn is not None and conn.read_only
 
     @property
     def env(self) -> str | None:
-        return getattr(getattr(self, "conn", None), "env", None)
+        conn = getattr(self, "conn", None)
+        return conn.env if conn is not None else None
 
     @property
     def label(self) -> str:
@@ -139,12 +143,13 @@ class Panel(w.VBox):
 
     def writable(self, what: str) -> bool:
         """False (and the `ReadOnly` line in the status) when the connection is read-only."""
-        if not self.read_only:
-            return True
-        refusal = ReadOnly(f"{what} not sent: {self.label} is a read-only connection")
-        self.last = refusal
-        self.say(_render(refusal), "refused")
-        return False
+        try:
+            self.conn.refuse_writes(what)
+        except ReadOnly as refusal:
+            self.last = refusal
+            self.say(_render(refusal), "refused")
+            return False
+        return True
 
     # -- the status line ----------------------------------------------------------
     def say(self, text: str, kind: str = "ok") -> None:
