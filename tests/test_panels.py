@@ -402,3 +402,39 @@ def test_an_undecodable_event_is_shown_and_the_tail_goes_on(conn, ip):
     assert '"data": "\\xff"' in html.unescape(view.lines.value) and unsendable(view) == []
     assert '"data": "\\xff"' in shown(ip, view)["text/plain"]
     view.close()
+
+
+def test_a_refresh_thread_that_loses_the_server_says_so_and_prints_nothing(backend, capfd):
+    # a real fault on each client: the embedded server emulating a lost connection, or a
+    # real client at a port where nothing listens
+    if backend == "fake":
+        conn = emq.connect(embedded="fake")
+        connector.fake_server().connected = False
+    else:
+        conn = emq.connect("redis://127.0.0.1:1/0")
+    try:
+        panel = QueuePanel(conn, "lost", refresh_every=0.5, auto=True)
+        assert panel.status_text.startswith("error: lost the server at ")
+        ticks = panel.status.value
+        panel.say("")
+        assert until(lambda: panel.status_text.startswith("error: lost the server at "))
+        assert panel.status.value == ticks and panel.auto.value    # it keeps trying, quietly
+    finally:
+        connector.fake_server().connected = True
+    panel.close()
+    assert not emq_threads()
+    assert capfd.readouterr() == ("", "")
+
+
+def test_a_refresh_that_meets_a_foreign_key_says_so_and_prints_nothing(conn, capfd):
+    panel = QueuePanel(conn, Q, refresh_every=0.5, auto=True)
+    conn.client.set(f"emq:{{{Q}}}:pending", "not a sorted set")       # written by someone else
+    assert until(lambda: panel.status_text.startswith("error: ") and "WRONGTYPE" in panel.status_text)
+    panel.refresh_button.click()                                       # a click: the same line
+    assert panel.status_text.startswith("error: ") and panel.auto.value
+    conn.client.delete(f"emq:{{{Q}}}:pending")
+    jobs.enqueue(conn, Q, "x")
+    assert until(lambda: panel.snapshot["pending"] == 1)               # the next tick reads again
+    panel.close()
+    assert not emq_threads()
+    assert capfd.readouterr() == ("", "")

@@ -14,6 +14,7 @@ import html
 import threading
 
 import ipywidgets as w
+import redis
 
 from .. import admin, frames
 from ..connector import Connection
@@ -83,9 +84,11 @@ class QueuePanel(Panel):
 
     # -- reading ----------------------------------------------------------------
     def refresh(self) -> None:
+        """Read the counts again; a wire fault or a foreign key (a reply error) is shown in
+        the status, and the auto-refresh keeps trying."""
         try:
             row = frames.counts(self.conn, [self.q]).iloc[0].to_dict()
-        except EMQError as exc:
+        except (EMQError, redis.RedisError) as exc:
             self.say(f"error: {exc}", "error")
             return
         self.paused = bool(row.pop("paused"))
