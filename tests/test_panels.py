@@ -364,8 +364,9 @@ def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, labelled):
 # -- bytes that are not UTF-8 -------------------------------------------------------------------
 def unsendable(widget):
     """Synced text traits holding a lone surrogate (they would fail to reach the browser)."""
-    found = [(type(widget).__name__, k) for k in widget.keys
-             if isinstance(getattr(widget, k), str) and any("\udc80" <= c <= "\udcff" for c in getattr(widget, k))]
+    texts = {k: getattr(widget, k) for k in widget.keys if isinstance(getattr(widget, k), str)}
+    found = [(type(widget).__name__, k) for k, v in texts.items()
+             if any("\udc80" <= c <= "\udcff" for c in v)]
     for child in getattr(widget, "children", ()):
         found += unsendable(child)
     return found
