@@ -156,8 +156,9 @@ def subscribers(conn, backend):
 
 def test_rebuilding_an_events_view_leaves_one_subscription(conn, backend):
     before = set(threading.enumerate())
-    for _ in range(10):
-        view = EventsView(conn, Q)
+    views = [EventsView(conn, Q) for _ in range(10)]
+    view = views[-1]
+    assert all(v.status_text == "stopped after 0 events" and not v.running for v in views[:-1])
     assert until(lambda: subscribers(conn, backend) == (1, 1)), subscribers(conn, backend)
     assert len(set(threading.enumerate()) - before) <= 1
     jobs.enqueue(conn, Q, "x")

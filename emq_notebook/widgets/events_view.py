@@ -111,3 +111,7 @@ class EventsView(Panel):
 
     def toggle(self) -> None:
         self.stop() if self.running else self.start()
+
+    def close(self) -> None:
+        self.stop()
+        super().close()
