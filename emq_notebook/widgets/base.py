@@ -1,36 +1,165 @@
-"""What every panel shares: a status line that shows the last result or typed
-refusal, and a short, stable repr (what nbval compares)."""
+"""What every panel shares: a header naming the connection and its env, a status
+line that shows the last result or typed refusal, writing buttons greyed out on a
+read-only connection, a static fallback for saved notebooks, and the registry
+that keeps one background thread per panel.
+
+The static fallback: a saved notebook read where no widget runs (GitHub,
+nbviewer) shows the `text/html` or `text/plain` of the display bundle, so the
+bundle carries a table of what the panel showed when it was displayed (counts,
+row fields, last events) next to the widget view.
+
+The registry: a panel with a background thread (auto-refresh, an events tail)
+is registered under (kind, connection label, queue); building the same kind
+again for the same queue and connection closes the previous one, so re-running
+a cell never leaves a second thread behind, and every registered panel is
+stopped at interpreter exit.
+"""
 
 from __future__ import annotations
 
+import atexit
 import html
-from typing import Any, Callable
+import math
+import re
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import ipywidgets as w
+import traitlets
 
-from ..errors import EMQError, Refused
+from ..connector import Connection
+from ..decoding import printable
+from ..errors import BadInput, EMQError, ReadOnly, Refused
+
+# an auto-refresh faster than twice a second is a busy loop against the server
+MIN_INTERVAL_S = 0.5
+MAX_INTERVAL_S = 86_400.0
+
+_registry: dict[tuple[str, str, str], Panel] = {}
+_registry_lock = threading.Lock()
+_atexit_registered = False
+
+
+def interval(value: object, what: str = "refresh interval") -> float:
+    """Seconds between two refreshes, from 0.5 s to a day, else `BadInput` (0 would spin)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
+            or not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise BadInput(f"{what} must be from {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} seconds, "
+                       f"not {value!r}")
+    return float(value)
+
+
+def live_panels() -> list[Panel]:
+    """The registered panels (each holds at most one background thread)."""
+    with _registry_lock:
+        return list(_registry.values())
+
+
+def close_all() -> None:
+    """Stop every registered panel's thread (run at interpreter exit)."""
+    for panel in live_panels():
+        try:
+            panel.stop_threads()
+        except Exception:  # at exit the server may be gone already; the thread still ends
+            pass
+        panel._unregister()
+
+
+def _render(exc: EMQError) -> str:
+    return exc._render_traceback_()[0]
 
 
 class Panel(w.VBox):
-    """A VBox with a status line; `attempt` runs a verb and reports its answer there."""
+    """A VBox with a connection header and a status line; `attempt` runs a verb and
+    reports its answer there; `writes` names the buttons a read-only connection greys out."""
 
     title = "panel"
+    conn: Connection
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         self.status = w.HTML(value="")
+        self.status_text = ""
+        self.heading = w.HTML(value="")
         self.last: Any = None
+        self._writing: list[w.Widget] = []
+        self._registry_key: tuple[str, str, str] | None = None
         super().__init__(**kw)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.title})"
 
+    # -- the connection header -------------------------------------------------
+    @property
+    def read_only(self) -> bool:
+        conn = getattr(self, "conn", None)
+        return conn is not None and conn.read_only
+
+    @property
+    def env(self) -> str | None:
+        conn = getattr(self, "conn", None)
+        return conn.env if conn is not None else None
+
+    @property
+    def label(self) -> str:
+        conn = getattr(self, "conn", None)
+        return printable(conn.label) if conn is not None else "(no connection)"
+
+    def connection_line(self) -> str:
+        """`env production · read-only · connected: redis://...` (the label last, as the
+        connect line ends, so one sanitize rule covers both)."""
+        env = f"env {self.env}" if self.env else "env not set"
+        return f"{env}{' · read-only' if self.read_only else ''} · connected: {self.label}"
+
+    def _heading_html(self) -> str:
+        if self.env == "production":
+            env = '<span style="background:#cf222e;color:white;padding:0 4px;border-radius:3px">' \
+                  'production</span>'
+        elif self.env:
+            env = f'<span style="background:#57606a;color:white;padding:0 4px;border-radius:3px">' \
+                  f'{html.escape(printable(self.env))}</span>'
+        else:
+            env = "not set"
+        ro = ' · <span style="color:#9a6700"><b>read-only</b></span>' if self.read_only else ""
+        return f"<small>env {env}{ro} · connected: {html.escape(self.label)}</small>"
+
+    @traitlets.validate("children")
+    def _children_start_with_heading(self, proposal: Any) -> tuple:
+        # every panel's first line names its connection and env, whoever built the children
+        children = tuple(proposal["value"])
+        if getattr(self, "conn", None) is None or self.heading in children:
+            return children
+        self.heading.value = self._heading_html()
+        return (self.heading, *children)
+
+    # -- writing on a read-only connection --------------------------------------
+    def writes(self, *buttons: w.Widget) -> None:
+        """Name the buttons that write; on a read-only connection they are greyed out."""
+        self._writing.extend(buttons)
+        if self.read_only:
+            for b in buttons:
+                b.disabled = True
+                b.tooltip = "read-only connection"
+
+    def writable(self, what: str) -> bool:
+        """False (and the `ReadOnly` line in the status) when the connection is read-only."""
+        try:
+            self.conn.refuse_writes(what)
+        except ReadOnly as refusal:
+            self.last = refusal
+            self.say(_render(refusal), "refused")
+            return False
+        return True
+
+    # -- the status line ----------------------------------------------------------
     def say(self, text: str, kind: str = "ok") -> None:
+        text = printable(text)
         colour = {"ok": "#1a7f37", "refused": "#9a6700", "error": "#cf222e"}[kind]
         self.status.value = f'<span style="color:{colour}">{html.escape(text)}</span>'
         self.status_text = text
 
-    def attempt(self, verb: Callable[..., Any], *args, done: str | Callable[[Any], str] = "",
-                **kwargs) -> Any:
+    def attempt(self, verb: Callable[..., Any], *args: Any, done: str | Callable[[Any], str] = "",
+                **kwargs: Any) -> Any:
         """Run one verb; show its result, its refusal, or its error on the status line."""
         try:
             result = verb(*args, **kwargs)
@@ -38,6 +167,10 @@ class Panel(w.VBox):
             self.last = refusal
             self.say(refusal.line(), "refused")
             return refusal
+        except ReadOnly as exc:
+            self.last = exc
+            self.say(_render(exc), "refused")
+            return exc
         except EMQError as exc:
             self.last = exc
             self.say(f"error: {exc}", "error")
@@ -46,11 +179,94 @@ class Panel(w.VBox):
         self.say(done(result) if callable(done) else done)
         return result
 
+    # -- the static fallback --------------------------------------------------------
+    def facts(self) -> list[tuple[str, Any]]:
+        """What the panel shows that no HTML line of it says (button states, gates)."""
+        return []
+
+    def _shown(self) -> Iterator[str]:
+        """The HTML lines the panel shows, in order (hidden rows, the header and status apart)."""
+        def walk(children: tuple) -> Iterator[str]:
+            for child in children:
+                if child is self.heading or child is self.status or child.layout.display == "none":
+                    continue
+                if isinstance(child, w.HTML) and child.value:
+                    yield child.value
+                elif isinstance(child, w.Box):
+                    yield from walk(child.children)
+        return walk(self.children)
+
+    def static_html(self) -> str:
+        """The panel as plain HTML: its header, a table of its facts, what it shows, its status."""
+        parts = [f"<div><b>{html.escape(repr(self))}</b> · {self._heading_html()}</div>"]
+        if self.facts():
+            parts.append(table(self.facts(), ("", "")))
+        parts += [f"<div>{v}</div>" for v in self._shown()]
+        if self.status_text:
+            parts.append(f"<div>status: {html.escape(self.status_text)}</div>")
+        return '<div class="emq-panel">' + "".join(parts) + "</div>"
+
+    def static_text(self) -> str:
+        """The panel as lines of text (what `text/plain` carries)."""
+        lines = [f"{self!r} · {self.connection_line()}"]
+        lines += [f"{printable(k)}: {printable(v)}" for k, v in self.facts()]
+        lines += [plain(v) for v in self._shown()]
+        if self.status_text:
+            lines.append(f"status: {self.status_text}")
+        return "\n".join(line for line in lines if line)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+        # ipywidgets' own bundle keeps the live view; the text keys are the saved-notebook view
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/plain"] = self.static_text()
+        bundle["text/html"] = self.static_html()
+        return bundle
+
+    # -- threads ------------------------------------------------------------------------
+    def stop_threads(self) -> None:
+        """Stop this panel's background thread, if it has one (joined before returning)."""
+
+    def _register(self, q: str) -> None:
+        """Hold this panel's slot (kind, connection label, queue); close the one it replaces."""
+        global _atexit_registered
+        key = (type(self).__name__, self.label, q)
+        with _registry_lock:
+            previous = _registry.get(key)
+            _registry[key] = self
+            self._registry_key = key
+            if not _atexit_registered:
+                # registered at the first panel, after any embedded server it uses, so it runs
+                # (last in, first out) before that server is stopped
+                atexit.register(close_all)
+                _atexit_registered = True
+        if previous is not None and previous is not self:
+            previous._registry_key = None
+            previous.close()
+
+    def _unregister(self) -> None:
+        with _registry_lock:
+            if self._registry_key is not None and _registry.get(self._registry_key) is self:
+                del _registry[self._registry_key]
+            self._registry_key = None
+
+    def close(self) -> None:
+        self.stop_threads()
+        self._unregister()
+        super().close()
+
+
+def plain(markup: str) -> str:
+    """HTML as text lines: a table row per line, cells joined by ` | `."""
+    text = re.sub(r"</t[dh]>\s*(?=<t[dh])", " | ", markup)
+    text = re.sub(r"<br\s*/?>|</(tr|div|p|pre|li|table)>", "\n", text)
+    text = html.unescape(re.sub(r"<[^>]+>", "", text))
+    return "\n".join(s for s in (line.strip() for line in text.splitlines()) if s)
+
 
 def table(rows: dict[str, Any] | list[tuple], head: tuple[str, ...] = ()) -> str:
-    """A small HTML table (escaped)."""
+    """A small HTML table (escaped; undecodable bytes shown as `\\xNN`)."""
     items = rows.items() if isinstance(rows, dict) else rows
-    cells = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
+    cells = "".join("<tr>" + "".join(f"<td>{html.escape(printable(c))}</td>" for c in r) + "</tr>"
                     for r in ((k, *([v] if not isinstance(v, tuple) else v)) for k, v in items))
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return f'<table class="emq">{"<tr>" + th + "</tr>" if th else ""}{cells}</table>'
+    return f'<table class="emq">{"<tr>" + th + "</tr>" if any(head) else ""}{cells}</table>'

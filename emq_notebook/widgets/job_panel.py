@@ -1,5 +1,11 @@
 """JobPanel: one job's row, its payload editor, progress, logs, Remove, and
-Reprocess (enabled only when the job is dead)."""
+Reprocess (enabled only when the job is dead).
+
+Every string from the server is shown through `printable`, so a row written by
+another client with bytes that are not UTF-8 shows them as `\\xNN`; the editor
+then holds that shown text, and "Update data" writes only a payload the
+operator actually changed (the stored bytes are never replaced by their picture).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,8 @@ import ipywidgets as w
 
 from .. import jobs
 from ..connector import Connection
-from ..errors import BadInput, Gone
+from ..decoding import printable
+from ..errors import BadInput, EMQError, Gone
 from .base import Panel, table
 
 
@@ -41,6 +48,10 @@ class JobPanel(Panel):
         self.remove_button.on_click(lambda _: self.remove())
         self.reprocess_button = w.Button(description="Reprocess", button_style="primary")
         self.reprocess_button.on_click(lambda _: self.reprocess())
+        self.writes(self.update_button, self.progress_button, self.log_button, self.remove_button,
+                    self.reprocess_button)
+        self.shown_payload: str | None = None
+        self.row: dict[str, str] | None = None
         self.children = [
             w.HTML(f"<b>job {job_id}</b> in <b>{q}</b>"), self.row_view,
             self.payload, self.update_button,
@@ -56,6 +67,7 @@ class JobPanel(Panel):
             logs = jobs.get_job_logs(self.conn, self.q, self.job_id)
         except Gone as gone:
             self.row = None
+            self.shown_payload = None
             self.row_view.value = "<i>no such job (gone)</i>"
             self.logs_view.value = ""
             for b in (self.update_button, self.progress_button, self.log_button,
@@ -63,35 +75,59 @@ class JobPanel(Panel):
                 b.disabled = True
             self.say(gone.line(), "refused")
             return
+        except EMQError as exc:
+            self.say(f"error: {exc}", "error")
+            return
         self.row = row
         self.row_view.value = table({k: v for k, v in sorted(row.items()) if k != "payload"},
                                     ("field", "value"))
-        self.payload.value = row.get("payload", "")
-        self.logs_view.value = "<pre>" + "\n".join(map(html.escape, logs)) + "</pre>" if logs else "<i>no logs</i>"
-        self.reprocess_button.disabled = row.get("state") != "dead"
+        self.shown_payload = self.payload.value = printable(row.get("payload", ""))
+        self.logs_view.value = ("<pre>" + "\n".join(html.escape(printable(line)) for line in logs)
+                                + "</pre>") if logs else "<i>no logs</i>"
+        self.reprocess_button.disabled = self.read_only or row.get("state") != "dead"
+
+    def facts(self) -> list[tuple[str, object]]:
+        if self.row is None:
+            return [("queue", self.q), ("job", self.job_id), ("row", "gone")]
+        return [("queue", self.q), ("job", self.job_id), ("payload", self.shown_payload)]
 
     def update_data(self) -> None:
+        """Write the edited payload; an unedited one is not written (what the editor shows
+        of undecodable bytes is their `\\xNN` picture, not the bytes)."""
+        if not self.writable("update_data"):
+            return
+        if self.row is not None and self.payload.value == self.shown_payload != self.row.get("payload"):
+            self.say("payload unchanged: nothing written (its bytes that are not UTF-8 stay as they are)")
+            return
         self.attempt(lambda: jobs.update_data(self.conn, self.q, self.job_id,
                                               _checked_json(self.payload.value)),
                      done="payload replaced")
         self.refresh()
 
     def write_progress(self) -> None:
+        if not self.writable("update_progress"):
+            return
         self.attempt(jobs.update_progress, self.conn, self.q, self.job_id, self.progress_value.value,
                      done=f"progress {self.progress_value.value} written and published")
         self.refresh()
 
     def add_log(self) -> None:
+        if not self.writable("add_log"):
+            return
         self.attempt(jobs.add_log, self.conn, self.q, self.job_id, self.log_line.value,
                      done=lambda n: f"{n} log lines")
         self.log_line.value = ""
         self.refresh()
 
     def remove(self) -> None:
+        if not self.writable("remove"):
+            return
         self.attempt(jobs.remove_job, self.conn, self.q, self.job_id, done=f"removed {self.job_id}")
         self.refresh()
 
     def reprocess(self) -> None:
+        if not self.writable("reprocess"):
+            return
         self.attempt(jobs.reprocess_job, self.conn, self.q, self.job_id,
                      done=f"reprocessed {self.job_id}: dead -> pending")
         self.refresh()

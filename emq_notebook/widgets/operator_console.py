@@ -8,13 +8,16 @@ and shows the reply and the keyspace difference.
 from __future__ import annotations
 
 import html
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import ipywidgets as w
 
-from .. import admin, jobs
+from .. import admin, jobs, lanes
 from ..catalogue import describe
 from ..connector import Connection
+from ..decoding import printable
 from ..errors import Refused
 from ..footprint import diff, footprint
 from .base import Panel
@@ -49,23 +52,34 @@ def _job(c: Connection, q: str, *, state: str, group: str | None = None) -> None
     jobs.enqueue(c, q, '{"to": "ops@example.com"}', id=JOB, group=group, max_attempts=1,
                  priority=0 if state != "pending" else 5)
     if state in ("active", "dead"):
-        claim = __import__("emq_notebook.lanes", fromlist=["claim"]).claim if group else jobs.claim
+        claim = lanes.claim if group else jobs.claim
         got = claim(c, q, 60_000)
         assert got and got[0] == JOB, got
         if state == "dead":
             jobs.fail(c, q, JOB, "SMTP 550: mailbox unavailable")
 
 
+def _steps(*steps: Callable[[Connection, str], None]) -> Callable[[Connection, str], None]:
+    def build_state(c: Connection, q: str) -> None:
+        for step in steps:
+            step(c, q)
+    return build_state
+
+
+_pending = partial(_job, state="pending")
+_dead = partial(_job, state="dead")
+_active = partial(_job, state="active")
+
 # state label -> how to build it on an empty scratch queue
 STATES: dict[str, Callable[[Connection, str], None]] = {
-    "running · job pending": lambda c, q: (_backlog(c, q), _job(c, q, state="pending")),
-    "running · job dead": lambda c, q: (_job(c, q, state="dead"), _backlog(c, q)),
-    "running · grouped job dead": lambda c, q: (_job(c, q, state="dead", group="acme"), _backlog(c, q)),
-    "running · job in flight (locked)": lambda c, q: (_job(c, q, state="active"), _backlog(c, q)),
-    "running · job missing": lambda c, q: _backlog(c, q),
-    "paused · job pending": lambda c, q: (_backlog(c, q), _job(c, q, state="pending"), admin.pause(c, q)),
-    "paused · job dead": lambda c, q: (_job(c, q, state="dead"), _backlog(c, q), admin.pause(c, q)),
-    "paused · jobs in flight": lambda c, q: (_job(c, q, state="active"), _backlog(c, q), admin.pause(c, q)),
+    "running · job pending": _steps(_backlog, _pending),
+    "running · job dead": _steps(_dead, _backlog),
+    "running · grouped job dead": _steps(partial(_job, state="dead", group="acme"), _backlog),
+    "running · job in flight (locked)": _steps(_active, _backlog),
+    "running · job missing": _backlog,
+    "paused · job pending": _steps(_backlog, _pending, admin.pause),
+    "paused · job dead": _steps(_dead, _backlog, admin.pause),
+    "paused · jobs in flight": _steps(_active, _backlog, admin.pause),
 }
 
 
@@ -106,6 +120,10 @@ class OperatorConsole(Panel):
         self.try_button.on_click(lambda _: self.try_it())
         self.reply = w.HTML()
         self.changes = w.HTML()
+        self.reply_text = ""
+        self.changed: list[str] = []
+        # "Try it" rebuilds the scratch queue: a write, greyed out on a read-only connection
+        self.writes(self.try_button)
         self.verb.observe(lambda _: self.show_about(), names="value")
         self.children = [w.HTML(f"<b>the operator console</b> · scratch queue <code>{scratch}</code>"),
                          w.HBox([self.verb, self.state]), self.about, self.try_button,
@@ -115,14 +133,19 @@ class OperatorConsole(Panel):
     def show_about(self) -> None:
         self.about.value = "<pre>" + html.escape(describe(VERBS[self.verb.value][0])) + "</pre>"
 
-    def try_it(self) -> tuple[str, list[str]]:
+    def facts(self) -> list[tuple[str, object]]:
+        return [("scratch queue", self.q), ("verb", self.verb.value), ("state", self.state.value)]
+
+    def try_it(self) -> tuple[str, list[str]] | None:
+        if not self.writable(f"try {self.verb.value}"):
+            return None
         build(self.conn, self.q, self.state.value)
         before = footprint(self.conn, self.q)
         result = run(self.conn, self.q, self.verb.value)
         changed = diff(before, footprint(self.conn, self.q))
-        self.reply_text = reply_text(result)
-        self.changed = changed
+        self.reply_text = printable(reply_text(result))
+        self.changed = [printable(line) for line in changed]
         self.reply.value = f"<b>reply</b>: <code>{html.escape(self.reply_text)}</code>"
-        self.changes.value = "<pre>" + html.escape("\n".join(changed) or "(no key changed)") + "</pre>"
-        self.say(f"{self.verb.value} on “{self.state.value}”: {len(changed)} changes")
+        self.changes.value = "<pre>" + html.escape("\n".join(self.changed) or "(no key changed)") + "</pre>"
+        self.say(f"{self.verb.value} on “{self.state.value}”: {len(self.changed)} changes")
         return self.reply_text, changed

@@ -1,31 +1,46 @@
 """QueuePanel: counts, the pause toggle, a confirmed drain, a confirmed and
-bounded obliterate with a progress bar, and an opt-in auto-refresh."""
+bounded obliterate with a progress bar, and an opt-in auto-refresh.
+
+A confirmation states a count, and the confirm re-counts: when more jobs are
+there than the operator was shown, it asks again with the new count instead of
+deleting them. The auto-refresh is one thread per panel, its interval at least
+half a second; it stops when the panel is closed, when a QueuePanel for the
+same queue and connection is built again, and at interpreter exit.
+"""
 
 from __future__ import annotations
 
+import html
 import threading
 
 import ipywidgets as w
+import redis
 
 from .. import admin, frames
 from ..connector import Connection
 from ..errors import EMQError
-from .base import Panel, table
+from .base import Panel, interval, table
 
 
 class QueuePanel(Panel):
-    def __init__(self, conn: Connection, q: str, refresh_every: float = 2.0):
+    """Refuses nothing itself: every write is a verb whose refusal is shown in the status;
+    on a read-only connection the writing buttons are greyed out and never send."""
+
+    def __init__(self, conn: Connection, q: str, refresh_every: float = 2.0, auto: bool = False):
         super().__init__()
         self.conn, self.q, self.title = conn, q, q
+        self.refresh_every = interval(refresh_every)
+        self._ticker: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+        self.snapshot: dict = {}
+        self.paused = False
         self.counts = w.HTML()
         self.pause_button = w.Button(description="Pause", icon="pause")
         self.pause_button.on_click(lambda _: self.toggle_pause())
         self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
-        self.auto = w.ToggleButton(description=f"Auto-refresh {refresh_every:g}s", value=False)
+        self.auto = w.ToggleButton(description=f"Auto-refresh {self.refresh_every:g}s", value=False)
         self.auto.observe(lambda ch: self._auto(ch["new"]), names="value")
-        self.refresh_every = refresh_every
-        self._ticker: threading.Event | None = None
 
         self.include_schedule = w.Checkbox(description="include schedule", value=False)
         self.drain_button = w.Button(description="Drain…", icon="trash")
@@ -37,6 +52,8 @@ class QueuePanel(Panel):
         self.confirm_row = w.HBox([self.confirm_drain_button, self.cancel_button],
                                   layout=w.Layout(display="none"))
         self.confirm_text = w.HTML()
+        # what the drain confirmation stated: (include_schedule, count)
+        self.drain_shown: tuple[bool, int] | None = None
 
         self.typed_name = w.Text(placeholder="type the queue name to confirm")
         self.typed_name.observe(lambda _: self._gate_obliterate(), names="value")
@@ -46,48 +63,96 @@ class QueuePanel(Panel):
         self.obliterate_button = w.Button(description="Obliterate", button_style="danger",
                                           icon="bomb", disabled=True)
         self.obliterate_button.on_click(lambda _: self.obliterate())
+        self.obliterate_text = w.HTML()
+        # the job count the obliterate line stated when the gate opened
+        self.obliterate_shown: int | None = None
         self.progress = w.IntProgress(value=0, min=0, max=1, description="obliterate",
                                       layout=w.Layout(visibility="hidden"))
+        self.writes(self.pause_button, self.drain_button, self.confirm_drain_button)
 
         self.children = [
             w.HTML(f"<b>queue {q}</b>"), self.counts,
             w.HBox([self.pause_button, self.refresh_button, self.auto]),
             w.HBox([self.drain_button, self.include_schedule]), self.confirm_text, self.confirm_row,
             w.HBox([self.typed_name, self.force, self.budget]),
-            w.HBox([self.obliterate_button, self.progress]), self.status,
+            w.HBox([self.obliterate_button, self.progress]), self.obliterate_text, self.status,
         ]
         self.refresh()
+        self._register(q)
+        if auto:
+            self.auto.value = True
 
     # -- reading ----------------------------------------------------------------
     def refresh(self) -> None:
+        """Read the counts again; a wire fault or a foreign key (a reply error) is shown in
+        the status, and the auto-refresh keeps trying."""
         try:
             row = frames.counts(self.conn, [self.q]).iloc[0].to_dict()
-        except EMQError as exc:
+        except (EMQError, redis.RedisError) as exc:
             self.say(f"error: {exc}", "error")
             return
         self.paused = bool(row.pop("paused"))
-        self.snapshot = row
-        self.counts.value = table(row, ("set", "jobs")) + \
+        self.snapshot = {k: int(v) for k, v in row.items()}
+        self.counts.value = table(self.snapshot, ("set", "jobs")) + \
             f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
         self.pause_button.description = "Resume" if self.paused else "Pause"
         self.pause_button.icon = "play" if self.paused else "pause"
         self._gate_obliterate()
 
+    def facts(self) -> list[tuple[str, object]]:
+        auto = f"every {self.refresh_every:g}s" if self._ticker else "off"
+        return [("queue", self.q), ("state", "paused" if self.paused else "running"),
+                ("auto-refresh", auto)]
+
     def _gate_obliterate(self) -> None:
         # enabled only while paused, and only once the operator typed the name
-        self.obliterate_button.disabled = not (self.paused and self.typed_name.value == self.q)
+        open_ = self.paused and self.typed_name.value == self.q and not self.read_only
+        self.obliterate_button.disabled = not open_
+        if not open_:
+            self.obliterate_shown = None
+            self.obliterate_text.value = ""
+            return
+        try:
+            n = admin.job_count(self.conn, self.q)
+        except EMQError as exc:
+            self.say(f"error: {exc}", "error")
+            return
+        self._show_obliterate(n)
 
+    def _where(self) -> str:
+        return html.escape(self.connection_line())
+
+    def _show_obliterate(self, n: int, again: str = "") -> None:
+        self.obliterate_shown = n
+        self.obliterate_text.value = (f"{again}Obliterate <b>{self.q}</b>: <b>{n}</b> jobs and every "
+                                      f"key of the queue.<br><small>{self._where()}</small>")
+
+    # -- the auto-refresh thread ---------------------------------------------------
     def _auto(self, on: bool) -> None:
-        if self._ticker:
-            self._ticker.set()
-            self._ticker = None
+        self.stop_threads()
         if on:
             stop = self._ticker = threading.Event()
 
             def tick() -> None:
                 while not stop.wait(self.refresh_every):
-                    self.refresh()
-            threading.Thread(target=tick, daemon=True, name=f"emq-refresh-{self.q}").start()
+                    try:
+                        self.refresh()
+                    except Exception as exc:  # shown in the status, never printed into a cell
+                        self.say(f"auto-refresh stopped: {type(exc).__name__}: {exc}", "error")
+                        stop.set()
+                        self._ticker = None
+                        self.auto.value = False
+
+            self._thread = threading.Thread(target=tick, daemon=True, name=f"emq-refresh-{self.q}")
+            self._thread.start()
+
+    def stop_threads(self) -> None:
+        if self._ticker:
+            self._ticker.set()
+            self._ticker = None
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5.0)
 
     def close(self) -> None:
         self.auto.value = False
@@ -95,6 +160,8 @@ class QueuePanel(Panel):
 
     # -- acting -------------------------------------------------------------------
     def toggle_pause(self) -> None:
+        if not self.writable("resume" if self.paused else "pause"):
+            return
         if self.paused:
             self.attempt(admin.resume, self.conn, self.q, done=f"resumed {self.q}")
         else:
@@ -102,28 +169,71 @@ class QueuePanel(Panel):
                          done=f"paused {self.q}: claims answer empty, the backlog stays")
         self.refresh()
 
-    def ask_drain(self) -> None:
-        n = self.snapshot["pending"] + (self.snapshot["schedule"] if self.include_schedule.value else 0)
+    def _backlog(self) -> int | None:
+        try:
+            return admin.backlog(self.conn, self.q, include_schedule=self.include_schedule.value)
+        except EMQError as exc:
+            self.say(f"error: {exc}", "error")
+            return None
+
+    def _ask(self, n: int, again: str = "") -> None:
         what = "pending and scheduled" if self.include_schedule.value else "pending"
-        self.confirm_text.value = f"Drain <b>{n}</b> {what} jobs from <b>{self.q}</b>? " \
-                                  "Active jobs and repeatables stay."
+        self.drain_shown = (self.include_schedule.value, n)
+        self.confirm_text.value = f"{again}Drain <b>{n}</b> {what} jobs from <b>{self.q}</b>? " \
+                                  f"Active jobs and repeatables stay.<br><small>{self._where()}</small>"
         self.confirm_row.layout.display = "flex"
+
+    def ask_drain(self) -> None:
+        """Show the count a drain would delete now, and the Confirm button."""
+        if not self.writable("drain"):
+            return
+        n = self._backlog()
+        if n is not None:
+            self._ask(n)
 
     def _hide_confirm(self) -> None:
         self.confirm_text.value = ""
         self.confirm_row.layout.display = "none"
+        self.drain_shown = None
 
     def drain(self) -> None:
+        """Drain, after re-counting: when more jobs wait than the confirmation stated (or the
+        schedule choice changed), ask again with the new count and delete nothing."""
+        if not self.writable("drain"):
+            return
+        shown = self.drain_shown
+        n = self._backlog()
+        if n is None:
+            return
+        if shown is None or shown[0] != self.include_schedule.value or n > shown[1]:
+            was = f" (the confirmation said {shown[1]})" if shown else ""
+            self._ask(n, again=f"The backlog changed{was}. ")
+            self.say(f"not drained: {n} jobs wait now; confirm again", "refused")
+            return
         self._hide_confirm()
         self.attempt(admin.drain, self.conn, self.q, include_schedule=self.include_schedule.value,
-                     done=lambda n: f"drained {n} jobs from {self.q}")
+                     done=lambda got: f"drained {got} jobs from {self.q}")
         self.refresh()
 
     def obliterate(self) -> None:
+        """Obliterate in bounded calls, after the typed name and a re-count: when more jobs
+        are there than the line stated, it states the new count and waits for another click."""
+        if not self.writable("obliterate"):
+            return
         if self.typed_name.value != self.q:
             self.say("type the queue name to confirm", "refused")
             return
-        total = admin.job_count(self.conn, self.q)
+        shown = self.obliterate_shown
+        try:
+            total = admin.job_count(self.conn, self.q)
+        except EMQError as exc:
+            self.say(f"error: {exc}", "error")
+            return
+        if shown is None or total > shown:
+            was = f" (the line said {shown})" if shown is not None else ""
+            self._show_obliterate(total, again=f"The queue changed{was}. ")
+            self.say(f"not obliterated: {total} jobs now; click Obliterate again", "refused")
+            return
         self.progress.max = max(total, 1)
         self.progress.value = 0
         self.progress.layout.visibility = "visible"
