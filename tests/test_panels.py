@@ -351,7 +351,7 @@ def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, labelled):
             else:
                 button.click()                              # a handler called anyway
             assert panel.status_text.startswith("ReadOnly: "), (kind.__name__, name, panel.status_text)
-            assert "read-only session" in panel.status_text and "env=production" in panel.status_text
+            assert "read-only session" in panel.status_text and "(production)" in panel.status_text
     # the refresh and the reads still work
     queue_panel.refresh_button.click()
     assert queue_panel.snapshot["pending"] == 1 and queue_panel.snapshot["dead"] == 1
