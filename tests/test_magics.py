@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from emq_notebook import commands, jobs, magics
+from emq_notebook import jobs, magics
 from emq_notebook.errors import BadInput, EMQError, InvalidName, NotDead, UsageProblem
 
 
@@ -84,7 +84,7 @@ def test_queue_verbs(emq, conn, capsys):
 
 
 def test_reprocess_all_dead_and_metrics(emq, conn, capsys):
-    for i in range(3):
+    for _ in range(3):
         jobs.enqueue(conn, "mail", "{}", max_attempts=1)
         got = jobs.claim(conn, "mail", 1000)
         jobs.fail(conn, "mail", got[0], "e")
@@ -94,27 +94,33 @@ def test_reprocess_all_dead_and_metrics(emq, conn, capsys):
     assert int(m["failed"].sum()) == 3
 
 
-def test_big_obliterate_asks_for_yes(emq, conn, monkeypatch):
-    monkeypatch.setattr(commands, "CONFIRM_ABOVE", 3)
-    for i in range(5):
+@pytest.fixture
+def confirm_above_3(ip):
+    ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
+    yield
+    ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
+
+
+def test_big_obliterate_asks_for_yes(emq, conn, confirm_above_3):
+    for _ in range(5):
         jobs.enqueue(conn, "mail", "{}")
     emq("pause mail")
-    with pytest.raises(UsageProblem, match="would destroy 5 jobs: add --yes"):
+    with pytest.raises(UsageProblem, match="obliterate mail would destroy 5 jobs on default "
+                                           r"\(.*, env not set\): add --yes"):
         emq("obliterate mail")
     assert conn.client.zcard("emq:{mail}:pending") == 5
     emq("obliterate mail --yes")
     assert conn.client.zcard("emq:{mail}:pending") == 0
 
 
-def test_big_drain_asks_for_yes_stating_the_count(emq, conn, monkeypatch):
+def test_big_drain_asks_for_yes_stating_the_count(emq, conn, confirm_above_3):
     from conftest import dump
-    monkeypatch.setattr(commands, "CONFIRM_ABOVE", 3)
-    for i in range(3):
+    for _ in range(3):
         jobs.enqueue(conn, "mail", "{}")
     jobs.enqueue(conn, "mail", "{}", group="acme")
     jobs.enqueue(conn, "mail", "{}", delay_ms=60_000)
     before = dump(conn)
-    with pytest.raises(UsageProblem, match="drain mail would destroy 4 jobs: add --yes"):
+    with pytest.raises(UsageProblem, match="drain mail would destroy 4 jobs on default .*: add --yes"):
         emq("drain mail")
     with pytest.raises(UsageProblem, match="would destroy 5 jobs"):
         emq("drain mail --include-schedule")
@@ -129,7 +135,7 @@ def test_big_drain_asks_for_yes_stating_the_count(emq, conn, monkeypatch):
     ("jobs mail --state zombie", UsageProblem), ("enqueue mail '{}' --delay 5 parsecs", UsageProblem),
     ("enqueue mail '{}' --delay fortnight", UsageProblem), ("data mail j_1 '{not json'", BadInput),
     ("pause bad:name", InvalidName), ("reprocess mail", UsageProblem),
-    ("enqueue mail '{' ", BadInput), ("", UsageProblem), ("pause 'unclosed", UsageProblem),
+    ("enqueue mail '{' ", BadInput), ("pause 'unclosed", UsageProblem),
 ])
 def test_errors_are_emq_errors_with_one_line(emq, conn, line, error):
     from conftest import dump
@@ -143,7 +149,8 @@ def test_errors_are_emq_errors_with_one_line(emq, conn, line, error):
 
 
 def test_help_and_the_docstring(ip, capsys):
-    assert "obliterate QUEUE" in magics.emq.__doc__ and "reprocess QUEUE" in magics.emq.__doc__
+    doc = magics.EMQMagics.emq.__doc__
+    assert "obliterate QUEUE" in doc and "reprocess QUEUE" in doc
     ip.run_line_magic("emq", "help")
     assert "drain QUEUE" in capsys.readouterr().out
     ip.run_line_magic("emq", "drain --help")
@@ -158,7 +165,7 @@ def test_cell_magic_stops_at_the_first_refusal(ip, conn, capsys):
     result = ip.run_cell_magic("emq", "", "enqueue mail '{}' --id j_c\n# a comment\n"
                                           "reprocess mail j_c\npause mail\n")
     out = capsys.readouterr().out
-    assert result.reason == "not_dead"
+    assert result[0] == "j_c" and result[-1].reason == "not_dead" and len(result) == 2
     assert "stopped at step 2 of 3: reprocess mail j_c" in out
     assert not conn.client.hexists("emq:{mail}:meta", "paused")   # step 3 never ran
 
