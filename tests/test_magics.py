@@ -284,8 +284,9 @@ def test_config_default_limit_caps_a_listing_and_says_so(emq, conn, capsys, limi
 
 
 def test_config_values_are_checked(ip):
-    from emq_notebook.magics import EMQMagics
     from traitlets import TraitError
+
+    from emq_notebook.magics import EMQMagics
     magics_ = next(c for c in ip.configurables if isinstance(c, EMQMagics))
     for name, bad in (("budget", 0), ("confirm_above", -1), ("refresh_s", 0.0), ("executor", "lua")):
         with pytest.raises((TraitError, EMQError)):
