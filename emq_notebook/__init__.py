@@ -8,12 +8,33 @@
 In IPython: `%load_ext emq_notebook`, then `%emq help`.
 """
 
-from . import admin, demo, footprint, frames, jobs, lanes, repeat, widgets
+from typing import Any
+
+from . import admin, commands, demo, footprint, frames, jobs, lanes, repeat, widgets
 from .connector import Connection, connect
-from .errors import (ActiveJobs, BadInput, BadRow, EMQError, Gone, Halted, InvalidName, Locked,
-                     NativeUnavailable, NotActive, NotDead, NotOwner, NotPaused, NotScheduled,
-                     ReadOnly, Refused, UsageProblem, WireError)
+from .errors import (
+    ActiveJobs,
+    BadInput,
+    BadRow,
+    EMQError,
+    Gone,
+    Halted,
+    InvalidName,
+    Locked,
+    NativeUnavailable,
+    NotActive,
+    NotDead,
+    NotOwner,
+    NotPaused,
+    NotScheduled,
+    ReadOnly,
+    Refused,
+    UsageProblem,
+    WireError,
+)
 from .worker import Worker
+
+# importing `commands` (above) declares the verbs and the catalogue entries of admin and jobs
 
 __version__ = "0.1.0"
 
@@ -24,15 +45,16 @@ __all__ = ["connect", "Connection", "admin", "jobs", "lanes", "repeat", "Worker"
            "load_ipython_extension", "current"]
 
 
-def current() -> Connection:
-    """The connection `%emq` uses (opened on first use), for Python cells beside the magics."""
+def current(name: str | None = None) -> Connection:
+    """The connection `%emq` uses (opened on first use), or the one `%emq connect
+    --name NAME` kept, for Python cells beside the magics."""
     from .magics import SESSION
 
-    return SESSION.conn
+    return SESSION.get(name)
 
 
-def load_ipython_extension(ipython):
-    """`%load_ext emq_notebook`: register `%emq` and `%%emq`."""
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext emq_notebook`: register `%emq`, `%%emq`, `%config EMQMagics` and completion."""
     from .magics import register
 
     register(ipython)

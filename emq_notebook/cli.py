@@ -1,27 +1,32 @@
 """The shell front end: `emq [--url URL] VERB QUEUE [ID] [options]`.
 
-The same grammar and verbs as `%emq`.  Frames print as text.  Exit status:
-0 done, 1 refused (the one line on stdout), 2 usage or runtime error (stderr).
+The same grammar, verbs and confirmation gate as `%emq` (the verb registry); the
+settings come from `[tool.emq_notebook]` in the working directory's
+`pyproject.toml`.  Frames print as text.  Exit status: 0 done, 1 refused (the one
+line on stdout), 2 usage or runtime error (stderr).  Words are taken as the shell
+gave them: no `{{name}}` substitution.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
-from . import commands, grammar
+from . import commands, grammar, registry, settings
 from .connector import connect
 from .errors import EMQError, Refused
 
 
 class ShellSession(commands.Session):
-    def widget(self, make):
+    def widget(self, make: Callable[[], Any]) -> Any:
         raise EMQError("panels need a notebook: use `%emq panel` in Jupyter")
 
 
-def _watch(session: ShellSession, ns) -> None:
+def _watch(session: ShellSession, ns: argparse.Namespace) -> None:
     """`emq watch Q`: print events as they arrive, for --seconds (default 10)."""
     from .events import follow
 
@@ -30,7 +35,7 @@ def _watch(session: ShellSession, ns) -> None:
         print(event, flush=True)
 
 
-def show(value) -> None:
+def show(value: Any) -> None:
     if value is None or isinstance(value, Refused):
         return
     if isinstance(value, pd.DataFrame):
@@ -49,14 +54,20 @@ def main(argv: list[str] | None = None) -> int:
                                   add_help=False)
     top.add_argument("--url", help="redis://, rediss://, valkey://, unix:// (default: EMQ_URL)")
     top.add_argument("--embedded", choices=["valkey", "fake"])
-    top.add_argument("--executor", choices=["script", "function", "native"], default="script")
+    top.add_argument("--executor", choices=list(settings.EXECUTORS), default=None)
+    top.add_argument("--read-only", action="store_true", help="refuse every writing verb")
+    top.add_argument("--env", help="the env this server is (default: [tool.emq_notebook] env)")
     opts, rest = top.parse_known_args(argv)
-    session = ShellSession()
     try:
+        session = ShellSession(settings=settings.load())
         ns = grammar.parse(rest or ["help"])
-        if ns.verb != "help" and not getattr(ns, "show_help", False):
-            session.conn = connect(opts.url, embedded=opts.embedded, executor=opts.executor)
-        if ns.verb == "watch" and not getattr(ns, "show_help", False):
+        shows_help = getattr(ns, "show_help", False)
+        if registry.VERBS[ns.verb].needs_server and not shows_help:
+            session.conn = connect(opts.url, embedded=opts.embedded,
+                                   executor=opts.executor or session.settings.executor,
+                                   read_only=opts.read_only,
+                                   env=opts.env if opts.env is not None else session.settings.env)
+        if ns.verb == "watch" and not shows_help:
             _watch(session, ns)
             return 0
         result = commands.execute(session, ns)

@@ -10,6 +10,8 @@ IPython prints no traceback, yet the cell still counts as failed for nbval and
 
 from __future__ import annotations
 
+import html
+
 
 class EMQError(Exception):
     """Base of everything the toolkit raises on purpose."""
@@ -49,7 +51,7 @@ class Halted(EMQError):
         self.moved, self.failed_again = moved, failed_again
         super().__init__(message)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type, tuple[str, int, int]]:
         return (type(self), (str(self), self.moved, self.failed_again))
 
 
@@ -61,7 +63,9 @@ class Refused(EMQError):
     """A fenced transition refused; the keyspace is unchanged.
 
     `.reason` is the wire word (`gone`, `locked`, `not_dead`, `not_paused`,
-    `active`, `not_active`, `not_owner`, `not_scheduled`, `bad_row`); `.verb`, `.queue` and `.job` say what was refused.
+    `active`, `not_active`, `not_owner`, `not_scheduled`, `bad_row`); `.verb`,
+    `.queue` and `.job` say what was refused.  Displayed (a cell's result, `display`,
+    a saved notebook) it is its one line, as text and as HTML.
     """
 
     reason = "refused"
@@ -77,8 +81,12 @@ class Refused(EMQError):
         said = f"refused: {target} — {self.reason}" if target else f"refused: {self.reason}"
         return f"{said} ({self.note})" if self.note else said
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type, tuple[str, str, str | None, str, str]]:
         return (type(self), (self.verb, self.queue, self.job, self.detail, self.note))
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> tuple[dict, dict]:
+        line = self.line()
+        return ({"text/plain": line, "text/html": f"<pre>{html.escape(line)}</pre>"}, {})
 
 
 class Gone(Refused):

@@ -1,207 +1,351 @@
-"""The command grammar: one argparse parser for `%emq` and the `emq` shell command.
+"""The command grammar: how a `%emq` line or `emq` argv becomes a parsed command.
 
-Parsing only -- `commands.py` does the work.  A line that does not parse raises
-`UsageProblem` (an `EMQError` that renders as one line and FAILS a notebook
-cell; IPython's plain UsageError would not, see ../shared/JUPYTER.md).
+Parsing only -- `commands.py` does the work, and `registry.py` declares the verbs
+this grammar is built from.  A line that does not parse raises `UsageProblem` (an
+`EMQError` that renders as one line and FAILS a notebook cell; IPython's plain
+`UsageError` would not fail it under nbval).
+
+The rules, in order:
+
+- `split` cuts a line into words as a POSIX shell does ('single', "double" with
+  `\\"`, a backslash outside quotes) and drops a `# comment` that starts a word; it is
+  linear in the line's length, so a 10 MB JSON payload splits at once.
+- `substitute` replaces a word written exactly `{{name}}` by the value of `name` in
+  the notebook's namespace (a str as is, a dict or list as JSON, anything else
+  `str()`); nothing else in a line is expanded.
+- Payload arguments (JSON) and free text (a log line, an error) are literal: a word
+  there is data even when it reads `-h`, `--help` or `$x`.  Free text runs to the end
+  of the line; only a bare word that is exactly one of the verb's own options
+  (`--keep 5`) is still that option.  A quoted word (`'--keep'`, `"-h"`) and a
+  substituted one are always data.
+- `-h` / `--help` anywhere else asks for the verb's help; so do `help VERB` and
+  `VERB -h`; an empty line, `-h`, `--help` and `help` show the whole grammar.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import re
-import shlex
+from typing import Any, NoReturn
 
+from . import registry
+from .checks import MAX_WHOLE
+from .checks import duration_ms as _checked_ms
 from .errors import UsageProblem
-from .keyspace import STATES
+from .registry import Arg, Verb
 
-_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)?\Z")
+HELP_WORDS = ("-h", "--help")
 
 
 def duration_ms(text: str) -> int:
     """`250ms`, `30s`, `5m`, `1h`, `2d` (a bare number is milliseconds) -> ms."""
-    m = _DURATION.match(str(text).strip())
-    if not m:
-        raise UsageProblem(f"bad duration {text!r}: use e.g. 250ms, 30s, 5m, 1h")
-    return int(float(m.group(1)) * _UNITS[m.group(2) or "ms"])
+    return _checked_ms(text)
 
 
 # argparse reports an ArgumentTypeError's own text: "argument --budget: 0 must be >= 1"
-def _whole(text: str) -> int:
+def whole(text: str) -> int:
+    """A whole number from 1 (a budget, a count)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    if not 1 <= value <= MAX_WHOLE:
+        raise argparse.ArgumentTypeError(f"{value} must be from 1 to {MAX_WHOLE:,}")
     return value
 
 
-def _delay(text: str) -> int:
+def limit(text: str) -> int:
+    """A row limit: a whole number, 0 meaning no limit."""
+    return 0 if text.strip() == "0" else whole(text)
+
+
+def delay(text: str) -> int:
     try:
         return duration_ms(text)
     except UsageProblem as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _duration(text: str) -> int:
-    value = _delay(text)
+def duration(text: str) -> int:
+    value = delay(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"duration {text!r} must be at least 1ms")
     return value
 
 
+def seconds(text: str) -> float:
+    """A positive number of seconds, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and 0 < value <= 86_400):
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0 and at most 86400 seconds")
+    return value
+
+
+# -- splitting ---------------------------------------------------------------
+# Each match is one run of the line, scanned once by the regex engine: the whole
+# split is linear in the line's length (shlex grows its token a character at a time,
+# which is quadratic on a megabyte payload).
+_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | '(?P<single>[^']*)'
+  | "(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"
+  | \\(?P<escaped>.)
+  | (?P<bare>[^\s'"\\]+)
+  | (?P<open>['"\\])
+""", re.S | re.X)
+_IN_DOUBLE = re.compile(r"\\([\\\"])")
+
+
+def tokens(line: str) -> list[tuple[str, str]]:
+    """(kind, text) runs of `line`; `split` joins them into words."""
+    return [(m.lastgroup or "", m.group(m.lastgroup or 0)) for m in _TOKEN.finditer(line)]
+
+
+class Quoted(str):
+    """A word that was quoted (in part) or substituted: always data, never an option
+    or a help request."""
+
+
+def _word(parts: list[str], quoted: bool) -> str:
+    text = "".join(parts)
+    return Quoted(text) if quoted else text
+
+
+def split(line: str) -> list[str]:
+    """The words of `line`, as a POSIX shell splits them; a word starting with `#`
+    begins a comment that runs to the end of the line.  A word with a quoted part is
+    a `Quoted` str."""
+    words: list[str] = []
+    word: list[str] | None = None
+    quoted = False
+    for kind, text in tokens(line):
+        if kind == "space":
+            if word is not None:
+                words.append(_word(word, quoted))
+                word, quoted = None, False
+            continue
+        if kind == "open":
+            what = "no closing quotation" if text in "'\"" else "a backslash at the end"
+            raise UsageProblem(f"cannot split the line: {what}")
+        if kind == "bare" and word is None and text.startswith("#"):
+            break
+        if word is None:
+            word = []
+        quoted = quoted or kind != "bare"
+        word.append(_IN_DOUBLE.sub(r"\1", text) if kind == "double" else text)
+    if word is not None:
+        words.append(_word(word, quoted))
+    return words
+
+
+_PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}\Z")
+
+
+def substitute(words: list[str], namespace: dict[str, Any]) -> list[str]:
+    """Each word written exactly `{{name}}` -> the value of `name` in `namespace`:
+    a str as is, a dict or list as JSON, anything else `str()`.  An unknown name is
+    one `UsageProblem` line."""
+    out = []
+    for word in words:
+        m = _PLACEHOLDER.match(word)
+        if m is None:
+            out.append(word)
+            continue
+        name = m.group(1)
+        if name not in namespace:
+            raise UsageProblem(f"{{{{{name}}}}}: no variable {name!r} in the notebook")
+        value = namespace[name]
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, (dict, list)):
+            try:
+                text = json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                raise UsageProblem(f"{{{{{name}}}}}: not JSON: {exc}") from None
+        else:
+            text = str(value)
+        out.append(Quoted(text))
+    return out
+
+
+# -- the parser --------------------------------------------------------------
 class _Parser(argparse.ArgumentParser):
     """Raises instead of printing and exiting."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         verb = self.prog.split()[-1]
         hint = "%emq help" if verb == "emq" else f"%emq {verb} --help"
         raise UsageProblem(f"{message} — see {hint}")
 
-    def exit(self, status=0, message=None):
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise UsageProblem(message or "bad command")
 
 
-# verb -> (summary, [(args, kwargs), ...]); the order is the order of `help`
-VERBS: dict[str, tuple[str, list]] = {
-    "connect": ("connect (no URL: EMQ_URL, else the embedded default)", [
-        (["url"], dict(nargs="?", help="redis://, rediss://, valkey://, valkeys:// or unix://")),
-        (["--embedded"], dict(choices=["valkey", "fake"], help="a private embedded server")),
-        (["--executor"], dict(choices=["script", "function", "native"], default="script")),
-        (["--cluster"], dict(action="store_true", help="use the Valkey Cluster client")),
-    ]),
-    "queues": ("every queue with its counts", []),
-    "status": ("one queue's counts, paused flag, lanes and repeatables", [(["queue"], {})]),
-    "pause": ("close the claim gate (idempotent; no set moves)", [(["queue"], {})]),
-    "resume": ("open the claim gate (idempotent)", [(["queue"], {})]),
-    "drain": ("delete the pending backlog; active jobs and repeatables survive", [
-        (["queue"], {}),
-        (["--include-schedule"], dict(action="store_true", help="the schedule set too")),
-        (["--budget"], dict(type=_whole, default=1000, help="jobs per bounded call")),
-        (["--yes"], dict(action="store_true", help="confirm a backlog of many jobs")),
-    ]),
-    "obliterate": ("destroy a PAUSED queue, bounded; refuses not_paused / active", [
-        (["queue"], {}),
-        (["--force"], dict(action="store_true", help="also destroy jobs in flight")),
-        (["--budget"], dict(type=_whole, default=1000, help="jobs per bounded call")),
-        (["--step"], dict(action="store_true", help="ONE bounded call: answers more or ok")),
-        (["--yes"], dict(action="store_true", help="confirm a queue holding many jobs")),
-    ]),
-    "jobs": ("a frame of jobs with their rows", [
-        (["queue"], {}),
-        (["--state"], dict(choices=[*STATES, "all"], default="all")),
-        (["--limit"], dict(type=_whole, help="at most N jobs per set")),
-    ]),
-    "job": ("one job's row", [(["queue"], {}), (["id"], {})]),
-    "data": ("replace a job's payload (JSON)", [(["queue"], {}), (["id"], {}), (["json"], {})]),
-    "progress": ("write a job's progress and publish the event", [
-        (["queue"], {}), (["id"], {}), (["value"], {})]),
-    "log": ("append a line to a job's logs", [
-        (["queue"], {}), (["id"], {}), (["line"], dict(nargs="+")),
-        (["--keep"], dict(type=_whole, help="trim to the last N lines"))]),
-    "logs": ("a job's log lines", [(["queue"], {}), (["id"], {})]),
-    "remove": ("remove a job; refuses gone / locked", [
-        (["queue"], {}), (["id"], {}), (["--dedup"], dict(help="release this dedup key"))]),
-    "reprocess": ("move a dead job (or all dead, bounded) back to pending", [
-        (["queue"], {}), (["id"], dict(nargs="?")),
-        (["--all-dead"], dict(action="store_true")),
-        (["--budget"], dict(type=_whole, default=1000)),
-        (["--limit"], dict(type=_whole, help="at most N jobs in all"))]),
-    "metrics": ("completed / failed per minute", [
-        (["queue"], {}), (["--since"], dict(type=_duration, help="e.g. 1h"))]),
-    "enqueue": ("add a job", [
-        (["queue"], {}), (["json"], {}),
-        (["--group"], {}), (["--delay"], dict(type=_delay, default=0)),
-        (["--id"], {}), (["--priority"], dict(type=int, default=0)),
-        (["--attempts"], dict(type=_whole, default=3)), (["--dedup"], {})]),
-    "claim": ("claim the head of pending (or the next lane with --grouped)", [
-        (["queue"], {}), (["--lease"], dict(type=_duration, default=30_000)),
-        (["--grouped"], dict(action="store_true"))]),
-    "complete": ("finish a claimed job", [(["queue"], {}), (["id"], {})]),
-    "fail": ("fail a claimed job (retry or dead)", [
-        (["queue"], {}), (["id"], {}), (["error"], dict(nargs="+"))]),
-    "lane": ("a lane's limit or pause", [
-        (["queue"], {}), (["group"], {}), (["--limit"], dict(type=_whole)),
-        (["--pause"], dict(action="store_true")), (["--resume"], dict(action="store_true"))]),
-    "watch": ("live events of a queue", [
-        (["queue"], {}), (["--seconds"], dict(type=float, default=None,
-                                             help="stop after N seconds (the shell waits 10s)"))]),
-    "panel": ("the queue panel (with an id: the job panel; --dead: dead letters)", [
-        (["queue"], {}), (["id"], dict(nargs="?")), (["--dead"], dict(action="store_true"))]),
-    "help": ("the grammar, or one verb's options", [(["topic"], dict(nargs="?", metavar="VERB"))]),
-}
+_KNOWN_METAVARS = {whole: "N", limit: "N", int: "N", float: "N", seconds: "SECONDS",
+                   delay: "DURATION", duration: "DURATION"}
 
 
-def _metavar(names: list[str], kw: dict) -> str | None:
-    if not names[0].startswith("-"):
-        return kw.get("metavar", names[0].upper())
-    if kw.get("action") == "store_true" or "choices" in kw:
+def _metavar(a: Arg) -> str | None:
+    if not a.is_option:
+        return str(a.kwargs.get("metavar", a.names[0].upper()))
+    if a.kwargs.get("action") == "store_true" or "choices" in a.kwargs:
         return None
-    known = {_whole: "N", int: "N", _delay: "DURATION", _duration: "DURATION"}
-    return known.get(kw.get("type"), names[0].lstrip("-").upper())
+    kind = a.kwargs.get("type")
+    known = _KNOWN_METAVARS.get(kind) if kind is not None else None
+    return str(a.kwargs.get("metavar") or known or a.names[0].lstrip("-").upper())
 
 
-def _usage_word(names: list[str], kw: dict) -> str:
+def _usage_word(a: Arg) -> str:
     """How one argument reads in the grammar: QUEUE, [ID], LINE..., [--budget N]."""
-    meta = _metavar(names, kw)
-    if not names[0].startswith("-"):
-        return {"?": f"[{meta}]", "+": f"{meta}..."}.get(kw.get("nargs"), meta)
-    if "choices" in kw:
-        return f"[{names[0]} {'|'.join(kw['choices'])}]"
-    return f"[{names[0]}]" if meta is None else f"[{names[0]} {meta}]"
+    meta = _metavar(a)
+    if not a.is_option:
+        return {"?": f"[{meta}]", "+": f"{meta}..."}.get(str(a.kwargs.get("nargs")), str(meta))
+    if "choices" in a.kwargs:
+        return f"[{a.names[0]} {'|'.join(a.kwargs['choices'])}]"
+    return f"[{a.names[0]}]" if meta is None else f"[{a.names[0]} {meta}]"
 
 
 def usage(verb: str) -> str:
-    return " ".join([verb, *(_usage_word(n, kw) for n, kw in VERBS[verb][1])])
+    return " ".join([verb, *(_usage_word(a) for a in _verb(verb).args)])
 
 
-def parser() -> _Parser:
-    top = _Parser(prog="emq", add_help=False)
-    sub = top.add_subparsers(dest="verb", parser_class=_Parser)
-    for verb, (summary, args) in VERBS.items():
-        p = sub.add_parser(verb, add_help=False, help=summary, description=summary,
-                           usage=f"%%emq {usage(verb)}")
-        for names, kw in args:
-            meta = _metavar(names, kw)
-            p.add_argument(*names, **({**kw, "metavar": meta} if meta and "choices" not in kw else kw))
-        p.add_argument("--help", "-h", action="store_true", dest="show_help",
-                       help="this verb's options")
-    return top
+def _add(p: argparse.ArgumentParser, a: Arg) -> None:
+    meta = _metavar(a)
+    kw = dict(a.kwargs)
+    if meta and "choices" not in kw:
+        kw["metavar"] = meta
+    p.add_argument(*a.names, **kw)
 
 
-_PARSER = parser()
+def _verb_parser(v: Verb, *, positionals: bool) -> _Parser:
+    """The verb's parser: with its positionals for help, without them for parsing
+    (the positionals are placed by `parse`, which knows which words are data)."""
+    p = _Parser(prog=f"emq {v.name}", add_help=False, allow_abbrev=False, description=v.summary,
+                usage=f"%%emq {usage(v.name)}")
+    for a in v.args:
+        if positionals or a.is_option:
+            _add(p, a)
+    if positionals:
+        p.add_argument("-h", "--help", action="store_true", help="this verb's options")
+    return p
+
+
+_CACHE: dict[tuple[str, bool, int], _Parser] = {}
+
+
+def verb_parser(name: str, *, positionals: bool = True) -> _Parser:
+    key = (name, positionals, len(registry.VERBS))
+    if key not in _CACHE:
+        _CACHE[key] = _verb_parser(_verb(name), positionals=positionals)
+    return _CACHE[key]
+
+
+def _verb(name: str) -> Verb:
+    v = registry.lookup(name)
+    if v is None:
+        raise UsageProblem(f"unknown verb {name!r} — see %emq?")
+    return v
 
 
 def verb_help(verb: str) -> str:
     """One verb's usage and options."""
-    if verb not in VERBS:
-        raise UsageProblem(f"unknown verb {verb!r} — see %emq help")
-    action = next(a for a in _PARSER._actions if isinstance(a, argparse._SubParsersAction))
-    return action.choices[verb].format_help()
+    return verb_parser(verb).format_help()
 
 
 def grammar() -> str:
-    """The whole grammar, one verb a line (what `%emq?` and `%emq help` show)."""
-    lines = ["%emq VERB QUEUE [ID] [options]   (%emq VERB --help for one verb)", ""]
-    for verb, (summary, _) in VERBS.items():
-        lines.append(f"  {usage(verb)}")
-        lines.append(f"      {summary}")
-    lines += ["", "Durations: 250ms, 30s, 5m, 1h.  A refusal prints one line with its reason",
-              "(gone, locked, not_dead, not_paused, active) and is returned, not raised."]
+    """The whole grammar, one verb a line (what `%emq`, `%emq?` and `%emq help` show)."""
+    lines = ["%emq VERB QUEUE [ID] [options]   (%emq VERB -h for one verb)", ""]
+    for v in registry.VERBS.values():
+        lines.append(f"  {usage(v.name)}")
+        lines.append(f"      {v.summary}")
+    lines += ["",
+              "Durations: 250ms, 30s, 5m, 1h.  A refusal prints one line with its reason",
+              "(gone, locked, not_dead, not_paused, active) and is returned, not raised.",
+              "A word written {{name}} is the notebook variable `name` (a dict or list as JSON);",
+              "nothing else is expanded.  Payloads and free text are taken as written (`-h`",
+              "there is data).  A word starting with # begins a comment."]
     return "\n".join(lines)
 
 
-def parse(line: str | list[str]) -> argparse.Namespace:
-    """Parse one command line (a string, or argv words) into a namespace with `.verb`."""
-    try:
-        words = shlex.split(line) if isinstance(line, str) else list(line)
-    except ValueError as exc:
-        raise UsageProblem(f"cannot split the line: {exc}") from None
-    if not words:
-        raise UsageProblem("no verb — see %emq help")
-    if words[0] not in VERBS:
-        raise UsageProblem(f"unknown verb {words[0]!r} — see %emq?")
-    if "--help" in words[1:] or "-h" in words[1:]:
-        return argparse.Namespace(verb=words[0], show_help=True)
-    return _PARSER.parse_args(words)
+_NUMBER = re.compile(r"-\d+(\.\d*)?\Z|-\.\d+\Z")
+
+
+def _place(v: Verb, words: list[str]) -> tuple[list[str], list[str], bool]:
+    """Sort the words after the verb into (option words, positional words, help asked)."""
+    options, slots = v.options, v.positionals
+    opts: list[str] = []
+    pos: list[str] = []
+    asked = False
+    i = 0
+    while i < len(words):
+        w = words[i]
+        i += 1
+        slot = slots[min(len(pos), len(slots) - 1)] if slots else None
+        if isinstance(w, Quoted):
+            pos.append(w)                                   # quoted or substituted: data
+            continue
+        name = w.split("=", 1)[0] if w.startswith("--") else w
+        if name in options:
+            opts.append(w)
+            if options[name].takes_value and "=" not in w and i < len(words):
+                opts.append(words[i])
+                i += 1
+            continue
+        if slot is not None and slot.literal and (len(pos) < len(slots) or slot.free):
+            pos.append(w)                                   # data, as written
+            continue
+        if w in HELP_WORDS:
+            asked = True
+        elif w.startswith("-") and len(w) > 1 and not _NUMBER.match(w):
+            opts.append(w)                                  # unknown: the parser says so
+        else:
+            pos.append(w)
+    return opts, pos, asked
+
+
+def _assign(v: Verb, ns: argparse.Namespace, pos: list[str], p: _Parser) -> None:
+    slots = v.positionals
+    fixed = [a for a in slots if not a.free]
+    free = [a for a in slots if a.free]
+    required = [a for a in fixed if a.kwargs.get("nargs") != "?"]
+    missing = [a for a in required[len(pos):]] + (free if len(pos) <= len(fixed) else [])
+    if missing:
+        p.error("the following arguments are required: " + ", ".join(str(_metavar(a)) for a in missing))
+    if not free and len(pos) > len(fixed):
+        p.error("unrecognized arguments: " + " ".join(pos[len(fixed):]))
+    for a, w in zip(fixed, pos, strict=False):
+        choices = a.kwargs.get("choices")
+        if choices is not None and w not in choices:
+            p.error(f"argument {_metavar(a)}: invalid choice: {w!r} (choose from {', '.join(choices)})")
+        setattr(ns, a.dest, w)
+    for a in fixed[len(pos):]:
+        setattr(ns, a.dest, a.kwargs.get("default"))
+    if free:
+        setattr(ns, free[0].dest, pos[len(fixed):])
+
+
+def parse(line: str | list[str], namespace: dict[str, Any] | None = None) -> argparse.Namespace:
+    """Parse one command (a line, or argv words) into a namespace with `.verb`.
+
+    With `namespace` (the notebook's), `{{name}}` words are substituted.  A help
+    request answers a namespace with `show_help=True` (and `verb="help"` for the
+    whole grammar)."""
+    words = split(line) if isinstance(line, str) else list(line)
+    if namespace is not None:
+        words = substitute(words, namespace)
+    if not words or (words[0] in HELP_WORDS and not isinstance(words[0], Quoted)):
+        return argparse.Namespace(verb="help", topic=None, show_help=False)
+    v = _verb(words[0])
+    opts, pos, asked = _place(v, words[1:])
+    if asked:
+        return argparse.Namespace(verb=v.name, show_help=True)
+    p = verb_parser(v.name, positionals=False)
+    ns = p.parse_args(opts)
+    _assign(v, ns, pos, p)
+    ns.verb, ns.show_help = v.name, False
+    return ns

@@ -1,22 +1,34 @@
 """The notebook front end: `%emq` (one command) and `%%emq` (a runbook step list).
 
-Parse with `grammar`, do with `commands`.  Errors are `EMQError`s whose
-`_render_traceback_` prints one line and still fails the cell (nbval, "Run
-all"); a refusal prints one line and is returned, so a runbook can show one.
+Parse with `grammar`, do with `commands`.  The line is taken literally (no `$x` or
+`{x}` expansion); a word written `{{name}}` is the notebook variable `name`.
+Errors are `EMQError`s whose `_render_traceback_` prints one line and still fails
+the cell (nbval, "Run all"); a refusal prints one line and is returned, so a runbook
+can show one.  `EMQMagics` is the `Magics` class `%load_ext emq_notebook` registers;
+its traitlets are the settings (`%config EMQMagics.default_limit = 50`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import commands, grammar
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from traitlets import Enum as TEnum
+from traitlets import Float, Int, Unicode, observe, validate
+
+from . import commands, grammar, settings
 from .errors import EMQError, Refused
 
 
 class NotebookSession(commands.Session):
-    """A session whose bounded loops show an ipywidgets progress bar."""
+    """A session whose bounded loops show an ipywidgets progress bar, and which
+    remembers the refusals it printed in the running cell (see `show_refusal`)."""
 
-    def progress(self, label: str, total: int):
+    def __init__(self) -> None:
+        super().__init__()
+        self.printed: list[Refused] = []
+
+    def progress(self, label: str, total: int) -> Any:
         try:
             import ipywidgets as w
             from IPython.display import display
@@ -29,36 +41,117 @@ class NotebookSession(commands.Session):
             bar.value = min(done, bar.max)
         return report
 
+    def forget_printed(self, *_info: Any) -> None:
+        self.printed.clear()
+
 
 SESSION = NotebookSession()
+SETTINGS = ("confirm_above", "default_limit", "budget", "refresh_s", "executor", "env")
+
+
+def run(line: str, cell: str | None = None, namespace: dict[str, Any] | None = None) -> Any:
+    """`%emq line` (cell None) or `%%emq` (each line of `cell` a step): what the magic
+    returns.  A cell stops at the first step that refused or did not run (a help
+    request), and returns the list of the results of the steps it ran."""
+    if cell is None:
+        return _answer(commands.execute(SESSION, grammar.parse(line, namespace)))
+    results: Steps = Steps()
+    steps = [text for text in cell.splitlines() if grammar.split(text)]
+    for i, step in enumerate(steps, 1):
+        try:
+            ns = grammar.parse(step, namespace)
+            result = commands.execute(SESSION, ns)
+        except EMQError as exc:
+            raise type(exc)(f"step {i} ({grammar.split(step)[0]}): {exc}") from None
+        results.append(_answer(result))
+        if isinstance(result, Refused) or getattr(ns, "show_help", False):
+            SESSION.say(f"stopped at step {i} of {len(steps)}: {step.strip()}")
+            break
+    return results
 
 
 def _answer(result: Any) -> Any:
     if isinstance(result, Refused):
-        # printed once by commands.execute; returned, but not displayed a second time
-        result._ipython_display_ = lambda: None
+        SESSION.printed.append(result)      # printed once by commands.execute
     return result
 
 
-def emq(line: str, cell: str | None = None):
-    if cell is None:
-        return _answer(commands.execute(SESSION, grammar.parse(line)))
-    results = []
-    steps = [l.strip() for l in cell.splitlines() if l.strip() and not l.strip().startswith("#")]
-    for n, step in enumerate(steps, 1):
-        try:
-            result = commands.execute(SESSION, grammar.parse(step))
-        except EMQError as exc:
-            raise type(exc)(f"step {n} ({step.split()[0]}): {exc}") from None
-        results.append(result)
-        if isinstance(result, Refused):
-            SESSION.say(f"stopped at step {n} of {len(steps)}: {step}")
-            return _answer(result)
-    return results[-1] if results else None
+class Steps(list):
+    """The results of a `%%emq` cell, one per step that ran.  Each step printed its own
+    line; shown as a cell's result it displays the last step's value (a frame, a
+    dict), as a single `%emq` line would, and nothing for an action or a refusal."""
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        if self and self[-1] is not None and not isinstance(self[-1], Refused):
+            display(self[-1])
 
 
-emq.__doc__ = grammar.grammar()
+def show_refusal(refusal: Refused) -> None:
+    """How IPython displays a refusal: its one line (`Refused._repr_mimebundle_`,
+    text/plain and text/html), except in the very cell whose `%emq` line printed it
+    already (the refusal is that cell's result): there it shows once, not twice.  In
+    any later cell it shows again."""
+    from IPython.display import publish_display_data
+
+    if any(r is refusal for r in SESSION.printed):
+        return
+    data, metadata = refusal._repr_mimebundle_()
+    publish_display_data(data, metadata)
 
 
-def register(ipython) -> None:
-    ipython.register_magic_function(emq, "line_cell", "emq")
+@magics_class
+class EMQMagics(Magics):
+    """`%emq VERB QUEUE [ID] [options]`; `%emq?` or `%emq help` for the grammar."""
+
+    confirm_above = Int(1000, help="a destructive command on more jobs asks for --yes").tag(config=True)
+    default_limit = Int(1000, help="rows a listing verb shows without --limit (0: all)").tag(config=True)
+    budget = Int(1000, help="jobs per bounded call of drain, obliterate, reprocess").tag(config=True)
+    refresh_s = Float(2.0, help="the panels' auto-refresh interval (seconds)").tag(config=True)
+    executor = TEnum(list(settings.EXECUTORS), "script",
+                     help="the executor of a connection opened without --executor").tag(config=True)
+    env = Unicode(None, allow_none=True, help="the env label of a new connection").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any):
+        super().__init__(shell=shell, **kwargs)
+        # the working directory's [tool.emq_notebook], unless %config already set a value
+        for name, value in settings.from_pyproject().items():
+            if name not in self.config.get("EMQMagics", {}):
+                setattr(self, name, value)
+        self._push()
+
+    @validate(*SETTINGS)
+    def _valid(self, proposal: Any) -> Any:
+        return settings.check(proposal["trait"].name, proposal["value"], "%config EMQMagics")
+
+    @observe(*SETTINGS)
+    def _changed(self, change: Any) -> None:
+        self._push()
+
+    def _push(self) -> None:
+        SESSION.settings.update({n: getattr(self, n) for n in SETTINGS}, where="%config EMQMagics")
+
+    @no_var_expand
+    @line_cell_magic
+    def emq(self, line: str, cell: str | None = None) -> Any:
+        return run(line, cell, self.shell.user_ns if self.shell is not None else None)
+
+
+EMQMagics.emq.__doc__ = grammar.grammar()
+
+
+def register(ipython: Any) -> EMQMagics:
+    """Register `%emq` / `%%emq`, `%config EMQMagics`, the refusal display and completion."""
+    from .completion import install
+
+    magics = EMQMagics(shell=ipython)
+    ipython.register_magics(magics)
+    if magics not in ipython.configurables:
+        ipython.configurables.append(magics)
+    formatter = ipython.display_formatter.ipython_display_formatter
+    formatter.for_type(Refused, show_refusal)
+    if SESSION.forget_printed not in ipython.events.callbacks["pre_run_cell"]:
+        ipython.events.register("pre_run_cell", SESSION.forget_printed)
+    install(ipython, SESSION)
+    return magics

@@ -44,3 +44,32 @@ def test_usage_and_wire_errors_exit_2(url):
 def test_help_needs_no_server():
     out = subprocess.run([*EMQ, "help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "obliterate QUEUE" in out.stdout
+
+
+def test_the_shell_reads_pyproject_and_gates_every_destructive_call(url, tmp_path):
+    import redis
+    (tmp_path / "pyproject.toml").write_text("[tool.emq_notebook]\nconfirm_above = 3\n")
+    r = redis.Redis.from_url(url, decode_responses=True)
+    for i in range(5):
+        run("enqueue", "mail", "{}", "--id", f"j_{i}", url=url)
+    run("pause", "mail", url=url)
+
+    def here(*args):
+        return subprocess.run([*EMQ, "--url", url, *args], capture_output=True, text=True, timeout=60,
+                              cwd=tmp_path)
+    for args in (["obliterate", "mail", "--step", "--budget", "100000"], ["obliterate", "mail"],
+                 ["drain", "mail"]):
+        out = here(*args)
+        assert out.returncode == 2 and "would destroy 5 jobs on default" in out.stderr, out
+        assert r.zcard("emq:{mail}:pending") == 5
+    out = here("obliterate", "mail", "--step", "--budget", "100000", "--yes")
+    assert out.returncode == 0 and r.keys("emq:{mail}:*") == []
+
+
+def test_free_text_help_words_are_data_in_the_shell(url):
+    run("enqueue", "mail", "{}", "--id", "j_1", url=url)
+    out = run("log", "mail", "j_1", "the", "flag", "is", "--help", url=url)
+    assert out.returncode == 0 and "has 1 log lines" in out.stdout
+    assert run("logs", "mail", "j_1", url=url).stdout.strip() == "the flag is --help"
+    bad = run("watch", "mail", "--seconds", "-1", url=url)
+    assert bad.returncode == 2 and "--seconds" in bad.stderr

@@ -1,0 +1,161 @@
+"""Tab completion of `%emq` lines (and of the lines of a `%%emq` cell) in IPython.
+
+Built from the verb registry: after `%emq ` the verbs; after `-` the options of the
+verb being typed; after an option with choices (`--state`) its choices; in a
+`queue` slot the queue names on the current server (cached a few seconds); in an
+`id` slot job ids from that queue's sets (at most a few hundred: dead ones for
+reprocess, active ones for complete and fail); `use` completes the named
+connections and `help` the verbs.  A server that cannot be reached completes
+nothing, never an error.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from IPython.core.completer import CompletionContext, SimpleCompletion, SimpleMatcherResult, context_matcher
+
+from . import frames, grammar, registry
+from .errors import EMQError, UsageProblem
+from .keyspace import STATES, queue_key
+
+# how long queue names and job ids are kept before the server is asked again
+CACHE_S = 5.0
+# job ids offered for one `id` slot, at most (per set and in all)
+MAX_IDS = 300
+# which sets a job verb's ids come from (others: every state set)
+ID_SETS = {"reprocess": ("dead",), "complete": ("active",), "fail": ("active",),
+           "progress": ("pending", "active"), "log": ("active", "pending", "dead", "schedule")}
+
+
+class Completer:
+    """The completions of one session (its current connection), with a short cache."""
+
+    def __init__(self, session: Any):
+        self.session = session
+        self._cache: dict[tuple, tuple[float, list[str]]] = {}
+
+    def _cached(self, key: tuple, fetch: Any) -> list[str]:
+        now = time.monotonic()
+        hit = self._cache.get(key)
+        if hit is not None and now - hit[0] < CACHE_S:
+            return hit[1]
+        try:
+            value = list(fetch())
+        except (EMQError, OSError):
+            value = []
+        self._cache[key] = (now, value)
+        return value
+
+    def _conn_key(self) -> tuple:
+        conn = self.session.conn
+        return (id(conn), conn.label)
+
+    def queues(self) -> list[str]:
+        return self._cached(("queues", *self._conn_key()), lambda: frames.queues(self.session.conn))
+
+    def job_ids(self, verb: str, q: str) -> list[str]:
+        def fetch() -> list[str]:
+            conn = self.session.conn
+            pipe = conn.pipeline()
+            sets = ID_SETS.get(verb, STATES)
+            for state in sets:
+                pipe.zrange(queue_key(q, state), 0, MAX_IDS - 1)
+            seen: dict[str, None] = {}
+            for members in pipe.execute():
+                seen.update(dict.fromkeys(members))
+            return list(seen)[:MAX_IDS]
+        try:
+            queue_key(q, "pending")
+        except (EMQError, ValueError):
+            return []
+        return self._cached(("ids", verb, q, *self._conn_key()), fetch)
+
+    def groups(self, q: str) -> list[str]:
+        def fetch() -> list[str]:
+            return sorted(self.session.conn.command("SMEMBERS", queue_key(q, "groups")) or [])
+        try:
+            queue_key(q, "pending")
+        except (EMQError, ValueError):
+            return []
+        return self._cached(("groups", q, *self._conn_key()), fetch)
+
+    def words(self, text: str) -> list[str]:
+        """Completions for the command text before the cursor (without `%emq`)."""
+        try:
+            words = grammar.split(text)
+        except UsageProblem:
+            return []
+        if not text or text[-1].isspace():
+            words.append("")
+        *done, prefix = words
+        if not done:
+            return [w for w in [*registry.VERBS, *grammar.HELP_WORDS] if w.startswith(prefix)]
+        v = registry.lookup(done[0])
+        if v is None:
+            return []
+        after = done[1:]
+        if after and after[-1] in v.options and v.options[after[-1]].takes_value:
+            choices = v.options[after[-1]].kwargs.get("choices")
+            return [c for c in choices or [] if c.startswith(prefix)]
+        if prefix.startswith("-"):
+            used = set(after)
+            names = [n for a in v.args if a.is_option and not set(a.names) & used for n in a.names
+                     if n.startswith("--")]
+            return [n for n in [*names, "--help"] if n.startswith(prefix)]
+        _opts, pos, _asked = grammar._place(v, after)
+        slots = v.positionals
+        if len(pos) >= len(slots):
+            return []
+        return [c for c in self._slot(v, slots[len(pos)], pos) if c.startswith(prefix)]
+
+    def _slot(self, v: registry.Verb, slot: registry.Arg, pos: list[str]) -> list[str]:
+        if "choices" in slot.kwargs:
+            return list(slot.kwargs["choices"])
+        if slot.dest == "queue":
+            return self.queues()
+        if slot.dest == "id" and pos:
+            return self.job_ids(v.name, pos[0])
+        if slot.dest == "group" and pos:
+            return self.groups(pos[0])
+        if v.name == "use" and slot.dest == "name":
+            return sorted(self.session.connections)
+        if v.name == "help":
+            return list(registry.VERBS)
+        return []
+
+
+def _command_text(context: CompletionContext) -> str | None:
+    """The `%emq` command before the cursor, or None when the cursor is not in one."""
+    line = context.text_until_cursor
+    stripped = line.lstrip()
+    if stripped.startswith("%emq ") or stripped == "%emq":
+        return stripped[len("%emq"):].lstrip() if stripped != "%emq" else None
+    first = context.full_text.split("\n", 1)[0].strip()
+    if context.cursor_line > 0 and (first == "%%emq" or first.startswith("%%emq ")):
+        return line.lstrip()
+    return None
+
+
+def matcher_for(session: Any) -> Any:
+    completer = Completer(session)
+
+    @context_matcher(identifier="emq_notebook")
+    def emq_matcher(context: CompletionContext) -> SimpleMatcherResult:
+        text = _command_text(context)
+        if text is None:
+            return SimpleMatcherResult(completions=[], suppress=False)
+        found = completer.words(text)
+        return SimpleMatcherResult(completions=[SimpleCompletion(text=w, type="emq") for w in found],
+                                   suppress=True, ordered=True)
+
+    emq_matcher.completer = completer
+    return emq_matcher
+
+
+def install(ipython: Any, session: Any) -> None:
+    """Append the `%emq` matcher to the shell's completer (once)."""
+    matchers = ipython.Completer.custom_matchers
+    matchers[:] = [m for m in matchers if getattr(m, "matcher_identifier", None) != "emq_notebook"]
+    matchers.append(matcher_for(session))
