@@ -48,6 +48,8 @@ def test_a_broken_pyproject_is_one_line(tmp_path):
 def test_the_magics_read_pyproject_then_config(ip, tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text("[tool.emq_notebook]\ndefault_limit = 7\nenv = 'staging'\n")
     monkeypatch.chdir(tmp_path)
+    # a %config from an earlier test would rightly win over pyproject: start without one
+    monkeypatch.delitem(ip.config, "EMQMagics", raising=False)
     saved = magics.SESSION.settings
     magics.SESSION.settings = settings.Settings()
     try:
