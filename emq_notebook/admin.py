@@ -7,22 +7,20 @@ over atomic calls, so an interrupt between calls leaves a consistent queue.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from .catalogue import document
+from .checks import whole
 from .connector import Connection
-from .errors import BadInput
-from .keyspace import base, check_name, job_key, queue_key
+from .keyspace import base, check_name, job_key, lane_key, queue_key
 
 DEFAULT_BUDGET = 1000
 Progress = Callable[[int, int], None]
 
 
 def check_budget(budget: object, what: str = "budget") -> int:
-    """A budget is a whole number of jobs per call, at least 1."""
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise BadInput(f"{what} must be a whole number >= 1, not {budget!r}")
-    return budget
+    """A budget is a whole number of jobs per call, from 1 to 2**53 - 1 (`BadInput`)."""
+    return whole(budget, what)
 
 
 @document
@@ -107,13 +105,13 @@ def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
     return _count(conn, q, ("pending", "schedule") if include_schedule else ("pending",))
 
 
-def _count(conn: Connection, q: str, states) -> int:
+def _count(conn: Connection, q: str, states: Iterable[str]) -> int:
     groups = conn.command("SMEMBERS", queue_key(q, "groups")) or []
     pipe = conn.pipeline()
     for state in states:
         pipe.zcard(queue_key(q, state))
     for g in groups:
-        pipe.zcard(queue_key(q, f"g:{g}:pending"))
+        pipe.zcard(lane_key(q, g))
     return sum(pipe.execute())
 
 

@@ -7,21 +7,27 @@ Each per-job verb is ONE script that declares its keys; a missing row refuses
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import admin
 from .catalogue import document
+from .checks import MAX_MS, whole
 from .connector import Connection
 from .errors import BadInput, Gone, WireError
 from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
 
-Claimed = tuple[str, str, int]
+
+class Claimed(NamedTuple):
+    """What a claim hands a worker: the job's id, its payload, and the attempt this is."""
+
+    id: str
+    payload: str
+    attempts: int
 
 
-def _positive(value: object, what: str, zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if zero else 1):
-        raise BadInput(f"{what} must be a whole number >= {0 if zero else 1}, not {value!r}")
-    return value
+def check_lease(lease_ms: object) -> int:
+    """A lease is a whole number of ms from 1 to `checks.MAX_MS` (what SET PX takes)."""
+    return whole(lease_ms, "lease_ms", least=1, most=MAX_MS)
 
 
 def _payload(value: object) -> str:
@@ -35,6 +41,10 @@ def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
             max_attempts: int = 3, dedup: str | None = None, backoff_ms: int = 1000) -> str:
     """Add a job; answers its id.
 
+    Every number is checked before any I/O (`BadInput`): `delay_ms` and
+    `backoff_ms` from 0 to a year of ms, `priority` from 0 and `max_attempts`
+    from 1, both at most 2**53 - 1 (what a Lua double holds exactly).
+
     A held `dedup` key answers the id of the job holding it, and an `id` that
     already has a row answers that id: nothing is written in either case.
     """
@@ -44,14 +54,15 @@ def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
         check_name(group, "group")
     if dedup is not None:
         check_text(dedup, "dedup key")
-    argv = [job_id, _payload(payload), group or "", _positive(delay_ms, "delay_ms", zero=True),
-            _positive(priority, "priority", zero=True), _positive(max_attempts, "max_attempts"),
-            dedup or "", _positive(backoff_ms, "backoff_ms", zero=True)]
+    argv = [job_id, _payload(payload), group or "", whole(delay_ms, "delay_ms", least=0, most=MAX_MS),
+            whole(priority, "priority", least=0), whole(max_attempts, "max_attempts"),
+            dedup or "", whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS)]
     holder, _created = conn.run("enqueue", [base(q)], argv, verb="enqueue", queue=q)
     return holder
 
 
-def _paused_for_claim(conn: Connection, q: str) -> bool:
+def paused_for_claim(conn: Connection, q: str) -> bool:
+    """The claim's pause read: True when paused; a wire fault reads as not paused."""
     # The seed's paused?/2: a wire fault reads as not paused. The claim script
     # that follows then meets the same fault and raises, so no job is served blind.
     try:
@@ -60,11 +71,12 @@ def _paused_for_claim(conn: Connection, q: str) -> bool:
         return False
 
 
-def _claimed(reply: list) -> Claimed | None:
+def claimed(reply: list) -> Claimed | None:
+    """A claim script's reply as a `Claimed`, or None for `{}` (nothing to serve)."""
     if not reply:
         return None
     job_id, payload, attempts = reply
-    return job_id, payload, int(attempts)
+    return Claimed(job_id, payload, int(attempts))
 
 
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
@@ -73,47 +85,69 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     The pause gate: with the script executor, one HGET of the paused field in its
     own round trip BEFORE `claim2` (which carries no pause logic); the function
     and native executors fold that read into the one call.
+
+    The claim writes the connection's token as the row's `owner`: `complete` and
+    `fail` from another connection refuse `NotOwner`. Refuses `BadRow` when the
+    head of pending has a field no transition can read (e.g. `attempts` = "three"):
+    the job is left at the head, nothing is written. `lease_ms` out of range
+    (1 .. a year) is `BadInput`, before any I/O.
     """
-    _positive(lease_ms, "lease_ms")
+    check_lease(lease_ms)
     keys = [queue_key(q, "pending"), queue_key(q, "active"), base(q)]
     argv = [lease_ms, conn.token]
     if conn.folds_pause:
         name = "claim2" if conn.executor == "native" else "native_claim"
-        return _claimed(conn.run(name, keys, argv, verb="claim", queue=q))
-    if _paused_for_claim(conn, q):
+        return claimed(conn.run(name, keys, argv, verb="claim", queue=q))
+    if paused_for_claim(conn, q):
         return None
-    return _claimed(conn.run("claim2", keys, argv, verb="claim", queue=q))
+    return claimed(conn.run("claim2", keys, argv, verb="claim", queue=q))
 
 
-def complete(conn: Connection, q: str, job_id: str) -> None:
+def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None) -> None:
     """The job is done: row, logs and lock deleted, metrics bumped, lane slot given back.
 
-    Refuses `Gone` (no row) and `NotActive` (the job is not in flight).
+    Refuses `Gone` (no row), `NotActive` (the job is not in flight), `NotOwner`
+    (a claim with another token owns it now: this worker's lease was lost), and
+    `BadRow` (a field no transition can read); each refusal writes nothing.
+    `token` is the claim's token, the connection's own by default.
     """
-    reply = conn.run("complete", [job_key(q, job_id), queue_key(q, "active"), base(q)], [job_id],
-                     verb="complete", queue=q, job=job_id)
+    reply = conn.run("complete", [job_key(q, job_id), queue_key(q, "active"), base(q)],
+                     [job_id, _token(conn, token)], verb="complete", queue=q, job=job_id)
     _gone(reply, "complete", q, job_id)
 
 
-def fail(conn: Connection, q: str, job_id: str, error: str) -> str:
+def fail(conn: Connection, q: str, job_id: str, error: str, *, token: str | None = None) -> str:
     """The job failed: `"retry"` (scheduled with exponential backoff) or `"dead"`.
 
-    `failures` counted and `last_error` written either way. Refuses `Gone`, `NotActive`.
+    `failures` counted and `last_error` written either way. Refuses `Gone`,
+    `NotActive`, `NotOwner` and `BadRow` as `complete` does, writing nothing.
     """
     reply = conn.run("fail", [job_key(q, job_id), queue_key(q, "active"), base(q)],
-                     [job_id, str(error)], verb="fail", queue=q, job=job_id)
+                     [job_id, str(error), _token(conn, token)], verb="fail", queue=q, job=job_id)
     _gone(reply, "fail", q, job_id)
     return reply
 
 
+def _token(conn: Connection, token: str | None) -> str:
+    return conn.token if token is None else check_text(token, "token")
+
+
 def expire_leases(conn: Connection, q: str, budget: int = 1000) -> int:
-    """In-flight jobs whose lease passed go back to pending (or their lane), `stalled` counted."""
+    """In-flight jobs whose lease passed go back to pending (or their lane), `stalled` counted.
+
+    Answers how many went back. A member whose row is gone leaves the set
+    (uncounted); a bad row is skipped, left in active, and announced as a
+    `bad_row` event: it never holds the others up.
+    """
     admin.check_budget(budget)
     return conn.run("expire", [queue_key(q, "active"), base(q)], [budget], verb="expire", queue=q)
 
 
 def promote(conn: Connection, q: str, budget: int = 1000) -> int:
-    """Due scheduled jobs become ready (pending, or their lane); answers how many."""
+    """Due scheduled jobs become ready (pending, or their lane); answers how many.
+
+    Ghosts and bad rows are handled as in `expire_leases`.
+    """
     admin.check_budget(budget)
     return conn.run("promote", [queue_key(q, "schedule"), base(q)], [budget],
                     verb="promote", queue=q)
@@ -129,7 +163,7 @@ def _gone(reply: Any, verb: str, q: str, job_id: str) -> None:
 @document
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     """Replace the row's payload. Refuses `Gone`."""
-    reply = conn.run("update_data", [job_key(q, job_id)], [_payload(payload), job_id, base(q)],
+    reply = conn.run("update_data", [job_key(q, job_id), base(q)], [_payload(payload), job_id],
                      verb="data", queue=q, job=job_id)
     _gone(reply, "data", q, job_id)
 
@@ -146,8 +180,8 @@ def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> Non
 def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None = None) -> int:
     """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses `Gone`."""
     if keep is not None:
-        _positive(keep, "keep")
-    reply = conn.run("add_log", [job_key(q, job_id), logs_key(q, job_id)],
+        whole(keep, "keep")
+    reply = conn.run("add_log", [job_key(q, job_id), logs_key(q, job_id), base(q)],
                      [str(line), "" if keep is None else keep], verb="log", queue=q, job=job_id)
     _gone(reply, "log", q, job_id)
     return int(reply)
@@ -156,7 +190,7 @@ def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None =
 @document
 def get_job_logs(conn: Connection, q: str, job_id: str) -> list[str]:
     """The log lines in append order (`[]` when none). Refuses `Gone`."""
-    reply = conn.run("get_logs", [job_key(q, job_id), logs_key(q, job_id)], [],
+    reply = conn.run("get_logs", [job_key(q, job_id), logs_key(q, job_id), base(q)], [],
                      verb="logs", queue=q, job=job_id)
     _gone(reply, "logs", q, job_id)
     return list(reply)
@@ -168,6 +202,8 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     flight), delete row and logs, release its dedup key (and `dedup` when supplied).
 
     Refuses `Gone`, and `Locked` for a held job (a `:lock` key or a `lock` field).
+    For a missing row the one cleanup is done: a ghost (the id still a member of
+    a state set or lane) leaves those sets; otherwise a refusal writes nothing.
     """
     if dedup is not None:
         check_text(dedup, "dedup key")
@@ -181,8 +217,8 @@ def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     """Move a dead job back to pending (a grouped one to its lane); counters stay,
     `last_error` goes, `state` becomes pending. On a paused queue it waits.
 
-    Refuses `Gone` and `NotDead`. The function executor refuses a grouped dead
-    row (`NotDead`, detail "reprocess lane not native"), as the native twin does.
+    Refuses `Gone`, `NotDead` and `BadRow`. The function executor refuses a grouped
+    dead row (`NotDead`, detail "reprocess lane not native"), as the native twin does.
     """
     keys = [job_key(q, job_id), queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
     name = "native_reprocess" if conn.executor == "function" else "reprocess2"

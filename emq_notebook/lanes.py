@@ -4,25 +4,29 @@ its own concurrency limit (default 1) and pause, served round-robin off a ring.
 
 from __future__ import annotations
 
-from . import jobs
+from .checks import whole
 from .connector import Connection
+from .jobs import Claimed, check_lease, claimed, paused_for_claim
 from .keyspace import base, check_name, lane_key, lane_meta_key, queue_key
 
 
-def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> jobs.Claimed | None:
+def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """The grouped claim: `(id, payload, attempts)` from the next runnable lane, or None.
 
     Reads the queue's paused field first (its own round trip) before `gclaim2`,
-    which carries no pause logic; the function executor folds the read in.
+    which carries no pause logic; the function executor folds the read in. A
+    member whose row is gone is dropped from its lane and the claim goes on to
+    the next job. Refuses `BadRow` (writing nothing) when the job it would serve,
+    or the meta of a lane on the way, has a field no transition can read.
     """
-    jobs._positive(lease_ms, "lease_ms")
+    check_lease(lease_ms)
     keys = [queue_key(q, "ring"), queue_key(q, "active"), base(q)]
     argv = [lease_ms, conn.token]
     if conn.folds_pause:
-        return jobs._claimed(conn.run("native_gclaim", keys, argv, verb="claim", queue=q))
-    if jobs._paused_for_claim(conn, q):
+        return claimed(conn.run("native_gclaim", keys, argv, verb="claim", queue=q))
+    if paused_for_claim(conn, q):
         return None
-    return jobs._claimed(conn.run("gclaim2", keys, argv, verb="claim", queue=q))
+    return claimed(conn.run("gclaim2", keys, argv, verb="claim", queue=q))
 
 
 def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> None:
@@ -33,7 +37,7 @@ def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> Non
 
 def set_limit(conn: Connection, q: str, group: str, limit: int) -> None:
     """How many of the lane's jobs may be in flight at once (>= 1)."""
-    _set(conn, q, group, "limit", jobs._positive(limit, "limit"))
+    _set(conn, q, group, "limit", whole(limit, "limit"))
 
 
 def pause_lane(conn: Connection, q: str, group: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from .checks import MAX_MS, whole
 from .connector import Connection
 from .errors import BadInput
 from .keyspace import base, check_name, new_id, queue_key
@@ -15,12 +16,16 @@ from .keyspace import base, check_name, new_id, queue_key
 
 def register(conn: Connection, q: str, name: str, every_ms: int, payload: str,
              group: str | None = None, max_attempts: int = 1) -> int:
-    """Register (or replace) repeatable `name`; answers its first due time (ms)."""
+    """Register (or replace) repeatable `name`; answers its first due time (ms).
+
+    Checked before any I/O (`BadInput`): `every_ms` from 1 ms to a year,
+    `max_attempts` a whole number from 1, `payload` a string.
+    """
     check_name(name, "repeatable name")
     if group is not None:
         check_name(group, "group")
-    if isinstance(every_ms, bool) or not isinstance(every_ms, int) or every_ms < 1:
-        raise BadInput(f"every_ms must be a whole number >= 1, not {every_ms!r}")
+    whole(every_ms, "every_ms", most=MAX_MS)
+    whole(max_attempts, "max_attempts")
     if not isinstance(payload, str):
         raise BadInput("a payload is a string (JSON text)")
     return conn.run("repeat_add", [base(q)], [name, every_ms, payload, group or "", max_attempts],
@@ -46,6 +51,9 @@ def registered(conn: Connection, q: str) -> list[dict]:
 
 
 def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
-    """Every due repeatable produces one job; answers the new ids."""
+    """Every due repeatable produces one job (at most `max_jobs`, 1 to 10,000); answers
+    the new ids. A definition that cannot be read is skipped, left as it is, and
+    announced as a `bad_row` event."""
+    whole(max_jobs, "max_jobs", most=10_000)
     ids = [new_id() for _ in range(max_jobs)]
     return list(conn.run("repeat_tick", [base(q)], ids, verb="tick", queue=q))

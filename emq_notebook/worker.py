@@ -7,13 +7,19 @@ promoted, expired leases put back, due repeatables produced.
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from . import jobs, lanes, repeat
 from .connector import Connection
+from .errors import BadRow, Gone, NotActive, NotOwner
 
 Handler = Callable[[str, str, int], object]
+log = logging.getLogger(__name__)
+# what a finished job can meet after its handler ran: its lease was lost (another
+# claim owns it, or the operator removed or moved it), or a row nobody can read
+LOST = (NotActive, NotOwner, Gone, BadRow)
 
 
 class Worker:
@@ -21,6 +27,11 @@ class Worker:
 
     `handler(id, payload, attempts)` returns on success; an exception fails the
     job with its text as `last_error`. `grouped=True` claims from the lanes.
+
+    A complete or fail that is refused (`NotActive`, `NotOwner`, `Gone`,
+    `BadRow`: the lease was lost, or the row was changed under the worker) is
+    logged and counted in `lost`; so is a claim refused `BadRow` (counted in
+    `bad_rows`, then the worker idles as on an empty queue). The loop goes on.
     """
 
     def __init__(self, conn: Connection, q: str, handler: Handler, *,
@@ -29,6 +40,8 @@ class Worker:
         self.lease_ms, self.grouped, self.idle_sleep = lease_ms, grouped, idle_sleep
         self.completed = 0
         self.failed = 0
+        self.lost = 0
+        self.bad_rows = 0
 
     def housekeeping(self) -> None:
         jobs.promote(self.conn, self.q)
@@ -41,18 +54,36 @@ class Worker:
 
     def run_one(self) -> bool:
         """Claim and process one job; False when there was nothing to claim."""
-        got = self.claim()
+        try:
+            got = self.claim()
+        except BadRow as exc:
+            self.bad_rows += 1
+            log.warning("queue %s: a claim refused a bad row, left in place: %s", self.q, exc)
+            return False
         if got is None:
             return False
         job_id, payload, attempts = got
         try:
             self.handler(job_id, payload, attempts)
         except Exception as exc:  # the handler's failure is the job's failure
-            jobs.fail(self.conn, self.q, job_id, f"{type(exc).__name__}: {exc}")
-            self.failed += 1
+            if self._finish(job_id, "fail", f"{type(exc).__name__}: {exc}"):
+                self.failed += 1
         else:
-            jobs.complete(self.conn, self.q, job_id)
-            self.completed += 1
+            if self._finish(job_id, "complete"):
+                self.completed += 1
+        return True
+
+    def _finish(self, job_id: str, how: str, error: str = "") -> bool:
+        """Complete or fail the job; False (logged, counted in `lost`) when refused."""
+        try:
+            if how == "fail":
+                jobs.fail(self.conn, self.q, job_id, error)
+            else:
+                jobs.complete(self.conn, self.q, job_id)
+        except LOST as exc:
+            self.lost += 1
+            log.warning("queue %s: %s of %s refused, the worker goes on: %s", self.q, how, job_id, exc)
+            return False
         return True
 
     def run(self, max_jobs: int | None = None, until_empty: bool = False,

@@ -1,12 +1,17 @@
 -- @drain -- wipe a set's rows and logs, then the set itself; bounded.
 -- KEYS[1] = the queue base root; KEYS[2] = pending; KEYS[3] = schedule (optional)
--- ARGV[1] = budget: at most this many jobs in one call (extension)
--- returns {n, more}: n jobs drained by this call, more = 1 while work remains.
+-- ARGV[1] = budget: at most this many jobs in one call (extension; the seed's
+-- callers send no ARGV and drain everything)
+-- returns {n, more}: n jobs drained by this call, more = 1 while work remains;
+-- with no budget sent, the seed's reply: n, the count drained.
 -- Active jobs and the repeat registry are never touched; lane backlogs are
 -- pending work too and are drained; held dedup keys are released.
+-- A drain reads no numeric field of a row, so a bad row drains like any other.
 --@include common
+--@include lanes
 local base = KEYS[1]
-local budget = tonumber(ARGV[1])
+local seed_call = ARGV[1] == nil
+local budget = seed_call and MAX_WHOLE or tonumber(ARGV[1])
 local n = 0
 local function wipe(setkey)
   local ids = redis.call('ZRANGE', setkey, 0, budget - n - 1)
@@ -24,12 +29,13 @@ local function wipe(setkey)
 end
 local function finish(more)
   if n > 0 then emit(base, {event = 'drained', count = n}) end
+  if seed_call then return n end
   return {n, more}
 end
 -- pending, the lanes' backlogs, then the schedule set when asked
 if wipe(KEYS[2]) then return finish(1) end
 for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
-  if wipe(base .. 'g:' .. g .. ':pending') then return finish(1) end
+  if wipe(lane_pending(base, g)) then return finish(1) end
 end
 if KEYS[3] and wipe(KEYS[3]) then return finish(1) end
 return finish(0)

@@ -1,24 +1,38 @@
 -- @fail -- a worker failed the job: retry later through the schedule set with
--- exponential backoff, or dead when out of attempts.
+-- exponential backoff (capped at a year), or dead when out of attempts.
 -- KEYS[1] = the row, KEYS[2] = active, KEYS[3] = the queue base root
--- ARGV[1] = id, ARGV[2] = the error text
--- returns 'retry' or 'dead'; -1 for a missing row; EMQSTATE not active
+-- ARGV[1] = id, ARGV[2] = the error text, ARGV[3] = the claim's token (optional;
+-- when sent, it must be the row's `owner`)
+-- returns 'retry' or 'dead'; -1 for a missing row; EMQSTATE not active;
+-- EMQSTATE not owner; EMQSTATE bad row <field> in <where>
 --@include common
 --@include lanes
 --@include metrics
 local jk, id, base = KEYS[1], ARGV[1], KEYS[3]
 if redis.call('EXISTS', jk) == 0 then return -1 end
 if not redis.call('ZSCORE', KEYS[2], id) then return redis.error_reply('EMQSTATE not active') end
-local row = redis.call('HMGET', jk, 'group', 'dedup', 'attempts', 'max_attempts', 'backoff')
+local row = redis.call('HMGET', jk, 'group', 'dedup', 'owner')
+if ARGV[3] and row[3] and row[3] ~= '' and row[3] ~= ARGV[3] then
+  return redis.error_reply('EMQSTATE not owner')
+end
+local nums, bad = row_wholes(jk)
+if not nums then return bad_row(bad, id) end
+if row[1] then
+  local refused = lane_refusal(base, row[1])
+  if refused then return refused end
+end
+if not metrics_keep(base) then return bad_row('metrics_keep', 'meta') end
+-- every check has run: now the writes
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
 redis.call('DEL', jk .. ':lock')
+redis.call('HDEL', jk, 'owner')
 if row[1] then lane_release(base, row[1]) end
 local failures = redis.call('HINCRBY', jk, 'failures', 1)
 redis.call('HSET', jk, 'last_error', ARGV[2])
 bump_metric(base, 'failed', now)
-local attempts = tonumber(row[3] or '0')
-if attempts >= tonumber(row[4] or '1') then
+local attempts = nums.attempts
+if attempts >= nums.max_attempts then
   -- out of attempts: dead, scored by the time of death; the dedup key is free again
   redis.call('HSET', jk, 'state', 'dead')
   redis.call('ZADD', base .. 'dead', now, id)
@@ -26,7 +40,8 @@ if attempts >= tonumber(row[4] or '1') then
   emit(base, {event = 'dead', job = id, attempts = attempts, failures = failures, error = ARGV[2]})
   return 'dead'
 end
-local delay = tonumber(row[5] or '1000') * (2 ^ (attempts - 1))
+-- the doubling stops at a year: a due time is always a finite, exact number of ms
+local delay = math.floor(math.min(nums.backoff * (2 ^ (attempts - 1)), 31622400000))
 redis.call('HSET', jk, 'state', 'schedule')
 redis.call('ZADD', base .. 'schedule', now + delay, id)
 emit(base, {event = 'retry', job = id, attempts = attempts, failures = failures, error = ARGV[2], due = now + delay})

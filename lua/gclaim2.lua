@@ -1,9 +1,10 @@
 -- @gclaim2 -- the live grouped claim: runnable lanes served round-robin off the
 -- ring. No pause logic: lanes.claim reads the paused field first.
 -- KEYS[1] = the ring, KEYS[2] = active, KEYS[3] = the queue base root
--- ARGV[1] = lease_ms, ARGV[2] = the lock token
--- returns {} when no lane is runnable, else {id, payload, attempts}
+-- ARGV[1] = lease_ms, ARGV[2] = the lock token (optional: the seed's callers send none)
+-- returns {} when no lane is runnable, else {id, payload, attempts};
+-- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
 --@include common
 --@include lanes
 --@include activate
-return claim_lanes(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2])
+return claim_lanes(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '')

@@ -1,10 +1,11 @@
 -- @native_claim -- EMQ.CLAIM semantics, for the function executor: the paused
 -- read folded into the claim, so one round trip.
 -- KEYS[1] = pending, KEYS[2] = active, KEYS[3] = the queue base root
--- ARGV[1] = lease_ms, ARGV[2] = the lock token
--- returns {} when paused or empty, else {id, payload, attempts}
+-- ARGV[1] = lease_ms, ARGV[2] = the lock token (optional: the seed's callers send none)
+-- returns {} when paused or empty, else {id, payload, attempts};
+-- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
 --@include common
 --@include lanes
 --@include activate
 if redis.call('HGET', KEYS[3] .. 'meta', 'paused') then return {} end
-return claim_flat(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2])
+return claim_flat(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '')

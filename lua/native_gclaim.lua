@@ -1,9 +1,10 @@
 -- @native_gclaim -- the grouped claim with the paused read folded in (function executor).
 -- KEYS[1] = the ring, KEYS[2] = active, KEYS[3] = the queue base root
--- ARGV[1] = lease_ms, ARGV[2] = the lock token
--- returns {} when paused or no lane is runnable, else {id, payload, attempts}
+-- ARGV[1] = lease_ms, ARGV[2] = the lock token (optional: the seed's callers send none)
+-- returns {} when paused or no lane is runnable, else {id, payload, attempts};
+-- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
 --@include common
 --@include lanes
 --@include activate
 if redis.call('HGET', KEYS[3] .. 'meta', 'paused') then return {} end
-return claim_lanes(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2])
+return claim_lanes(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '')

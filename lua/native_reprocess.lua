@@ -3,20 +3,13 @@
 -- grouped dead row (only the script carries a job back to its lane).
 -- KEYS[1] = the row, KEYS[2] = dead, KEYS[3] = pending, KEYS[4] = the queue base
 -- ARGV[1] = id
--- returns 1; -1 for a missing row; EMQSTATE not dead; EMQSTATE reprocess lane not native
+-- returns 1; -1 for a missing row; EMQSTATE not dead; EMQSTATE reprocess lane not native;
+-- EMQSTATE bad row <field> in <id>
 --@include common
-local jk, id = KEYS[1], ARGV[1]
-if redis.call('EXISTS', jk) == 0 then return -1 end
-if not redis.call('ZSCORE', KEYS[2], id) then
-  return redis.error_reply('EMQSTATE not dead')
-end
-if redis.call('HEXISTS', jk, 'group') == 1 then
-  return redis.error_reply('EMQSTATE reprocess lane not native')
-end
+--@include lanes
+--@include reprocess
+local refused = reprocess_refusal(KEYS[4], ARGV[1], KEYS[2], false)
+if refused then return refused end
 -- every check has run: now the writes, the same as @reprocess2 for a flat row
-redis.call('ZREM', KEYS[2], id)
-redis.call('HDEL', jk, 'last_error')
-redis.call('HSET', jk, 'state', 'pending')
-redis.call('ZADD', KEYS[3], 0, id)
-emit(KEYS[4], {event = 'reprocessed', job = id})
+reprocess_move(KEYS[4], ARGV[1], KEYS[2], KEYS[3])
 return 1

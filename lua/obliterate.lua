@@ -28,12 +28,14 @@ local function destroy(id, in_flight)
 end
 
 -- delete up to `budget` jobs of one set, rows first; true when the budget is spent
+local spent = 0
 local function sweep(sk, in_flight)
   local ids = redis.call('ZRANGE', sk, 0, budget - 1)
   for _, id in ipairs(ids) do destroy(id, in_flight) end
   if #ids > 0 then
     redis.call('ZREMRANGEBYRANK', sk, 0, #ids - 1)
     budget = budget - #ids
+    spent = spent + #ids
   end
   return budget <= 0
 end
@@ -53,8 +55,8 @@ end
 
 -- every state set is empty: the lanes, their rows first, under the same budget
 for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
-  if sweep(base .. 'g:' .. g .. ':pending') then return 1 end
-  redis.call('DEL', base .. 'g:' .. g .. ':meta')
+  if sweep(lane_pending(base, g)) then return 1 end
+  redis.call('DEL', lane_meta(base, g))
   redis.call('SREM', base .. 'groups', g)
 end
 -- the repeat records, the metrics hashes, the dedup keys, the ring
@@ -63,22 +65,39 @@ redis.call('DEL', base .. 'groups', base .. 'ring', base .. 'wake',
   base .. 'metrics:completed', base .. 'metrics:failed', base .. 'dedup')
 
 -- what no set references (orphan rows, logs, locks, anything else under the
--- base): a SCAN sweep, its cursor kept in meta between calls
-local cursor = redis.call('HGET', meta, 'sweep') or '0'
-repeat
+-- base): a SCAN sweep. The queue is gone only after a whole pass that found
+-- nothing under the base but meta. When a whole pass fits in what is left of
+-- the budget it runs inside this one call, so no key can be made behind its
+-- cursor; on a keyspace too large for that, the cursor is kept in meta (`sweep`)
+-- between calls, and a pass that deleted anything (`swept`), or that resumes
+-- after the sets held new work, is followed by another.
+local cursor, dirty
+if redis.call('DBSIZE') <= budget * 5 then
+  cursor, dirty = '0', false
+else
+  cursor = redis.call('HGET', meta, 'sweep') or '0'
+  dirty = redis.call('HGET', meta, 'swept') == '1' or (spent > 0 and cursor ~= '0')
+end
+while true do
   local page = redis.call('SCAN', cursor, 'MATCH', base .. '*', 'COUNT', 1000)
   cursor = page[1]
   for _, k in ipairs(page[2]) do
-    if k ~= meta then redis.call('DEL', k); budget = budget - 1 end
+    if k ~= meta then redis.call('DEL', k); budget = budget - 1; dirty = true end
   end
   -- a page of 1000 slots is charged like 100 deletes, so a call stays bounded
   -- however large the rest of the keyspace is
   budget = budget - 100
-  if cursor ~= '0' and budget <= 0 then
-    redis.call('HSET', meta, 'sweep', cursor)
+  if cursor == '0' then
+    -- a whole pass that found nothing: the queue is gone
+    if not dirty then break end
+    -- the pass found something: the next one starts from the beginning
+    dirty = false
+  end
+  if budget <= 0 then
+    redis.call('HSET', meta, 'sweep', cursor, 'swept', dirty and '1' or '0')
     return 1
   end
-until cursor == '0'
+end
 -- and last the meta hash with the paused flag
 redis.call('DEL', meta)
 emit(base, {event = 'obliterated'})

@@ -1,19 +1,37 @@
 -- @promote -- due scheduled jobs (delayed, or retrying) become ready: pending,
 -- or their lane for a grouped job.
 -- KEYS[1] = schedule, KEYS[2] = the queue base root ; ARGV[1] = budget
--- returns the number promoted
+-- returns the number promoted (at most the budget). A ghost leaves the set,
+-- uncounted; a bad row (or its lane's meta) is skipped and left where it is,
+-- with a `bad_row` event, and costs no budget.
 --@include common
 --@include lanes
 local base = KEYS[2]
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, tonumber(ARGV[1]))
-for _, id in ipairs(ids) do
-  redis.call('ZREM', KEYS[1], id)
-  local jk = base .. 'job:' .. id
-  local row = redis.call('HMGET', jk, 'group', 'priority')
-  if redis.call('EXISTS', jk) == 1 then
-    redis.call('HSET', jk, 'state', 'pending')
-    make_ready(base, id, row[1], tonumber(row[2] or '0'))
-    emit(base, {event = 'promoted', job = id})
+local budget = tonumber(ARGV[1])
+local now = now_ms()
+local moved, skipped = 0, 0
+while moved < budget do
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, budget - moved)
+  if #ids == 0 then break end
+  for _, id in ipairs(ids) do
+    local jk = base .. 'job:' .. id
+    if redis.call('EXISTS', jk) == 0 then
+      redis.call('ZREM', KEYS[1], id)
+    else
+      local g = redis.call('HGET', jk, 'group')
+      local nums, bad = row_wholes(jk)
+      local refused = (not nums and bad_row(bad, id)) or (g and lane_refusal(base, g))
+      if refused then
+        skipped = skipped + 1
+        skipped_bad_row(base, 'promote', id, refused)
+      else
+        redis.call('ZREM', KEYS[1], id)
+        redis.call('HSET', jk, 'state', 'pending')
+        make_ready(base, id, g, nums.priority)
+        emit(base, {event = 'promoted', job = id})
+        moved = moved + 1
+      end
+    end
   end
 end
-return #ids
+return moved

@@ -2,11 +2,15 @@
 -- produces a new job with the same payload.
 -- KEYS[1] = the queue base root
 -- ARGV = name, every_ms, payload, group ('' = flat), max_attempts
--- returns the first due time (ms)
+-- returns the first due time (ms); an error for a number that is not whole and >= 1
 --@include common
 local base = KEYS[1]
+local every, attempts = whole_of(ARGV[2]), whole_of(ARGV[5])
+if not every or every < 1 then return redis.error_reply('ERR every_ms must be a whole number >= 1') end
+if not attempts or attempts < 1 then
+  return redis.error_reply('ERR max_attempts must be a whole number >= 1')
+end
 local now = now_ms()
-local every = tonumber(ARGV[2])
 redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
 redis.call('HSET', base .. 'repeat:defs', ARGV[1],
   cjson.encode({every = every, payload = ARGV[3], group = ARGV[4], max_attempts = ARGV[5]}))

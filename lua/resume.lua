@@ -1,7 +1,8 @@
 -- @resume -- clear the field; claiming resumes at the head of pending.
--- KEYS[1] = emq:{q}:meta ; ARGV[1] = the queue base root (for the event)
+-- KEYS[1] = emq:{q}:meta ; ARGV[1] = the queue base root (for the event; optional:
+-- the seed sends no ARGV, and the base is the meta key less its 'meta')
 -- returns 1. Idempotent.
 --@include common
 redis.call('HDEL', KEYS[1], 'paused')
-emit(ARGV[1], {event = 'resumed'})
+emit(ARGV[1] or string.sub(KEYS[1], 1, -5), {event = 'resumed'})
 return 1

@@ -1,50 +1,98 @@
 -- hand one ready job to a worker: attempts+1, active until the lease deadline,
--- and the PX lock a worker holds while it owns the job
+-- the PX lock a worker holds while it owns the job, and the claim's token on the
+-- row as `owner` (the :lock key may expire while the job is still in active;
+-- complete and fail compare the token with `owner`, which stays)
 local function activate(base, id, lease, token, now)
   local jk = base .. 'job:' .. id
   local att = redis.call('HINCRBY', jk, 'attempts', 1)
   redis.call('HSET', jk, 'state', 'active')
+  if token ~= '' then redis.call('HSET', jk, 'owner', token) else redis.call('HDEL', jk, 'owner') end
   redis.call('ZADD', base .. 'active', now + lease, id)
-  redis.call('SET', jk .. ':lock', token, 'PX', lease)
+  redis.call('SET', jk .. ':lock', token ~= '' and token or '1', 'PX', lease)
   emit(base, {event = 'active', job = id, attempts = att})
   return {id, redis.call('HGET', jk, 'payload'), att}
 end
 
--- the flat claim body: the head of pending (priority, then id order)
+-- a lease a claim can set: a whole number of ms, at most a year (what SET PX takes)
+local function lease_refusal(lease)
+  if not lease or lease < 1 or lease > 31622400000 or lease ~= math.floor(lease) then
+    return redis.error_reply('ERR lease_ms must be a whole number of ms from 1 to 31622400000')
+  end
+  return nil
+end
+
+-- the flat claim body: the head of pending (priority, then id order). The head
+-- is read and checked before it is popped: a bad row refuses with nothing written.
 local function claim_flat(pending, base, lease, token)
+  local refused = lease_refusal(lease)
+  if refused then return refused end
   local now = now_ms()
   while true do
-    local head = redis.call('ZPOPMIN', pending)
+    local head = redis.call('ZRANGE', pending, 0, 0)
     if #head == 0 then return {} end
     local id = head[1]
-    -- an id whose row is gone is dropped, not served
     if redis.call('EXISTS', base .. 'job:' .. id) == 1 then
+      local _, bad = row_wholes(base .. 'job:' .. id)
+      if bad then return bad_row(bad, id) end
+      redis.call('ZREM', pending, id)
       return activate(base, id, lease, token, now)
     end
+    -- a ghost (a member whose row is gone) is dropped, never served
+    redis.call('ZREM', pending, id)
   end
 end
 
--- the grouped claim body: runnable lanes round-robin off the ring
+-- the grouped claim body: runnable lanes round-robin off the ring. A read pass
+-- first finds the lane to serve and checks its meta and its head row (every lane
+-- met before it too); only then the writes: the lanes passed over leave the
+-- ring (they rejoin when they become runnable), ghosts leave their lane.
 local function claim_lanes(ring, base, lease, token)
+  local refused = lease_refusal(lease)
+  if refused then return refused end
   local now = now_ms()
-  local n = redis.call('LLEN', ring)
-  for _ = 1, n do
-    local g = redis.call('LPOP', ring)
-    if not g then break end
-    redis.call('HDEL', lane_meta(base, g), 'ring')
-    if lane_runnable(base, g) then
-      local head = redis.call('ZPOPMIN', lane_pending(base, g))
-      local id = head[1]
-      redis.call('HINCRBY', lane_meta(base, g), 'active', 1)
-      -- still runnable: back to the tail of the ring, round-robin
-      if lane_runnable(base, g) and redis.call('HSETNX', lane_meta(base, g), 'ring', '1') == 1 then
-        redis.call('RPUSH', ring, g)
+  local order, pick, id, ghosts = {}, nil, nil, {}
+  local i = 0
+  while not pick do
+    -- the ring is read a few lanes at a time: the first runnable one usually ends it
+    if i == #order then
+      local more = redis.call('LRANGE', ring, i, i + 15)
+      if #more == 0 then break end
+      for _, g in ipairs(more) do order[#order + 1] = g end
+    end
+    i = i + 1
+    local g = order[i]
+    local limit, active, paused = lane_counts(base, g)
+    -- lane_counts answers nil and the bad field's name
+    if limit == nil then return bad_row(active, 'lane ' .. g) end
+    if not paused and active < limit then
+      local lane, rank = lane_pending(base, g), 0
+      while true do
+        local head = redis.call('ZRANGE', lane, rank, rank)
+        if #head == 0 then break end
+        if redis.call('EXISTS', base .. 'job:' .. head[1]) == 1 then
+          local _, bad = row_wholes(base .. 'job:' .. head[1])
+          if bad then return bad_row(bad, head[1]) end
+          pick, id = i, head[1]
+          break
+        end
+        ghosts[#ghosts + 1] = {lane, head[1]}
+        rank = rank + 1
       end
-      if redis.call('EXISTS', base .. 'job:' .. id) == 1 then
-        return activate(base, id, lease, token, now)
-      end
-      lane_release(base, g)
     end
   end
-  return {}
+  -- every check has run: now the writes
+  for _, gh in ipairs(ghosts) do redis.call('ZREM', gh[1], gh[2]) end
+  for i = 1, pick or #order do
+    redis.call('LPOP', ring)
+    redis.call('HDEL', lane_meta(base, order[i]), 'ring')
+  end
+  if not pick then return {} end
+  local g = order[pick]
+  redis.call('ZREM', lane_pending(base, g), id)
+  redis.call('HINCRBY', lane_meta(base, g), 'active', 1)
+  -- still runnable: back to the tail of the ring, round-robin
+  if lane_runnable(base, g) and redis.call('HSETNX', lane_meta(base, g), 'ring', '1') == 1 then
+    redis.call('RPUSH', ring, g)
+  end
+  return activate(base, id, lease, token, now)
 end

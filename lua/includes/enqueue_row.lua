@@ -9,7 +9,7 @@ local function add_job(base, id, payload, group, delay, priority, max_attempts, 
   -- every queue has a meta hash, so queues are found by their meta key
   redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
   local row = {'payload', payload, 'attempts', '0', 'failures', '0', 'stalled', '0',
-    'max_attempts', max_attempts, 'priority', tostring(priority), 'backoff', backoff,
+    'max_attempts', max_attempts, 'priority', string.format('%.0f', priority), 'backoff', backoff,
     'created_at', tostring(now)}
   if group ~= '' then table.insert(row, 'group'); table.insert(row, group) end
   if dedup ~= '' then

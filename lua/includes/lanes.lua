@@ -6,12 +6,28 @@
 local function lane_pending(base, g) return base .. 'g:' .. g .. ':pending' end
 local function lane_meta(base, g) return base .. 'g:' .. g .. ':meta' end
 
--- runnable: not paused, under its limit, and something waiting
-local function lane_runnable(base, g)
+-- the lane's limit and active count and its pause flag; nil and the field when
+-- the meta holds no whole number there (written by hand or another node)
+local function lane_counts(base, g)
   local m = redis.call('HMGET', lane_meta(base, g), 'limit', 'active', 'paused')
-  if m[3] then return false end
-  local limit = tonumber(m[1] or '1')
-  local active = tonumber(m[2] or '0')
+  local limit, active = whole_of(m[1], 1), whole_of(m[2], 0)
+  if limit == nil then return nil, 'limit' end
+  if active == nil then return nil, 'active' end
+  return limit, active, m[3]
+end
+
+-- nil when the lane's meta is readable, else the refusal naming the bad field
+local function lane_refusal(base, g)
+  local ok, field = lane_counts(base, g)
+  if ok == nil then return bad_row(field, 'lane ' .. g) end
+  return nil
+end
+
+-- runnable: not paused, under its limit, and something waiting (an unreadable
+-- meta is not runnable: a wake never errors half-way through a script)
+local function lane_runnable(base, g)
+  local limit, active, paused = lane_counts(base, g)
+  if limit == nil or paused then return false end
   return active < limit and redis.call('ZCARD', lane_pending(base, g)) > 0
 end
 
@@ -34,6 +50,8 @@ end
 -- an in-flight grouped job left active: give its slot back
 local function lane_release(base, g)
   local mk = lane_meta(base, g)
+  -- an unreadable count is left as it is (callers that move a job refuse it first)
+  if lane_counts(base, g) == nil then return end
   if tonumber(redis.call('HINCRBY', mk, 'active', -1)) < 0 then
     redis.call('HSET', mk, 'active', '0')
   end

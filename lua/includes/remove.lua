@@ -1,9 +1,17 @@
 -- take one job out of every set and its lane, give back a lane slot when it
 -- was in flight, delete the row and logs, release its dedup key(s).
--- returns 1 removed, -1 gone, 0 locked (nothing written for -1 and 0)
+-- returns 1 removed, -1 gone, 0 locked (nothing written for 0; for -1 the one
+-- cleanup: a ghost -- the id left as a member of a state set or lane after its
+-- row went -- leaves those sets; an id in no set changes nothing)
 local function remove_one(base, id, dedup)
   local jk = base .. 'job:' .. id
-  if redis.call('EXISTS', jk) == 0 then return -1 end
+  if redis.call('EXISTS', jk) == 0 then
+    for _, t in ipairs({'pending', 'active', 'schedule', 'dead'}) do redis.call('ZREM', base .. t, id) end
+    for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
+      redis.call('ZREM', lane_pending(base, g), id)
+    end
+    return -1
+  end
   local row = redis.call('HMGET', jk, 'group', 'dedup', 'lock')
   -- a held job is left untouched
   if row[3] or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
