@@ -51,6 +51,7 @@ WRITING = {
 # Every reading verb, with what it must see of the staged queue.
 READING = {
     "admin.is_paused": (lambda c: admin.is_paused(c, Q), False),
+    "jobs.paused_for_claim": (lambda c: jobs.paused_for_claim(c, Q), False),
     "admin.job_count": (lambda c: admin.job_count(c, Q), 5),
     "admin.backlog": (lambda c: admin.backlog(c, Q, include_schedule=True), 3),
     "jobs.get_job": (lambda c: jobs.get_job(c, Q, "j_pending")["payload"], '{"p": 1}'),
@@ -63,7 +64,7 @@ READING = {
     "frames.counts": (lambda c: frames.counts(c, [Q]).loc[Q, "dead"], 1),
     "frames.metrics": (lambda c: len(frames.metrics(c, Q)) >= 0, True),
 }
-NOT_VERBS = {"admin.check_budget"}
+NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease"}   # a check and a reply decoder
 
 
 def stage(conn: emq.Connection) -> None:
