@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import fakeredis
+import pandas as pd
 import pytest
 import redis
 from conftest import consistency_problems, dump, server_for
@@ -92,19 +93,46 @@ def test_an_error_text_with_bad_bytes_is_stored(conn: Any, backend: Any, request
     assert raw.hget(job_key("j_1"), "last_error") == b"it said " + BAD
 
 
-# pandas 3 stores text in pyarrow strings, which refuse the surrogates the policy
-# decodes bad bytes to; frames.snapshot must build its text columns as object dtype
-SNAPSHOT_FIX = pytest.mark.xfail(raises=UnicodeEncodeError, strict=True,
-                                 reason="frames.snapshot: text columns need dtype=object (frames.py)")
-
-
-@SNAPSHOT_FIX
 def test_a_snapshot_holds_a_foreign_row(conn: Any, backend: Any, request: Any) -> None:
     foreign_rows(conn, raw_client(backend, request))
     frame = frames.snapshot(conn, Q)
     assert frame.loc["j_bad", "payload"] == f'{{"to": "{BAD_TEXT}"}}'
     assert frame.loc["j_dead", "last_error"] == "boom " + BAD_TEXT
     assert decoding.printable(frame.loc["j_bad", "payload"]) == '{"to": "\\xff\\xfe"}'
+
+
+def test_a_snapshot_holds_foreign_numbers_and_text_in_every_field(
+        conn: Any, backend: Any, request: Any) -> None:
+    """Every field the frame shows, written by another node as bytes that are not
+    UTF-8 (or as a number that is not a whole number): the frame is built, the bad
+    counter reads <NA>, the others keep their int64 column, text is kept as read."""
+    raw = raw_client(backend, request)
+    for field in frames.FIELDS:
+        jobs.enqueue(conn, Q, "{}", id=f"j_{field}")
+        raw.hset(job_key(f"j_{field}"), field, BAD)
+    jobs.enqueue(conn, Q, "{}", id="j_half")
+    raw.hset(job_key("j_half"), "attempts", b"2.5")
+    frame = frames.snapshot(conn, Q)
+    assert len(frame) == len(frames.FIELDS) + 1
+    for field in ("group", "last_error", "progress", "payload"):
+        assert frame.loc[f"j_{field}", field] == BAD_TEXT
+        assert frame[field].dtype == object
+    for field in ("priority", "attempts", "failures", "stalled"):
+        assert pd.isna(frame.loc[f"j_{field}", field])
+        assert frame.loc["j_payload", field] == 0
+    assert pd.isna(frame.loc["j_half", "attempts"])
+    # a clean queue keeps plain int64 counters
+    jobs.enqueue(conn, "clean", "{}", id="j_1")
+    assert str(frames.snapshot(conn, "clean")["attempts"].dtype) == "int64"
+
+
+def test_a_foreign_queue_name_is_left_out_of_the_list(conn: Any, backend: Any, request: Any) -> None:
+    raw = raw_client(backend, request)
+    jobs.enqueue(conn, Q, "{}", id="j_1")
+    raw.hset(b"emq:{b" + BAD + b"d}:meta", "paused", 1)
+    raw.hset(b"emq:{a b}:meta", "paused", 1)
+    assert frames.queues(conn) == [Q]
+    assert frames.counts(conn).index.tolist() == [Q]
 
 
 def test_a_foreign_row_in_a_lane_is_claimed_once(conn: Any, backend: Any, request: Any) -> None:
