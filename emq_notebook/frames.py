@@ -61,33 +61,33 @@ def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None) 
     progress and payload. `limit` caps each set (and each lane): a whole number
     from 1, or None for all (anything else is `BadInput`, before any I/O).
 
-    Text columns hold the server's text as read (object dtype, see `text`), so a
+    Text columns hold the server's text as read (object dtype, see `_text_column`), so a
     row with bytes that are not UTF-8 is shown, not an error."""
     check_name(q)
-    if limit is not None:
-        whole(limit, "limit")
     if isinstance(states, str):
         states = STATES if states == "all" else (states,)
     for s in states:
         if s not in STATES:
             raise BadInput(f"unknown state {s!r}: one of {', '.join(STATES)} or all")
+    if limit is not None:
+        whole(limit, "limit")
     members = _members(conn, q, tuple(states), limit)
     if not members:     # no rows: the same columns, and an index pandas reads as empty
         return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
     # column-wise: one list per field, not one dict per job
     columns = dict(zip(FIELDS, zip(*rows(conn, q, [m[0] for m in members]))))
     frame = pd.DataFrame({
-        "id": text([m[0] for m in members]), "state": text([m[1] for m in members]),
+        "id": _text_column([m[0] for m in members]), "state": _text_column([m[1] for m in members]),
         # a lane's job names its group on the row; the lane it sits in says the same
-        "group": text([g if g is not None else m[3] for g, m in zip(columns["group"], members)]),
-        "priority": text(columns["priority"]),
+        "group": _text_column([g if g is not None else m[3] for g, m in zip(columns["group"], members)]),
+        "priority": _text_column(columns["priority"]),
         "at": [m[2] if m[1] in _TIMED else None for m in members],
-        **{f: text(columns[f]) for f in FIELDS[2:]},
+        **{f: _text_column(columns[f]) for f in FIELDS[2:]},
     }, columns=["id", *COLUMNS]).set_index("id")
     return _typed(frame)
 
 
-def text(values: Iterable[object]) -> pd.Series:
+def _text_column(values: Iterable[object]) -> pd.Series:
     """A column of server text as Python strings (object dtype): pandas' own string
     dtype (pyarrow) refuses the surrogates `decoding.ERRORS` reads foreign
     non-UTF-8 bytes as, and an object column keeps them as read, so a value taken

@@ -93,3 +93,11 @@ def test_foreign_bytes_print_as_escapes_on_a_strict_terminal(url):
         assert (out.returncode, out.stderr) == (0, ""), out
         for text in shown:
             assert text in out.stdout, (verb, out.stdout)
+
+
+def test_a_url_and_embedded_together_are_a_usage_error(url):
+    import redis
+    out = subprocess.run([*EMQ, "--url", url.replace("redis://", "redis://u:pw-Kq7@"), "--embedded", "fake",
+                          "pause", "mail"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "not both" in out.stderr and "pw-Kq7" not in out.stderr
+    assert out.stdout == "" and redis.Redis.from_url(url).hget("emq:{mail}:meta", "paused") is None
