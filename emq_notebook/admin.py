@@ -151,4 +151,4 @@ def remove_jobs(conn: Connection, q: str, ids: Iterable[str]) -> dict[str, str]:
     for i in ids:
         job_key(q, i)
     words = conn.run("remove_jobs", [base(q)], ids, verb="remove", queue=q)
-    return dict(zip(ids, words))
+    return dict(zip(ids, words, strict=True))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 from . import admin, frames, jobs
 from .connector import Connection, connect
@@ -33,7 +34,7 @@ def buggy_mailer(job_id: str, payload: str, attempts: int) -> None:
         raise ValueError(f"SMTP 553: bad recipient {to!r}")
 
 
-def main(out=print) -> int:
+def main(out: Callable[[str], None] = print) -> int:
     conn = fresh(connect(), "mailers", "scratch")
     out(f"connected: {conn.label}")
     for n, to in enumerate(["ana@example.com", "bo.example.com", "cy@example.com", "di.example.com"]):
@@ -43,13 +44,13 @@ def main(out=print) -> int:
     out(frames.counts(conn, ["mailers"]).to_string())
 
     admin.pause(conn, "mailers")
-    out("paused mailers; claim answers: %s" % (jobs.claim(conn, "mailers", 1000),))
+    out(f"paused mailers; claim answers: {jobs.claim(conn, 'mailers', 1000)}")
     dead = frames.snapshot(conn, "mailers", states="dead")
     out(dead[["last_error", "payload"]].to_string())
     for job_id, row in dead.iterrows():
         mended = json.loads(row.payload)
         mended["to"] = mended["to"].replace(".example", "@example", 1)
-        jobs.update_data(conn, "mailers", job_id, json.dumps(mended))
+        jobs.update_data(conn, "mailers", str(job_id), json.dumps(mended))
     out(f"reprocessed {admin.reprocess_dead(conn, 'mailers')} dead jobs")
     try:
         jobs.reprocess_job(conn, "mailers", "j_mail0")
@@ -59,10 +60,11 @@ def main(out=print) -> int:
     Worker(conn, "mailers", buggy_mailer).run(until_empty=True)
     out(frames.counts(conn, ["mailers"]).to_string())
 
-    for n in range(2500):
+    for _ in range(2500):
         jobs.enqueue(conn, "scratch", "{}")
     admin.pause(conn, "scratch")
-    calls = admin.obliterate_all(conn, "scratch", progress=lambda c, left: out(f"  obliterate call {c}: {left} jobs left"))
+    calls = admin.obliterate_all(conn, "scratch",
+                                 progress=lambda c, left: out(f"  obliterate call {c}: {left} jobs left"))
     out(f"obliterated scratch in {calls} bounded calls; footprint now {len(footprint(conn, 'scratch'))} keys")
     return 0
 

@@ -8,7 +8,7 @@ snapshot of seconds (bench/snapshot.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
@@ -27,7 +27,8 @@ FIELDS = ("group", "priority", "attempts", "failures", "stalled", "last_error", 
 _TIMED = {"active": "lease deadline", "schedule": "due", "dead": "died at"}
 
 
-def _members(conn: Connection, q: str, states, limit: int | None) -> list[tuple[str, str, float, str | None]]:
+def _members(conn: Connection, q: str, states: tuple[str, ...],
+             limit: int | None) -> list[tuple[str, str, float, str | None]]:
     """(id, state, score, group) for the chosen states, lanes' backlogs counted as pending."""
     stop = -1 if limit is None else limit - 1
     pipe = conn.pipeline()
@@ -37,15 +38,15 @@ def _members(conn: Connection, q: str, states, limit: int | None) -> list[tuple[
     for g in groups:
         pipe.zrange(queue_key(q, f"g:{g}:pending"), 0, stop, withscores=True)
     replies = pipe.execute()
-    out = []
-    for state, members in zip(states, replies):
+    out: list[tuple[str, str, float, str | None]] = []
+    for state, members in zip(states, replies[:len(states)], strict=True):
         out.extend((m, state, s, None) for m, s in members)
-    for g, members in zip(groups, replies[len(states):]):
+    for g, members in zip(groups, replies[len(states):], strict=True):
         out.extend((m, "pending", s, g) for m, s in members)
     return out
 
 
-def rows(conn: Connection, q: str, ids: list[str], fields=FIELDS) -> list[list]:
+def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELDS) -> list[list]:
     """`fields` of each row of `ids` (None where absent), in batches of `BATCH` ids:
     one `@read_rows` call a batch, so only the shown fields cross the wire."""
     out: list[list] = []
@@ -55,7 +56,8 @@ def rows(conn: Connection, q: str, ids: list[str], fields=FIELDS) -> list[list]:
     return out
 
 
-def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None) -> pd.DataFrame:
+def snapshot(conn: Connection, q: str, states: str | Sequence[str] = STATES,
+             limit: int | None = None) -> pd.DataFrame:
     """One row per job, indexed by id: state, group, priority, `at` (the set's time
     score as a UTC timestamp: lease deadline, due, died at), counters, last_error,
     progress and payload. `limit` caps each set (and each lane): a whole number
@@ -75,11 +77,12 @@ def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None) 
     if not members:     # no rows: the same columns, and an index pandas reads as empty
         return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
     # column-wise: one list per field, not one dict per job
-    columns = dict(zip(FIELDS, zip(*rows(conn, q, [m[0] for m in members]))))
+    columns = dict(zip(FIELDS, zip(*rows(conn, q, [m[0] for m in members]), strict=True), strict=True))
     frame = pd.DataFrame({
         "id": _text_column([m[0] for m in members]), "state": _text_column([m[1] for m in members]),
         # a lane's job names its group on the row; the lane it sits in says the same
-        "group": _text_column([g if g is not None else m[3] for g, m in zip(columns["group"], members)]),
+        "group": _text_column([g if g is not None else m[3]
+                               for g, m in zip(columns["group"], members, strict=True)]),
         "priority": _text_column(columns["priority"]),
         "at": [m[2] if m[1] in _TIMED else None for m in members],
         **{f: _text_column(columns[f]) for f in FIELDS[2:]},

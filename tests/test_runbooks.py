@@ -9,7 +9,6 @@ import venv
 from pathlib import Path
 
 import pytest
-
 from nbtools import runbooks
 
 ROOT = Path(__file__).resolve().parent.parent
