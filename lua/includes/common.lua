@@ -7,8 +7,47 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- one cjson object per lifecycle event; the name rides the `event` field
+-- `s` as valid UTF-8: each byte outside a well-formed sequence becomes the four
+-- characters \xNN (as decoding.printable shows it). A row keeps its bytes as
+-- written; an event is JSON text every reader takes (a strict cjson refuses
+-- other bytes, and would do so after the script's writes).
+local function utf8_text(s)
+  if not string.find(s, '[\128-\255]') then return s end
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local b = string.byte(s, i)
+    local len, lo, hi = 0, 0x80, 0xBF
+    if b < 0x80 then len = 1
+    elseif b >= 0xC2 and b <= 0xDF then len = 2
+    elseif b >= 0xE0 and b <= 0xEF then
+      len = 3
+      if b == 0xE0 then lo = 0xA0 elseif b == 0xED then hi = 0x9F end
+    elseif b >= 0xF0 and b <= 0xF4 then
+      len = 4
+      if b == 0xF0 then lo = 0x90 elseif b == 0xF4 then hi = 0x8F end
+    end
+    local ok = len > 0 and i + len - 1 <= n
+    for j = i + 1, ok and i + len - 1 or i do
+      local c = string.byte(s, j)
+      if j == i + 1 then ok = c >= lo and c <= hi else ok = ok and c >= 0x80 and c <= 0xBF end
+    end
+    if ok then
+      out[#out + 1] = string.sub(s, i, i + len - 1)
+      i = i + len
+    else
+      out[#out + 1] = string.format('\\x%02x', b)
+      i = i + 1
+    end
+  end
+  return table.concat(out)
+end
+
+-- one cjson object per lifecycle event; the name rides the `event` field.
+-- Text values go out as valid UTF-8 (utf8_text), so publishing never fails.
 local function emit(base, ev)
+  for k, v in pairs(ev) do
+    if type(v) == 'string' then ev[k] = utf8_text(v) end
+  end
   redis.call('PUBLISH', base .. 'events', cjson.encode(ev))
 end
 
