@@ -74,17 +74,27 @@ def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None) 
     members = _members(conn, q, tuple(states), limit)
     if not members:     # no rows: the same columns, and an index pandas reads as empty
         return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
+    found = rows(conn, q, [m[0] for m in members])
+    return frame([m[0] for m in members], [m[1] for m in members], [m[2] for m in members],
+                 [m[3] for m in members], found)
+
+
+def frame(ids: list[str], states: list[str], scores: list[float], lanes: list[str | None],
+          found: list[list]) -> pd.DataFrame:
+    """The jobs frame, from each job's id, state, set score, lane (None outside a
+    lane) and row fields (`FIELDS`, as `rows` reads them): the one place that shapes
+    it, for `snapshot` and `triage.find` alike."""
     # column-wise: one list per field, not one dict per job
-    columns = dict(zip(FIELDS, zip(*rows(conn, q, [m[0] for m in members]))))
-    frame = pd.DataFrame({
-        "id": _text_column([m[0] for m in members]), "state": _text_column([m[1] for m in members]),
+    columns = dict(zip(FIELDS, zip(*found))) if found else {f: () for f in FIELDS}
+    out = pd.DataFrame({
+        "id": _text_column(ids), "state": _text_column(states),
         # a lane's job names its group on the row; the lane it sits in says the same
-        "group": _text_column([g if g is not None else m[3] for g, m in zip(columns["group"], members)]),
+        "group": _text_column([g if g is not None else lane for g, lane in zip(columns["group"], lanes)]),
         "priority": _text_column(columns["priority"]),
-        "at": [m[2] if m[1] in _TIMED else None for m in members],
+        "at": [score if state in _TIMED else None for state, score in zip(states, scores)],
         **{f: _text_column(columns[f]) for f in FIELDS[2:]},
     }, columns=["id", *COLUMNS]).set_index("id")
-    return _typed(frame)
+    return _typed(out)
 
 
 def _text_column(values: Iterable[object]) -> pd.Series:
