@@ -54,6 +54,8 @@ from .job_panel import JobPanel
 from .lanes_view import LanesView, RepeatablesView
 from .queue_panel import QueuePanel
 
+# the writing buttons of the panels shown as they are (greyed out on a read-only connection)
+WRITING_BUTTONS = ("reprocess_button", "remove_button", "reprocess_all_button")
 TABS = ("Overview", "Jobs", "Job", "Dead letters", "Lanes", "Repeatables", "Events")
 COUNTS = ("pending", "active", "schedule", "dead")
 # verdict -> background of its cell (frames.health's words)
@@ -266,6 +268,9 @@ class Dashboard(Panel):
             return
         if not part.owned:
             part.heading.layout.display = "none"    # the dashboard's header names the connection
+            # a panel built before read-only sessions existed may not name its writing buttons
+            part.writes(*(b for b in (getattr(part, n, None) for n in WRITING_BUTTONS)
+                          if isinstance(b, w.Button) and b not in part._writing))
         self.parts[name] = part
         extra = [self.plot] if name == "Overview" and self.plot is not None else []
         box.children = [part, *extra]
