@@ -95,12 +95,13 @@ class Dashboard(Panel):
         self.grid = grids.grid(_overview_frame(pd.DataFrame()), colours=OVERVIEW_COLOURS,
                                widths=OVERVIEW_WIDTHS, index_px=180, most_rows=10)
         self.grid.on_cell_click(self._clicked)
-        self.picker = w.Dropdown(options=[], description="queue", value=None)
+        self.picker = w.Dropdown(options=[], description="open queue", value=None,
+                                 style={"description_width": "auto"})
         self._quiet = False     # True while the refresh replaces the picker's options
         self.picker.observe(self._picked, names="value")
         self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
-        self.auto = w.ToggleButton(value=False, icon="clock",
+        self.auto = w.ToggleButton(value=False, icon="clock", layout=w.Layout(width="auto"),
                                    description=f"Auto-refresh every {self.refresh_every:g} s")
         self.auto.observe(lambda ch: self._auto(ch["new"]), names="value")
         self.updated = w.HTML()

@@ -46,9 +46,12 @@ def _cell(value: Any) -> str:
 
 
 def renderers(frame: pd.DataFrame, colours: dict[str, str] | None = None) -> dict[str, Any]:
-    """Right-aligned `1,234` for whole-number columns; a background expression per coloured column."""
+    """Right-aligned `1,234` for whole-number columns, a background expression per coloured
+    column, and the index left-aligned."""
     colours = colours or {}
-    out: dict[str, Any] = {}
+    # the index (the row header) is named like a column: left-aligned, on the headers' grey
+    out: dict[str, Any] = {str(frame.index.name or "id"): dg.TextRenderer(
+        horizontal_alignment="left", background_color="#f6f8fa")}
     for col in frame.columns:
         kw: dict[str, Any] = {}
         if pd.api.types.is_integer_dtype(frame[col]):
@@ -60,9 +63,19 @@ def renderers(frame: pd.DataFrame, colours: dict[str, str] | None = None) -> dic
     return out
 
 
+COLUMN_PX = 96
+# room for a scroll bar and the borders, so the last row and column are never cut
+EDGE_PX = 20
+
+
 def height(rows: int, most: int = 12) -> str:
     """A grid tall enough for `rows` rows (at most `most`, then it scrolls)."""
-    return f"{HEADER_PX + ROW_PX * max(1, min(rows, most)) + 4}px"
+    return f"{HEADER_PX + ROW_PX * max(1, min(rows, most)) + EDGE_PX}px"
+
+
+def width(frame: pd.DataFrame, widths: dict[str, int], index_px: int) -> str:
+    """As wide as its columns (no empty band to the right), at most the page."""
+    return f"{index_px + sum(widths.get(c, COLUMN_PX) for c in frame.columns) + EDGE_PX}px"
 
 
 def grid(frame: pd.DataFrame, *, colours: dict[str, str] | None = None,
@@ -70,11 +83,16 @@ def grid(frame: pd.DataFrame, *, colours: dict[str, str] | None = None,
          index_px: int = 220) -> dg.DataGrid:
     """A row-selecting DataGrid of `shown(frame)`."""
     view = shown(frame)
+    widths = dict(widths or {})
     g = dg.DataGrid(view, selection_mode="row", renderers=renderers(view, colours),
                     base_row_size=ROW_PX, base_column_header_size=HEADER_PX,
-                    base_row_header_size=index_px, base_column_size=96,
-                    column_widths=dict(widths or {}), header_visibility="all",
-                    layout={"height": height(len(view), most_rows), "width": "100%"})
+                    base_row_header_size=index_px, base_column_size=COLUMN_PX,
+                    column_widths=widths, header_visibility="all",
+                    header_renderer=dg.TextRenderer(horizontal_alignment="left",
+                                                    font="bold 12px sans-serif",
+                                                    background_color="#f6f8fa"),
+                    layout={"height": height(len(view), most_rows),
+                            "width": width(view, widths, index_px), "max_width": "100%"})
     return g
 
 
