@@ -65,7 +65,7 @@ def renderers(frame: pd.DataFrame, colours: dict[str, str] | None = None) -> dic
 
 COLUMN_PX = 96
 # room for a scroll bar and the borders, so the last row and column are never cut
-EDGE_PX = 20
+EDGE_PX = 30
 
 
 def height(rows: int, most: int = 12) -> str:

@@ -41,8 +41,10 @@ COLOURS = {
     "last_error": "cell.value != '' ? '#fff5f5' : 'white'",
     "failures": "cell.value > 0 ? '#fff5f5' : 'white'",
 }
-WIDTHS = {"state": 72, "group": 80, "priority": 64, "at": 150, "attempts": 70, "failures": 70,
-          "stalled": 64, "last_error": 280, "progress": 70, "payload": 320}
+WIDTHS = {"state": 72, "last_error": 300, "payload": 300, "attempts": 84, "failures": 84,
+          "stalled": 76, "at": 150, "group": 84, "priority": 80, "progress": 84}
+# the grid's columns, what a dead job is read by first
+SHOWN = list(WIDTHS)
 
 
 def optional(name: str) -> ModuleType | None:
@@ -75,9 +77,9 @@ class JobsView(Panel):
                                      style={"button_width": "90px"})
         self.state.observe(lambda _: self.first_page(), names="value")
         self.error_glob = w.Text(placeholder="error glob, e.g. SMTP 5*", description="error",
-                                 layout=w.Layout(width="320px"))
+                                 layout=w.Layout(width="300px"), style={"description_width": "50px"})
         self.payload_glob = w.Text(placeholder='payload glob, e.g. *@example.com*', description="payload",
-                                   layout=w.Layout(width="320px"))
+                                   layout=w.Layout(width="340px"), style={"description_width": "60px"})
         self.filter_button = w.Button(description="Filter", icon="filter")
         self.filter_button.on_click(lambda _: self.first_page())
         self.clear_button = w.Button(description="Clear")
@@ -89,18 +91,19 @@ class JobsView(Panel):
         self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
         self.page_label = w.HTML()
-        self.grid = grids.grid(self.frame, colours=COLOURS, widths=WIDTHS, most_rows=14)
+        self.grid = grids.grid(self.frame[SHOWN], colours=COLOURS, widths=WIDTHS, most_rows=14)
         self.grid.observe(lambda _: self._show_selection(), names="selections")
         self.grid.on_cell_click(self._clicked)
         self.selection_label = w.HTML()
         self.reprocess_button = w.Button(description="Reprocess selected", button_style="primary",
-                                         icon="redo")
+                                         icon="redo", layout=w.Layout(width="auto"))
         self.reprocess_button.on_click(lambda _: self.reprocess_selected())
         self.remove_button = w.Button(description="Remove selected…", button_style="danger",
-                                      icon="trash")
+                                      icon="trash", layout=w.Layout(width="auto"))
         self.remove_button.on_click(lambda _: self.ask_remove())
         self.confirm_text = w.HTML()
-        self.confirm_remove_button = w.Button(description="Confirm remove", button_style="danger")
+        self.confirm_remove_button = w.Button(description="Confirm remove", button_style="danger",
+                                              layout=w.Layout(width="auto"))
         self.confirm_remove_button.on_click(lambda _: self.remove_selected())
         self.cancel_button = w.Button(description="Cancel")
         self.cancel_button.on_click(lambda _: self._hide_confirm())
@@ -114,9 +117,9 @@ class JobsView(Panel):
         self.children = [
             self.state,
             w.HBox([self.error_glob, self.payload_glob, self.filter_button, self.clear_button]),
-            w.HBox([self.prev_button, self.next_button, self.refresh_button, self.page_label],
+            w.HBox([self.prev_button, self.next_button, self.refresh_button],
                    layout=w.Layout(align_items="center")),
-            self.grid,
+            self.page_label, self.grid,
             w.HBox([self.reprocess_button, self.remove_button, self.selection_label],
                    layout=w.Layout(align_items="center")),
             self.confirm_text, self.confirm_row, self.outcome, self.status,
@@ -156,7 +159,7 @@ class JobsView(Panel):
             self.say(f"error: {exc}", "error")
             return
         self.frame = page
-        grids.refill(self.grid, page, COLOURS, most_rows=14)
+        grids.refill(self.grid, page[SHOWN], COLOURS, most_rows=14)
         self.page_label.value = note
         self.prev_button.disabled = self.offset == 0
         self.next_button.disabled = not self.more
@@ -217,13 +220,14 @@ class JobsView(Panel):
         """At most `FILTER_SCAN` members, read a page of 1,000 at a time, matched whole-field
         and case-sensitive (fnmatch), until `want` matches."""
         hits: list[pd.DataFrame] = []
-        found = examined = 0
+        found = examined = offset = 0
         while examined < FILTER_SCAN and found < want:
             batch = frames.snapshot(self.conn, self.q, states=(state,), limit=frames.BATCH,
-                                    offset=examined)
+                                    offset=offset)
             if batch.empty:
                 break
-            examined += frames.BATCH
+            offset += frames.BATCH          # the next page of each set (and each lane)
+            examined += len(batch)
             keep = pd.Series(True, index=batch.index)
             for col, glob in (("last_error", error), ("payload", payload)):
                 if glob is not None:
@@ -232,7 +236,7 @@ class JobsView(Panel):
             hits.append(batch[keep])
             found += int(keep.sum())
         out = pd.concat(hits) if hits else _empty()
-        return out.iloc[:want], min(examined, FILTER_SCAN)
+        return out.iloc[:want], examined
 
     def _show_selection(self) -> None:
         ids = self.selected()

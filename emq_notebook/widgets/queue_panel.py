@@ -45,7 +45,8 @@ class QueuePanel(Panel):
         if owned:   # the owner's one refresh loop refreshes it
             self.auto.layout.display = "none"
 
-        self.include_schedule = w.Checkbox(description="include schedule", value=False, indent=False)
+        self.include_schedule = w.Checkbox(description="include schedule", value=False, indent=False,
+                                           layout=w.Layout(width="auto", margin="0 0 0 12px"))
         self.drain_button = w.Button(description="Drain…", icon="trash")
         self.drain_button.on_click(lambda _: self.ask_drain())
         self.confirm_drain_button = w.Button(description="Confirm drain", button_style="warning")
@@ -60,7 +61,8 @@ class QueuePanel(Panel):
 
         self.typed_name = w.Text(placeholder="type the queue name to confirm")
         self.typed_name.observe(lambda _: self._gate_obliterate(), names="value")
-        self.force = w.Checkbox(description="force (jobs in flight)", value=False, indent=False)
+        self.force = w.Checkbox(description="force (jobs in flight)", value=False, indent=False,
+                                layout=w.Layout(width="auto", margin="0 12px"))
         self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000,
                                        description="budget")
         self.obliterate_button = w.Button(description="Obliterate", button_style="danger",
