@@ -523,3 +523,75 @@ def test_the_demo_stages_only_on_an_empty_server(conn):
     assert c.loc["mailers", ["pending", "active", "dead"]].tolist() == [1_204, 6, 24]
     assert bool(c.loc["reports", "paused"]) and c.loc["reports", "lanes"] == 2
     assert c.loc["thumbnails", "schedule"] == 12
+
+
+# -- the parts other modules bring, when they are installed -------------------------
+def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
+    import pandas as pd
+
+    def health(c, queues=None):
+        assert c is conn and queues == ["mail", "reports"]
+        return pd.DataFrame({"verdict": ["failing", "paused"],
+                             "why": ["3 of 3 failed in 5 minutes", "paused by an operator"]},
+                            index=pd.Index(queues, name="queue"))
+
+    monkeypatch.setattr(frames, "health", health, raising=False)
+    d = Dashboard(conn, auto=False)
+    assert d.grid.data.loc["mail", "verdict"] == "failing"
+    assert list(d.grid.data.columns)[:2] == ["state", "verdict"] and d.grid.data.columns[-1] == "why"
+    assert "'failing' ? '#ffebe9'" in d.grid.renderers["verdict"].background_color.value
+    assert "mail | running | failing | 2 |" in d.static_text()
+    d.close()
+
+
+def test_find_filters_on_the_server_and_bulk_reprocess_is_used(conn, monkeypatch):
+    import sys
+    import types
+
+    ids = dead(conn, Q, 4)
+    calls = []
+
+    def find(c, q, *, state, error=None, payload=None, limit):
+        calls.append((q, state, error, payload, limit))
+        return frames.snapshot(c, q, states=(state,)).loc[[ids[1], ids[3]]]
+
+    def reprocess_jobs(c, q, chosen):
+        calls.append(("bulk", list(chosen)))
+        return {i: "reprocessed" for i in chosen}
+
+    monkeypatch.setitem(sys.modules, "emq_notebook.triage", types.SimpleNamespace(find=find))
+    monkeypatch.setattr(admin, "reprocess_jobs", reprocess_jobs, raising=False)
+    d = Dashboard(conn, auto=False, queue=Q)
+    view = d.tab("Jobs")
+    view.error_glob.value = "SMTP*"
+    view.filter_button.click()
+    assert calls == [(Q, "dead", "SMTP*", None, 101)]
+    assert view.frame.index.tolist() == [ids[1], ids[3]] and "triage.find" in view.page_label.value
+    select(view.grid, (1, 1))
+    view.reprocess_button.click()
+    assert calls[1] == ("bulk", [ids[3]]) and view.results == {ids[3]: "reprocessed"}
+    assert calls[2][0] == Q                                     # the filtered page read again
+    d.close()
+
+
+def test_the_throughput_plot_shows_when_plots_is_installed(conn, monkeypatch):
+    import sys
+    import types
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def throughput(c, q, since):
+        fig, ax = plt.subplots()
+        ax.plot(frames.metrics(c, q).index, frames.metrics(c, q)["completed"])
+        ax.set_title(f"{q}: jobs completed a minute, last {since}")
+        return fig
+
+    monkeypatch.setitem(sys.modules, "emq_notebook.plots", types.SimpleNamespace(throughput=throughput))
+    jobs.enqueue(conn, Q, "{}")
+    d = Dashboard(conn, auto=False, queue=Q)
+    assert d.plot is not None and d.plot.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert d.tabs.children[0].children[-1] is d.plot
+    d.close()
