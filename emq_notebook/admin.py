@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+import pandas as pd
+
 from .catalogue import document
 from .checks import whole
 from .connector import Connection
-from .keyspace import base, check_name, job_key, lane_key, queue_key
+from .errors import BadInput
+from .keyspace import base, check_name, lane_key, queue_key
 
 DEFAULT_BUDGET = 1000
 Progress = Callable[[int, int], None]
@@ -139,15 +142,56 @@ def reprocess_dead(conn: Connection, q: str, budget: int = DEFAULT_BUDGET, limit
     return total
 
 
-def remove_jobs(conn: Connection, q: str, ids: Iterable[str]) -> dict[str, str]:
-    """Remove many jobs by id in one call: `{id: "removed" | "gone" | "locked"}`.
+def job_ids(ids: Iterable[str]) -> list[str]:
+    """Job ids as the bulk verbs take them: any iterable of ids (a frame's index; a frame
+    stands for its index), each gated by the key builder, duplicates dropped, first
+    order kept. One id alone (a str) is `BadInput`: pass `[id]`."""
+    if isinstance(ids, pd.DataFrame):
+        ids = ids.index
+    if isinstance(ids, str):
+        raise BadInput(f"ids is a collection of job ids, not one id: pass [{ids!r}]")
+    return list(dict.fromkeys(check_name(i, "job id") for i in ids))
 
-    Locked jobs are left untouched; every id is gated before anything is sent.
+
+def _bulk(conn: Connection, q: str, name: str, keys: list[str], ids: list[str], budget: int,
+          verb: str) -> dict[str, str]:
+    words: dict[str, str] = {}
+    for start in range(0, len(ids), budget):
+        chunk = ids[start:start + budget]
+        words.update(zip(chunk, conn.run(name, keys, chunk, verb=verb, queue=q), strict=True))
+    return words
+
+
+def reprocess_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False,
+                   budget: int = DEFAULT_BUDGET) -> dict[str, str]:
+    """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
+    of at most `budget` ids: `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
+    for a row no transition can read, left in dead).
+
+    `dry_run=True` answers the words the real call would give on the same state,
+    from a read-only script, and writes nothing (it works on a read-only session).
+    Counters stay. Ids are gated and de-duplicated before anything is sent.
     """
-    ids = [check_name(i, "job id") for i in ids]
-    if not ids:
-        return {}
-    for i in ids:
-        job_key(q, i)
-    words = conn.run("remove_jobs", [base(q)], ids, verb="remove", queue=q)
-    return dict(zip(ids, words))
+    check_budget(budget)
+    keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
+    chosen = job_ids(ids)
+    if not dry_run:
+        conn.refuse_writes(f"reprocess {q}")
+    return _bulk(conn, q, "reprocess_jobs_check" if dry_run else "reprocess_jobs", keys, chosen, budget,
+                 "reprocess")
+
+
+def remove_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False) -> dict[str, str]:
+    """Remove many jobs by id: `{id: "removed" | "gone" | "locked"}`, in calls of at most
+    1,000 ids.
+
+    Locked jobs are left untouched; every id is gated (and duplicates dropped) before
+    anything is sent. `dry_run=True` answers the words the real call would give on the
+    same state, from a read-only script, and writes nothing.
+    """
+    keys = [base(q)]
+    chosen = job_ids(ids)
+    if not dry_run:
+        conn.refuse_writes(f"remove {q}")
+    return _bulk(conn, q, "remove_jobs_check" if dry_run else "remove_jobs", keys, chosen, DEFAULT_BUDGET,
+                 "remove")
