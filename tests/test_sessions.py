@@ -41,6 +41,7 @@ WRITING = {
     "jobs.add_log": lambda c: jobs.add_log(c, Q, "j_pending", "a line"),
     "jobs.remove_job": lambda c: jobs.remove_job(c, Q, "j_pending"),
     "jobs.reprocess_job": lambda c: jobs.reprocess_job(c, Q, "j_dead"),
+    "jobs.promote_job": lambda c: jobs.promote_job(c, Q, "j_later"),
     "lanes.claim": lambda c: lanes.claim(c, Q, 60_000),
     "lanes.set_limit": lambda c: lanes.set_limit(c, Q, "acme", 5),
     "lanes.pause_lane": lambda c: lanes.pause_lane(c, Q, "acme"),
@@ -48,6 +49,7 @@ WRITING = {
     "repeat.register": lambda c: repeat.register(c, Q, "hourly", 3_600_000, "{}"),
     "repeat.unregister": lambda c: repeat.unregister(c, Q, "nightly"),
     "repeat.tick": lambda c: repeat.tick(c, Q),
+    "repeat.run_now": lambda c: repeat.run_now(c, Q, "nightly"),
 }
 # Every reading verb, with what it must see of the staged queue.
 READING = {
