@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
+from . import triage
 from .catalogue import document
 from .checks import whole
 from .connector import Connection
@@ -120,6 +121,7 @@ def _count(conn: Connection, q: str, states: Iterable[str]) -> int:
     return sum(pipe.execute())
 
 
+@document
 def reprocess_dead(conn: Connection, q: str, budget: int = DEFAULT_BUDGET, limit: int | None = None,
                    progress: Progress | None = None, *, rate: float | None = None, trial: int | None = None,
                    stop_if_failing: float | None = None, watch_s: float = 30) -> int:
@@ -197,8 +199,7 @@ class ControlledRetry:
         self.began_ms = 0
 
     def run(self) -> int:
-        seconds, micros = self.conn.command("TIME")
-        self.began_ms = int(seconds) * 1000 + int(micros) // 1000
+        self.began_ms = triage.server_ms(self.conn)
         if self.trial is not None:
             watched = self.step(self._room(self.trial))
             failed = self.watch(watched)
@@ -282,6 +283,7 @@ def _bulk(conn: Connection, q: str, name: str, keys: list[str], ids: list[str], 
     return words
 
 
+@document
 def reprocess_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False,
                    budget: int = DEFAULT_BUDGET) -> dict[str, str]:
     """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
@@ -301,6 +303,7 @@ def reprocess_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: boo
                  "reprocess")
 
 
+@document
 def remove_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False) -> dict[str, str]:
     """Remove many jobs by id: `{id: "removed" | "gone" | "locked"}`, in calls of at most
     1,000 ids.

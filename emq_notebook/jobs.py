@@ -154,6 +154,7 @@ def promote(conn: Connection, q: str, budget: int = 1000) -> int:
 
 
 
+@document
 def promote_job(conn: Connection, q: str, job_id: str) -> None:
     """One scheduled job (delayed, or waiting to retry) becomes ready now: pending, or its
     lane for a grouped job, at its priority. Refuses `Gone`, `NotScheduled` (a job not

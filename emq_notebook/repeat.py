@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from .catalogue import document
 from .checks import MAX_MS, whole
 from .connector import Connection
 from .errors import BadInput, Gone
@@ -59,6 +60,7 @@ def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
     return list(conn.run("repeat_tick", [base(q)], ids, verb="tick", queue=q))
 
 
+@document
 def run_now(conn: Connection, q: str, name: str) -> str:
     """One job from repeatable `name`, now (its payload, group and attempts); answers the
     new job's id. The next due time is left as it was: the cadence is kept.

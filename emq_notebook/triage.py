@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 
 import pandas as pd
 
+from .catalogue import document
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput
@@ -143,10 +144,17 @@ def _sets(conn: Connection, q: str, states: tuple[str, ...]) -> list[tuple[str, 
     return out
 
 
+def server_ms(conn: Connection) -> int:
+    """The server's clock in epoch ms (the clock `created_at` and the set scores use)."""
+    seconds, micros = conn.command("TIME")
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 def _bound(value: object, what: str) -> str:
     return "" if value is None else str(whole(value, what, least=0))
 
 
+@document
 def find(conn: Connection, q: str, *, state: str | Iterable[str] = "dead", error: str | None = None,
          payload: str | None = None, group: str | None = None, min_attempts: int | None = None,
          created_after: int | None = None, created_before: int | None = None,
@@ -247,6 +255,7 @@ def signature(text: str) -> str:
 ERROR_COLUMNS = ["count", "first_seen", "last_seen", "sample_id", "sample_error"]
 
 
+@document
 def errors(conn: Connection, q: str, state: str | Iterable[str] = "dead",
            budget: int = DEFAULT_BUDGET) -> pd.DataFrame:
     """The `last_error` texts of `state`'s jobs grouped by `signature`: a frame indexed by

@@ -68,6 +68,7 @@ READING = {
     "frames.metrics": (lambda c: len(frames.metrics(c, Q)) >= 0, True),
     "triage.find": (lambda c: list(triage.find(c, Q, state="all", error="b*").index), ["j_dead"]),
     "triage.errors": (lambda c: triage.errors(c, Q)["count"].to_dict(), {"boom": 1}),
+    "triage.server_ms": (lambda c: triage.server_ms(c) > 1_600_000_000_000, True),
 }
 NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease",    # a check and a reply decoder
              "admin.job_ids", "triage.signature", "triage.glob_spec"}     # pure: no server
