@@ -275,32 +275,46 @@ def job_ids(ids: Iterable[str]) -> list[str]:
 
 
 def _bulk(conn: Connection, q: str, name: str, keys: list[str], ids: list[str], budget: int,
-          verb: str) -> dict[str, str]:
+          verb: str, rate: float | None = None, progress: Progress | None = None) -> dict[str, str]:
+    """Run script `name` over `ids` in calls of at most `budget` ids (and, with a `rate`,
+    at most a tenth of a second's worth, paced to that many ids a second)."""
     words: dict[str, str] = {}
-    for start in range(0, len(ids), budget):
-        chunk = ids[start:start + budget]
+    step = budget if rate is None else max(1, min(budget, math.ceil(rate / 10)))
+    began = time.monotonic()
+    for calls, start in enumerate(range(0, len(ids), step), 1):
+        chunk = ids[start:start + step]
         words.update(zip(chunk, conn.run(name, keys, chunk, verb=verb, queue=q), strict=True))
+        if progress:
+            progress(calls, len(words))
+        if rate is not None:
+            wait = began + len(words) / rate - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
     return words
 
 
 @document
 def reprocess_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False,
-                   budget: int = DEFAULT_BUDGET) -> dict[str, str]:
+                   budget: int = DEFAULT_BUDGET, rate: float | None = None,
+                   progress: Progress | None = None) -> dict[str, str]:
     """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
     of at most `budget` ids: `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
     for a row no transition can read, left in dead).
 
     `dry_run=True` answers the words the real call would give on the same state,
     from a read-only script, and writes nothing (it works on a read-only session).
+    `rate` caps the ids sent a second; `progress(calls, ids_answered)` after each call.
     Counters stay. Ids are gated and de-duplicated before anything is sent.
     """
     check_budget(budget)
+    if rate is not None:
+        rate = _number(rate, "rate (jobs per second)", 0, 1_000_000)
     keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
     chosen = job_ids(ids)
     if not dry_run:
         conn.refuse_writes(f"reprocess {q}")
     return _bulk(conn, q, "reprocess_jobs_check" if dry_run else "reprocess_jobs", keys, chosen, budget,
-                 "reprocess")
+                 "reprocess", rate=None if dry_run else rate, progress=progress)
 
 
 @document

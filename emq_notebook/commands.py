@@ -125,10 +125,11 @@ YES = opt("--yes", action="store_true", help="confirm a command on more than con
 # the filtered and controlled forms of reprocess and remove (handled in commands_triage.py)
 ERROR = opt("--error", metavar="GLOB", help="last_error matches this glob (fnmatch: * ? [...])")
 PAYLOAD = opt("--payload", metavar="GLOB", help="payload matches this glob")
+SIGNATURE = opt("--signature", help="last_error has this signature (as %%emq errors shows it)")
 STATE = opt("--state", action="append", choices=[*STATES, "all"],
             help="the set to search (repeat it for several; default: dead)")
 DRY_RUN = opt("--dry-run", action="store_true", help="print the preview and each id's word; write nothing")
-CONTROLLED = (opt("--rate", type=rate, help="with --all: at most this many jobs a second (50/s)"),
+CONTROLLED = (opt("--rate", type=rate, help="at most this many jobs a second (50/s)"),
               opt("--trial", type=whole, help="with --all: move N first and watch them"),
               opt("--stop-if-failing", type=fraction, help="with --trial: halt at this share dead again"),
               opt("--watch", type=duration, default=30_000, help="how long a trial is watched (default 30s)"))
@@ -307,8 +308,8 @@ def _logs(s: Session, ns: Namespace) -> list[str]:
 
 
 @verb("remove", "remove a job (or the jobs a filter finds); refuses gone / locked",
-      QUEUE, arg("id", nargs="?"), opt("--dedup", help="release this dedup key"), ERROR, PAYLOAD, STATE,
-      DRY_RUN, YES, writes=True,
+      QUEUE, arg("id", nargs="?"), opt("--dedup", help="release this dedup key"), ERROR, PAYLOAD, SIGNATURE,
+      STATE, DRY_RUN, YES, writes=True,
       catalogue=(Entry("jobs.remove_job", "@remove_job2", "the row exists and no worker holds it",
                        "ZREM from its set and lane (a lane slot given back when in flight), DEL row and "
                        ":logs, release dedup; publishes `removed`",
@@ -327,8 +328,8 @@ def _remove(s: Session, ns: Namespace) -> Any:
 
 @verb("reprocess", "move a dead job back (or the dead a filter finds, or all dead)",
       QUEUE, arg("id", nargs="?"), opt("--all-dead", "--all", action="store_true"), BUDGET,
-      opt("--limit", type=whole, help="at most N jobs in all"), ERROR, PAYLOAD, DRY_RUN, *CONTROLLED, YES,
-      writes=True,
+      opt("--limit", type=whole, help="at most N jobs in all"), ERROR, PAYLOAD, SIGNATURE, DRY_RUN,
+      *CONTROLLED, YES, writes=True,
       catalogue=(Entry("jobs.reprocess_job", "@reprocess2", "the row exists and is in dead",
                        "ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job: its "
                        "lane and the ring); counters kept; publishes `reprocessed`",

@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import admin, jobs, repeat, triage
 from .catalogue import Entry
-from .commands import ERROR, JOB, PAYLOAD, QUEUE, STATE, Session, confirm
+from .commands import ERROR, JOB, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, confirm
 from .decoding import printable
 from .errors import UsageProblem
 from .grammar import duration, limit, whole
@@ -32,7 +32,7 @@ SAMPLES = 3           # sample ids a preview shows per signature
 def filtered(ns: Namespace) -> bool:
     """True when a `reprocess` / `remove` line is one of the forms handled here."""
     return any(getattr(ns, name, None) not in (None, False) for name in
-               ("error", "payload", "dry_run", "rate", "trial", "stop_if_failing"))
+               ("error", "payload", "signature", "dry_run", "rate", "trial", "stop_if_failing"))
 
 
 def _states(ns: Namespace) -> Any:
@@ -59,33 +59,38 @@ def _tally(words: dict[str, str]) -> str:
 
 
 def _find_for(s: Session, ns: Namespace, states: Any) -> pd.DataFrame:
-    return triage.find(s.conn, ns.queue, state=states, error=ns.error, payload=ns.payload, limit=None,
-                       budget=s.settings.budget)
+    return triage.find(s.conn, ns.queue, state=states, error=ns.error, payload=ns.payload,
+                       signature=ns.signature, limit=None, budget=s.settings.budget)
+
+
+def _filter_given(ns: Namespace) -> bool:
+    return ns.error is not None or ns.payload is not None or ns.signature is not None
 
 
 def reprocess(s: Session, ns: Namespace) -> Any:
     """`reprocess QUEUE --error GLOB [--payload GLOB] [--dry-run | --yes]`, and
     `reprocess QUEUE --all [--rate R] [--trial N [--stop-if-failing F]] [--dry-run]`."""
-    controlled = ns.rate is not None or ns.trial is not None or ns.stop_if_failing is not None
     if ns.id is not None:
-        raise UsageProblem("reprocess takes a job id, or a filter (--error, --payload) or --all — "
-                           "not both; see %emq reprocess --help")
-    if controlled and not ns.all_dead:
-        raise UsageProblem("--rate, --trial and --stop-if-failing go with --all — see %emq reprocess --help")
-    if ns.all_dead and (ns.error is not None or ns.payload is not None):
-        raise UsageProblem("reprocess takes --all or a filter (--error, --payload), not both")
+        raise UsageProblem("reprocess takes a job id, or a filter (--error, --payload, --signature) or "
+                           "--all — not both; see %emq reprocess --help")
+    if (ns.trial is not None or ns.stop_if_failing is not None) and not ns.all_dead:
+        raise UsageProblem("--trial and --stop-if-failing go with --all — see %emq reprocess --help")
+    if ns.all_dead and _filter_given(ns):
+        raise UsageProblem("reprocess takes --all or a filter (--error, --payload, --signature), not both")
     if ns.all_dead:
         return _reprocess_all(s, ns)
-    if ns.error is None and ns.payload is None:
-        raise UsageProblem("reprocess takes a job id, a filter (--error, --payload) or --all — "
-                           "see %emq reprocess --help")
+    if not _filter_given(ns):
+        raise UsageProblem("reprocess takes a job id, a filter (--error, --payload, --signature) or --all "
+                           "— see %emq reprocess --help")
     ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"))
     if ns.dry_run:
         words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=s.settings.budget)
         s.say(f"dry run, nothing written: would answer {_tally(words)}")
         return words
     confirm(s, ns, len(ids), "reprocess")
-    words = admin.reprocess_jobs(s.conn, ns.queue, ids, budget=s.settings.budget)
+    report = s.progress(f"reprocess {ns.queue}", len(ids)) if ns.rate is not None else None
+    words = admin.reprocess_jobs(s.conn, ns.queue, ids, budget=s.settings.budget, rate=ns.rate,
+                                 progress=None if report is None else lambda calls, n: report(n))
     s.say(f"reprocess {ns.queue}: {_tally(words)} (the {len(ids):,} previewed jobs)")
     return words
 
@@ -111,9 +116,9 @@ def remove(s: Session, ns: Namespace) -> Any:
     """`remove QUEUE --error GLOB [--payload GLOB] [--state S] [--dry-run | --yes]`."""
     if ns.id is not None:
         raise UsageProblem("remove takes a job id or a filter (--error, --payload), not both")
-    if ns.error is None and ns.payload is None:
-        raise UsageProblem("remove takes a job id or a filter (--error GLOB, --payload GLOB) — "
-                           "see %emq remove --help")
+    if not _filter_given(ns):
+        raise UsageProblem("remove takes a job id or a filter (--error GLOB, --payload GLOB, --signature "
+                           "S) — see %emq remove --help")
     ids = preview(s, "remove", ns.queue, _find_for(s, ns, _states(ns)))
     if ns.dry_run:
         words = admin.remove_jobs(s.conn, ns.queue, ids, dry_run=True)
@@ -128,7 +133,7 @@ def remove(s: Session, ns: Namespace) -> Any:
 # -- the verbs of this module -----------------------------------------------------------
 
 @verb("find", "search a set on the server: jobs whose fields match (a frame)",
-      QUEUE, STATE, ERROR, PAYLOAD, opt("--group"), opt("--min-attempts", type=whole),
+      QUEUE, STATE, ERROR, PAYLOAD, SIGNATURE, opt("--group"), opt("--min-attempts", type=whole),
       opt("--since", type=duration, help="created within this long, e.g. 1h"),
       opt("--limit", type=limit, help="at most N rows (0: all; default: %%config default_limit)"),
       catalogue=Entry("triage.find", "@find", "none; bounded calls of `budget` members examined",
@@ -138,8 +143,8 @@ def _find(s: Session, ns: Namespace) -> pd.DataFrame:
     rows = s.settings.default_limit if ns.limit is None else ns.limit
     after = None if ns.since is None else triage.server_ms(s.conn) - ns.since
     frame = triage.find(s.conn, ns.queue, state=_states(ns), error=ns.error, payload=ns.payload,
-                        group=ns.group, min_attempts=ns.min_attempts, created_after=after,
-                        limit=rows or None, budget=s.settings.budget)
+                        signature=ns.signature, group=ns.group, min_attempts=ns.min_attempts,
+                        created_after=after, limit=rows or None, budget=s.settings.budget)
     if rows and len(frame) >= rows:
         s.say(f"showing the first {rows:,} matches; --limit 0 for all")
     return frame

@@ -71,6 +71,9 @@ def test_a_filtered_reprocess_below_the_threshold_acts(emq_line, conn, capsys):
     assert "reprocess mailq: 1 jobs match" in out
     assert "1  timeout after <num>ms  [j_to]" in out
     assert "reprocess mailq: 1 reprocessed (the 1 previewed jobs)" in out
+    words = emq_line("reprocess mailq --signature 'SMTP <num> mailbox <num> unavailable' --rate 1000/s")
+    assert words == {f"j_smtp{i}": "reprocessed" for i in range(5)}
+    assert list(emq_line("find mailq --signature 'TLS handshake failed after <num>s'").index) == ["j_tls"]
 
 
 def test_above_the_threshold_it_previews_and_acts_on_nothing(emq_line, conn, capsys, confirm_above_3):
@@ -122,7 +125,8 @@ def test_the_single_id_forms_still_work(emq_line, conn, capsys):
 
 
 @pytest.mark.parametrize("line", [
-    "reprocess mailq --rate 50/s", "reprocess mailq --trial 3", "reprocess mailq j_1 --error x",
+    "reprocess mailq --rate 50/s", "reprocess mailq --trial 3", "reprocess mailq --error x --trial 2",
+    "reprocess mailq j_1 --error x",
     "reprocess mailq --all --error x", "reprocess mailq --dry-run", "remove mailq",
     "remove mailq j_1 --error x",
     "reprocess mailq --all --rate fast", "reprocess mailq --all --trial 2 --stop-if-failing 2",

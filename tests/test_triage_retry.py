@@ -181,3 +181,23 @@ def test_run_now_keeps_the_cadence(conn):
     with pytest.raises(BadRow):
         repeat.run_now(conn, Q, "broken")
     assert dump(conn) == before
+
+
+def test_reprocess_jobs_at_a_rate(conn, monkeypatch):
+    ids = kill_many(conn, 9)
+    clock, slept, sizes = [0.0], [], []
+    monkeypatch.setattr(admin.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(admin.time, "sleep", lambda s: (slept.append(s), clock.__setitem__(0, clock[0] + s)))
+    real = conn.run
+
+    def record(name, keys, args=(), **kw):
+        sizes.append(len(args))
+        return real(name, keys, args, **kw)
+
+    conn.run = record
+    seen = []
+    words = admin.reprocess_jobs(conn, Q, ids, rate=30, progress=lambda calls, n: seen.append(n))
+    assert set(words.values()) == {"reprocessed"} and sizes == [3, 3, 3] and seen == [3, 6, 9]
+    assert sum(slept) == pytest.approx(9 / 30)
+    with pytest.raises(BadInput):
+        admin.reprocess_jobs(conn, Q, ids, rate=0)
