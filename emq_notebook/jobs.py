@@ -153,6 +153,16 @@ def promote(conn: Connection, q: str, budget: int = 1000) -> int:
                     verb="promote", queue=q)
 
 
+
+@document
+def promote_job(conn: Connection, q: str, job_id: str) -> None:
+    """One scheduled job (delayed, or waiting to retry) becomes ready now: pending, or its
+    lane for a grouped job, at its priority. Refuses `Gone`, `NotScheduled` (a job not
+    in the schedule set) and `BadRow`; a refusal writes nothing."""
+    reply = conn.run("promote_job", [job_key(q, job_id), queue_key(q, "schedule"), base(q)], [job_id],
+                     verb="promote", queue=q, job=job_id)
+    _gone(reply, "promote", q, job_id)
+
 # -- the per-job operator verbs ---------------------------------------------
 
 def _gone(reply: Any, verb: str, q: str, job_id: str) -> None:

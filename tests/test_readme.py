@@ -90,12 +90,12 @@ def test_the_settings_paragraph_names_each_setting_and_its_default(ip):
 def test_the_completion_examples(ip, conn):
     from emq_notebook import jobs, magics
     text = README.split("**Completion.**", 1)[1].split("\n\n", 1)[0]
-    assert "`%emq rep` + Tab gives `reprocess`" in text and "`--state d` gives `dead`" in text
+    assert "`%emq rep` + Tab gives `reprocess` and `repeats`" in text and "`--state d` gives `dead`" in text
     magics.SESSION.conn = conn
     jobs.enqueue(conn, "mailers", "{}", id="j_dead", max_attempts=1)
     jobs.fail(conn, "mailers", jobs.claim(conn, "mailers", 1000)[0], "boom")
     jobs.enqueue(conn, "mailers", "{}", id="j_live")
-    assert ip.complete("", "%emq rep", 8)[1] == ["reprocess"]
+    assert ip.complete("", "%emq rep", 8)[1] == ["reprocess", "repeats"]
     line = "%emq reprocess mailers "
     assert ip.complete("", line, len(line))[1] == ["j_dead"]
     line = "%emq jobs mailers --state d"
