@@ -27,6 +27,7 @@ from .errors import (
     NotOwner,
     NotPaused,
     NotScheduled,
+    QueueInUse,
     ReadOnly,
     Refused,
     UsageProblem,
@@ -41,7 +42,7 @@ __version__ = "0.1.0"
 __all__ = ["connect", "Connection", "admin", "jobs", "lanes", "repeat", "Worker",
            "EMQError", "Refused", "Gone", "Locked", "NotDead", "NotPaused", "ActiveJobs",
            "NotActive", "InvalidName", "UsageProblem", "BadInput", "WireError",
-           "NativeUnavailable", "NotOwner", "NotScheduled", "BadRow", "ReadOnly", "Halted",
+           "NativeUnavailable", "NotOwner", "NotScheduled", "BadRow", "ReadOnly", "Halted", "QueueInUse",
            "load_ipython_extension", "current"]
 
 

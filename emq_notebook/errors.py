@@ -55,6 +55,11 @@ class Halted(EMQError):
         return (type(self), (str(self), self.moved, self.failed_again))
 
 
+class QueueInUse(EMQError):
+    """A demo pointed at a server that already holds a queue of the demo's name (a key
+    under `emq:{q}:`) which no demo created; raised before the demo writes anything."""
+
+
 class NativeUnavailable(EMQError):
     """executor="native" on a server without the EchoMQ module's EMQ.* commands."""
 

@@ -39,8 +39,10 @@ def opening(*queues: str) -> list:
     return [
         code("%load_ext emq_notebook\n%emq connect"),
         md("`%emq connect` with no URL uses `EMQ_URL` when it is set, else the embedded "
-           "default (an in-process fakeredis with Lua). The next cell gives this runbook "
-           "clean queues, so it tells the same story on a shared server."),
+           "default (an in-process fakeredis with Lua). The next cell gives this demo its "
+           "own empty queues. A demo seeds and destroys, so it writes only to queues it "
+           "made itself: when the server already holds a queue of the same name that no "
+           "demo made, that cell stops with `QueueInUse` before writing anything."),
         code(f"import emq_notebook as emq\n\nconn = emq.demo.fresh(emq.current(), {names})"),
     ]
 
