@@ -112,11 +112,12 @@ class Runbook:
         live server first; a failed precondition raises `PreconditionFailed` before
         `apply()` writes anything."""
         lines = preview.lines()
+        if not preview.needed:
+            self.say(f"step {name}: not needed — {lines[0]}")
+            return self._log(name, "not needed", preview, "nothing to do")
         self.say(f"step {name}: {lines[0]}")
         for line in lines[1:]:
             print(line)
-        if not preview.needed:
-            return self._log(name, "not needed", preview, "nothing to do")
         if not self.apply:
             self._log(name, "previewed", preview, "")
             print("  APPLY = False: previewed only, nothing written")
@@ -214,6 +215,9 @@ def start(name: str, url: str | None, queue: str, apply: bool, *, env: str | Non
     check_name(queue)
     absent_ok = bool(params.pop("absent_ok", False))
     conn = connect(url, read_only=not apply, env=env, executor=executor, name="runbook")
+    # the record is read as text (a saved notebook, papermill's output): wide frames, one line a row
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_colwidth", 60)
     print(f"runbook {name} · started {time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime())}")
     mode = "APPLY = True: steps write" if apply else "APPLY = False: preview only, a read-only session"
     print(f"server: {conn.label} · env {env or 'not set'} · executor {conn.executor} · {mode}")
@@ -264,9 +268,10 @@ def overdue(conn: Connection, q: str, now: int | None = None) -> tuple[int, list
 def lane_frame(conn: Connection, q: str) -> pd.DataFrame:
     """One row per lane: pending, active, limit, paused, and its share of the in-flight jobs."""
     known = lanes.lanes(conn, q)
-    frame = pd.DataFrame.from_dict(known, orient="index",
-                                   columns=["pending", "active", "limit", "paused"])
-    frame.index.name = "group"
+    cols = ["pending", "active", "limit", "paused"]
+    frame = pd.DataFrame([[known[g][c] for c in cols] for g in known],
+                         index=pd.Index(list(known), name="group"), columns=cols)
+    frame = frame.astype({"pending": "int64", "active": "int64", "limit": "int64", "paused": "bool"})
     total = int(frame["active"].sum()) if len(frame) else 0
     frame["active_share"] = (frame["active"] / total).round(2) if total else 0.0
     return frame
@@ -349,7 +354,9 @@ def choose(dead: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
     """The dead letters whose signature matches glob `pattern` (fnmatch, case-sensitive)."""
     if not pattern:
         return dead.iloc[0:0]
-    return dead[[fnmatch.fnmatchcase(s, pattern) for s in dead["signature"]]]
+    matches = [fnmatch.fnmatchcase(s, pattern) for s in dead["signature"]]
+    mask = pd.Series(matches, index=dead.index, dtype=bool)
+    return dead.loc[mask]
 
 
 def reprocess_words(conn: Connection, q: str, ids: list[str], dry_run: bool = False) -> dict[str, str]:

@@ -147,7 +147,7 @@ def apply_mend():
         emq.jobs.update_data(conn, QUEUE, job_id, payload)
     return f"{len(mended):,} payloads mended"
 
-rb.step("mend", mend_preview, apply_mend, precheck=payloads_unchanged)
+rb.step("mend", mend_preview, apply_mend, precheck=payloads_unchanged);
 """),
     md("## Reprocess the chosen signature: a trial, then at a rate"),
     code("""
@@ -170,7 +170,7 @@ def apply_reprocess():
                                         stop_if_failing=STOP_IF_FAILING, watch_s=WATCH_S, say=rb.say)
     return ", ".join(f"{sum(w == v for w in done.values())} {v}" for v in sorted(set(done.values())))
 
-rb.step("reprocess", reprocess, apply_reprocess, precheck=still_dead)
+rb.step("reprocess", reprocess, apply_reprocess, precheck=still_dead);
 """),
     md("## Verify"),
     code("""
@@ -213,7 +213,7 @@ print(f"backlog {backlog:,}: " + (f"above BACKLOG_ABOVE = {BACKLOG_ABOVE:,}, a r
     code("""
 pause = Preview(f"pause {QUEUE}: claims answer empty, the backlog stays" if not was_paused
                 else f"{QUEUE} is paused already", needed=runaway and not was_paused)
-rb.step("pause", pause, lambda: emq.admin.pause(conn, QUEUE) or f"paused {QUEUE}")
+rb.step("pause", pause, lambda: emq.admin.pause(conn, QUEUE) or f"paused {QUEUE}");
 """),
     md("## 2. Drain"),
     code("""
@@ -236,7 +236,7 @@ def drain_now():
 
 rb.step("drain", drain, drain_now,
         precheck=lambda: need(emq.admin.is_paused(conn, QUEUE),
-                              f"{QUEUE} is running: it was resumed after the pause"))
+                              f"{QUEUE} is running: it was resumed after the pause"));
 """),
     md("## 3. Resume"),
     code("""
@@ -248,7 +248,7 @@ def backlog_settled():
                                       "running; stop it, then run this runbook again")
 
 rb.step("resume", resume, lambda: emq.admin.resume(conn, QUEUE) or f"resumed {QUEUE}",
-        precheck=backlog_settled)
+        precheck=backlog_settled);
 """),
     md("## Verify"),
     code("""
@@ -322,7 +322,7 @@ rb.step("expire leases",
                 sample=expired_ids),
         expire_all,
         precheck=lambda: need(emq.runbook.expired_leases(conn, QUEUE)[0] > 0,
-                              "no lease is expired any more: a worker put the jobs back already"))
+                              "no lease is expired any more: a worker put the jobs back already"));
 """),
     code("""
 def promote_all():
@@ -335,7 +335,7 @@ rb.step("promote overdue",
         Preview(f"make {late:,} overdue scheduled jobs ready", count=late, sample=late_ids),
         promote_all,
         precheck=lambda: need(emq.runbook.overdue(conn, QUEUE)[0] > 0,
-                              "no scheduled job is due any more: they were promoted already"))
+                              "no scheduled job is due any more: they were promoted already"));
 """),
     code("""
 groups = list(paused_lanes.index)
@@ -353,7 +353,7 @@ def resume_lanes():
 rb.step("resume lanes",
         Preview(f"resume {len(groups)} paused lanes holding {int(paused_lanes['pending'].sum()):,} jobs",
                 count=len(groups), sample=groups),
-        resume_lanes, precheck=lanes_still_paused)
+        resume_lanes, precheck=lanes_still_paused);
 """),
     code("""
 raise_to = {g: n for g, n in LANE_LIMITS.items() if g in lanes.index and n != lanes.at[g, "limit"]}
@@ -372,13 +372,13 @@ rb.step("lane limits",
         Preview("set lane limits: " + (", ".join(f"{g} {lanes.at[g, 'limit']} -> {n}"
                                                  for g, n in raise_to.items()) or "none asked (LANE_LIMITS)"),
                 count=len(raise_to), sample=list(raise_to)),
-        set_limits, precheck=limits_as_previewed)
+        set_limits, precheck=limits_as_previewed);
 """),
     code("""
 rb.step("resume",
         Preview(f"resume {QUEUE}: {backlog:,} waiting jobs are claimed again", needed=paused and backlog > 0),
         lambda: emq.admin.resume(conn, QUEUE) or f"resumed {QUEUE}",
-        precheck=lambda: need(emq.admin.is_paused(conn, QUEUE), f"{QUEUE} was resumed since the preview"))
+        precheck=lambda: need(emq.admin.is_paused(conn, QUEUE), f"{QUEUE} was resumed since the preview"));
 """),
     md("## Verify"),
     code("""
@@ -452,7 +452,7 @@ by_state
 was_paused = emq.admin.is_paused(conn, QUEUE)
 rb.step("pause", Preview(f"pause {QUEUE}" if not was_paused else f"{QUEUE} is paused already",
                          needed=retire and not was_paused),
-        lambda: emq.admin.pause(conn, QUEUE) or f"paused {QUEUE}")
+        lambda: emq.admin.pause(conn, QUEUE) or f"paused {QUEUE}");
 """),
     md("## 2. Obliterate, bounded"),
     code("""
@@ -473,7 +473,7 @@ def obliterate_now():
                                      progress=rb.progress("obliterate", jobs_total, left=True))
     return f"obliterated {QUEUE} in {calls} bounded calls"
 
-rb.step("obliterate", obliterate, obliterate_now, precheck=can_obliterate)
+rb.step("obliterate", obliterate, obliterate_now, precheck=can_obliterate);
 """),
     md("## Verify"),
     code("""
