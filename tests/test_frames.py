@@ -3,8 +3,10 @@
 import time
 
 import pandas as pd
+import pytest
 
 from emq_notebook import admin, frames, jobs, repeat
+from emq_notebook.errors import BadInput
 
 Q = "mail"
 
@@ -34,6 +36,16 @@ def test_snapshot_has_one_row_per_job_with_its_set_and_row(conn):
     dead = frames.snapshot(conn, Q, states="dead")
     assert list(dead.index) == [d]
     assert frames.snapshot(conn, Q, states=("pending",), limit=1).shape[0] == 2   # flat + lane
+
+
+@pytest.mark.parametrize("limit", [0, -3, 2.5, True, "2"])
+def test_snapshot_limit_is_a_whole_number_from_one(conn, limit):
+    for i in range(10):
+        jobs.enqueue(conn, Q, "{}", id=f"j_{i}")
+    with pytest.raises(BadInput, match="limit"):
+        frames.snapshot(conn, Q, limit=limit)
+    assert len(frames.snapshot(conn, Q, limit=3)) == 3
+    assert len(frames.snapshot(conn, Q, limit=None)) == 10
 
 
 def test_snapshot_of_an_empty_queue(conn):
