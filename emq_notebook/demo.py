@@ -69,7 +69,7 @@ def buggy_mailer(job_id: str, payload: str, attempts: int) -> None:
         raise ValueError(f"SMTP 553: bad recipient {to!r}")
 
 
-def main(out: Callable[[str], object] = print) -> int:
+def main(out: Callable[[str], None] = print) -> int:
     conn = fresh(connect(), "mailers", "scratch")
     out(f"connected: {conn.label}")
     for n, to in enumerate(["ana@example.com", "bo.example.com", "cy@example.com", "di.example.com"]):

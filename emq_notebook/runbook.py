@@ -16,15 +16,14 @@ way lives here:
   hold, else `OutcomeNotReached` fails the notebook.
 
 Nothing here enqueues or seeds: the only writes are the steps' own `apply` calls.
-The readers below (expired leases, overdue jobs, lanes, dead letters by signature)
-are shared by the runbooks; the dead-letter ones use `emq_notebook.triage` when it
-is installed and an equivalent read of the dead set otherwise.
+The readers below (expired leases, overdue jobs, lanes, the dead letters of one
+error signature) and the paced, trial-first reprocess of chosen dead jobs are
+shared by the runbooks.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import admin, frames, jobs, lanes, repeat
+from . import admin, frames, jobs, lanes, repeat, triage
 from .connector import Connection, connect
 from .decoding import printable
 from .errors import BadInput, Gone, Halted, NotDead, OutcomeNotReached, PreconditionFailed
@@ -300,58 +299,14 @@ def in_dead(conn: Connection, q: str, ids: Iterable[str]) -> list[str]:
     return [i for i, s in zip(ids, pipe.execute(), strict=True) if s is not None]
 
 
-# -- dead letters: emq_notebook.triage when installed, an equivalent read otherwise -----------
-
-def _triage() -> Any:
-    try:
-        from . import triage  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return triage
-
-
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-_HEX = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
-                  r"|\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b")
-_NUM = re.compile(r"\d+(?:\.\d+)?")
-
-
-def signature(text: str | None) -> str:
-    """An error's signature (SPEC 8): quoted parts -> <str>, UUIDs and hex runs -> <hex>,
-    numbers -> <num>, whitespace squeezed, first 200 characters."""
-    triage = _triage()
-    if triage is not None:
-        return str(triage.signature(text or ""))
-    s = _QUOTED.sub("<str>", text or "")
-    s = _HEX.sub("<hex>", s)
-    s = _NUM.sub("<num>", s)
-    return re.sub(r"\s+", " ", s).strip()[:200]
-
-
-def dead_letters(conn: Connection, q: str, limit: int = 10_000) -> pd.DataFrame:
-    """The dead jobs (at most `limit`) as `frames.snapshot` rows, with their `signature`."""
-    triage = _triage()
-    dead = (triage.find(conn, q, state="dead", limit=limit) if triage is not None
-            else frames.snapshot(conn, q, states="dead", limit=limit))
-    dead = dead.copy()
-    dead["signature"] = [signature(e) for e in dead["last_error"].fillna("")]
-    return dead
-
-
-def error_groups(dead: pd.DataFrame) -> pd.DataFrame:
-    """Dead letters grouped by signature: count, first_seen, last_seen, sample_id,
-    sample_error; count descending."""
-    cols = ["count", "first_seen", "last_seen", "sample_id", "sample_error"]
-    if dead.empty:
-        return pd.DataFrame(columns=cols).rename_axis("signature")
-    g = dead.reset_index().groupby("signature", sort=False)
-    frame = pd.DataFrame({"count": g.size(), "first_seen": g["at"].min(), "last_seen": g["at"].max(),
-                          "sample_id": g["id"].first(), "sample_error": g["last_error"].first()})
-    return frame.sort_values(["count", "first_seen"], ascending=[False, True])
-
+# -- dead letters (emq_notebook.triage finds and groups them) -----------------------------------
 
 def choose(dead: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
-    """The dead letters whose signature matches glob `pattern` (fnmatch, case-sensitive)."""
+    """The rows of `dead` (a `triage.find` frame) whose error signature
+    (`triage.signature`) matches glob `pattern` (fnmatch, case-sensitive), with a
+    `signature` column; no rows when `pattern` is None."""
+    dead = dead.assign(signature=[triage.signature(e) if isinstance(e, str) else ""
+                                  for e in dead["last_error"]])
     if not pattern:
         return dead.iloc[0:0]
     matches = [fnmatch.fnmatchcase(s, pattern) for s in dead["signature"]]
@@ -360,8 +315,9 @@ def choose(dead: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
 
 
 def reprocess_words(conn: Connection, q: str, ids: list[str], dry_run: bool = False) -> dict[str, str]:
-    """{id: "reprocessed" | "gone" | "not_dead"}: `admin.reprocess_jobs` where it exists,
-    else one `jobs.reprocess_job` per id (a dry run reads dead membership and rows)."""
+    """{id: "reprocessed" | "gone" | "not_dead"}: `admin.reprocess_jobs` where it exists
+    (its dry run computed by the server), else one `jobs.reprocess_job` per id (a dry run
+    then reads dead membership and rows)."""
     bulk = getattr(admin, "reprocess_jobs", None)
     if bulk is not None:
         return dict(bulk(conn, q, ids, dry_run=dry_run))

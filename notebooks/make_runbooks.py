@@ -92,11 +92,11 @@ LIMIT = 10_000      # read at most this many dead letters
              "RATE=RATE, TRIAL=TRIAL, STOP_IF_FAILING=STOP_IF_FAILING, WATCH_S=WATCH_S"),
     md("## The dead letters by signature"),
     code("""
-dead = emq.runbook.dead_letters(conn, QUEUE, limit=LIMIT)
-groups = emq.runbook.error_groups(dead)
+groups = emq.triage.errors(conn, QUEUE, "dead")
 groups
 """),
     code("""
+dead = emq.triage.find(conn, QUEUE, state="dead", limit=LIMIT)
 chosen = emq.runbook.choose(dead, SIGNATURE)
 others = dead.drop(index=chosen.index)
 print(f"SIGNATURE = {SIGNATURE!r}: {len(chosen):,} dead letters chosen, {len(others):,} left alone")
