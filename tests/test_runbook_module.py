@@ -176,3 +176,38 @@ def test_reprocess_chosen_checks_its_knobs_before_any_write(conn, bad):
     with pytest.raises(emq.BadInput):
         runbook.reprocess_chosen(conn, "mail", ids, **bad)
     assert changed(before, dump(conn.client)) == []
+
+
+# -- the shipped runbooks, as files ------------------------------------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+SHIPPED = sorted((ROOT / "notebooks" / "runbooks").glob("*.ipynb"))
+
+
+def test_five_runbooks_are_shipped_and_match_their_script():
+    import subprocess
+    import sys
+
+    assert [p.stem for p in SHIPPED] == ["10-triage-dead-letters", "11-runaway-producer", "12-stuck-queue",
+                                         "13-retire-a-queue", "14-lane-hotspot"]
+    check = subprocess.run([sys.executable, str(ROOT / "notebooks" / "make_runbooks.py"), "--check"],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_runbook_opens_with_its_parameters_and_stores_no_outputs(path):
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(path, 4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].metadata.get("tags") == ["parameters"]
+    first = {n.targets[0].id: ast.literal_eval(n.value) for n in ast.parse(code[0].source).body}
+    assert first["EMQ_URL"] is None and first["APPLY"] is False and isinstance(first["QUEUE"], str)
+    assert all(not c.outputs and c.execution_count is None for c in code)
+    assert "emq.runbook.start(" in code[1].source and "rb.verify(" in code[-1].source
+    for c in code:                                            # it never enqueues or seeds
+        for word in ("enqueue(", "repeat.register(", "run_now(", "demo.fresh(", "Worker(", "flush"):
+            assert word not in c.source, (word, c.source)
