@@ -27,10 +27,11 @@ from collections.abc import Iterable, Iterator
 
 import pandas as pd
 
+from . import frames
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput
-from .frames import _TIMED, COLUMNS, FIELDS, _typed
+from .frames import _TIMED
 from .keyspace import STATES, base, check_name, lane_key, queue_key
 
 DEFAULT_LIMIT = 1000
@@ -200,21 +201,8 @@ def _still_matches(fields: list, error: str | None, payload: str | None) -> bool
 def _frame(found: dict[str, tuple[str, float, list]]) -> pd.DataFrame:
     """The same frame `frames.snapshot` builds, from (state, score, row fields) by id."""
     ids = list(found)
-    rows = [found[i][2] for i in ids]
-    columns = {f: [r[k] for r in rows] for k, f in enumerate(FIELDS)}
-    data = {
-        "id": ids, "state": [found[i][0] for i in ids], "group": columns["group"],
-        "priority": columns["priority"],
-        "at": [found[i][1] if found[i][0] in _TIMED else None for i in ids],
-        **{f: columns[f] for f in FIELDS[2:]},
-    }
-    try:
-        frame = pd.DataFrame(data, columns=["id", *COLUMNS])
-    except UnicodeEncodeError:
-        # a row with bytes that are not UTF-8 (decoding.py): pandas' arrow-backed strings
-        # refuse the surrogates, Python objects hold them
-        frame = pd.DataFrame(data, columns=["id", *COLUMNS], dtype=object)
-    return _typed(frame.set_index("id"))
+    return frames.frame(ids, [found[i][0] for i in ids], [found[i][1] for i in ids],
+                        [None] * len(ids), [found[i][2] for i in ids])
 
 
 # -- error signatures -----------------------------------------------------------------
