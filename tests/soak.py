@@ -360,7 +360,8 @@ class Operator:
              "add_log", "reprocess_job", "lane_pause", "lane_limit"],
             [3, 4, 4, 4, 6, 6, 6, 5, 2, 3])[0]
         if verb == "pause":
-            if self.resume_at is None and self.call("pause", Q1, lambda: admin.pause(c, Q1))["out"] != "refused":
+            if self.resume_at is None and self.call(
+                    "pause", Q1, lambda: admin.pause(c, Q1))["out"] != "refused":
                 self.resume_at = time.time() + rng.uniform(0.3, 1.5)
         elif verb == "reprocess_dead":
             budget, limit = rng.randint(5, 50), rng.randint(1, 80)
@@ -425,7 +426,8 @@ class Operator:
             while running(self.plan, ctl) and time.time() < deadline:
                 self.call("pause", Q2, lambda: admin.pause(c, Q2))
                 budget = self.rng.choice((20, 100, 1000))
-                rec = self.call("obliterate", Q2, lambda: admin.obliterate(c, Q2, force=force, budget=budget),
+                rec = self.call("obliterate", Q2,
+                                lambda f=force, b=budget: admin.obliterate(c, Q2, force=f, budget=b),
                                 force=force, budget=budget)
                 if rec.get("reason") == "active":
                     force = True
@@ -661,7 +663,8 @@ def snapshot(client: Any, q: str) -> dict:
             place[i].append(f"lane {g}")
     return {"place": dict(place), "rows": rows, "orphans": _list(raw["orphans"]), "paused": raw["paused"],
             "lane_active": {g: int(lane["active"]) for g, lane in lanes.items()},
-            "dedup": dict(zip(dedup[::2], dedup[1::2])), "active": _list(raw["sets"].get("active"))}
+            "dedup": dict(zip(dedup[::2], dedup[1::2], strict=True)),
+            "active": _list(raw["sets"].get("active"))}
 
 
 class Checker:
@@ -896,12 +899,13 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
     if over > 0:
         report.lost_ids.append(f"{over} more jobs gone from the main queue than the drains account for")
     if report.drained_said > len(drainable) + flexible:
-        flag(f"drains said {report.drained_said} jobs, only {len(drainable) + flexible} can have gone that way")
+        flag(f"drains said {report.drained_said} jobs, "
+             f"only {len(drainable) + flexible} can have gone that way")
 
     # every second execution of a job is a retry or explained
     for (q, jid), cs in claims.items():
         cs.sort(key=lambda c: c["t0"])
-        for a, b in zip(cs, cs[1:]):
+        for a, b in zip(cs, cs[1:], strict=False):
             if b["att"] <= a["att"]:
                 flag(f"{q} {jid} claimed at attempt {b['att']} after attempt {a['att']}")
             fin = a.get("finish")
@@ -1149,7 +1153,8 @@ class Soak:
             if alive or name in self.killed or getattr(proc, "_soak_seen", False):
                 continue
             proc._soak_seen = True
-            self.ledger.write(k="crash", role=name, err=f"ended early (exit code {getattr(proc, 'exitcode', '?')})")
+            code = getattr(proc, "exitcode", "?")
+            self.ledger.write(k="crash", role=name, err=f"ended early (exit code {code})")
             kind = name.split(".")[0]
             role = kind.rstrip("0123456789")
             slot = int(kind[len("worker"):]) if role == "worker" else 0
