@@ -2,10 +2,12 @@
 logic lives here: a widget calls a verb, a verb never knows about widgets)."""
 
 from .claim_gate import ClaimGate
+from .dashboard import Dashboard
 from .dead_letters import DeadLetterPanel
 from .events_view import EventsView
 from .job_panel import JobPanel
 from .operator_console import OperatorConsole
 from .queue_panel import QueuePanel
 
-__all__ = ["QueuePanel", "JobPanel", "DeadLetterPanel", "EventsView", "ClaimGate", "OperatorConsole"]
+__all__ = ["Dashboard", "QueuePanel", "JobPanel", "DeadLetterPanel", "EventsView", "ClaimGate",
+           "OperatorConsole"]
