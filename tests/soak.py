@@ -302,7 +302,9 @@ class Operator:
         self.next_drain = t + rng.uniform(*plan.drain_every)
         self.next_obliterate = t + rng.uniform(*plan.obliterate_every) / 2
 
-    def call(self, verb: str, q: str, fn: Any, **args: Any) -> dict:
+    def call(self, verb: str, q: str, fn: Any, summary: Any = None, **args: Any) -> dict:
+        """Run one verb and write it down; `summary(reply)` is written in place of a
+        large reply (a frame)."""
         from emq_notebook.errors import Refused, WireError
 
         self.n += 1
@@ -314,7 +316,7 @@ class Operator:
         except WireError as exc:
             rec.update(out="maybe", err=str(exc)[:160])
         else:
-            rec.update(out="ok", r=reply)
+            rec.update(out="ok", r=summary(reply) if summary else reply)
         rec["t1"] = now()
         self.ledger.write(**rec)
         return rec
@@ -357,8 +359,8 @@ class Operator:
         everything = ("pending", "active", "schedule", "dead", *GROUPS[Q1])
         verb = rng.choices(
             ["pause", "reprocess_dead", "remove_jobs", "remove_job", "update_data", "update_progress",
-             "add_log", "reprocess_job", "lane_pause", "lane_limit"],
-            [3, 4, 4, 4, 6, 6, 6, 5, 2, 3])[0]
+             "add_log", "reprocess_job", "lane_pause", "lane_limit", "find"],
+            [3, 4, 4, 4, 6, 6, 6, 5, 2, 3, 2])[0]
         if verb == "pause":
             if self.resume_at is None and self.call(
                     "pause", Q1, lambda: admin.pause(c, Q1))["out"] != "refused":
@@ -380,6 +382,12 @@ class Operator:
             if g not in self.lane_resume_at and self.call(
                     "lane_pause", Q1, lambda: lanes.pause_lane(c, Q1, g), group=g)["out"] != "refused":
                 self.lane_resume_at[g] = time.time() + rng.uniform(0.5, 2.0)
+        elif verb == "find":
+            from emq_notebook import triage
+
+            self.call("find", Q1, lambda: triage.find(c, Q1, state=("dead", "schedule"), error="*on purpose*",
+                                                       limit=50, budget=rng.choice((10, 100))),
+                      summary=len)
         elif verb == "lane_limit":
             g, limit = rng.choice(GROUPS[Q1]), rng.randint(1, 3)
             self.call("lane_limit", Q1, lambda: lanes.set_limit(c, Q1, g, limit), group=g, limit=limit)
@@ -610,10 +618,11 @@ class Server:
 
 # One read-only script, so the snapshot is one instant of the queue: its four
 # sets, its lanes (members and active count), its rows (id -> group), its dedup
-# keys, its orphan :logs / :lock keys and its paused field.
+# keys, its orphan :logs / :lock keys, the length of each :logs list and its
+# paused field.
 SNAPSHOT = r"""
 local base = KEYS[1]
-local out = {sets = {}, lanes = {}, rows = {}, orphans = {}}
+local out = {sets = {}, lanes = {}, rows = {}, orphans = {}, logs = {}}
 for _, s in ipairs({'pending', 'active', 'schedule', 'dead'}) do
   out.sets[s] = redis.call('ZRANGE', base .. s, 0, -1)
 end
@@ -630,6 +639,7 @@ repeat
     local tail = string.sub(rest, -5)
     if tail == ':logs' or tail == ':lock' then
       subs[#subs + 1] = rest
+      if tail == ':logs' then out.logs[rest] = redis.call('LLEN', k) end
     else
       out.rows[rest] = redis.call('HGET', k, 'group') or ''
     end
@@ -663,7 +673,9 @@ def snapshot(client: Any, q: str) -> dict:
     for g, lane in lanes.items():
         for i in _list(lane["members"]):
             place[i].append(f"lane {g}")
+    logs = raw["logs"] if isinstance(raw["logs"], dict) else {}
     return {"place": dict(place), "rows": rows, "orphans": _list(raw["orphans"]), "paused": raw["paused"],
+            "logs": {k[:-len(":logs")]: n for k, n in logs.items()},
             "lane_active": {g: int(lane["active"]) for g, lane in lanes.items()},
             "dedup": dict(zip(dedup[::2], dedup[1::2], strict=True)),
             "active": _list(raw["sets"].get("active"))}
@@ -672,12 +684,13 @@ def snapshot(client: Any, q: str) -> dict:
 class Checker:
     """Invariants on each snapshot: each row in at most one set or lane, no member
     without a row, each lane's active count equal to its jobs in flight, no orphan
-    :logs / :lock, no dedup key pointing at a missing job, and no row in no set
-    seen again in a snapshot `grace` seconds later. Remembers when each id was last
-    seen alive (for the drain accounting)."""
+    :logs / :lock, no dedup key pointing at a missing job, no job with more log
+    lines than `keep` (every line comes from `add_log(keep=3)`), and no row in no
+    set seen again in a snapshot `grace` seconds later. Remembers when each id was
+    last seen alive (for the drain accounting)."""
 
-    def __init__(self, client: Any, grace: float = 2.0):
-        self.client, self.grace = client, grace
+    def __init__(self, client: Any, grace: float = 2.0, keep: int = 3):
+        self.client, self.grace, self.keep = client, grace, keep
         self.violations: list[str] = []
         self._said: set[str] = set()
         self.homeless: dict[str, dict[str, float]] = {Q1: {}, Q2: {}}
@@ -705,6 +718,9 @@ class Checker:
                           f"holds {in_flight.get(g, 0)} (at {at:.1f})")
         for key in snap["orphans"]:
             self.flag(f"{q} orphan key job:{key}")
+        for i, n in snap.get("logs", {}).items():
+            if n > self.keep:
+                self.flag(f"{q} {i} keeps {n} log lines, more than add_log's keep={self.keep}")
         for key, holder in snap["dedup"].items():
             if holder not in rows:
                 self.flag(f"{q} dedup key {key} points at {holder}, which has no row")

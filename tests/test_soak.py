@@ -157,13 +157,14 @@ def test_obliterate_leaving_keys_and_a_role_dying_are_violations():
 def test_the_snapshot_checks_catch_a_broken_queue():
     checker = Checker(None, grace=2.0)
     snap = {"place": {"j_1": ["pending", "dead"], "j_2": ["active"], "j_ghost": ["pending"]},
-            "rows": {"j_1": "", "j_2": "g0", "j_home": ""}, "orphans": ["j_x:logs"],
+            "rows": {"j_1": "", "j_2": "g0", "j_home": ""}, "orphans": ["j_x:logs"], "logs": {"j_1": 4},
             "lane_active": {"g0": 0}, "dedup": {"d1": "j_gone"}, "active": ["j_2"], "paused": ""}
     checker.check(Q1, snap, at=10.0)
     assert sorted(checker.violations) == sorted([
         f"{Q1} j_1 is in pending and dead", f"{Q1} j_ghost is in pending but has no row",
         f"{Q1} lane g0 counts 0 in flight, holds 1 (at 10.0)", f"{Q1} orphan key job:j_x:logs",
-        f"{Q1} dedup key d1 points at j_gone, which has no row"])
+        f"{Q1} dedup key d1 points at j_gone, which has no row",
+        f"{Q1} j_1 keeps 4 log lines, more than add_log's keep=3"])
     checker.check(Q1, snap, at=11.0)              # a row in no set, but not for long yet
     assert not any("j_home" in v for v in checker.violations)
     checker.check(Q1, snap, at=12.5)
