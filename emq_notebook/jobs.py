@@ -61,14 +61,14 @@ def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
     return holder
 
 
-def paused_for_claim(conn: Connection, q: str) -> bool:
-    """The claim's pause read: True when paused; a wire fault reads as not paused."""
-    # The seed's paused?/2: a wire fault reads as not paused. The claim script
-    # that follows then meets the same fault and raises, so no job is served blind.
+def paused_for_claim(conn: Connection, q: str) -> bool | None:
+    """The claim's pause read: True when paused, False when not, and None when the
+    read met a wire fault, which reads as not paused (None is falsy)."""
+    # The seed's paused?/2: a wire fault reads as not paused, and the claim goes on.
     try:
         return admin.is_paused(conn, q)
     except WireError:
-        return False
+        return None
 
 
 def claimed(reply: list) -> Claimed | None:
@@ -84,7 +84,9 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
 
     The pause gate: with the script executor, one HGET of the paused field in its
     own round trip BEFORE `claim2` (which carries no pause logic); the function
-    and native executors fold that read into the one call.
+    and native executors fold that read into the one call. When that HGET meets a
+    wire fault it reads as not paused and the claim goes on, as the folded claim
+    (`native_claim`), so a paused queue is never served blind.
 
     The claim writes the connection's token as the row's `owner`: `complete` and
     `fail` from another connection refuse `NotOwner`. Refuses `BadRow` when the
@@ -98,9 +100,13 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     if conn.folds_pause:
         name = "claim2" if conn.executor == "native" else "native_claim"
         return claimed(conn.run(name, keys, argv, verb="claim", queue=q))
-    if paused_for_claim(conn, q):
+    paused = paused_for_claim(conn, q)
+    if paused:
         return None
-    return claimed(conn.run("claim2", keys, argv, verb="claim", queue=q))
+    # after a faulted read, the claim that reads the field itself: the fault may have
+    # passed by the next round trip, and the gate-less claim2 would serve a paused queue
+    name = "native_claim" if paused is None else "claim2"
+    return claimed(conn.run(name, keys, argv, verb="claim", queue=q))
 
 
 def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None) -> None:

@@ -17,7 +17,7 @@ SMALL = {"snapshot.py": ("5000", "snapshot/floor: "), "destroy.py": ("5000", "dr
 
 def test_every_bench_script_is_covered():
     assert sorted(p.name for p in BENCH.glob("*.py") if p.name not in ("common.py", "bullmq_side.py")) \
-        == sorted(SMALL)
+        == sorted([*SMALL, "soak.py"])
 
 
 @pytest.mark.parametrize("script", sorted(SMALL))
@@ -30,3 +30,13 @@ def test_a_small_run_prints_its_ratio(script):
     final = run.stdout.strip().splitlines()[-1]
     assert final.startswith(last), final
     float(final[len(last):].split()[0].rstrip(","))       # a number, not a placeholder
+
+
+def test_a_short_soak_prints_its_figures():
+    # three seconds on the fake (tests/test_soak.py runs the harness itself for 30 s on both)
+    run = subprocess.run([sys.executable, str(BENCH / "soak.py"), "--minutes", "0.05", "--backend", "fake"],
+                         capture_output=True, text=True, timeout=300, cwd=BENCH)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    out = run.stdout.strip().splitlines()
+    assert out[-1] == "lost: 0, invariant violations: 0", out
+    assert any(line.startswith("jobs enqueued: ") for line in out)
