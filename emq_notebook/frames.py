@@ -8,14 +8,21 @@ snapshot of seconds (bench/snapshot.py).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from .checks import whole
 from .connector import Connection
 from .errors import BadInput
 from .keyspace import STATES, base, check_name, queue_from_key, queue_key
 
 BATCH = 1000
+# text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
+# str objects on a big frame (bench/scale.py measures it); `object` where needed
+TEXT: Any = "str"
 COLUMNS = ["state", "group", "priority", "at", "attempts", "failures", "stalled",
            "last_error", "progress", "payload"]
 _INTS = ("priority", "attempts", "failures", "stalled")
@@ -25,25 +32,34 @@ FIELDS = ("group", "priority", "attempts", "failures", "stalled", "last_error", 
 _TIMED = {"active": "lease deadline", "schedule": "due", "dead": "died at"}
 
 
-def _members(conn: Connection, q: str, states, limit: int | None) -> list[tuple[str, str, float, str | None]]:
-    """(id, state, score, group) for the chosen states, lanes' backlogs counted as pending."""
-    stop = -1 if limit is None else limit - 1
-    pipe = conn.pipeline()
-    for state in states:
-        pipe.zrange(queue_key(q, state), 0, stop, withscores=True)
+def _members(conn: Connection, q: str, states: tuple[str, ...],
+             limit: int | None) -> list[tuple[str, str, float, str | None]]:
+    """(id, state, score, group) for the chosen states in order, then the lanes'
+    backlogs (counted as pending); at most `limit` in all, the first in that order."""
     groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
-    for g in groups:
-        pipe.zrange(queue_key(q, f"g:{g}:pending"), 0, stop, withscores=True)
-    replies = pipe.execute()
-    out = []
-    for state, members in zip(states, replies):
-        out.extend((m, state, s, None) for m, s in members)
-    for g, members in zip(groups, replies[len(states):]):
-        out.extend((m, "pending", s, g) for m, s in members)
-    return out
+    sets = [(queue_key(q, state), state, None) for state in states]
+    sets += [(queue_key(q, f"g:{g}:pending"), "pending", g) for g in groups]
+    takes: list[int | None] = [None] * len(sets)       # None: the whole set
+    if limit is not None:
+        # the sizes first (one round trip), so each set is read only as far as the limit reaches
+        pipe = conn.pipeline()
+        for key, _, _ in sets:
+            pipe.zcard(key)
+        left = limit
+        for i, size in enumerate(pipe.execute()):
+            take = takes[i] = min(size, left)
+            left -= take
+    pipe = conn.pipeline()
+    read = [(s, take) for s, take in zip(sets, takes, strict=True) if take != 0]
+    for (key, _, _), take in read:
+        pipe.zrange(key, 0, -1 if take is None else take - 1, withscores=True)
+    out: list[tuple[str, str, float, str | None]] = []
+    for ((_, state, g), _), members in zip(read, pipe.execute(), strict=True):
+        out.extend((m, state, s, g) for m, s in members)
+    return out if limit is None else out[:limit]
 
 
-def rows(conn: Connection, q: str, ids: list[str], fields=FIELDS) -> list[list]:
+def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELDS) -> list[list]:
     """`fields` of each row of `ids` (None where absent), in batches of `BATCH` ids:
     one `@read_rows` call a batch, so only the shown fields cross the wire."""
     out: list[list] = []
@@ -53,30 +69,66 @@ def rows(conn: Connection, q: str, ids: list[str], fields=FIELDS) -> list[list]:
     return out
 
 
-def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None) -> pd.DataFrame:
+def _text_column(values: Sequence[str | None]) -> pd.Series:
+    """A text column as `TEXT` (pandas' Arrow-backed `str`), as pandas itself would
+    infer it; `object` where Arrow refuses the text (the surrogates a non-UTF-8 byte
+    decodes to) and, as pandas infers, for a column with no text at all. A Series,
+    because pandas would infer a plain array again and fail on such text."""
+    if TEXT is not object and not all(v is None for v in values):
+        try:
+            return pd.Series(values, dtype=TEXT)
+        except UnicodeEncodeError:
+            pass
+    return pd.Series(values, dtype=object)
+
+
+def snapshot(conn: Connection, q: str, states: str | Sequence[str] = STATES,
+             limit: int | None = None) -> pd.DataFrame:
     """One row per job, indexed by id: state, group, priority, `at` (the set's time
     score as a UTC timestamp: lease deadline, due, died at), counters, last_error,
-    progress and payload. `limit` caps each set (and each lane)."""
+    progress and payload.
+
+    Jobs come in state order (as `states` lists them), each set in its own order,
+    then the lanes' backlogs (state pending). `limit` caps the rows in all: the
+    first `limit` of that order, so a listing of a million-job queue reads only
+    the rows it shows. Text columns are Arrow-backed strings (`TEXT`), `object`
+    where a row holds bytes that are not UTF-8."""
     check_name(q)
     if isinstance(states, str):
         states = STATES if states == "all" else (states,)
     for s in states:
         if s not in STATES:
             raise BadInput(f"unknown state {s!r}: one of {', '.join(STATES)} or all")
+    if limit is not None:
+        whole(limit, "limit")
     members = _members(conn, q, tuple(states), limit)
     if not members:     # no rows: the same columns, and an index pandas reads as empty
         return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
     # column-wise: one list per field, not one dict per job
-    columns = dict(zip(FIELDS, zip(*rows(conn, q, [m[0] for m in members]))))
+    columns = dict(zip(FIELDS, zip(*rows(conn, q, [m[0] for m in members]), strict=True), strict=True))
     frame = pd.DataFrame({
-        "id": [m[0] for m in members], "state": [m[1] for m in members],
+        "state": _text_column([m[1] for m in members]),
         # a lane's job names its group on the row; the lane it sits in says the same
-        "group": [g if g is not None else m[3] for g, m in zip(columns["group"], members)],
-        "priority": columns["priority"],
-        "at": [m[2] if m[1] in _TIMED else None for m in members],
-        **{f: columns[f] for f in FIELDS[2:]},
-    }, columns=["id", *COLUMNS]).set_index("id")
-    return _typed(frame)
+        "group": _text_column([g if g is not None else m[3]
+                              for g, m in zip(columns["group"], members, strict=True)]),
+        "priority": _whole_column(columns["priority"]),
+        "at": pd.to_datetime(pd.array([m[2] if m[1] in _TIMED else None for m in members], dtype="float64"),
+                             unit="ms", utc=True),
+        **{f: _whole_column(columns[f]) for f in FIELDS[2:5]},
+        **{f: _text_column(columns[f]) for f in FIELDS[5:]},
+    }, columns=COLUMNS)
+    ids = _text_column([m[0] for m in members])
+    frame.index = pd.Index(ids.array, dtype=ids.dtype, name="id")
+    return frame
+
+
+def _whole_column(values: Sequence[Any]) -> Any:
+    """A counter column as int64, an absent field as 0 (numpy parses the digits; a
+    column with gaps or odd text goes through `pd.to_numeric`)."""
+    try:
+        return np.asarray(values, dtype="int64")
+    except (TypeError, ValueError, OverflowError):
+        return pd.to_numeric(pd.Series(values, dtype=object).fillna(0)).astype("int64").to_numpy()
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:

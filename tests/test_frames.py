@@ -33,7 +33,42 @@ def test_snapshot_has_one_row_per_job_with_its_set_and_row(conn):
     assert snap.loc[a, "at"] > pd.Timestamp.now(tz="UTC")
     dead = frames.snapshot(conn, Q, states="dead")
     assert list(dead.index) == [d]
-    assert frames.snapshot(conn, Q, states=("pending",), limit=1).shape[0] == 2   # flat + lane
+    assert list(frames.snapshot(conn, Q, states=("pending",), limit=1).index) == [p]   # flat before lanes
+
+
+def plain(frame):
+    """A frame as {id: {column: value}}, a missing value as None whatever the dtype."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("index")
+
+
+def test_limit_caps_the_rows_in_all_in_snapshot_order(conn):
+    flat = [jobs.enqueue(conn, Q, "{}", id=f"j_p{i}") for i in range(3)]
+    lane_a = [jobs.enqueue(conn, Q, "{}", id=f"j_a{i}", group="a") for i in range(2)]
+    lane_b = [jobs.enqueue(conn, Q, "{}", id=f"j_b{i}", group="b") for i in range(2)]
+    later = [jobs.enqueue(conn, Q, "{}", id=f"j_s{i}", delay_ms=60_000) for i in range(2)]
+    everything = frames.snapshot(conn, Q)
+    assert list(everything.index) == flat + later + lane_a + lane_b     # states, then the lanes
+    for n in (1, 3, 4, 6, 9, 50):
+        capped = frames.snapshot(conn, Q, limit=n)
+        # (a text column with no text is object, as pandas infers it: dtypes may differ)
+        assert plain(capped) == plain(everything.head(n))
+    assert list(frames.snapshot(conn, Q, states=("schedule", "pending"), limit=3).index) == later + flat[:1]
+    assert frames.snapshot(conn, Q, states="dead", limit=5).empty
+
+
+def test_a_limited_snapshot_reads_only_the_rows_it_shows(conn):
+    ids = [jobs.enqueue(conn, Q, "{}") for _ in range(30)] + \
+        [jobs.enqueue(conn, Q, "{}", group=f"g{i % 3}") for i in range(30)]
+    asked = []
+    real = conn.run
+
+    def recorded(name, keys, args=(), **kw):
+        asked.append(list(args[1 + len(frames.FIELDS):]))       # the ids after the fields
+        return real(name, keys, args, **kw)
+
+    conn.run = recorded
+    assert list(frames.snapshot(conn, Q, limit=4).index) == ids[:4]
+    assert asked == [ids[:4]]
 
 
 def test_snapshot_of_an_empty_queue(conn):
