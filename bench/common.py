@@ -25,10 +25,11 @@ from emq_notebook.keyspace import base, queue_key
 BATCH = 1000
 
 
-def args(default_jobs: int, about: str) -> argparse.Namespace:
+def args(default_jobs: int, about: str, repeat: int = 3) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=about)
     p.add_argument("--jobs", type=int, default=default_jobs, help=f"how many jobs (default {default_jobs:,})")
-    p.add_argument("--repeat", type=int, default=3, help="runs of each side; the best counts")
+    p.add_argument("--repeat", type=int, default=repeat,
+                   help=f"runs of each side; the best counts (default {repeat})")
     return p.parse_args()
 
 
