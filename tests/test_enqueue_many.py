@@ -134,6 +134,9 @@ def test_calls_are_bounded_by_the_chunk(conn, many):
     assert sent == [("enqueue_many", 5 + 9), ("enqueue_many", 5 + 9), ("enqueue_many", 5 + 3)]
     assert len(set(ids)) == 7 and conn.client.zrange(base(Q) + "pending", 0, -1) == ids
     assert jobs.enqueue_many(many, Q, []) == [] and len(sent) == 3      # nothing to send
+    sent.clear()
+    jobs.enqueue_many(many, Q, ["{}"] * (jobs.CHUNK + 1))                # the default chunk
+    assert [n for _, n in sent] == [5 + 3 * jobs.CHUNK, 5 + 3]
 
 
 BAD = [
