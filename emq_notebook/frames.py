@@ -32,10 +32,39 @@ FIELDS = ("group", "priority", "attempts", "failures", "stalled", "last_error", 
 _TIMED = {"active": "lease deadline", "schedule": "due", "dead": "died at"}
 
 
-def _members(conn: Connection, q: str, states: tuple[str, ...],
-             limit: int | None) -> list[tuple[str, str, float, str | None]]:
-    """(id, state, score, group) for the chosen states in order, then the lanes'
-    backlogs (counted as pending); at most `limit` in all, the first in that order."""
+class _Members:
+    """The jobs a snapshot shows, column-wise: id, state, the set's score, and the
+    lane (None for a flat set) each job was found in."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.states: list[str] = []
+        self.scores: list[float] = []
+        self.lanes: list[str | None] = []
+
+    def add(self, state: str, lane: str | None, ids: list[str], scores: list[float]) -> None:
+        self.ids += ids
+        self.scores += scores
+        self.states += [state] * len(ids)
+        self.lanes += [lane] * len(ids)
+
+    def cut(self, limit: int) -> None:
+        for column in (self.ids, self.states, self.scores, self.lanes):
+            del column[limit:]
+
+
+def _with_scores(reply: list) -> tuple[list[str], list[float]]:
+    """A raw ZRANGE ... WITHSCORES reply as (members, scores): RESP3 pairs or a RESP2
+    flat list. Read raw, because redis-py's own conversion costs a Python call per
+    member (seconds on a million)."""
+    if reply and isinstance(reply[0], (list, tuple)):
+        return [m for m, _ in reply], [float(s) for _, s in reply]
+    return list(reply[0::2]), [float(s) for s in reply[1::2]]
+
+
+def _members(conn: Connection, q: str, states: tuple[str, ...], limit: int | None) -> _Members:
+    """The chosen states in order, then the lanes' backlogs (counted as pending);
+    at most `limit` in all, the first in that order."""
     groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
     sets = [(queue_key(q, state), state, None) for state in states]
     sets += [(queue_key(q, f"g:{g}:pending"), "pending", g) for g in groups]
@@ -52,11 +81,13 @@ def _members(conn: Connection, q: str, states: tuple[str, ...],
     pipe = conn.pipeline()
     read = [(s, take) for s, take in zip(sets, takes, strict=True) if take != 0]
     for (key, _, _), take in read:
-        pipe.zrange(key, 0, -1 if take is None else take - 1, withscores=True)
-    out: list[tuple[str, str, float, str | None]] = []
-    for ((_, state, g), _), members in zip(read, pipe.execute(), strict=True):
-        out.extend((m, state, s, g) for m, s in members)
-    return out if limit is None else out[:limit]
+        pipe.execute_command("ZRANGE", key, 0, -1 if take is None else take - 1, "WITHSCORES")
+    out = _Members()
+    for ((_, state, lane), _), reply in zip(read, pipe.execute(), strict=True):
+        out.add(state, lane, *_with_scores(reply))
+    if limit is not None:
+        out.cut(limit)
+    return out
 
 
 def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELDS) -> list[list]:
@@ -102,22 +133,24 @@ def snapshot(conn: Connection, q: str, states: str | Sequence[str] = STATES,
     if limit is not None:
         whole(limit, "limit")
     members = _members(conn, q, tuple(states), limit)
-    if not members:     # no rows: the same columns, and an index pandas reads as empty
+    if not members.ids:     # no rows: the same columns, and an index pandas reads as empty
         return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
     # column-wise: one list per field, not one dict per job
-    columns = dict(zip(FIELDS, zip(*rows(conn, q, [m[0] for m in members]), strict=True), strict=True))
-    frame = pd.DataFrame({
-        "state": _text_column([m[1] for m in members]),
+    columns = dict(zip(FIELDS, zip(*rows(conn, q, members.ids), strict=True), strict=True))
+    groups = columns["group"]
+    if any(lane is not None for lane in members.lanes):
         # a lane's job names its group on the row; the lane it sits in says the same
-        "group": _text_column([g if g is not None else m[3]
-                              for g, m in zip(columns["group"], members, strict=True)]),
+        groups = tuple(g if g is not None else lane for g, lane in zip(groups, members.lanes, strict=True))
+    timed = [s if state in _TIMED else None for s, state in zip(members.scores, members.states, strict=True)]
+    frame = pd.DataFrame({
+        "state": _text_column(members.states),
+        "group": _text_column(groups),
         "priority": _whole_column(columns["priority"]),
-        "at": pd.to_datetime(pd.array([m[2] if m[1] in _TIMED else None for m in members], dtype="float64"),
-                             unit="ms", utc=True),
+        "at": pd.to_datetime(pd.array(timed, dtype="float64"), unit="ms", utc=True),
         **{f: _whole_column(columns[f]) for f in FIELDS[2:5]},
         **{f: _text_column(columns[f]) for f in FIELDS[5:]},
     }, columns=COLUMNS)
-    ids = _text_column([m[0] for m in members])
+    ids = _text_column(members.ids)
     frame.index = pd.Index(ids.array, dtype=ids.dtype, name="id")
     return frame
 

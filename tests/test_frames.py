@@ -98,3 +98,25 @@ def test_metrics_frame_is_time_indexed(conn):
     assert isinstance(m.index, pd.DatetimeIndex) and list(m.columns) == ["completed", "failed"]
     assert m["completed"].tolist() == [4, 2] and m["failed"].tolist() == [0, 1]
     assert frames.metrics(conn, Q, since_ms=3_600_000)["completed"].tolist() == [2]
+
+
+def test_a_resp2_client_reads_the_same_snapshot(conn, backend, request):
+    """redis-py speaks RESP3 by default; the raw ZRANGE WITHSCORES reply is read in
+    either protocol's shape."""
+    import fakeredis
+    import redis
+
+    from emq_notebook import connector, decoding
+    jobs.enqueue(conn, Q, "{}", id="j_p", priority=3)
+    jobs.enqueue(conn, Q, "{}", id="j_s", delay_ms=60_000)
+    jobs.enqueue(conn, Q, "{}", id="j_g", group="acme")
+    if backend == "fake":
+        client = fakeredis.FakeRedis(server=connector.fake_server(), decode_responses=True,
+                                     encoding_errors=decoding.ERRORS, protocol=2)
+    else:
+        kw = conn.client.connection_pool.connection_kwargs
+        client = redis.Redis(host=kw["host"], port=kw["port"], decode_responses=True,
+                             encoding_errors=decoding.ERRORS, protocol=2)
+    resp2 = connector.Connection(client, "resp2")
+    assert plain(frames.snapshot(resp2, Q)) == plain(frames.snapshot(conn, Q))
+    assert plain(frames.snapshot(resp2, Q, limit=2)) == plain(frames.snapshot(conn, Q).head(2))
