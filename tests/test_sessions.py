@@ -31,6 +31,7 @@ WRITING = {
     "admin.remove_jobs": lambda c: admin.remove_jobs(c, Q, ["j_pending", "j_dead"]),
     "admin.reprocess_jobs": lambda c: admin.reprocess_jobs(c, Q, ["j_dead"]),
     "jobs.enqueue": lambda c: jobs.enqueue(c, Q, "{}", id="j_new"),
+    "jobs.enqueue_many": lambda c: jobs.enqueue_many(c, Q, ["{}", "{}"]),
     "jobs.claim": lambda c: jobs.claim(c, Q, 60_000),
     "jobs.complete": lambda c: jobs.complete(c, Q, "j_active"),
     "jobs.fail": lambda c: jobs.fail(c, Q, "j_active", "boom"),
