@@ -79,7 +79,7 @@ def main(out: Callable[[str], None] = print) -> int:
     out(frames.counts(conn, ["mailers"]).to_string())
 
     admin.pause(conn, "mailers")
-    out("paused mailers; claim answers: %s" % (jobs.claim(conn, "mailers", 1000),))
+    out(f"paused mailers; claim answers: {jobs.claim(conn, 'mailers', 1000)}")
     dead = frames.snapshot(conn, "mailers", states="dead")
     out(dead[["last_error", "payload"]].to_string())
     for job_id, row in dead.iterrows():
@@ -95,10 +95,11 @@ def main(out: Callable[[str], None] = print) -> int:
     Worker(conn, "mailers", buggy_mailer).run(until_empty=True)
     out(frames.counts(conn, ["mailers"]).to_string())
 
-    for n in range(2500):
+    for _ in range(2500):
         jobs.enqueue(conn, "scratch", "{}")
     admin.pause(conn, "scratch")
-    calls = admin.obliterate_all(conn, "scratch", progress=lambda c, left: out(f"  obliterate call {c}: {left} jobs left"))
+    calls = admin.obliterate_all(conn, "scratch",
+                                 progress=lambda c, left: out(f"  obliterate call {c}: {left} jobs left"))
     out(f"obliterated scratch in {calls} bounded calls; footprint now {len(footprint(conn, 'scratch'))} keys")
     return 0
 

@@ -90,16 +90,53 @@ def test_the_settings_paragraph_names_each_setting_and_its_default(ip):
 def test_the_completion_examples(ip, conn):
     from emq_notebook import jobs, magics
     text = README.split("**Completion.**", 1)[1].split("\n\n", 1)[0]
-    assert "`%emq rep` + Tab gives `reprocess`" in text and "`--state d` gives `dead`" in text
+    assert "`%emq rep` + Tab gives `reprocess` and `repeats`" in text and "`--state d` gives `dead`" in text
     magics.SESSION.conn = conn
     jobs.enqueue(conn, "mailers", "{}", id="j_dead", max_attempts=1)
     jobs.fail(conn, "mailers", jobs.claim(conn, "mailers", 1000)[0], "boom")
     jobs.enqueue(conn, "mailers", "{}", id="j_live")
-    assert ip.complete("", "%emq rep", 8)[1] == ["reprocess"]
+    assert ip.complete("", "%emq rep", 8)[1] == ["reprocess", "repeats"]
     line = "%emq reprocess mailers "
     assert ip.complete("", line, len(line))[1] == ["j_dead"]
     line = "%emq jobs mailers --state d"
     assert ip.complete("", line, len(line))[1] == ["dead"]
+
+
+# -- "Rows written by other nodes": what the operator is told to do works as written ------
+
+FOREIGN = README.split("## Rows written by other nodes", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_foreign_row_section_is_what_happens(ip, conn, capsys):
+    import re
+
+    from emq_notebook import decoding, jobs, magics
+    magics.SESSION.conn = conn
+    jobs.enqueue(conn, "mail", "{}", id="j_1")
+    jobs.enqueue(conn, "mail", "{}", id="j_2")
+    conn.client.hset("emq:{mail}:job:j_1", "attempts", "three")
+    refusal = re.search(r"\(`(refused: claim mail .*?)`\)", FOREIGN).group(1)
+    for _ in range(2):                                   # it blocks: the same answer again
+        capsys.readouterr()
+        ip.run_line_magic("emq", "claim mail")
+        assert capsys.readouterr().out.strip() == refusal
+    assert conn.client.zrange("emq:{mail}:pending", 0, -1) == ["j_1", "j_2"]
+    mend = re.search(r"`(HSET emq:\{mail\}:job:j_1 attempts 0)`", FOREIGN).group(1).split()
+    conn.client.execute_command(*mend)
+    assert ip.run_line_magic("emq", "claim mail").id == "j_1"       # mended: served
+    conn.client.hset("emq:{mail}:job:j_2", "priority", "1e999")
+    jobs.enqueue(conn, "mail", "{}", id="j_3")
+    assert "`%emq remove mail j_1`" in FOREIGN
+    ip.run_line_magic("emq", "remove mail j_2")                     # removed: the next is served
+    assert ip.run_line_magic("emq", "claim mail").id == "j_3"
+    # the decoding paragraph's example: bytes shown as \xNN, written back as they were
+    jobs.enqueue(conn, "mail", "{}", id="j_4")
+    conn.client.execute_command("HSET", "emq:{mail}:job:j_4", "payload", b"\xff")
+    text = jobs.get_job(conn, "mail", "j_4")["payload"]
+    assert "`\\xNN`" in FOREIGN and decoding.printable(text) == "\\xff"
+    jobs.update_data(conn, "mail", "j_4", text)
+    assert conn.client.connection_pool.get_encoder().encode(
+        jobs.get_job(conn, "mail", "j_4")["payload"]) == b"\xff"
 
 
 # -- "Using a runbook in an incident", run as written on a real Valkey ------------------------
