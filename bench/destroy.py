@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from common import Pinger, args, connect, fill, server
+
 from emq_notebook import admin
 from emq_notebook.keyspace import base
 

@@ -462,7 +462,5 @@ def _help(s: Session, ns: Namespace) -> None:
 
 # -- health verbs (health, latency) go here -----------------------------------------
 
-from . import (
-    commands_dashboard,  # noqa: E402,F401  (the dashboard verb)
-    commands_triage,  # noqa: E402,F401  (its verbs follow these in help and the README)
-)
+# verb modules of their own: their verbs follow these in help and the README
+from . import commands_dashboard, commands_triage  # noqa: E402,F401
