@@ -530,10 +530,12 @@ if ACTION == "limit":
     what = f"limit lane {hot} to {LIMIT} (now {lanes.at[hot, 'limit']})" if hot else "no lane"
 else:
     what = f"pause lane {hot}" if hot else "no lane"
+row = lanes.loc[hot] if hot else None
 act = Preview(f"{what}: the others take its workers as its jobs in flight finish",
-              count=int(starved["pending"].sum()), sample=list(starved.index), needed=hotspot,
-              facts={"hot lane": dict(lanes.loc[hot]) if hot else None,
-                     "waiting": {g: int(n) for g, n in starved["pending"].items()}})
+              count=len(starved), sample=list(starved.index), needed=hotspot,
+              facts={"hot lane": f"{hot}: {row.pending:,} waiting, {row.active} in flight, limit {row.limit}"
+                                 f"{', paused' if row.paused else ''}" if hot else "none",
+                     "lanes waiting": ", ".join(f"{g} ({n:,} jobs)" for g, n in starved["pending"].items())})
 
 def as_previewed():
     now = emq.lanes.lanes(conn, QUEUE).get(hot)

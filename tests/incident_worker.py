@@ -4,7 +4,7 @@
 
 HANDLER is `hang` (holds its job SECONDS: kill it to leave an expired lease),
 `mailer` (raises on a recipient without an @, or a template that is not "welcome"),
-or `tenant` (an acme job takes 3 s, any other lane's 10 ms). The worker stops by
+or `tenant` (an acme job takes 6 s, any other lane's 10 ms). The worker stops by
 itself after SECONDS, so a test that forgets it cannot leave it running.
 """
 
@@ -31,7 +31,7 @@ def mailer(job_id, payload, attempts):
 
 
 def tenant(job_id, payload, attempts):
-    time.sleep(3 if json.loads(payload).get("tenant") == "acme" else 0.01)
+    time.sleep(6 if json.loads(payload).get("tenant") == "acme" else 0.01)
 
 
 handler = {"hang": hang, "mailer": mailer, "tenant": tenant}[kind]

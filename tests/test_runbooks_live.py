@@ -351,7 +351,7 @@ def stage_hotspot(conn, workers, q="tenants"):
         lanes.set_limit(conn, q, g, 1)
         for i in range(8):
             jobs.enqueue(conn, q, f'{{"tenant": "{g}"}}', id=f"j_{g}{i}", group=g)
-    procs = workers(q, "tenant", grouped=True, n=3)
+    procs = workers(q, "tenant", grouped=True, n=3, lease_ms=300_000)
     # every worker ends up holding a slow acme job while the others wait
     until(lambda: lanes.lanes(conn, q)["acme"]["active"] == 3)
     freeze(procs)                       # and stays there (their acme jobs are long)
@@ -454,7 +454,7 @@ def test_10_triage_dead_letters(run, live, url, workers):
     stage_dead_letters(live)
     base = f"emq:{{{q}}}:"
     before = dump(live.client)
-    procs = workers(q, "mailer", seconds=40)          # the same buggy mailer keeps running
+    procs = workers(q, "mailer", seconds=120)         # the same buggy mailer keeps running
     text = run("10-triage-dead-letters", True, **params)
     assert "trial: 3 moved, 0 dead again after watching" in text
     assert "step reprocess: done — 16 reprocessed" in text and "outcome reached (2 checks)" in text
