@@ -314,10 +314,14 @@ def errors(conn: Connection, q: str, state: str | Iterable[str] = "dead",
             if not more:
                 break
             cursor = [score, member]
-    frame = pd.DataFrame.from_records([(s, *g) for s, g in groups.items()],
-                                      columns=["signature", *ERROR_COLUMNS])
+    # largest count first, then by signature (sorted here: pandas' own sort would build
+    # arrow strings, which refuse undecodable bytes)
+    records = sorted(((s, *g) for s, g in groups.items()), key=lambda r: (-r[1], r[0]))
+    try:
+        frame = pd.DataFrame.from_records(records, columns=["signature", *ERROR_COLUMNS])
+    except UnicodeEncodeError:      # undecodable bytes, as in `_frame`
+        frame = pd.DataFrame(records, columns=["signature", *ERROR_COLUMNS], dtype=object)
     frame["count"] = frame["count"].astype("int64")
     for col in ("first_seen", "last_seen"):
         frame[col] = pd.to_datetime(frame[col].astype("float64"), unit="ms", utc=True)
-    frame = frame.sort_values(["count", "signature"], ascending=[False, True], kind="stable")
     return frame.set_index("signature")
