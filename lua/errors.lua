@@ -4,11 +4,48 @@
 -- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most
 -- returns {score, member, more, group...}: the cursor and more as @find; each group
 -- is {key, count, least score, greatest score, sample id, sample error} for the rows
--- of this step whose last_error, each ASCII digit read as 0, is `key`. A digit's value
--- never changes a signature, so the signature of the key is each text's; a row with
--- no last_error counts under '' (its sample error nil), a member with no row not at all.
+-- of this step whose last_error reads as `key` once the parts a signature replaces are
+-- made plain: each quoted part emptied ('' or ""), each run of 8 or more hex digits
+-- holding a digit made all 0s, every other digit 0. The signature of a key is the
+-- signature of each of its texts (emq_notebook.triage.signature; a test holds the two
+-- to each other), so few keys cross the wire. A row with no last_error counts under ''
+-- (its sample error nil); a member with no row is not counted.
 --@include cursor
 local set, base = KEYS[1], KEYS[2]
+
+-- each quoted part emptied, scanning as the signature does: at a quote, the next quote
+-- of the same kind closes it; a quote with none after it is kept as it is
+local function quotes_out(text)
+  if not string.find(text, '[\'"]') then return text end
+  local out, i = {}, 1
+  while true do
+    local at = string.find(text, '[\'"]', i)
+    if not at then
+      out[#out + 1] = string.sub(text, i)
+      break
+    end
+    local mark = string.sub(text, at, at)
+    local close = string.find(text, mark, at + 1, true)
+    if close then
+      out[#out + 1] = string.sub(text, i, at - 1) .. mark .. mark
+      i = close + 1
+    else
+      out[#out + 1] = string.sub(text, i, at)
+      i = at + 1
+    end
+  end
+  return table.concat(out)
+end
+
+local function plain_hex(run)
+  if #run >= 8 and string.find(run, '%d') then return string.rep('0', #run) end
+  return (string.gsub(run, '%d', '0'))
+end
+
+local function key_of(text)
+  return (string.gsub(quotes_out(text), '%x+', plain_hex))
+end
+
 local start = rank_after(set, ARGV[1], ARGV[2])
 local batch = redis.call('ZRANGE', set, start, start + tonumber(ARGV[3]) - 1, 'WITHSCORES')
 local groups, order = {}, {}
@@ -16,7 +53,7 @@ for i = 1, #batch, 2 do
   local id, score = batch[i], batch[i + 1]
   local text = redis.call('HGET', base .. 'job:' .. id, 'last_error')
   if text or redis.call('EXISTS', base .. 'job:' .. id) == 1 then
-    local key = text and string.gsub(text, '%d', '0') or ''
+    local key = text and key_of(text) or ''
     local g = groups[key]
     local s = tonumber(score)
     if not g then
