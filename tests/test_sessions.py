@@ -71,7 +71,8 @@ READING = {
     "triage.server_ms": (lambda c: triage.server_ms(c) > 1_600_000_000_000, True),
 }
 NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease",    # a check and a reply decoder
-             "admin.job_ids", "triage.signature", "triage.glob_spec"}     # pure: no server
+             "admin.job_ids", "triage.signature", "triage.glob_spec",     # pure: no server
+             "triage.signature_glob"}
 
 
 def stage(conn: emq.Connection) -> None:
