@@ -248,9 +248,9 @@ def signature(text: str) -> str:
     digits holding a digit -> `<hex>`; the remaining numbers (`42`, `3.5`) -> `<num>`;
     each run of whitespace -> one space; stripped; the first 200 characters.
 
-    Digits are ASCII digits (`[0-9]`). What a quoted part holds, which digits a number
-    has and which hex digits a replaced run has never change a signature: the `@errors`
-    script groups rows by their text with those made plain, and a test holds it to this.
+    Digits are ASCII digits (`[0-9]`). The `@errors` script makes the same replacements
+    on the server (a test holds the two together), so only the whitespace, the strip
+    and the cut are left to do here.
     """
     if not isinstance(text, str):
         raise BadInput(f"an error text is a string, not {type(text).__name__}")

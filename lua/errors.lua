@@ -4,17 +4,17 @@
 -- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most
 -- returns {score, member, more, group...}: the cursor and more as @find; each group
 -- is {key, count, least score, greatest score, sample id, sample error} for the rows
--- of this step whose last_error reads as `key` once the parts a signature replaces are
--- made plain: each quoted part emptied ('' or ""), each run of 8 or more hex digits
--- holding a digit made all 0s, every other digit 0. The signature of a key is the
--- signature of each of its texts (emq_notebook.triage.signature; a test holds the two
--- to each other), so few keys cross the wire. A row with no last_error counts under ''
--- (its sample error nil); a member with no row is not counted.
+-- of this step whose last_error reads as `key` once the signature's replacements are
+-- made, in its order: quoted parts -> <str>; UUIDs and runs of 8 or more hex digits
+-- holding a digit -> <hex>; numbers -> <num> (emq_notebook.triage.signature, which
+-- then only collapses whitespace, strips and cuts; a test holds the two together).
+-- So a step sends about one group per signature. A row with no last_error counts
+-- under '' (its sample error nil); a member with no row is not counted.
 --@include cursor
 local set, base = KEYS[1], KEYS[2]
 
--- each quoted part emptied, scanning as the signature does: at a quote, the next quote
--- of the same kind closes it; a quote with none after it is kept as it is
+-- each quoted part -> <str>, scanning as the signature's regex does: at a quote, the
+-- next quote of the same kind closes it; a quote with none after it stays as it is
 local function quotes_out(text)
   if not string.find(text, '[\'"]') then return text end
   local out, i = {}, 1
@@ -24,10 +24,9 @@ local function quotes_out(text)
       out[#out + 1] = string.sub(text, i)
       break
     end
-    local mark = string.sub(text, at, at)
-    local close = string.find(text, mark, at + 1, true)
+    local close = string.find(text, string.sub(text, at, at), at + 1, true)
     if close then
-      out[#out + 1] = string.sub(text, i, at - 1) .. mark .. mark
+      out[#out + 1] = string.sub(text, i, at - 1) .. '<str>'
       i = close + 1
     else
       out[#out + 1] = string.sub(text, i, at)
@@ -37,13 +36,22 @@ local function quotes_out(text)
   return table.concat(out)
 end
 
-local function plain_hex(run)
-  if #run >= 8 and string.find(run, '%d') then return string.rep('0', #run) end
-  return (string.gsub(run, '%d', '0'))
+-- a UUID: hex 8-4-4-4-12 with no hex digit either side
+local UUID = '%f[%x]' .. string.rep('%x', 8) .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 4)
+  .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 12) .. '%f[^%x]'
+
+-- a whole run of 8 or more hex digits (the pattern cannot start inside a run long
+-- enough for it) -> <hex> when it holds a digit
+local function hex_run(run)
+  if string.find(run, '%d') then return '<hex>' end
+  return run
 end
 
 local function key_of(text)
-  return (string.gsub(quotes_out(text), '%x+', plain_hex))
+  local key = string.gsub(quotes_out(text), UUID, '<hex>')
+  key = string.gsub(key, '%x%x%x%x%x%x%x%x+', hex_run)
+  key = string.gsub(key, '%d+%.%d+', '<num>')
+  return (string.gsub(key, '%d+', '<num>'))
 end
 
 local start = rank_after(set, ARGV[1], ARGV[2])

@@ -340,8 +340,11 @@ def test_signature(text, expected):
     assert triage.signature(text) == expected
 
 
-ERROR_TEXT = st.text(st.sampled_from(list("0123456789abcdefABCXYZ-'\" .\t_<>") + ["é", "\udcff"]),
-                     max_size=40).map(canonical)
+ERROR_TEXT = st.lists(st.one_of(
+    st.text(st.sampled_from(list("0123456789abcdefABCXYZ-'\" .\t_<>") + ["é", "\udcff"]), max_size=8),
+    st.uuids().map(str), st.uuids().map(lambda u: str(u).upper()[:-1]),
+    st.from_regex(r"[0-9a-fA-F]{6,10}", fullmatch=True), st.sampled_from(["'", '"', "1.5", "..", "-", " "]),
+), max_size=8).map("".join).map(canonical)
 
 
 @on_a_backend
