@@ -8,7 +8,9 @@ signatures whose texts carry numbers, quoted addresses and request UUIDs; the se
 `find(error="refused by billing:*")` matches 1% of them.
 
     python bench/find.py [--jobs 1000000] [--repeat 1]
-    # last line: find/(snapshot+filter), errors/(snapshot+filter), the worst PING during ours
+    # last line: find/(snapshot+filter), errors/(snapshot+filter), the worst PING during
+    # ours (and, beside it, during the snapshot: on a loaded machine the pinger's own
+    # scheduling shows in both)
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def main() -> None:
         fill_dead(conn, a.jobs)
         print(f"filled {a.jobs:,} dead jobs in {time.perf_counter() - t:.1f}s")
         expected = sum(1 for i in range(a.jobs) if template(i) == 0)
-        worst, timings = 0.0, {"find": [], "errors": [], "snapshot+filter": []}
+        worst = worst_theirs = 0.0
+        timings: dict[str, list[float]] = {"find": [], "errors": [], "snapshot+filter": []}
         for _ in range(a.repeat):
             with Pinger(srv.port) as pinger:
                 t = time.perf_counter()
@@ -83,10 +86,12 @@ def main() -> None:
             worst = max(worst, pinger.worst)
             assert len(found) == expected, (len(found), expected)
             assert len(errors) == 50 and int(errors["count"].sum()) == a.jobs, errors
-            t = time.perf_counter()
-            snap = frames.snapshot(conn, Q, states="dead")
-            theirs = snap[snap["last_error"].str.match(regex)]
-            timings["snapshot+filter"].append(time.perf_counter() - t)
+            with Pinger(srv.port) as pinger:
+                t = time.perf_counter()
+                snap = frames.snapshot(conn, Q, states="dead")
+                theirs = snap[snap["last_error"].str.match(regex)]
+                timings["snapshot+filter"].append(time.perf_counter() - t)
+            worst_theirs = max(worst_theirs, pinger.worst)
             assert list(theirs.index) == list(found.index)
             del snap, theirs
     best = {k: min(v) for k, v in timings.items()}
@@ -96,7 +101,8 @@ def main() -> None:
     base = best["snapshot+filter"]
     print(f"{ratio_line('find/(snapshot+filter)', best['find'] / base, '<= 0.3')}, "
           f"{ratio_line('errors/(snapshot+filter)', best['errors'] / base, '<= 0.3')}; "
-          f"worst PING during ours: {worst * 1000:.1f} ms (target <= 20)")
+          f"worst PING during ours: {worst * 1000:.1f} ms (target <= 20; "
+          f"during the snapshot: {worst_theirs * 1000:.1f} ms)")
 
 
 if __name__ == "__main__":

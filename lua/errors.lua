@@ -40,17 +40,20 @@ end
 local UUID = '%f[%x]' .. string.rep('%x', 8) .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 4)
   .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 12) .. '%f[^%x]'
 
--- a whole run of 8 or more hex digits (the pattern cannot start inside a run long
--- enough for it) -> <hex> when it holds a digit
+-- a whole run of 8 or more hex digits -> <hex> when it holds a digit
+local HEX_RUN = '%f[%x]' .. string.rep('%x', 8) .. '%x*'
 local function hex_run(run)
   if string.find(run, '%d') then return '<hex>' end
   return run
 end
 
+-- each pass is skipped when the text cannot hold what it replaces
 local function key_of(text)
-  local key = string.gsub(quotes_out(text), UUID, '<hex>')
-  key = string.gsub(key, '%x%x%x%x%x%x%x%x+', hex_run)
-  key = string.gsub(key, '%d+%.%d+', '<num>')
+  local key = quotes_out(text)
+  if not string.find(key, '%d') and not string.find(key, '%-') then return key end
+  if string.find(key, '-', 1, true) then key = string.gsub(key, UUID, '<hex>') end
+  key = string.gsub(key, HEX_RUN, hex_run)
+  if string.find(key, '%d%.%d') then key = string.gsub(key, '%d+%.%d+', '<num>') end
   return (string.gsub(key, '%d+', '<num>'))
 end
 
