@@ -236,8 +236,9 @@ def signature(text: str) -> str:
     digits holding a digit -> `<hex>`; the remaining numbers (`42`, `3.5`) -> `<num>`;
     each run of whitespace -> one space; stripped; the first 200 characters.
 
-    Digits are ASCII digits (`[0-9]`), so a digit's value never changes a signature
-    (the `@errors` script groups rows by their text with every digit read as 0).
+    Digits are ASCII digits (`[0-9]`). The `@errors` script makes the same replacements
+    on the server (a test holds the two together), so only the whitespace, the strip
+    and the cut are left to do here.
     """
     if not isinstance(text, str):
         raise BadInput(f"an error text is a string, not {type(text).__name__}")
@@ -302,10 +303,14 @@ def errors(conn: Connection, q: str, state: str | Iterable[str] = "dead",
             if not more:
                 break
             cursor = [score, member]
-    frame = pd.DataFrame.from_records([(s, *g) for s, g in groups.items()],
-                                      columns=["signature", *ERROR_COLUMNS])
+    # largest count first, then by signature (sorted here: pandas' own sort would build
+    # arrow strings, which refuse undecodable bytes)
+    records = sorted(((s, *g) for s, g in groups.items()), key=lambda r: (-r[1], r[0]))
+    try:
+        frame = pd.DataFrame.from_records(records, columns=["signature", *ERROR_COLUMNS])
+    except UnicodeEncodeError:      # undecodable bytes, as in `_frame`
+        frame = pd.DataFrame(records, columns=["signature", *ERROR_COLUMNS], dtype=object)
     frame["count"] = frame["count"].astype("int64")
     for col in ("first_seen", "last_seen"):
         frame[col] = pd.to_datetime(frame[col].astype("float64"), unit="ms", utc=True)
-    frame = frame.sort_values(["count", "signature"], ascending=[False, True], kind="stable")
     return frame.set_index("signature")

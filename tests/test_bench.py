@@ -12,7 +12,8 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 SMALL = {"snapshot.py": ("5000", "snapshot/floor: "), "destroy.py": ("5000", "drain/floor: "),
          "claim.py": ("2000", "function/script throughput: "),
-         "peers.py": ("2000", "ours/bullmq listing: "), "scale.py": ("2000", "worst ratio to target: ")}
+         "peers.py": ("2000", "ours/bullmq listing: "), "scale.py": ("2000", "worst ratio to target: "),
+         "find.py": ("5000", "find/(snapshot+filter): ")}
 
 
 # shared code, and the peers' sides (run by peers.py and scale.py in their own venv)
