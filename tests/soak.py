@@ -56,7 +56,12 @@ from typing import Any
 Q1, Q2 = "soak", "soak-twin"
 GROUPS = {Q1: ("g0", "g1", "g2", "g3"), Q2: ("h0", "h1")}
 LEASE_MS = 2000
-KILLED_EXIT = -signal.SIGKILL
+# A call cut by a fault may still run on the server after its caller saw the error:
+# its request was already sent, and a server (or this proxy) that stalls runs it
+# when it resumes -- a soak saw one land 1.5 s late. The reconciliation lets a
+# "maybe" call take effect up to LATE_S seconds after its error (its drains stay
+# bounded by their count balance).
+LATE_S = 5.0
 
 
 # -- the plan and the controls shared by every role ---------------------------
@@ -490,16 +495,21 @@ def role_main(role: str, plan: Plan, ctl: Controls, slot: int, name: str) -> Non
 class Proxy:
     """A TCP proxy on 127.0.0.1 in front of the server (plain sockets, two threads a
     connection) that cuts connections mid-call on demand: `cut("request", n)`
-    swallows the next n client chunks and closes those connections (the call never
+    swallows the next n client chunks and cuts those connections (the call never
     reached the server), `cut("reply", n)` swallows the next n server chunks (the
-    call ran, its reply is lost), `cut("all")` closes every connection now."""
+    call ran, its reply is lost), `cut("all")` cuts every connection now.
+
+    A cut is a `shutdown` of both sockets, which wakes both threads; the sockets
+    are closed by the last of the two to finish, so no thread ever holds a file
+    descriptor that a new connection could be given (a stray write would land in
+    another client's connection)."""
 
     def __init__(self, upstream_port: int):
         self.upstream = upstream_port
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.lock = threading.Lock()
-        self.pairs: set[tuple[socket.socket, socket.socket]] = set()
+        self.pairs: dict[tuple[socket.socket, socket.socket], int] = {}   # -> threads still running
         self.pending = {"request": 0, "reply": 0}
         self.cuts: Counter = Counter()
         self.closed = False
@@ -522,7 +532,7 @@ class Proxy:
                 continue
             pair = (client, server)
             with self.lock:
-                self.pairs.add(pair)
+                self.pairs[pair] = 2
             threading.Thread(target=self._pump, args=(pair, client, server, "request"), daemon=True).start()
             threading.Thread(target=self._pump, args=(pair, server, client, "reply"), daemon=True).start()
 
@@ -543,16 +553,21 @@ class Proxy:
         except OSError:
             return
         finally:
-            self._close(pair)
+            self._shut(pair)
+            with self.lock:
+                self.pairs[pair] -= 1
+                last = self.pairs[pair] == 0
+                if last:
+                    del self.pairs[pair]
+            if last:
+                for sock in pair:
+                    sock.close()
 
-    def _close(self, pair: tuple) -> None:
-        with self.lock:
-            self.pairs.discard(pair)
-        for s in pair:
+    @staticmethod
+    def _shut(pair: tuple) -> None:
+        for sock in pair:
             with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                s.close()
+                sock.shutdown(socket.SHUT_RDWR)
 
     def cut(self, kind: str, n: int = 1) -> None:
         if kind == "all":
@@ -560,7 +575,7 @@ class Proxy:
                 pairs = list(self.pairs)
                 self.cuts["all"] += 1
             for pair in pairs:
-                self._close(pair)
+                self._shut(pair)
             return
         with self.lock:
             self.pending[kind] += n
@@ -869,7 +884,7 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
             if out == "maybe":
                 report.drained_maybe_budget += v["a"]["budget"]
             if out == "maybe" or said > 0:
-                drain_ends.append(v["t1"])
+                drain_ends.append(v["t1"] + (LATE_S if out == "maybe" else 0.0))
 
     # every id's one fate
     drainable: list[str] = []
@@ -936,7 +951,9 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
             if fin and fin["how"] == "complete" and fin["r"] == "ok":
                 flag(f"{q} {jid} claimed again at {b['t1']:.2f} after it was completed")
                 continue
-            expired = any(x["q"] == q and x["t1"] >= a["t0"] + lease_s - 0.05 and x["t0"] <= b["t1"]
+            # an expiry that ran after the lease's deadline and before the second claim
+            expired = any(x["q"] == q and x["t0"] <= b["t1"]
+                          and x["t1"] + (LATE_S if x["n"] == "maybe" else 0.0) >= a["t0"] + lease_s - 0.05
                           for x in expiries)
             killed = any(f["f"] == "kill_worker" and f["w"] == a["src"] and f["t"] >= a["t0"] for f in faults)
             if fin and fin["how"] == "fail" and fin["r"] == "maybe":
@@ -1171,6 +1188,9 @@ class Soak:
             time.sleep(0.2)
         if finals is None:
             raise RuntimeError("the final snapshot could not be read")
+        # the end state beside the ledger, for a post-mortem of a failed run
+        (self.workdir / "final.json").write_text(json.dumps(
+            {"finals": finals, "seen": {f"{q} {i}": t for (q, i), t in checker.seen.items()}}))
         report = Report(self.backend, seconds=ran, setup_s=self.setup_s)
         reconcile(read_ledgers(self.ledger_dir), finals, checker, report, self.plan.lease_ms / 1000)
         report.stop_s = time.time() - start - ran
