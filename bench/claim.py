@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from common import args, connect, fill, ratio_line, server, side_by_side
+
 from emq_notebook import jobs
 
 Q = "bench"

@@ -17,6 +17,7 @@ import venv
 from pathlib import Path
 
 from common import args, connect, fill, payload, server
+
 from emq_notebook import admin, frames
 
 Q = "bench"
@@ -72,11 +73,14 @@ def main() -> None:
         for _ in range(a.repeat):
             mine.append(ours(conn, a.jobs))
             peer.append(theirs(py, srv, a.jobs))
-    (l_ours, o_ours), (l_peer, o_peer) = [tuple(min(x) for x in zip(*side)) for side in (mine, peer)]
+    (l_ours, o_ours), (l_peer, o_peer) = [tuple(min(x) for x in zip(*side, strict=True))
+                                          for side in (mine, peer)]
     print(f"jobs: {a.jobs:,} waiting, 100-byte payloads; {' + '.join(PEER_PACKAGES)} in {PEERS.name}")
     print(f"listing with data: ours {l_ours:.3f}s (frames.snapshot)   bullmq {l_peer:.3f}s (getJobs)")
-    print(f"obliterate:        ours {o_ours:.3f}s (obliterate_all)    bullmq {o_peer:.3f}s (obliterate)")
-    print(f"ours/bullmq listing: {l_ours / l_peer:.2f}, obliterate: {o_ours / o_peer:.2f} (target < 1 on both)")
+    print(f"obliterate:        ours {o_ours:.3f}s (obliterate_all)    "
+          f"bullmq {o_peer:.3f}s (obliterate)")
+    print(f"ours/bullmq listing: {l_ours / l_peer:.2f}, obliterate: {o_ours / o_peer:.2f} "
+          "(target < 1 on both)")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ the columns (ints, UTC timestamps) and fills state and set scores.
 from __future__ import annotations
 
 import pandas as pd
-
 from common import BATCH, args, best, connect, fill, ratio_line, server, side_by_side
+
 from emq_notebook import frames
 from emq_notebook.keyspace import queue_key
 

@@ -1,28 +1,64 @@
-"""The demo room: an incident end to end on the embedded default, and the
-helper runbooks use to start from clean queues.
+"""The demos: an incident end to end on the embedded default, and the guard that
+lets a demo write only to queues it made itself.
 
 `python -m emq_notebook.demo` runs: a worker with a bug kills jobs, the operator
 pauses, inspects the dead letters, mends a payload, reprocesses, resumes, and
 retires a scratch queue with a bounded obliterate.
+
+A demo seeds and destroys, so before its first write it calls `fresh(conn, *queues)`.
+A queue a demo makes is marked in its own meta hash (`created_by` =
+`emq_notebook.demo`); meta is the last key an obliterate deletes, so the mark holds
+until the queue is gone. `fresh` refuses (`QueueInUse`, nothing written) when any of
+the queues holds a key and no mark: that queue is somebody's real queue.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 from . import admin, frames, jobs
 from .connector import Connection, connect
+from .errors import QueueInUse
 from .footprint import footprint
+from .keyspace import base, check_name, queue_key
 from .worker import Worker
+
+# the mark a demo leaves in the meta hash of a queue it made
+MARK_FIELD, MARK = "created_by", "emq_notebook.demo"
+
+
+def made_by_a_demo(conn: Connection, q: str) -> bool:
+    """True when queue `q`'s meta carries the demo's mark (one HGET)."""
+    return conn.command("HGET", queue_key(q, "meta"), MARK_FIELD) == MARK
+
+
+def check_unused(conn: Connection, *queues: str) -> dict[str, int]:
+    """{queue: keys it holds now} for queues that are empty or a demo's own; raises
+    `QueueInUse` (having written nothing) for the first that holds keys and no mark."""
+    held = {}
+    for q in queues:
+        check_name(q)
+        keys = conn.scan(base(q) + "*")
+        if keys and not made_by_a_demo(conn, q):
+            raise QueueInUse(
+                f"{q!r} on {conn.label} already holds {len(keys)} keys under {base(q)} and no "
+                "demo made it: a demo writes only to queues it made itself, so nothing was "
+                "written. Point EMQ_URL at an empty server, or unset it for the embedded default")
+        held[q] = len(keys)
+    return held
 
 
 def fresh(conn: Connection, *queues: str) -> Connection:
-    """Empty the named queues (a runbook's own), so it runs the same on a shared server."""
-    for q in queues:
-        if footprint(conn, q):
+    """Give a demo empty queues of its own: check every name first (`QueueInUse` for a
+    queue no demo made, before any write), empty the ones an earlier run made, mark each."""
+    held = check_unused(conn, *queues)
+    for q, keys in held.items():
+        if keys:
             admin.pause(conn, q)
             admin.obliterate_all(conn, q, force=True)
+        conn.command("HSET", queue_key(q, "meta"), MARK_FIELD, MARK)
     return conn
 
 
@@ -33,7 +69,7 @@ def buggy_mailer(job_id: str, payload: str, attempts: int) -> None:
         raise ValueError(f"SMTP 553: bad recipient {to!r}")
 
 
-def main(out=print) -> int:
+def main(out: Callable[[str], None] = print) -> int:
     conn = fresh(connect(), "mailers", "scratch")
     out(f"connected: {conn.label}")
     for n, to in enumerate(["ana@example.com", "bo.example.com", "cy@example.com", "di.example.com"]):
@@ -43,13 +79,13 @@ def main(out=print) -> int:
     out(frames.counts(conn, ["mailers"]).to_string())
 
     admin.pause(conn, "mailers")
-    out("paused mailers; claim answers: %s" % (jobs.claim(conn, "mailers", 1000),))
+    out(f"paused mailers; claim answers: {jobs.claim(conn, 'mailers', 1000)}")
     dead = frames.snapshot(conn, "mailers", states="dead")
     out(dead[["last_error", "payload"]].to_string())
     for job_id, row in dead.iterrows():
         mended = json.loads(row.payload)
         mended["to"] = mended["to"].replace(".example", "@example", 1)
-        jobs.update_data(conn, "mailers", job_id, json.dumps(mended))
+        jobs.update_data(conn, "mailers", str(job_id), json.dumps(mended))
     out(f"reprocessed {admin.reprocess_dead(conn, 'mailers')} dead jobs")
     try:
         jobs.reprocess_job(conn, "mailers", "j_mail0")
@@ -59,10 +95,11 @@ def main(out=print) -> int:
     Worker(conn, "mailers", buggy_mailer).run(until_empty=True)
     out(frames.counts(conn, ["mailers"]).to_string())
 
-    for n in range(2500):
+    for _ in range(2500):
         jobs.enqueue(conn, "scratch", "{}")
     admin.pause(conn, "scratch")
-    calls = admin.obliterate_all(conn, "scratch", progress=lambda c, left: out(f"  obliterate call {c}: {left} jobs left"))
+    calls = admin.obliterate_all(conn, "scratch",
+                                 progress=lambda c, left: out(f"  obliterate call {c}: {left} jobs left"))
     out(f"obliterated scratch in {calls} bounded calls; footprint now {len(footprint(conn, 'scratch'))} keys")
     return 0
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .connector import Connection
 from .errors import WireError
 from .keyspace import events_channel
 
 
-def subscribe(conn: Connection, q: str, timeout: float = 5.0):
+def subscribe(conn: Connection, q: str, timeout: float = 5.0) -> Any:
     """A pubsub on the queue's events channel, its SUBSCRIBE acknowledged."""
     with conn.wire():
         ps = conn.client.pubsub()

@@ -22,10 +22,11 @@ def footprint(conn: Connection, q: str) -> dict[str, tuple[str, object]]:
             "list": lambda p, k: p.lrange(k, 0, -1), "set": lambda p, k: p.smembers(k),
             "string": lambda p, k: p.get(k)}
     pipe = conn.pipeline()
-    for k, kind in zip(keys, kinds):
+    for k, kind in zip(keys, kinds, strict=True):
         read.get(kind, lambda p, k: p.type(k))(pipe, k)
     values = pipe.execute()
-    return {k: (kind, sorted(v) if kind == "set" else v) for k, kind, v in zip(keys, kinds, values)}
+    return {k: (kind, sorted(v) if kind == "set" else v)
+            for k, kind, v in zip(keys, kinds, values, strict=True)}
 
 
 def diff(before: dict, after: dict) -> list[str]:

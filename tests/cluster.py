@@ -23,7 +23,7 @@ class LocalCluster:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.nodes[0].port}/0"
 
-    def start(self, timeout: float = 30.0) -> "LocalCluster":
+    def start(self, timeout: float = 30.0) -> LocalCluster:
         for node in self.nodes:
             node.start()
         clients = [redis.Redis(host="127.0.0.1", port=n.port, decode_responses=True) for n in self.nodes]

@@ -12,11 +12,11 @@ import json
 import re
 
 import pytest
+from conftest import dump
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import emq_notebook as emq
-from conftest import dump
 from emq_notebook import admin, frames, grammar, jobs, keyspace, lanes
 from emq_notebook.errors import BadInput, EMQError, InvalidName, UsageProblem
 

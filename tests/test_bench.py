@@ -12,12 +12,16 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 SMALL = {"snapshot.py": ("5000", "snapshot/floor: "), "destroy.py": ("5000", "drain/floor: "),
          "claim.py": ("2000", "function/script throughput: "),
-         "peers.py": ("2000", "ours/bullmq listing: ")}
+         "peers.py": ("2000", "ours/bullmq listing: "), "scale.py": ("2000", "worst ratio to target: ")}
+
+
+# shared code, and the peers' sides (run by peers.py and scale.py in their own venv)
+NOT_SCRIPTS = ("common.py", "bullmq_side.py", "bullmq_scale.py")
 
 
 def test_every_bench_script_is_covered():
-    assert sorted(p.name for p in BENCH.glob("*.py") if p.name not in ("common.py", "bullmq_side.py")) \
-        == sorted([*SMALL, "soak.py"])
+    scripts = sorted(p.name for p in BENCH.glob("*.py") if p.name not in NOT_SCRIPTS)
+    assert scripts == sorted([*SMALL, "soak.py"])
 
 
 @pytest.mark.parametrize("script", sorted(SMALL))
@@ -25,7 +29,8 @@ def test_a_small_run_prints_its_ratio(script):
     jobs, last = SMALL[script]
     run = subprocess.run([sys.executable, str(BENCH / script), "--jobs", jobs, "--repeat", "1"],
                          capture_output=True, text=True, timeout=600, cwd=BENCH,
-                         env={**os.environ, "PYTHONPATH": str(BENCH)})
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             p for p in (str(BENCH), os.environ.get("PYTHONPATH")) if p)})
     assert run.returncode == 0, run.stderr[-3000:]
     final = run.stdout.strip().splitlines()[-1]
     assert final.startswith(last), final

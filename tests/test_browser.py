@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 import redis
+from nbtools import notebook
 
 import emq_notebook as emq
 from emq_notebook import jobs
-from nbtools import notebook
 
 pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")

@@ -3,8 +3,8 @@ native line byte for byte."""
 
 import pytest
 import redis
-
 from conftest import dump
+
 from emq_notebook import admin, jobs, lanes
 from emq_notebook.errors import NotDead
 

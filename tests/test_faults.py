@@ -47,7 +47,7 @@ def fill(conn, n: int) -> None:
     pipe_size = 500
     for start in range(0, n, pipe_size):
         for i in range(start, min(n, start + pipe_size)):
-            jobs.enqueue(conn, Q, '{"i": %d}' % i, id=f"j{i:05d}", dedup=f"k{i}" if i % 10 == 0 else None)
+            jobs.enqueue(conn, Q, f'{{"i": {i}}}', id=f"j{i:05d}", dedup=f"k{i}" if i % 10 == 0 else None)
     jobs.enqueue(conn, NEIGHBOUR, "keep me", id="j_keep")
 
 

@@ -17,8 +17,8 @@ import logging
 import time
 
 import pytest
-
 from conftest import consistency_problems, dump, keys_of
+
 from emq_notebook import Worker, admin, jobs, lanes, repeat
 from emq_notebook.checks import MAX_WHOLE
 from emq_notebook.errors import BadInput, BadRow, EMQError, Gone, NotOwner
@@ -95,9 +95,9 @@ def test_fail_and_complete_refuse_a_bad_row(conn, connect_as, field, value, verb
         for job_id in ("j_1", "j_2"):
             corrupt(c, job_id, field, value)
             if verb == "fail":
-                refused_unchanged(c, lambda j=job_id: jobs.fail(c, Q, j, "boom"))
+                refused_unchanged(c, lambda c=c, j=job_id: jobs.fail(c, Q, j, "boom"))
             else:
-                refused_unchanged(c, lambda j=job_id: jobs.complete(c, Q, j))
+                refused_unchanged(c, lambda c=c, j=job_id: jobs.complete(c, Q, j))
 
 
 def test_the_issue_example_a_bad_max_attempts_is_never_lost(conn, ex):
@@ -352,8 +352,8 @@ def test_a_worker_whose_lease_was_lost_is_refused_not_owner(conn, connect_as, ve
         time.sleep(PAST)
         assert jobs.expire_leases(conn, Q) == 1
         assert claim(second, Q, 60_000) == ("j_1", "x", 2)
-        stale = (lambda: jobs.complete(first, Q, "j_1")) if verb == "complete" else \
-            (lambda: jobs.fail(first, Q, "j_1", "late"))
+        stale = (lambda first=first: jobs.complete(first, Q, "j_1")) if verb == "complete" else \
+            (lambda first=first: jobs.fail(first, Q, "j_1", "late"))
         refused_unchanged(conn, stale, NotOwner)
         jobs.complete(second, Q, "j_1")
         assert consistency_problems(conn, Q) == []

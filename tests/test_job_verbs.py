@@ -5,8 +5,8 @@ import json
 import time
 
 import pytest
-
 from conftest import WITH_CLUSTER, dump
+
 from emq_notebook import admin, jobs, lanes
 from emq_notebook.errors import Gone, Locked, NotDead
 

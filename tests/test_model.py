@@ -16,12 +16,11 @@ import time
 from dataclasses import dataclass
 
 import pytest
+from conftest import consistency_problems, dump, open_conn
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (RuleBasedStateMachine, invariant, rule,
-                                 run_state_machine_as_test)
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from conftest import consistency_problems, dump, open_conn
 from emq_notebook import admin, jobs, lanes
 from emq_notebook.errors import ActiveJobs, Gone, Locked, NotActive, NotDead, NotPaused
 
@@ -125,7 +124,7 @@ class QueueModel(RuleBasedStateMachine):
     def enqueue(self, group, delay, dedup, priority, max_attempts, backoff):
         self.serial += 1
         job_id = f"j{self.serial:04d}"
-        got = jobs.enqueue(self.conn, Q, '{"n": %d}' % self.serial, id=job_id, group=group,
+        got = jobs.enqueue(self.conn, Q, f'{{"n": {self.serial}}}', id=job_id, group=group,
                            delay_ms=delay, priority=priority, max_attempts=max_attempts,
                            dedup=dedup, backoff_ms=backoff)
         if dedup in self.dedup:
@@ -133,7 +132,7 @@ class QueueModel(RuleBasedStateMachine):
             return
         assert got == job_id
         job = Job("schedule" if delay else "pending", group, dedup, priority, max_attempts, backoff,
-                  score=priority, due=delay == SHORT, payload='{"n": %d}' % self.serial)
+                  score=priority, due=delay == SHORT, payload=f'{{"n": {self.serial}}}')
         self.jobs[job_id] = job
         if dedup:
             self.dedup[dedup] = job_id
@@ -267,8 +266,8 @@ class QueueModel(RuleBasedStateMachine):
         if job_id is None or job_id not in self.jobs:
             return self.refused(Gone, lambda: jobs.update_data(self.conn, Q, job_id or "nope", "{}"))
         self.serial += 1
-        jobs.update_data(self.conn, Q, job_id, '{"mended": %d}' % self.serial)
-        self.jobs[job_id].payload = '{"mended": %d}' % self.serial
+        jobs.update_data(self.conn, Q, job_id, f'{{"mended": {self.serial}}}')
+        self.jobs[job_id].payload = f'{{"mended": {self.serial}}}'
 
     @rule(data=st.data(), value=st.integers(0, 100))
     def update_progress(self, data, value):

@@ -5,7 +5,6 @@ so our errors are EMQErrors with `_render_traceback_` (../shared/JUPYTER.md).
 """
 
 import pytest
-
 from nbtools import execute, nbval, notebook
 
 LOAD = "%load_ext emq_notebook"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from emq_notebook import admin, jobs, lanes, repeat, Worker
+from emq_notebook import Worker, admin, jobs, lanes, repeat
 from emq_notebook.errors import BadInput, Gone, NotActive
 
 Q = "mail"
@@ -46,9 +46,9 @@ def test_pause_gate_answers_none_and_keeps_the_backlog(conn):
 def test_claim_scripts_carry_no_pause_logic():
     from emq_notebook import scripts
     for name in ("claim2", "gclaim2"):
-        code = [l for l in scripts.source(name).splitlines() if not l.lstrip().startswith("--")]
+        code = [line for line in scripts.source(name).splitlines() if not line.lstrip().startswith("--")]
         # the queue's meta hash (where `paused` lives) is never read by a claim script
-        assert not any("'meta'" in l for l in code), name
+        assert not any("'meta'" in line for line in code), name
 
 
 def test_fail_retries_with_backoff_then_dead(conn):

@@ -24,7 +24,8 @@ hostile_text = st.one_of(
 )
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10)),
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.text(max_size=6), inner, max_size=4)),
     max_leaves=10,
 )
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)

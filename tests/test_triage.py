@@ -388,3 +388,20 @@ def test_errors_of_a_moving_set_count_each_stayer_once(conn):
     total = int(got["count"].sum())
     left = len(ids) - conn.client.zcard(DEAD)
     assert len(ids) - left <= total <= len(ids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(list("0123456789abcdef-'\" .\t*?[]<>numstrhx") + ["é"]), max_size=60))
+def test_every_text_matches_the_glob_of_its_signature(text):
+    assert fnmatch.fnmatchcase(text, triage.signature_glob(triage.signature(text)))
+
+
+def test_find_by_signature(conn):
+    put_dead(conn, {"j_1": ("SMTP 550 mailbox 'ana' gone", "{}"), "j_2": ("SMTP 421 mailbox 'bo' gone", "{}"),
+                    "j_3": ("SMTP 550 mailbox gone", "{}"), "j_4": ("SMTP 550 mailbox 'x' gone now", "{}")})
+    sig = triage.signature("SMTP 550 mailbox 'ana' gone")
+    assert list(triage.find(conn, Q, signature=sig).index) == ["j_1", "j_2"]
+    assert list(triage.find(conn, Q, signature=sig, error="*421*").index) == ["j_2"]
+    assert list(triage.find(conn, Q, signature=sig, limit=1, budget=1).index) == ["j_1"]
+    with pytest.raises(BadInput):
+        triage.find(conn, Q, signature=5)
