@@ -14,9 +14,11 @@ fakeredis. The roles:
   and sleeps (now and then past the lease);
 - the housekeeper promotes due jobs and expires leases;
 - the operator issues random operator verbs on the main queue (pause/resume,
-  bounded drain, reprocess_dead, remove_jobs, remove_job, update_data,
-  update_progress, add_log with keep, reprocess_job, lane pause/limit) and
-  obliterates the second queue while it is worked.
+  bounded drain, reprocess_dead plain, paced and with a watched trial,
+  reprocess_jobs and remove_jobs with and without a dry run, remove_job,
+  update_data, update_progress, add_log with keep, reprocess_job, promote_job,
+  triage.find, lane pause/limit) and obliterates the second queue while it is
+  worked.
 
 Faults on a schedule: SIGKILL of a worker in its handler (a thread is stopped
 by an exception from its handler on the fake), SIGKILL of the server and a
@@ -310,7 +312,7 @@ class Operator:
     def call(self, verb: str, q: str, fn: Any, summary: Any = None, **args: Any) -> dict:
         """Run one verb and write it down; `summary(reply)` is written in place of a
         large reply (a frame)."""
-        from emq_notebook.errors import Refused, WireError
+        from emq_notebook.errors import Halted, Refused, WireError
 
         self.n += 1
         rec: dict[str, Any] = {"k": "verb", "v": verb, "q": q, "a": args, "n": self.n, "t0": now()}
@@ -318,6 +320,8 @@ class Operator:
             reply = fn()
         except Refused as exc:
             rec.update(out="refused", reason=exc.reason)
+        except Halted as exc:           # a controlled retry whose trial died again: an answer
+            rec.update(out="halted", r={"moved": exc.moved, "failed_again": exc.failed_again})
         except WireError as exc:
             rec.update(out="maybe", err=str(exc)[:160])
         else:
@@ -364,20 +368,32 @@ class Operator:
         everything = ("pending", "active", "schedule", "dead", *GROUPS[Q1])
         verb = rng.choices(
             ["pause", "reprocess_dead", "remove_jobs", "remove_job", "update_data", "update_progress",
-             "add_log", "reprocess_job", "lane_pause", "lane_limit", "find"],
-            [3, 4, 4, 4, 6, 6, 6, 5, 2, 3, 2])[0]
+             "add_log", "reprocess_job", "lane_pause", "lane_limit", "find", "reprocess_jobs", "promote_job"],
+            [3, 4, 4, 4, 6, 6, 6, 5, 2, 3, 2, 3, 3])[0]
         if verb == "pause":
             if self.resume_at is None and self.call(
                     "pause", Q1, lambda: admin.pause(c, Q1))["out"] != "refused":
                 self.resume_at = time.time() + rng.uniform(0.3, 1.5)
         elif verb == "reprocess_dead":
+            # plain, paced (`rate`), or a watched trial that halts when its jobs die again
             budget, limit = rng.randint(5, 50), rng.randint(1, 80)
-            self.call("reprocess_dead", Q1, lambda: admin.reprocess_dead(c, Q1, budget=budget, limit=limit),
-                      budget=budget, limit=limit)
-        elif verb == "remove_jobs":
-            ids = sorted({i for i in (self.pick(Q1, everything) for _ in range(rng.randint(1, 4))) if i})
+            how = rng.choice(({}, {}, {"rate": 40.0}, {"trial": 3, "stop_if_failing": 0.5, "watch_s": 1.0}))
+            if how:
+                limit = min(limit, 20)
+            self.call("reprocess_dead", Q1,
+                      lambda: admin.reprocess_dead(c, Q1, budget=budget, limit=limit, **how),
+                      budget=budget, limit=limit, **how)
+        elif verb in ("remove_jobs", "reprocess_jobs"):
+            states = everything if verb == "remove_jobs" else ("dead", "dead", "pending")
+            ids = sorted({i for i in (self.pick(Q1, states) for _ in range(rng.randint(1, 4))) if i})
+            dry = rng.random() < 0.3
+            act = admin.remove_jobs if verb == "remove_jobs" else admin.reprocess_jobs
             if ids:
-                self.call("remove_jobs", Q1, lambda: admin.remove_jobs(c, Q1, ids), ids=ids)
+                self.call(verb, Q1, lambda: act(c, Q1, ids, dry_run=dry), ids=ids, dry_run=dry)
+        elif verb == "promote_job":
+            jid = self.pick(Q1, ("schedule",))
+            if jid:
+                self.call("promote_job", Q1, lambda: jobs.promote_job(c, Q1, jid), id=jid)
         elif verb == "reprocess_job":
             jid = self.pick(Q1, ("dead",) if rng.random() < 0.8 else everything)
             if jid:
@@ -865,12 +881,14 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
     steps = {(r["src"], r["n"]): r["total"] for r in sorted(records, key=lambda r: r.get("call", 0))
              if r["k"] == "drain_step"}
     for v in verbs:
-        report.verbs[v["v"] + ("" if v["q"] == Q1 else " (twin)")] += 1
+        report.verbs[v["v"] + ("" if v["q"] == Q1 else " (twin)")
+                     + (" (dry run)" if v["a"].get("dry_run") else "")] += 1
         report.outcomes[v["out"]] += 1
         q, out = v["q"], v["out"]
         if v["v"] == "remove_job":
             (removed_ok if out == "ok" else removed_maybe if out == "maybe" else set()).add((q, v["a"]["id"]))
-        elif v["v"] == "remove_jobs":
+        elif v["v"] == "remove_jobs" and not v["a"].get("dry_run"):
+            # a dry run's "removed" explains nothing: a job it made vanish is lost
             if out == "ok":
                 removed_ok.update((q, i) for i, w in v["r"].items() if w == "removed")
             elif out == "maybe":

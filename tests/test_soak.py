@@ -201,3 +201,11 @@ def test_a_cut_expiry_may_land_after_its_error():
     # a definite expiry that ended before the deadline explains nothing
     early = late[:2] + [rec("expired", "housekeeper.0", q=Q1, n=1, t0=3.3, t1=3.35), late[3]]
     assert "served again" in settle(early, state(j_1="active")).violations[0]
+
+
+def test_a_dry_run_explains_nothing():
+    # a dry run that said "removed" for a job that then vanished: the job is lost
+    dry = [enq("j_1"), verb("remove_jobs", 2.0, r={"j_1": "removed"}, ids=["j_1"], dry_run=True)]
+    assert settle(dry).lost == 1
+    real = verb("remove_jobs", 2.0, r={"j_1": "removed"}, ids=["j_1"])
+    assert settle([enq("j_1"), real]).fates == {"removed": 1}
