@@ -14,9 +14,11 @@ fakeredis. The roles:
   and sleeps (now and then past the lease);
 - the housekeeper promotes due jobs and expires leases;
 - the operator issues random operator verbs on the main queue (pause/resume,
-  bounded drain, reprocess_dead, remove_jobs, remove_job, update_data,
-  update_progress, add_log with keep, reprocess_job, lane pause/limit) and
-  obliterates the second queue while it is worked.
+  bounded drain, reprocess_dead plain, paced and with a watched trial,
+  reprocess_jobs and remove_jobs with and without a dry run, remove_job,
+  update_data, update_progress, add_log with keep, reprocess_job, promote_job,
+  triage.find, lane pause/limit) and obliterates the second queue while it is
+  worked.
 
 Faults on a schedule: SIGKILL of a worker in its handler (a thread is stopped
 by an exception from its handler on the fake), SIGKILL of the server and a
@@ -56,7 +58,12 @@ from typing import Any
 Q1, Q2 = "soak", "soak-twin"
 GROUPS = {Q1: ("g0", "g1", "g2", "g3"), Q2: ("h0", "h1")}
 LEASE_MS = 2000
-KILLED_EXIT = -signal.SIGKILL
+# A call cut by a fault may still run on the server after its caller saw the error:
+# its request was already sent, and a server (or this proxy) that stalls runs it
+# when it resumes -- a soak saw one land 1.5 s late. The reconciliation lets a
+# "maybe" call take effect up to LATE_S seconds after its error (its drains stay
+# bounded by their count balance).
+LATE_S = 5.0
 
 
 # -- the plan and the controls shared by every role ---------------------------
@@ -305,7 +312,7 @@ class Operator:
     def call(self, verb: str, q: str, fn: Any, summary: Any = None, **args: Any) -> dict:
         """Run one verb and write it down; `summary(reply)` is written in place of a
         large reply (a frame)."""
-        from emq_notebook.errors import Refused, WireError
+        from emq_notebook.errors import Halted, Refused, WireError
 
         self.n += 1
         rec: dict[str, Any] = {"k": "verb", "v": verb, "q": q, "a": args, "n": self.n, "t0": now()}
@@ -313,6 +320,8 @@ class Operator:
             reply = fn()
         except Refused as exc:
             rec.update(out="refused", reason=exc.reason)
+        except Halted as exc:           # a controlled retry whose trial died again: an answer
+            rec.update(out="halted", r={"moved": exc.moved, "failed_again": exc.failed_again})
         except WireError as exc:
             rec.update(out="maybe", err=str(exc)[:160])
         else:
@@ -359,20 +368,32 @@ class Operator:
         everything = ("pending", "active", "schedule", "dead", *GROUPS[Q1])
         verb = rng.choices(
             ["pause", "reprocess_dead", "remove_jobs", "remove_job", "update_data", "update_progress",
-             "add_log", "reprocess_job", "lane_pause", "lane_limit", "find"],
-            [3, 4, 4, 4, 6, 6, 6, 5, 2, 3, 2])[0]
+             "add_log", "reprocess_job", "lane_pause", "lane_limit", "find", "reprocess_jobs", "promote_job"],
+            [3, 4, 4, 4, 6, 6, 6, 5, 2, 3, 2, 3, 3])[0]
         if verb == "pause":
             if self.resume_at is None and self.call(
                     "pause", Q1, lambda: admin.pause(c, Q1))["out"] != "refused":
                 self.resume_at = time.time() + rng.uniform(0.3, 1.5)
         elif verb == "reprocess_dead":
+            # plain, paced (`rate`), or a watched trial that halts when its jobs die again
             budget, limit = rng.randint(5, 50), rng.randint(1, 80)
-            self.call("reprocess_dead", Q1, lambda: admin.reprocess_dead(c, Q1, budget=budget, limit=limit),
-                      budget=budget, limit=limit)
-        elif verb == "remove_jobs":
-            ids = sorted({i for i in (self.pick(Q1, everything) for _ in range(rng.randint(1, 4))) if i})
+            how = rng.choice(({}, {}, {"rate": 40.0}, {"trial": 3, "stop_if_failing": 0.5, "watch_s": 1.0}))
+            if how:
+                limit = min(limit, 20)
+            self.call("reprocess_dead", Q1,
+                      lambda: admin.reprocess_dead(c, Q1, budget=budget, limit=limit, **how),
+                      budget=budget, limit=limit, **how)
+        elif verb in ("remove_jobs", "reprocess_jobs"):
+            states = everything if verb == "remove_jobs" else ("dead", "dead", "pending")
+            ids = sorted({i for i in (self.pick(Q1, states) for _ in range(rng.randint(1, 4))) if i})
+            dry = rng.random() < 0.3
+            act = admin.remove_jobs if verb == "remove_jobs" else admin.reprocess_jobs
             if ids:
-                self.call("remove_jobs", Q1, lambda: admin.remove_jobs(c, Q1, ids), ids=ids)
+                self.call(verb, Q1, lambda: act(c, Q1, ids, dry_run=dry), ids=ids, dry_run=dry)
+        elif verb == "promote_job":
+            jid = self.pick(Q1, ("schedule",))
+            if jid:
+                self.call("promote_job", Q1, lambda: jobs.promote_job(c, Q1, jid), id=jid)
         elif verb == "reprocess_job":
             jid = self.pick(Q1, ("dead",) if rng.random() < 0.8 else everything)
             if jid:
@@ -490,16 +511,21 @@ def role_main(role: str, plan: Plan, ctl: Controls, slot: int, name: str) -> Non
 class Proxy:
     """A TCP proxy on 127.0.0.1 in front of the server (plain sockets, two threads a
     connection) that cuts connections mid-call on demand: `cut("request", n)`
-    swallows the next n client chunks and closes those connections (the call never
+    swallows the next n client chunks and cuts those connections (the call never
     reached the server), `cut("reply", n)` swallows the next n server chunks (the
-    call ran, its reply is lost), `cut("all")` closes every connection now."""
+    call ran, its reply is lost), `cut("all")` cuts every connection now.
+
+    A cut is a `shutdown` of both sockets, which wakes both threads; the sockets
+    are closed by the last of the two to finish, so no thread ever holds a file
+    descriptor that a new connection could be given (a stray write would land in
+    another client's connection)."""
 
     def __init__(self, upstream_port: int):
         self.upstream = upstream_port
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.lock = threading.Lock()
-        self.pairs: set[tuple[socket.socket, socket.socket]] = set()
+        self.pairs: dict[tuple[socket.socket, socket.socket], int] = {}   # -> threads still running
         self.pending = {"request": 0, "reply": 0}
         self.cuts: Counter = Counter()
         self.closed = False
@@ -522,7 +548,7 @@ class Proxy:
                 continue
             pair = (client, server)
             with self.lock:
-                self.pairs.add(pair)
+                self.pairs[pair] = 2
             threading.Thread(target=self._pump, args=(pair, client, server, "request"), daemon=True).start()
             threading.Thread(target=self._pump, args=(pair, server, client, "reply"), daemon=True).start()
 
@@ -543,16 +569,21 @@ class Proxy:
         except OSError:
             return
         finally:
-            self._close(pair)
+            self._shut(pair)
+            with self.lock:
+                self.pairs[pair] -= 1
+                last = self.pairs[pair] == 0
+                if last:
+                    del self.pairs[pair]
+            if last:
+                for sock in pair:
+                    sock.close()
 
-    def _close(self, pair: tuple) -> None:
-        with self.lock:
-            self.pairs.discard(pair)
-        for s in pair:
+    @staticmethod
+    def _shut(pair: tuple) -> None:
+        for sock in pair:
             with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                s.close()
+                sock.shutdown(socket.SHUT_RDWR)
 
     def cut(self, kind: str, n: int = 1) -> None:
         if kind == "all":
@@ -560,7 +591,7 @@ class Proxy:
                 pairs = list(self.pairs)
                 self.cuts["all"] += 1
             for pair in pairs:
-                self._close(pair)
+                self._shut(pair)
             return
         with self.lock:
             self.pending[kind] += n
@@ -850,12 +881,14 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
     steps = {(r["src"], r["n"]): r["total"] for r in sorted(records, key=lambda r: r.get("call", 0))
              if r["k"] == "drain_step"}
     for v in verbs:
-        report.verbs[v["v"] + ("" if v["q"] == Q1 else " (twin)")] += 1
+        report.verbs[v["v"] + ("" if v["q"] == Q1 else " (twin)")
+                     + (" (dry run)" if v["a"].get("dry_run") else "")] += 1
         report.outcomes[v["out"]] += 1
         q, out = v["q"], v["out"]
         if v["v"] == "remove_job":
             (removed_ok if out == "ok" else removed_maybe if out == "maybe" else set()).add((q, v["a"]["id"]))
-        elif v["v"] == "remove_jobs":
+        elif v["v"] == "remove_jobs" and not v["a"].get("dry_run"):
+            # a dry run's "removed" explains nothing: a job it made vanish is lost
             if out == "ok":
                 removed_ok.update((q, i) for i, w in v["r"].items() if w == "removed")
             elif out == "maybe":
@@ -869,7 +902,7 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
             if out == "maybe":
                 report.drained_maybe_budget += v["a"]["budget"]
             if out == "maybe" or said > 0:
-                drain_ends.append(v["t1"])
+                drain_ends.append(v["t1"] + (LATE_S if out == "maybe" else 0.0))
 
     # every id's one fate
     drainable: list[str] = []
@@ -936,7 +969,9 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
             if fin and fin["how"] == "complete" and fin["r"] == "ok":
                 flag(f"{q} {jid} claimed again at {b['t1']:.2f} after it was completed")
                 continue
-            expired = any(x["q"] == q and x["t1"] >= a["t0"] + lease_s - 0.05 and x["t0"] <= b["t1"]
+            # an expiry that ran after the lease's deadline and before the second claim
+            expired = any(x["q"] == q and x["t0"] <= b["t1"]
+                          and x["t1"] + (LATE_S if x["n"] == "maybe" else 0.0) >= a["t0"] + lease_s - 0.05
                           for x in expiries)
             killed = any(f["f"] == "kill_worker" and f["w"] == a["src"] and f["t"] >= a["t0"] for f in faults)
             if fin and fin["how"] == "fail" and fin["r"] == "maybe":
@@ -1171,6 +1206,9 @@ class Soak:
             time.sleep(0.2)
         if finals is None:
             raise RuntimeError("the final snapshot could not be read")
+        # the end state beside the ledger, for a post-mortem of a failed run
+        (self.workdir / "final.json").write_text(json.dumps(
+            {"finals": finals, "seen": {f"{q} {i}": t for (q, i), t in checker.seen.items()}}))
         report = Report(self.backend, seconds=ran, setup_s=self.setup_s)
         reconcile(read_ledgers(self.ledger_dir), finals, checker, report, self.plan.lease_ms / 1000)
         report.stop_s = time.time() - start - ran

@@ -188,3 +188,24 @@ def test_the_proxy_cuts_a_call_mid_way(valkey):
         assert int(r.get("soak:n")) == 1              # the call never reached the server
     finally:
         proxy.close()
+
+
+def test_a_cut_expiry_may_land_after_its_error():
+    # the housekeeper's expiry was cut before the lease ran out, and ran on the server
+    # once a stall ended, after the deadline: the second claim is explained by it
+    late = [enq("j_1"), claim("j_1", 2.0, 1),
+            rec("expired", "housekeeper.0", q=Q1, n="maybe", t0=3.3, t1=3.35),
+            claim("j_1", 4.9, 2, src="worker1.0")]
+    report = settle(late, state(j_1="active"))
+    assert report.ok and report.duplicates == {"lease expired": 1}
+    # a definite expiry that ended before the deadline explains nothing
+    early = late[:2] + [rec("expired", "housekeeper.0", q=Q1, n=1, t0=3.3, t1=3.35), late[3]]
+    assert "served again" in settle(early, state(j_1="active")).violations[0]
+
+
+def test_a_dry_run_explains_nothing():
+    # a dry run that said "removed" for a job that then vanished: the job is lost
+    dry = [enq("j_1"), verb("remove_jobs", 2.0, r={"j_1": "removed"}, ids=["j_1"], dry_run=True)]
+    assert settle(dry).lost == 1
+    real = verb("remove_jobs", 2.0, r={"j_1": "removed"}, ids=["j_1"])
+    assert settle([enq("j_1"), real]).fates == {"removed": 1}
