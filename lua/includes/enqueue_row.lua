@@ -17,6 +17,8 @@ local function add_job(base, id, payload, group, delay, priority, max_attempts, 
     redis.call('HSET', base .. 'dedup', dedup, id)
   end
   if delay > 0 then
+    -- the due time, where the job's wait starts (a claim measures from it)
+    table.insert(row, 'due_at'); table.insert(row, string.format('%.0f', now + delay))
     table.insert(row, 'state'); table.insert(row, 'schedule')
     redis.call('HSET', jk, unpack(row))
     redis.call('ZADD', base .. 'schedule', now + delay, id)
