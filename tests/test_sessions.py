@@ -63,6 +63,8 @@ READING = {
     "frames.queues": (lambda c: frames.queues(c), [Q]),
     "frames.counts": (lambda c: frames.counts(c, [Q]).loc[Q, "dead"], 1),
     "frames.metrics": (lambda c: len(frames.metrics(c, Q)) >= 0, True),
+    "frames.latency": (lambda c: int(frames.latency(c, Q)["n"].sum()), 2),
+    "frames.health": (lambda c: frames.health(c, [Q]).loc[Q, "claimed_5m"], 2),
 }
 NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease"}   # a check and a reply decoder
 
