@@ -69,9 +69,9 @@ def latency(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFra
                 row[f"{kind}_{name}"] = histogram.percentile(h, p)
         row["n"] = histogram.count(wait)
         records.append(row)
-    frame = pd.DataFrame.from_records(records, columns=LATENCY_COLUMNS, index=_minute_index(minutes))
-    frame = frame.astype({c: "float64" for c in LATENCY_COLUMNS[:-1]} | {"n": "int64"})
-    return frame
+    columns = {c: pd.Series([r[c] for r in records], dtype="float64") for c in LATENCY_COLUMNS[:-1]}
+    columns["n"] = pd.Series([r["n"] for r in records], dtype="int64")
+    return pd.DataFrame({c: v.to_numpy() for c, v in columns.items()}, index=_minute_index(minutes))
 
 
 def enqueued_ms(job_id: str) -> int | None:
