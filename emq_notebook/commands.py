@@ -329,7 +329,7 @@ def _reprocess(s: Session, ns: Namespace) -> None:
     s.say(f"reprocessed {n} dead jobs of {ns.queue}")
 
 
-@verb("metrics", "completed / failed per minute", QUEUE,
+@verb("metrics", "claimed / completed / failed per minute", QUEUE,
       opt("--since", type=duration, help="e.g. 1h"))
 def _metrics(s: Session, ns: Namespace) -> pd.DataFrame:
     return frames.metrics(s.conn, ns.queue, since_ms=ns.since)
@@ -428,3 +428,5 @@ def _help(s: Session, ns: Namespace) -> None:
 
 
 # -- health verbs (health, latency) go here -----------------------------------------
+
+from . import commands_health  # noqa: E402,F401  (health, latency, plot)

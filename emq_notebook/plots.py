@@ -150,12 +150,19 @@ def overview(conn: Connection) -> Figure:
 
 def show_in_notebook(shell: Any = None) -> None:
     """Let a bare `Figure` display as an image in IPython (pyplot does this when
-    imported; these figures are made without it). Does nothing outside IPython."""
-    try:
-        from IPython import get_ipython
-        from IPython.core.pylabtools import select_figure_formats
-    except ImportError:  # pragma: no cover - IPython is a dependency
-        return
+    imported; these figures are made without it). A shell that already shows
+    figures some way (`%matplotlib inline`, an svg or retina setting) is left as it
+    is. Does nothing outside IPython."""
+    from IPython import get_ipython
+    from IPython.core.pylabtools import select_figure_formats
+
     shell = shell or get_ipython()
-    if shell is not None:
-        select_figure_formats(shell, {"png"})
+    if shell is None:
+        return
+    for formatter in shell.display_formatter.formatters.values():
+        try:
+            formatter.lookup_by_type(Figure)
+            return
+        except KeyError:
+            continue
+    select_figure_formats(shell, {"png"})
