@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 from emq_notebook import Worker, admin, cli, jobs, magics  # noqa: E402
-from emq_notebook.errors import EMQError, ReadOnly, UsageProblem  # noqa: E402
+from emq_notebook.errors import ReadOnly, UsageProblem  # noqa: E402
 
 
 @pytest.fixture
