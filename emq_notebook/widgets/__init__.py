@@ -4,8 +4,11 @@ logic lives here: a widget calls a verb, a verb never knows about widgets)."""
 from .claim_gate import ClaimGate
 from .dead_letters import DeadLetterPanel
 from .events_view import EventsView
+from .health_view import HealthView
 from .job_panel import JobPanel
+from .metrics_view import MetricsView
 from .operator_console import OperatorConsole
 from .queue_panel import QueuePanel
 
 __all__ = ["QueuePanel", "JobPanel", "DeadLetterPanel", "EventsView", "ClaimGate", "OperatorConsole"]
+__all__ += ["MetricsView", "HealthView"]
