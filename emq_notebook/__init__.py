@@ -10,7 +10,7 @@ In IPython: `%load_ext emq_notebook`, then `%emq help`.
 
 from typing import Any
 
-from . import admin, commands, demo, footprint, frames, jobs, lanes, repeat, widgets
+from . import admin, commands, demo, footprint, frames, jobs, lanes, repeat, triage, widgets
 from .connector import Connection, connect
 from .errors import (
     ActiveJobs,
@@ -38,7 +38,7 @@ from .worker import Worker
 
 __version__ = "0.1.0"
 
-__all__ = ["connect", "Connection", "admin", "jobs", "lanes", "repeat", "Worker",
+__all__ = ["connect", "Connection", "admin", "jobs", "lanes", "repeat", "triage", "Worker",
            "EMQError", "Refused", "Gone", "Locked", "NotDead", "NotPaused", "ActiveJobs",
            "NotActive", "InvalidName", "UsageProblem", "BadInput", "WireError",
            "NativeUnavailable", "NotOwner", "NotScheduled", "BadRow", "ReadOnly", "Halted",

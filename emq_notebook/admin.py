@@ -142,9 +142,10 @@ def reprocess_dead(conn: Connection, q: str, budget: int = DEFAULT_BUDGET, limit
 def remove_jobs(conn: Connection, q: str, ids: Iterable[str]) -> dict[str, str]:
     """Remove many jobs by id in one call: `{id: "removed" | "gone" | "locked"}`.
 
-    Locked jobs are left untouched; every id is gated before anything is sent.
+    Locked jobs are left untouched; every id is gated before anything is sent. An
+    id given twice is sent once, so its word says what the call did to it.
     """
-    ids = [check_name(i, "job id") for i in ids]
+    ids = list(dict.fromkeys(check_name(i, "job id") for i in ids))
     if not ids:
         return {}
     for i in ids:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from . import commands, grammar, registry, settings
 from .connector import connect
+from .decoding import printable
 from .errors import EMQError, Refused
 
 
@@ -32,21 +33,27 @@ def _watch(session: ShellSession, ns: argparse.Namespace) -> None:
 
     seconds = 10.0 if ns.seconds is None else ns.seconds
     for event in follow(session.conn, ns.queue, seconds=seconds):
-        print(event, flush=True)
+        say(event, flush=True)
 
 
 def show(value: Any) -> None:
+    """Print a verb's result as text. Every line goes through `printable`, so server
+    text holding bytes that are not UTF-8 prints as `\\xNN` on any terminal."""
     if value is None or isinstance(value, Refused):
         return
     if isinstance(value, pd.DataFrame):
-        print(value.to_string() if len(value) else "(no rows)")
+        say(value.to_string() if len(value) else "(no rows)")
     elif isinstance(value, list):
-        print("\n".join(map(str, value)))
+        say("\n".join(map(str, value)))
     elif isinstance(value, dict):
         for k, v in value.items():
-            print(f"{k}: {v}")
+            say(f"{k}: {v}")
     else:
-        print(value)
+        say(value)
+
+
+def say(text: object, **kw: Any) -> None:
+    print(printable(text), **kw)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     top.add_argument("--env", help="the env this server is (default: [tool.emq_notebook] env)")
     opts, rest = top.parse_known_args(argv)
     try:
-        session = ShellSession(settings=settings.load())
+        session = ShellSession(say=say, settings=settings.load())
         ns = grammar.parse(rest or ["help"])
         shows_help = getattr(ns, "show_help", False)
         if registry.VERBS[ns.verb].needs_server and not shows_help:
@@ -72,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         result = commands.execute(session, ns)
     except EMQError as exc:
-        print(f"emq: {type(exc).__name__}: {exc}", file=sys.stderr)
+        say(f"emq: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     show(result)
     return 1 if isinstance(result, Refused) else 0

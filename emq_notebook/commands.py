@@ -429,4 +429,5 @@ def _help(s: Session, ns: Namespace) -> None:
 
 # -- health verbs (health, latency) go here -----------------------------------------
 
+from . import commands_dashboard  # noqa: E402,F401  (the dashboard verb)
 from . import commands_health  # noqa: E402,F401  (health, latency, plot)

@@ -8,11 +8,13 @@ snapshot of seconds (bench/snapshot.py).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import pandas as pd
 
+from .checks import whole
 from .connector import Connection
-from .errors import BadInput
+from .errors import BadInput, InvalidName
 from .keyspace import METRIC_KINDS, STATES, base, check_name, metrics_key, queue_from_key, queue_key
 
 BATCH = 1000
@@ -25,15 +27,16 @@ FIELDS = ("group", "priority", "attempts", "failures", "stalled", "last_error", 
 _TIMED = {"active": "lease deadline", "schedule": "due", "dead": "died at"}
 
 
-def _members(conn: Connection, q: str, states, limit: int | None) -> list[tuple[str, str, float, str | None]]:
+def _members(conn: Connection, q: str, states, limit: int | None,
+             offset: int = 0) -> list[tuple[str, str, float, str | None]]:
     """(id, state, score, group) for the chosen states, lanes' backlogs counted as pending."""
-    stop = -1 if limit is None else limit - 1
+    stop = -1 if limit is None else offset + limit - 1
     pipe = conn.pipeline()
     for state in states:
-        pipe.zrange(queue_key(q, state), 0, stop, withscores=True)
+        pipe.zrange(queue_key(q, state), offset, stop, withscores=True)
     groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
     for g in groups:
-        pipe.zrange(queue_key(q, f"g:{g}:pending"), 0, stop, withscores=True)
+        pipe.zrange(queue_key(q, f"g:{g}:pending"), offset, stop, withscores=True)
     replies = pipe.execute()
     out = []
     for state, members in zip(states, replies):
@@ -53,43 +56,92 @@ def rows(conn: Connection, q: str, ids: list[str], fields=FIELDS) -> list[list]:
     return out
 
 
-def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None) -> pd.DataFrame:
+def snapshot(conn: Connection, q: str, states=STATES, limit: int | None = None,
+             offset: int = 0) -> pd.DataFrame:
     """One row per job, indexed by id: state, group, priority, `at` (the set's time
     score as a UTC timestamp: lease deadline, due, died at), counters, last_error,
-    progress and payload. `limit` caps each set (and each lane)."""
+    progress and payload. `limit` caps each set (and each lane); `offset` skips that
+    many members of each set (and each lane) first, in set order, so a page of a
+    large set reads only its own rows. A `limit` is a whole number
+    from 1 or None for all; a negative `offset` is `BadInput` (both before any I/O).
+
+    Text columns hold the server's text as read (object dtype, see `_text_column`), so a
+    row with bytes that are not UTF-8 is shown, not an error."""
     check_name(q)
+    whole(offset, "offset", least=0)
     if isinstance(states, str):
         states = STATES if states == "all" else (states,)
     for s in states:
         if s not in STATES:
             raise BadInput(f"unknown state {s!r}: one of {', '.join(STATES)} or all")
-    members = _members(conn, q, tuple(states), limit)
+    if limit is not None:
+        whole(limit, "limit")
+    members = _members(conn, q, tuple(states), limit, offset)
     if not members:     # no rows: the same columns, and an index pandas reads as empty
         return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
+    found = rows(conn, q, [m[0] for m in members])
+    return frame([m[0] for m in members], [m[1] for m in members], [m[2] for m in members],
+                 [m[3] for m in members], found)
+
+
+def frame(ids: list[str], states: list[str], scores: list[float], lanes: list[str | None],
+          found: list[list]) -> pd.DataFrame:
+    """The jobs frame, from each job's id, state, set score, lane (None outside a
+    lane) and row fields (`FIELDS`, as `rows` reads them): the one place that shapes
+    it, for `snapshot` and `triage.find` alike."""
     # column-wise: one list per field, not one dict per job
-    columns = dict(zip(FIELDS, zip(*rows(conn, q, [m[0] for m in members]))))
-    frame = pd.DataFrame({
-        "id": [m[0] for m in members], "state": [m[1] for m in members],
+    columns = dict(zip(FIELDS, zip(*found))) if found else {f: () for f in FIELDS}
+    out = pd.DataFrame({
+        "id": _text_column(ids), "state": _text_column(states),
         # a lane's job names its group on the row; the lane it sits in says the same
-        "group": [g if g is not None else m[3] for g, m in zip(columns["group"], members)],
-        "priority": columns["priority"],
-        "at": [m[2] if m[1] in _TIMED else None for m in members],
-        **{f: columns[f] for f in FIELDS[2:]},
+        "group": _text_column([g if g is not None else lane for g, lane in zip(columns["group"], lanes)]),
+        "priority": _text_column(columns["priority"]),
+        "at": [score if state in _TIMED else None for state, score in zip(states, scores)],
+        **{f: _text_column(columns[f]) for f in FIELDS[2:]},
     }, columns=["id", *COLUMNS]).set_index("id")
-    return _typed(frame)
+    return _typed(out)
+
+
+def _text_column(values: Iterable[object]) -> pd.Series:
+    """A column of server text as Python strings (object dtype): pandas' own string
+    dtype (pyarrow) refuses the surrogates `decoding.ERRORS` reads foreign
+    non-UTF-8 bytes as, and an object column keeps them as read, so a value taken
+    from the frame writes back the same bytes."""
+    return pd.Series(list(values), dtype=object)
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     for col in _INTS:
-        frame[col] = pd.to_numeric(frame[col].fillna(0)).astype("int64")
+        frame[col] = _counts(frame[col])
     frame["at"] = pd.to_datetime(frame["at"].astype("float64"), unit="ms", utc=True)
     return frame
 
 
+def _counts(column: pd.Series) -> pd.Series:
+    """A counter column as int64 (an absent field is 0). A field that does not read
+    as a whole number (a row written by another node) shows as <NA>, in pandas'
+    nullable Int64, rather than failing the whole frame."""
+    numbers = pd.to_numeric(column.fillna(0), errors="coerce")
+    bad = numbers.isna() | (numbers != numbers.round())
+    if not bad.any():
+        return numbers.astype("int64")
+    return numbers.mask(bad).astype("Int64")
+
+
 def queues(conn: Connection) -> list[str]:
-    """Every queue on the server, found by its meta hash (SCAN, never KEYS)."""
+    """Every queue on the server, found by its meta hash (SCAN, never KEYS). A key
+    whose name fails the name gate (another client's `emq:{a b}:meta`) is not a
+    queue this toolkit can address, so it is left out rather than failing the list."""
     found = {queue_from_key(k) for k in conn.scan("emq:{*}:meta")}
-    return sorted(q for q in found if q)
+    return sorted(q for q in found if q and _addressable(q))
+
+
+def _addressable(q: str) -> bool:
+    try:
+        check_name(q)
+    except InvalidName:
+        return False
+    return True
 
 
 def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
@@ -135,10 +187,15 @@ def metrics(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFra
         floor = (time.time() * 1000 - since_ms) // 60000
         minutes = [m for m in minutes if m >= floor]
     frame = pd.DataFrame({
-        kind: [int(counted[kind].get(str(m), 0)) for m in minutes] for kind in METRIC_KINDS
+        kind: [_count(counted[kind].get(str(m))) for m in minutes] for kind in METRIC_KINDS
     }, index=pd.to_datetime([m * 60 for m in minutes], unit="s", utc=True), dtype="int64")
     frame.index.name = "minute"
     return frame
+
+
+def _count(value: object) -> int:
+    """A metrics field's count; one that holds no whole number (damaged by hand) reads 0."""
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
 
 
 # -- health and latency (SPEC 9): computed in `health.py`, served here -----------

@@ -114,31 +114,38 @@ def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | N
     for q in names:
         for kind in ("claimed", "completed", "failed"):
             pipe.hmget(metrics_key(q, kind), [str(m) for m in window])
-        for m in window:
-            pipe.hgetall(latency_key(q, "wait", m))
+        # the minutes of the window that have histograms (an idle queue has none)
+        pipe.zrangebyscore(latency_index_key(q), window[0], window[-1])
         pipe.zcount(queue_key(q, "active"), "-inf", now)
         pipe.zrange(queue_key(q, "pending"), 0, 0)
         pipe.smembers(queue_key(q, "groups"))
         pipe.hget(queue_key(q, "meta"), "created_at")
-    width = 3 + len(window) + 4
+    width = 8
     replies = pipe.execute() if names else []
-    # the second round: each lane's head (for the oldest pending), and the last claim
-    # minute of a queue that claimed nothing in the window
+    # the second round: the window's wait histograms, each lane's head (for the
+    # oldest pending), and the last claim minute of a queue that claimed nothing in
+    # the window while it has something to claim
     second = conn.pipeline()
     plan: list[tuple[str, int]] = []
     for i, q in enumerate(names):
         r = replies[i * width:(i + 1) * width]
-        for g in sorted(r[-2]):
+        for m in r[3]:
+            second.hgetall(latency_key(q, "wait", int(float(m))))
+            plan.append(("wait", i))
+        for g in sorted(r[6]):
             second.zrange(queue_key(q, f"g:{g}:pending"), 0, 0)
             plan.append(("lane", i))
-        if _sum(r[0]) == 0:
+        if _sum(r[0]) == 0 and (c.at[q, "pending"] or r[4]):
             second.hkeys(metrics_key(q, "claimed"))
             plan.append(("last", i))
     more = second.execute() if plan else []
-    heads: dict[int, list[str]] = {i: list(replies[i * width + width - 3]) for i in range(len(names))}
+    heads: dict[int, list[str]] = {i: list(replies[i * width + 5]) for i in range(len(names))}
+    waits: dict[int, list[histogram.Histogram]] = {i: [] for i in range(len(names))}
     last_claim: dict[int, int | None] = {}
     for (what, i), reply in zip(plan, more, strict=True):
-        if what == "lane":
+        if what == "wait":
+            waits[i].append(histogram.parse(reply))
+        elif what == "lane":
             heads[i].extend(reply)
         else:
             done = [int(m) for m in reply if str(m).isdigit()]
@@ -147,7 +154,7 @@ def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | N
     for i, q in enumerate(names):
         r = replies[i * width:(i + 1) * width]
         claimed, completed, failed = _sum(r[0]), _sum(r[1]), _sum(r[2])
-        wait = histogram.merge(histogram.parse(h) for h in r[3:3 + len(window)])
+        wait = histogram.merge(waits[i])
         made = [t for t in (enqueued_ms(h) for h in heads[i]) if t is not None]
         oldest = max(0.0, (now - min(made)) / 1000) if made else math.nan
         finished = completed + failed
@@ -157,10 +164,10 @@ def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | N
             "oldest_pending_s": oldest,
             "claimed_5m": claimed, "completed_5m": completed, "failed_5m": failed,
             "failure_rate_5m": failed / finished if finished else math.nan,
-            "expired_leases": int(r[-4]),
+            "expired_leases": int(r[4]),
             "wait_p95_5m": histogram.percentile(wait, 0.95),
         }
-        created = r[-1]
+        created = r[7]
         age = (now - int(created)) / 1000 if created and str(created).isdigit() else math.nan
         row["verdict"], row["why"] = judge(row, now, last_claim.get(i), age)
         records.append({"queue": q, **row})

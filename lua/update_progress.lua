@@ -1,10 +1,10 @@
 -- @update_progress -- write the field, then publish the event.
 -- KEYS[1] = the row ; ARGV[1] = the progress value, ARGV[2] = id, ARGV[3] = the queue base
 -- returns 1; -1 for a missing row
+--@include common
 -- no row: gone, and nothing is written
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 redis.call('HSET', KEYS[1], 'progress', ARGV[1])
 -- ARGV[3] is the queue base, so ARGV[3] .. 'events' is the per-queue events channel
-redis.call('PUBLISH', ARGV[3] .. 'events',
-  cjson.encode({event = 'progress', job = ARGV[2], progress = ARGV[1]}))
+emit(ARGV[3], {event = 'progress', job = ARGV[2], progress = ARGV[1]})
 return 1

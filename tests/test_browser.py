@@ -1,7 +1,9 @@
 """The panels in a real browser: JupyterLab (headless, 127.0.0.1, a token) on a
 small notebook, a real Valkey through EMQ_URL, Debian's Chromium driven by
 Playwright. Clicks Pause / Resume in the QueuePanel and Reprocess in the
-DeadLetterPanel, and checks each through a separate redis client.
+DeadLetterPanel, and checks each through a separate redis client. The dashboard
+twice: in JupyterLab (click a queue, filter the dead jobs, select two rows of the
+grid, Reprocess) and served by Voilà (the overview's queues and counts, Pause).
 
 Needs /usr/bin/chromium (`apt-get install -y chromium`; .ci/run installs it).
 Outside CI a machine without it skips this file with that line; in CI it fails.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -102,15 +105,16 @@ def lab(tmp_path, url):
         log.close()
 
 
-def run_all(page) -> None:
-    """Run > Run All Cells, once the kernel is idle (retried: it is not ready at once)."""
+def run_all(page, ready: str = "Pause") -> None:
+    """Run > Run All Cells, once the kernel is idle (retried: it is not ready at once),
+    until the button named `ready` shows."""
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
     for attempt in range(3):
         time.sleep(1.5)
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
         try:
-            page.get_by_role("button", name="Pause").wait_for(timeout=30_000)
+            page.get_by_role("button", name=ready).first.wait_for(timeout=30_000)
             return
         except Exception:
             if attempt == 2:
@@ -173,3 +177,180 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
     for name in ("queue-panel.png", "dead-letter-panel.png"):
         png = (shots / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
+
+
+
+# -- the dashboard ------------------------------------------------------------------------
+HEADER_PX, ROW_PX = 28, 24          # emq_notebook.widgets.grid: a grid's header and row heights
+
+
+def click_row(page, grid, row: int, *, add: bool = False, x: float = 300) -> None:
+    """Click body row `row` of an ipydatagrid (a canvas: by position), Ctrl held to add."""
+    box = grid.bounding_box()
+    assert box is not None
+    if add:
+        page.keyboard.down("Control")
+    page.mouse.click(box["x"] + x, box["y"] + HEADER_PX + ROW_PX * row + ROW_PX / 2)
+    if add:
+        page.keyboard.up("Control")
+
+
+def stage_dead(conn, q: str, spy, errors: list[tuple[str, str]]) -> None:
+    """Dead jobs in this order of death: (id, error) each."""
+    for job_id, error in errors:
+        jobs.enqueue(conn, q, json.dumps({"id": job_id}), id=job_id, max_attempts=1)
+        spy.zadd(f"emq:{{{q}}}:pending", {job_id: -1})             # served next
+        assert jobs.claim(conn, q, 60_000)[0] == job_id
+        jobs.fail(conn, q, job_id, error)
+
+
+def test_the_dashboard_in_jupyterlab_reprocesses_two_selected_rows(lab, url):
+    from playwright.sync_api import sync_playwright
+
+    base, token, work = lab
+    conn = emq.connect(url)
+    spy = redis.Redis.from_url(url, decode_responses=True)          # a separate client
+    smtp = [f"j_smtp_{i}" for i in range(4)]
+    dns = [f"j_dns_{i}" for i in range(2)]
+    stage_dead(conn, Q, spy, [(dns[0], "DNS timeout: mx.example.net"),
+                              *[(j, f"SMTP 550: mailbox unavailable <user{i}>") for i, j in enumerate(smtp)],
+                              (dns[1], "DNS timeout: mx.example.org")])
+    for i in range(1_234):
+        jobs.enqueue(conn, Q, json.dumps({"to": f"user{i}@example.com"}), id=f"j_{i:05d}")
+    jobs.enqueue(conn, "reports", "{}", delay_ms=3_600_000)
+    emq.admin.pause(conn, "reports")
+    notebook(work / "dashboard.ipynb", "import emq_notebook\n%load_ext emq_notebook\n%emq connect",
+             "%emq dashboard")
+
+    shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else work
+    shots.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1400})
+            page.goto(f"{base}/lab/tree/dashboard.ipynb?reset&token={token}")
+            run_all(page, ready="Refresh")
+            # the file browser folded away: the notebook gets the page's width
+            page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
+            dashboard = page.locator(".jp-OutputArea-output").last
+            grids = dashboard.locator(".ipydatagrid-widget")
+            grids.first.wait_for()
+            page.get_by_text("2 queues · 1,234 pending · 0 active · 1 schedule · 6 dead · 1 paused"
+                             ).wait_for()
+            click_row(page, grids.first, 0)                          # the first queue: browser
+            page.get_by_text(f"queue {Q}", exact=True).wait_for()
+            page.get_by_role("tab", name="Jobs", exact=True).click()
+            page.get_by_text("rows 1–6 of 6 dead").wait_for()
+            page.get_by_placeholder("error glob, e.g. SMTP 5*").fill("SMTP*")
+            dashboard.get_by_role("button", name=re.compile(r"^\W*Filter$")).click()
+            page.get_by_text("matches 1–4").wait_for()
+            jobs_grid = grids.nth(1)
+            click_row(page, jobs_grid, 1)
+            click_row(page, jobs_grid, 2, add=True)
+            page.get_by_text("2 selected").wait_for()
+            page.wait_for_timeout(500)
+            dashboard.screenshot(path=str(shots / "dashboard-jobs.png"))
+            dashboard.get_by_role("button", name=re.compile(r"^\W*Reprocess selected$")).click()
+            wait_for(lambda: all(spy.zscore(f"emq:{{{Q}}}:pending", j) is not None for j in smtp[1:3]),
+                     "the two selected jobs to move to pending")
+            page.get_by_text("2 reprocessed").wait_for()
+            assert set(spy.zrange(f"emq:{{{Q}}}:dead", 0, -1)) == {dns[0], smtp[0], smtp[3], dns[1]}
+            assert spy.hget(f"emq:{{{Q}}}:job:{smtp[1]}", "failures") == "1"
+            page.get_by_role("tab", name="Dead letters", exact=True).click()
+            page.get_by_text("4 dead").first.wait_for()
+            page.wait_for_timeout(300)
+            dashboard.screenshot(path=str(shots / "dashboard-dead-letters.png"))
+        finally:
+            browser.close()
+    for name in ("dashboard-jobs.png", "dashboard-dead-letters.png"):
+        png = (shots / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
+
+
+@pytest.fixture
+def voila(tmp_path, url):
+    """`voila notebooks/demos/dashboard.ipynb` on 127.0.0.1 with EMQ_URL; stopped by its pid."""
+    port = free_port()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "EMQ_URL": url, "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}
+    log = open(tmp_path / "voila.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "voila", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
+         "notebooks/demos/dashboard.ipynb"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+
+    def up():
+        # the port only: a GET of the page would run the notebook before the test stages
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    try:
+        wait_for(up, "Voilà to listen", 60)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_the_dashboard_served_by_voila_lists_the_queues_and_pauses(voila, url):
+    from playwright.sync_api import sync_playwright
+
+    conn = emq.connect(url)
+    spy = redis.Redis.from_url(url, decode_responses=True)
+    for i in range(1_500):
+        jobs.enqueue(conn, "mailers", json.dumps({"to": f"user{i}@example.com"}))
+    stage_dead(conn, "mailers", spy, [(f"j_dead_{i}", "SMTP 550: mailbox unavailable") for i in range(3)])
+    for i in range(12):
+        jobs.enqueue(conn, "reports", json.dumps({"report": i}), group=("acme", "globex")[i % 2])
+    jobs.enqueue(conn, "thumbnails", "{}", delay_ms=3_600_000)
+    emq.admin.pause(conn, "reports")
+    counts = emq.frames.counts(emq.connect(url))                     # what the page must say
+    shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else voila_shots()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1100})
+            page.goto(voila, timeout=90_000)
+            page.locator(".ipydatagrid-widget").first.wait_for(timeout=90_000)
+            total = {c: int(counts[c].sum()) for c in ("pending", "active", "schedule", "dead")}
+            page.get_by_text(f"3 queues · {total['pending']:,} pending · {total['active']:,} active · "
+                             f"{total['schedule']:,} schedule · {total['dead']:,} dead · 1 paused").wait_for()
+            picker = page.locator("select").first
+            assert picker.locator("option").all_inner_texts()[-3:] == ["mailers", "reports", "thumbnails"]
+            assert emq.frames.counts(conn).equals(counts)             # the page staged nothing here
+            for q in ("reports", "thumbnails", "mailers"):              # each queue's counts, as chips
+                picker.select_option(q)
+                page.get_by_text(f"queue {q}", exact=True).wait_for()
+                chips = page.locator(".emq-chips").first
+                for state in ("pending", "active", "schedule", "dead"):
+                    n = int(counts.loc[q, state])
+                    chips.get_by_text(f"{state} {n:,}", exact=True).wait_for()
+            page.get_by_role("button", name=re.compile(r"^\W*Pause$")).click()
+            wait_for(lambda: spy.hget("emq:{mailers}:meta", "paused") == "1", "mailers to be paused")
+            page.get_by_text("paused mailers: claims answer empty").wait_for()
+            page.get_by_role("button", name=re.compile(r"^\W*Resume$")).click()
+            wait_for(lambda: not spy.hexists("emq:{mailers}:meta", "paused"), "mailers to run again")
+            page.get_by_text("resumed mailers").wait_for()
+            page.wait_for_timeout(2_500)                                 # one refresh of the overview
+            bottom = page.locator(".jp-OutputArea-output").last.bounding_box()
+            assert bottom is not None
+            page.screenshot(path=str(shots / "dashboard-overview.png"),
+                            clip={"x": 0, "y": 0, "width": 1280,
+                                  "height": bottom["y"] + bottom["height"] + 16})
+        finally:
+            browser.close()
+    png = (shots / "dashboard-overview.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
+
+
+def voila_shots() -> Path:
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="emq-voila-"))

@@ -73,3 +73,31 @@ def test_free_text_help_words_are_data_in_the_shell(url):
     assert run("logs", "mail", "j_1", url=url).stdout.strip() == "the flag is --help"
     bad = run("watch", "mail", "--seconds", "-1", url=url)
     assert bad.returncode == 2 and "--seconds" in bad.stderr
+
+
+def test_foreign_bytes_print_as_escapes_on_a_strict_terminal(url):
+    """A row another node wrote with bytes that are not UTF-8: `emq job`, `jobs`, `logs`
+    print them as \\xNN (exit 0) even where stdout encodes UTF-8 strictly."""
+    import os
+
+    import redis
+    r = redis.Redis.from_url(url)
+    run("enqueue", "mail", "{}", "--id", "j_1", url=url)
+    r.hset("emq:{mail}:job:j_1", mapping={"payload": b'{"x": "\xff"}', "last_error": b"bad \xfe"})
+    r.rpush("emq:{mail}:job:j_1:logs", b"line \xfd")
+    strict = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    for verb, shown in (("job", ['payload: {"x": "\\xff"}', "last_error: bad \\xfe"]),
+                        ("jobs", ['{"x": "\\xff"}', "bad \\xfe"]), ("logs", ["line \\xfd"])):
+        out = subprocess.run([*EMQ, "--url", url, verb, "mail", *(["j_1"] if verb != "jobs" else [])],
+                             capture_output=True, text=True, timeout=60, env=strict)
+        assert (out.returncode, out.stderr) == (0, ""), out
+        for text in shown:
+            assert text in out.stdout, (verb, out.stdout)
+
+
+def test_a_url_and_embedded_together_are_a_usage_error(url):
+    import redis
+    out = subprocess.run([*EMQ, "--url", url.replace("redis://", "redis://u:pw-Kq7@"), "--embedded", "fake",
+                          "pause", "mail"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "not both" in out.stderr and "pw-Kq7" not in out.stderr
+    assert out.stdout == "" and redis.Redis.from_url(url).hget("emq:{mail}:meta", "paused") is None

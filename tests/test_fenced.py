@@ -426,6 +426,19 @@ def test_remove_jobs_cleans_ghosts(conn, ex):
     assert keys_of(conn, Q) == [P + "meta"]
 
 
+# -- 7. an id given twice ------------------------------------------------------------------
+
+def test_remove_jobs_answers_what_happened_to_an_id_given_twice(conn, ex):
+    jobs.enqueue(conn, Q, "x", id="a")
+    jobs.enqueue(conn, Q, "y", id="b")
+    jobs.claim(conn, Q, 60_000)                      # a is held now
+    jobs.enqueue(conn, Q, "z", id="c")
+    assert admin.remove_jobs(ex, Q, ["c", "a", "c", "b", "a", "none", "none"]) == \
+        {"c": "removed", "a": "locked", "b": "removed", "none": "gone"}
+    assert list(admin.remove_jobs(ex, Q, ["c", "a", "c"])) == ["c", "a"]
+    assert consistency_problems(conn, Q) == []
+
+
 def test_reprocess_dead_drops_ghosts_uncounted(conn, ex):
     _dead(conn, ["j_1"])
     conn.client.zadd(P + "dead", {"ghost": 0, "ghost2": 1})
@@ -488,3 +501,31 @@ def test_obliterate_finds_keys_made_between_bounded_calls(conn, ex, filler):
         assert calls < 1000
     assert keys_of(conn, Q) == []
     assert conn.client.dbsize() == filler
+
+
+# -- 1. (again) the metrics record never fails a transition half-way ----------------------
+
+@pytest.mark.parametrize("verb", ("complete", "fail"))
+@pytest.mark.parametrize("damage", ("bucket", "type"))
+def test_a_damaged_metrics_hash_never_strands_a_job(conn, ex, verb, damage):
+    """complete and fail bump the metrics after their writes: a bucket that holds no
+    count (or a metrics key that is not a hash) once raised there, leaving a failed
+    job in no set at all."""
+    kind = "completed" if verb == "complete" else "failed"
+    jobs.enqueue(conn, Q, "x", id="j_1")
+    jobs.claim(ex, Q, 60_000)
+    key = P + "metrics:" + kind
+    if damage == "bucket":
+        for minute in range(int(time.time() // 60) - 1, int(time.time() // 60) + 3):
+            conn.client.hset(key, str(minute), "lots")
+    else:
+        conn.client.set(key, "not a hash")
+    if verb == "complete":
+        jobs.complete(ex, Q, "j_1")
+    else:
+        assert jobs.fail(ex, Q, "j_1", "boom") == "retry"
+    assert consistency_problems(conn, Q) == []
+    if damage == "bucket":
+        assert "1" in conn.client.hvals(key)
+    else:
+        assert conn.client.get(key) == "not a hash"

@@ -3,8 +3,10 @@
 import time
 
 import pandas as pd
+import pytest
 
 from emq_notebook import admin, frames, jobs, repeat
+from emq_notebook.errors import BadInput
 
 Q = "mail"
 
@@ -36,6 +38,16 @@ def test_snapshot_has_one_row_per_job_with_its_set_and_row(conn):
     assert frames.snapshot(conn, Q, states=("pending",), limit=1).shape[0] == 2   # flat + lane
 
 
+@pytest.mark.parametrize("limit", [0, -3, 2.5, True, "2"])
+def test_snapshot_limit_is_a_whole_number_from_one(conn, limit):
+    for i in range(10):
+        jobs.enqueue(conn, Q, "{}", id=f"j_{i}")
+    with pytest.raises(BadInput, match="limit"):
+        frames.snapshot(conn, Q, limit=limit)
+    assert len(frames.snapshot(conn, Q, limit=3)) == 3
+    assert len(frames.snapshot(conn, Q, limit=None)) == 10
+
+
 def test_snapshot_of_an_empty_queue(conn):
     snap = frames.snapshot(conn, "empty")
     assert snap.empty and list(snap.columns) == frames.COLUMNS
@@ -65,3 +77,30 @@ def test_metrics_frame_is_time_indexed(conn):
     assert m["completed"].tolist() == [4, 2] and m["failed"].tolist() == [0, 1]
     assert m["claimed"].tolist() == [5, 3]
     assert frames.metrics(conn, Q, since_ms=3_600_000)["completed"].tolist() == [2]
+
+
+def test_snapshot_pages_with_offset_cover_each_set_once_in_set_order(conn):
+    ids = [jobs.enqueue(conn, Q, str(i), id=f"j_{i:03d}", delay_ms=60_000 + i) for i in range(23)]
+    lane = [jobs.enqueue(conn, Q, str(i), id=f"j_g{i}", group="acme") for i in range(3)]
+    pages = [frames.snapshot(conn, Q, states="schedule", limit=10, offset=o) for o in (0, 10, 20, 30)]
+    assert [len(p) for p in pages] == [10, 10, 3, 0]
+    assert [i for p in pages for i in p.index] == ids           # due order, no overlap, no gap
+    assert list(pages[3].columns) == frames.COLUMNS
+    # pending: the offset applies to the flat backlog and to each lane alike
+    page = frames.snapshot(conn, Q, states="pending", limit=2, offset=1)
+    assert list(page.index) == lane[1:3]
+    assert frames.snapshot(conn, Q, states="schedule", offset=20).index.tolist() == ids[20:]
+
+
+def test_snapshot_refuses_a_bad_offset_before_any_io():
+    import emq_notebook as emq
+    from emq_notebook.errors import BadInput
+
+    nowhere = emq.connect("redis://127.0.0.1:1/0")
+    for bad in (-1, 2.5, "3", True):
+        try:
+            frames.snapshot(nowhere, Q, offset=bad)
+        except BadInput as exc:
+            assert "offset" in str(exc)
+        else:
+            raise AssertionError(f"offset {bad!r} was accepted")

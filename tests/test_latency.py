@@ -138,3 +138,25 @@ def test_obliterate_leaves_no_histogram_behind(conn, ex):
     admin.pause(ex, Q)
     admin.obliterate_all(ex, Q, force=True, budget=2)
     assert keys_of(conn, Q) == []
+
+
+def test_a_damaged_histogram_never_fails_a_transition(conn, ex):
+    """The recording runs after a transition's writes: a histogram key of another type,
+    or a bucket holding no count, is met quietly and the transition still happens whole."""
+    jobs.enqueue(conn, Q, "x", id="j_1")
+    jobs.enqueue(conn, Q, "y", id="j_2")
+    minute = int(conn.client.time()[0]) // 60
+    for m in (minute, minute + 1):                    # the claim may fall in the next minute
+        conn.client.set(P + f"lat:wait:{m}", "not a hash")
+        conn.client.hset(P + f"lat:run:{m}", mapping={str(b): "lots" for b in range(80)})
+    assert jobs.claim(ex, Q, 60_000).id == "j_1"
+    jobs.complete(ex, Q, "j_1")
+    assert conn.client.get(P + f"lat:wait:{minute}") == "not a hash" or \
+        conn.client.get(P + f"lat:wait:{minute + 1}") == "not a hash"
+    runs = [conn.client.hgetall(P + f"lat:run:{m}") for m in (minute, minute + 1)]
+    assert sum(1 for h in runs for v in h.values() if v == "1") == 1   # restarted at 1
+    conn.client.delete(P + "lat:minutes")
+    conn.client.set(P + "lat:minutes", "not a zset")
+    assert jobs.claim(ex, Q, 60_000).id == "j_2"
+    jobs.fail(ex, Q, "j_2", "boom")
+    assert conn.client.zscore(P + "schedule", "j_2") is not None

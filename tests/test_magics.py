@@ -428,3 +428,27 @@ def test_a_refusal_shows_once_in_its_cell_and_again_later(ip, conn, capfd):
     assert data == {"text/plain": line, "text/html": f"<pre>{line}</pre>"}
     shown, _ = ip.display_formatter.format(NotDead("reprocess", "mail", "j_<x>"))
     assert shown == {}          # published by the extension, not a bare repr
+
+
+def test_a_url_and_embedded_together_are_refused_by_the_magic(emq, conn, valkey):
+    """`%emq connect URL --embedded fake` is one usage line; the current session and
+    the server named by the URL are untouched."""
+    before = magics.SESSION.conn
+    with pytest.raises(UsageProblem, match="not both"):
+        emq(f"connect redis://u:pw-Kq7@127.0.0.1:{valkey.port}/0 --embedded fake")
+    assert magics.SESSION.conn is before
+
+
+def test_a_ten_megabyte_payload_goes_through_the_magic(emq, conn):
+    """The splitter is one regex scan: a quoted payload is one run whatever its size,
+    so 10 MB of JSON reaches the row whole (the old splitter took 17 s for 1 MB)."""
+    from emq_notebook import grammar
+
+    big = '{"k": "' + "x" * 10_000_000 + '"}'
+    assert len(grammar.tokens(f"'{big}'")) == 1
+    emq("enqueue mail '{}' --id j_1")
+    emq(f"data mail j_1 '{big}'")
+    assert conn.client.hstrlen("emq:{mail}:job:j_1", "payload") == len(big)
+    words = " ".join(f'w{i} "q {i}"' for i in range(100_000))
+    emq(f"log mail j_1 {words}")
+    assert jobs.get_job_logs(conn, "mail", "j_1") == [" ".join(f"w{i} q {i}" for i in range(100_000))]

@@ -394,6 +394,24 @@ def test_undecodable_bytes_show_as_escapes_and_stay_bytes(conn, ip):
     assert "dead | 1" in shown(ip, queue_panel)["text/plain"] and unsendable(queue_panel) == []
 
 
+def test_a_dead_letter_with_undecodable_bytes_is_listed_as_escapes(conn, ip):
+    jid = dead(conn, 1)[0]
+    conn.client.execute_command("HSET", f"emq:{{{Q}}}:job:{jid}", "last_error", b"bad \xfe byte")
+    panel = DeadLetterPanel(conn, Q)
+    assert panel.select._options_labels == (f"{jid} — bad \\xfe byte (failures 1)",)
+    assert "bad \\xfe byte" in shown(ip, panel)["text/plain"] and unsendable(panel) == []
+
+
+def test_the_dead_letter_summary_counts_the_whole_set_not_the_page(conn, ip):
+    dead(conn, 3, error="SMTP 550")
+    dead(conn, 2, error="timeout")
+    panel = DeadLetterPanel(conn, Q, page=2)
+    assert len(panel.select.options) == 2
+    text = shown(ip, panel)["text/plain"]
+    assert "5 dead (showing the oldest 2)" in text
+    assert "SMTP 550 | 3" in text and "timeout | 2" in text
+
+
 def test_an_undecodable_event_is_shown_and_the_tail_goes_on(conn, ip):
     view = EventsView(conn, Q)
     conn.client.execute_command("PUBLISH", CHANNEL, b'{"event": "progress", "data": "\xff"}')

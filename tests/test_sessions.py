@@ -66,7 +66,8 @@ READING = {
     "frames.latency": (lambda c: int(frames.latency(c, Q)["n"].sum()), 2),
     "frames.health": (lambda c: frames.health(c, [Q]).loc[Q, "claimed_5m"], 2),
 }
-NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease"}   # a check and a reply decoder
+NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease",   # a check and a reply decoder
+             "frames.frame"}                                            # a frame builder (no I/O)
 
 
 def stage(conn: emq.Connection) -> None:

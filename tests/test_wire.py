@@ -11,12 +11,15 @@ import sys
 from typing import Any
 
 import fakeredis
+import pandas as pd
 import pytest
 import redis
 from conftest import consistency_problems, dump, server_for
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import emq_notebook as emq
-from emq_notebook import admin, decoding, events, frames, jobs, lanes
+from emq_notebook import admin, decoding, events, frames, jobs, lanes, scripts
 from emq_notebook.connector import fake_server
 from emq_notebook.errors import UsageProblem
 
@@ -78,33 +81,99 @@ def test_a_foreign_row_with_non_utf8_bytes_is_claimed_once_and_read(
     assert consistency_problems(conn, Q) == []
 
 
-def test_an_error_text_with_bad_bytes_is_stored(conn: Any, backend: Any, request: Any) -> None:
-    """A handler's error quoting a foreign payload. fakeredis' cjson.encode decodes
-    strictly and raises after the script's writes (real cjson passes the bytes):
-    jobs.fail should store `decoding.printable(error)` so both backends agree."""
-    if backend == "fake":
-        request.applymarker(pytest.mark.xfail(raises=UnicodeDecodeError, strict=True,
-                                              reason="fakeredis cjson.encode: strict UTF-8"))
+def events_of(conn: emq.Connection, act: Any) -> list[dict]:
+    """The events `act()` publishes, read until a closing marker this test sends."""
+    stream = events.follow(conn, Q, seconds=10)
+    act()
+    conn.client.publish(f"emq:{{{Q}}}:events", '{"event": "last"}')
+    seen = []
+    for event in stream:
+        if event.get("event") == "last":
+            break
+        seen.append(event)
+    stream.close()  # type: ignore[attr-defined]
+    return seen
+
+
+@pytest.mark.parametrize("executor", ["script", "function"])
+def test_an_error_text_with_bad_bytes_is_stored_and_announced(
+        conn: Any, connect_as: Any, backend: Any, request: Any, executor: Any) -> None:
+    """A handler's error quoting a foreign payload: the row keeps the bytes as given
+    (both backends), and the event carries them as \\xNN text, valid UTF-8 JSON
+    for every reader (fakeredis' strict cjson once raised after the writes)."""
     raw = raw_client(backend, request)
-    jobs.enqueue(conn, Q, "{}", id="j_1")
-    jobs.claim(conn, Q, 60_000)
-    assert jobs.fail(conn, Q, "j_1", "it said " + BAD_TEXT) == "retry"
-    assert raw.hget(job_key("j_1"), "last_error") == b"it said " + BAD
+    c = connect_as(executor)
+    jobs.enqueue(c, Q, "{}", id="j_1", max_attempts=2)
+    jobs.enqueue(c, Q, "{}", id="j_2")
+    for expected in ("retry", "dead"):
+        jobs.claim(c, Q, 60_000)
+        seen = events_of(conn, lambda: jobs.fail(c, Q, "j_1", "it said " + BAD_TEXT + " \u00e9"))
+        assert raw.hget(job_key("j_1"), "last_error") == b"it said " + BAD + " \u00e9".encode()
+        assert [(e["event"], e["error"]) for e in seen] == [(expected, "it said \\xff\\xfe \u00e9")]
+        if expected == "retry":     # due now, back to pending for the second attempt
+            conn.client.zadd(f"emq:{{{Q}}}:schedule", {"j_1": 0}, xx=True)
+            assert jobs.promote(c, Q) == 1
+    assert consistency_problems(conn, Q) == []
+    seen = events_of(conn, lambda: jobs.update_progress(c, Q, "j_2", "50% " + BAD_TEXT))
+    assert raw.hget(job_key("j_2"), "progress") == b"50% " + BAD
+    assert [(e["event"], e["progress"]) for e in seen] == [("progress", "50% \\xff\\xfe")]
 
 
-# pandas 3 stores text in pyarrow strings, which refuse the surrogates the policy
-# decodes bad bytes to; frames.snapshot must build its text columns as object dtype
-SNAPSHOT_FIX = pytest.mark.xfail(raises=UnicodeEncodeError, strict=True,
-                                 reason="frames.snapshot: text columns need dtype=object (frames.py)")
+TRICKY = [b"\xed\xa0\x80", b"\xf0\x9f\x98A", b"\xe2\x82", b"\xc0\xaf", b"\xf4\x90\x80\x80",
+          "\U0001f600 \u00e9 \uffff".encode(), b"\x80", b"\xdf\xbf\xdf", b"a\xffb", b""]
 
 
-@SNAPSHOT_FIX
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(st.sampled_from(TRICKY), st.binary(max_size=16),
+                      st.lists(st.one_of(st.binary(max_size=3), st.text(max_size=3).map(str.encode)))
+                      .map(b"".join)))
+def test_event_text_is_what_printable_shows(conn: Any, data: bytes) -> None:
+    """The events' UTF-8 repair (lua/includes/common.lua `utf8_text`) writes exactly
+    what `decoding.printable` shows for the same bytes."""
+    body = (scripts.lua_dir() / "includes" / "common.lua").read_text() + "\nreturn utf8_text(ARGV[1])"
+    out = conn.client.eval(body, 0, data)
+    assert out == decoding.printable(data.decode("utf-8", decoding.ERRORS))
+
+
 def test_a_snapshot_holds_a_foreign_row(conn: Any, backend: Any, request: Any) -> None:
     foreign_rows(conn, raw_client(backend, request))
     frame = frames.snapshot(conn, Q)
     assert frame.loc["j_bad", "payload"] == f'{{"to": "{BAD_TEXT}"}}'
     assert frame.loc["j_dead", "last_error"] == "boom " + BAD_TEXT
     assert decoding.printable(frame.loc["j_bad", "payload"]) == '{"to": "\\xff\\xfe"}'
+
+
+def test_a_snapshot_holds_foreign_numbers_and_text_in_every_field(
+        conn: Any, backend: Any, request: Any) -> None:
+    """Every field the frame shows, written by another node as bytes that are not
+    UTF-8 (or as a number that is not a whole number): the frame is built, the bad
+    counter reads <NA>, the others keep their int64 column, text is kept as read."""
+    raw = raw_client(backend, request)
+    for field in frames.FIELDS:
+        jobs.enqueue(conn, Q, "{}", id=f"j_{field}")
+        raw.hset(job_key(f"j_{field}"), field, BAD)
+    jobs.enqueue(conn, Q, "{}", id="j_half")
+    raw.hset(job_key("j_half"), "attempts", b"2.5")
+    frame = frames.snapshot(conn, Q)
+    assert len(frame) == len(frames.FIELDS) + 1
+    for field in ("group", "last_error", "progress", "payload"):
+        assert frame.loc[f"j_{field}", field] == BAD_TEXT
+    for field in ("priority", "attempts", "failures", "stalled"):
+        assert pd.isna(frame.loc[f"j_{field}", field])
+        assert frame.loc["j_payload", field] == 0
+    assert pd.isna(frame.loc["j_half", "attempts"])
+    # a clean queue keeps plain int64 counters
+    jobs.enqueue(conn, "clean", "{}", id="j_1")
+    assert str(frames.snapshot(conn, "clean")["attempts"].dtype) == "int64"
+
+
+def test_a_foreign_queue_name_is_left_out_of_the_list(conn: Any, backend: Any, request: Any) -> None:
+    raw = raw_client(backend, request)
+    jobs.enqueue(conn, Q, "{}", id="j_1")
+    raw.hset(b"emq:{b" + BAD + b"d}:meta", "paused", 1)
+    raw.hset(b"emq:{a b}:meta", "paused", 1)
+    assert frames.queues(conn) == [Q]
+    assert frames.counts(conn).index.tolist() == [Q]
 
 
 def test_a_foreign_row_in_a_lane_is_claimed_once(conn: Any, backend: Any, request: Any) -> None:

@@ -2,6 +2,7 @@
 logic lives here: a widget calls a verb, a verb never knows about widgets)."""
 
 from .claim_gate import ClaimGate
+from .dashboard import Dashboard
 from .dead_letters import DeadLetterPanel
 from .events_view import EventsView
 from .health_view import HealthView
@@ -10,5 +11,6 @@ from .metrics_view import MetricsView
 from .operator_console import OperatorConsole
 from .queue_panel import QueuePanel
 
-__all__ = ["QueuePanel", "JobPanel", "DeadLetterPanel", "EventsView", "ClaimGate", "OperatorConsole"]
+__all__ = ["Dashboard", "QueuePanel", "JobPanel", "DeadLetterPanel", "EventsView", "ClaimGate",
+           "OperatorConsole"]
 __all__ += ["MetricsView", "HealthView"]

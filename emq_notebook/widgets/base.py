@@ -13,6 +13,10 @@ is registered under (kind, connection label, queue); building the same kind
 again for the same queue and connection closes the previous one, so re-running
 a cell never leaves a second thread behind, and every registered panel is
 stopped at interpreter exit.
+
+An owned panel (`owned=True`) is shown inside another one (a dashboard tab): it
+holds no registry slot and shows no header of its own, because its owner names
+the connection once and stops the owned panel's thread when it closes.
 """
 
 from __future__ import annotations
@@ -77,7 +81,8 @@ class Panel(w.VBox):
     title = "panel"
     conn: Connection
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, owned: bool = False, **kw: Any) -> None:
+        self.owned = owned
         self.status = w.HTML(value="")
         self.status_text = ""
         self.heading = w.HTML(value="")
@@ -85,6 +90,8 @@ class Panel(w.VBox):
         self._writing: list[w.Widget] = []
         self._registry_key: tuple[str, str, str] | None = None
         super().__init__(**kw)
+        if owned:
+            self.heading.layout.display = "none"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.title})"
@@ -229,6 +236,8 @@ class Panel(w.VBox):
     def _register(self, q: str) -> None:
         """Hold this panel's slot (kind, connection label, queue); close the one it replaces."""
         global _atexit_registered
+        if self.owned:      # its owner holds the slot and stops it
+            return
         key = (type(self).__name__, self.label, q)
         with _registry_lock:
             previous = _registry.get(key)
@@ -270,3 +279,27 @@ def table(rows: dict[str, Any] | list[tuple], head: tuple[str, ...] = ()) -> str
                     for r in ((k, *([v] if not isinstance(v, tuple) else v)) for k, v in items))
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     return f'<table class="emq">{"<tr>" + th + "</tr>" if any(head) else ""}{cells}</table>'
+
+
+# a set's colour wherever the panels show counts: (background, text)
+STATE_COLOURS = {"pending": ("#ddf4ff", "#0550ae"), "active": ("#dafbe1", "#116329"),
+                 "schedule": ("#fbefff", "#6e40c9"), "dead": ("#ffebe9", "#a40e26"),
+                 "paused": ("#fff8c5", "#7d4e00"), "running": ("#dafbe1", "#116329"),
+                 "none": ("#f6f8fa", "#57606a")}
+
+
+def chip(label: str, value: Any = None, colour: str = "none") -> str:
+    """One rounded badge, `label 1,234`; numbers with thousands separators."""
+    back, fore = STATE_COLOURS.get(colour, STATE_COLOURS["none"])
+    shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
+    number = "" if value is None else f' <b>{html.escape(printable(shown))}</b>'
+    return (f'<span class="emq-chip" style="display:inline-block;background:{back};color:{fore};'
+            f'border-radius:12px;padding:2px 10px;margin:2px 6px 2px 0;white-space:nowrap">'
+            f'{html.escape(printable(label))}{number}</span>')
+
+
+def chips(counts: dict[str, int], paused: bool) -> str:
+    """A queue's counts as coloured chips (a set with no jobs in grey), then its state."""
+    parts = [chip(name, n, name if n else "none") for name, n in counts.items()]
+    parts.append(chip("■ paused", colour="paused") if paused else chip("▶ running", colour="running"))
+    return '<div class="emq-chips">' + "".join(parts) + "</div>"

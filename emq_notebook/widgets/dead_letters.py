@@ -6,13 +6,18 @@ from __future__ import annotations
 from collections import Counter
 
 import ipywidgets as w
+import pandas as pd
 
 from .. import admin, frames, jobs
 from ..connector import Connection
+from ..decoding import printable
 from ..errors import Refused
+from ..keyspace import queue_key
 from .base import Panel, table
 
 PAGE = 500
+# the by-error table counts at most this many dead rows (one field each, in batches)
+SUMMARY = 10_000
 
 
 class DeadLetterPanel(Panel):
@@ -43,13 +48,25 @@ class DeadLetterPanel(Panel):
     def refresh(self) -> None:
         dead = frames.snapshot(self.conn, self.q, states=("dead",), limit=self.page)
         self.frame = dead
-        total = self.conn.command("ZCARD", f"emq:{{{self.q}}}:dead")
-        by_error = Counter(dead["last_error"].fillna("(none)"))
-        self.summary.value = f"<div>{total} dead" + \
-            (f" (showing the oldest {len(dead)})" if total > len(dead) else "") + "</div>" + \
+        total = self.conn.command("ZCARD", queue_key(self.q, "dead"))
+        by_error, counted = self._by_error(dead, total)
+        shown = f"showing the oldest {len(dead)}" if total > len(dead) else ""
+        if counted < total:
+            shown += f"; errors counted over the oldest {counted}"
+        self.summary.value = f"<div>{total} dead" + (f" ({shown})" if shown else "") + "</div>" + \
             (table(sorted(by_error.items(), key=lambda kv: -kv[1]), ("last_error", "jobs")) if total else "")
-        self.select.options = [(f"{i} — {row.last_error} (failures {row.failures})", i)
+        self.select.options = [(f"{i} — {printable(row.last_error)} (failures {row.failures})", i)
                                for i, row in dead.iterrows()]
+
+    def _by_error(self, dead: pd.DataFrame, total: int) -> tuple[Counter, int]:
+        """last_error -> jobs over the whole dead set (its oldest `SUMMARY` when larger),
+        not only the page shown, so the table adds up to the total it sits under."""
+        if total <= len(dead):
+            return Counter(dead["last_error"].fillna("(none)")), len(dead)
+        ids = self.conn.command("ZRANGE", queue_key(self.q, "dead"), 0, SUMMARY - 1)
+        errors = [e if e is not None else "(none)"
+                  for (e,) in frames.rows(self.conn, self.q, ids, ("last_error",))]
+        return Counter(errors), len(ids)
 
     def select_all(self) -> None:
         self.select.value = tuple(v for _, v in self.select.options)
@@ -77,7 +94,7 @@ class DeadLetterPanel(Panel):
         return words
 
     def reprocess_all(self) -> None:
-        total = self.conn.command("ZCARD", f"emq:{{{self.q}}}:dead")
+        total = self.conn.command("ZCARD", queue_key(self.q, "dead"))
         self.progress.max, self.progress.value = max(total, 1), 0
         self.progress.layout.visibility = "visible"
         self.attempt(admin.reprocess_dead, self.conn, self.q, budget=self.budget.value,

@@ -30,8 +30,9 @@ def event_line(event: dict) -> str:
 
 
 class EventsView(Panel):
-    def __init__(self, conn: Connection, q: str, keep: int = 50, seconds: float | None = None):
-        super().__init__()
+    def __init__(self, conn: Connection, q: str, keep: int = 50, seconds: float | None = None,
+                 owned: bool = False):
+        super().__init__(owned=owned)
         self.conn, self.q, self.title = conn, q, q
         self.events: deque = deque(maxlen=keep)
         self.seen = 0

@@ -19,15 +19,16 @@ import redis
 from .. import admin, frames
 from ..connector import Connection
 from ..errors import EMQError
-from .base import Panel, interval, table
+from .base import Panel, chips, interval, table
 
 
 class QueuePanel(Panel):
     """Refuses nothing itself: every write is a verb whose refusal is shown in the status;
     on a read-only connection the writing buttons are greyed out and never send."""
 
-    def __init__(self, conn: Connection, q: str, refresh_every: float = 2.0, auto: bool = False):
-        super().__init__()
+    def __init__(self, conn: Connection, q: str, refresh_every: float = 2.0, auto: bool = False,
+                 owned: bool = False):
+        super().__init__(owned=owned)
         self.conn, self.q, self.title = conn, q, q
         self.refresh_every = interval(refresh_every)
         self._ticker: threading.Event | None = None
@@ -41,8 +42,11 @@ class QueuePanel(Panel):
         self.refresh_button.on_click(lambda _: self.refresh())
         self.auto = w.ToggleButton(description=f"Auto-refresh {self.refresh_every:g}s", value=False)
         self.auto.observe(lambda ch: self._auto(ch["new"]), names="value")
+        if owned:   # the owner's one refresh loop refreshes it
+            self.auto.layout.display = "none"
 
-        self.include_schedule = w.Checkbox(description="include schedule", value=False)
+        self.include_schedule = w.Checkbox(description="include schedule", value=False, indent=False,
+                                           layout=w.Layout(width="auto", margin="0 0 0 12px"))
         self.drain_button = w.Button(description="Drain…", icon="trash")
         self.drain_button.on_click(lambda _: self.ask_drain())
         self.confirm_drain_button = w.Button(description="Confirm drain", button_style="warning")
@@ -57,7 +61,8 @@ class QueuePanel(Panel):
 
         self.typed_name = w.Text(placeholder="type the queue name to confirm")
         self.typed_name.observe(lambda _: self._gate_obliterate(), names="value")
-        self.force = w.Checkbox(description="force (jobs in flight)", value=False)
+        self.force = w.Checkbox(description="force (jobs in flight)", value=False, indent=False,
+                                layout=w.Layout(width="auto", margin="0 12px"))
         self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000,
                                        description="budget")
         self.obliterate_button = w.Button(description="Obliterate", button_style="danger",
@@ -93,8 +98,11 @@ class QueuePanel(Panel):
             return
         self.paused = bool(row.pop("paused"))
         self.snapshot = {k: int(v) for k, v in row.items()}
-        self.counts.value = table(self.snapshot, ("set", "jobs")) + \
-            f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
+        if self.owned:
+            self.counts.value = chips(self.snapshot, self.paused)
+        else:
+            self.counts.value = table(self.snapshot, ("set", "jobs")) + \
+                f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
         self.pause_button.description = "Resume" if self.paused else "Pause"
         self.pause_button.icon = "play" if self.paused else "pause"
         self._gate_obliterate()

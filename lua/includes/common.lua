@@ -7,8 +7,47 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- one cjson object per lifecycle event; the name rides the `event` field
+-- `s` as valid UTF-8: each byte outside a well-formed sequence becomes the four
+-- characters \xNN (as decoding.printable shows it). A row keeps its bytes as
+-- written; an event is JSON text every reader takes (a strict cjson refuses
+-- other bytes, and would do so after the script's writes).
+local function utf8_text(s)
+  if not string.find(s, '[\128-\255]') then return s end
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local b = string.byte(s, i)
+    local len, lo, hi = 0, 0x80, 0xBF
+    if b < 0x80 then len = 1
+    elseif b >= 0xC2 and b <= 0xDF then len = 2
+    elseif b >= 0xE0 and b <= 0xEF then
+      len = 3
+      if b == 0xE0 then lo = 0xA0 elseif b == 0xED then hi = 0x9F end
+    elseif b >= 0xF0 and b <= 0xF4 then
+      len = 4
+      if b == 0xF0 then lo = 0x90 elseif b == 0xF4 then hi = 0x8F end
+    end
+    local ok = len > 0 and i + len - 1 <= n
+    for j = i + 1, ok and i + len - 1 or i do
+      local c = string.byte(s, j)
+      if j == i + 1 then ok = c >= lo and c <= hi else ok = ok and c >= 0x80 and c <= 0xBF end
+    end
+    if ok then
+      out[#out + 1] = string.sub(s, i, i + len - 1)
+      i = i + len
+    else
+      out[#out + 1] = string.format('\\x%02x', b)
+      i = i + 1
+    end
+  end
+  return table.concat(out)
+end
+
+-- one cjson object per lifecycle event; the name rides the `event` field.
+-- Text values go out as valid UTF-8 (utf8_text), so publishing never fails.
 local function emit(base, ev)
+  for k, v in pairs(ev) do
+    if type(v) == 'string' then ev[k] = utf8_text(v) end
+  end
   redis.call('PUBLISH', base .. 'events', cjson.encode(ev))
 end
 
@@ -25,45 +64,7 @@ local function release_dedup(base, key, id)
   end
 end
 
--- the largest whole number a Lua double and a Valkey integer both hold exactly
-local MAX_WHOLE = 9007199254740991
-
--- a whole-number field as a row holds it: an optional minus, digits with no
--- leading zero, within MAX_WHOLE -- what HINCRBY, ZADD and tonumber all read the
--- same way. An absent field reads as `default`; anything else ('three', '',
--- '1e999', 'nan', ' 1') is nil: the caller refuses or skips, before any write.
-local function whole_of(v, default)
-  if not v then return default end
-  if #v <= 17 and (v == '0' or string.find(v, '^%-?[1-9]%d*$')) then
-    local n = tonumber(v)
-    if n >= -MAX_WHOLE and n <= MAX_WHOLE then return n end
-  end
-  return nil
-end
-
--- every whole-number field of a job row, with the value an absent one reads as
-local ROW_WHOLES = {{'attempts', 0}, {'failures', 0}, {'stalled', 0}, {'max_attempts', 1},
-  {'backoff', 1000}, {'priority', 0}}
-
--- the row's whole-number fields by name, or nil and the first field that holds
--- no whole number. Reads only.
-local function row_wholes(jk)
-  local names = {}
-  for i, s in ipairs(ROW_WHOLES) do names[i] = s[1] end
-  local vals = redis.call('HMGET', jk, unpack(names))
-  local out = {}
-  for i, s in ipairs(ROW_WHOLES) do
-    local n = whole_of(vals[i], s[2])
-    if n == nil then return nil, s[1] end
-    out[s[1]] = n
-  end
-  return out
-end
-
--- the refusal for a row (or a lane's meta) no transition can read: nothing written
-local function bad_row(field, where)
-  return redis.error_reply('EMQSTATE bad row ' .. field .. ' in ' .. where)
-end
+--@include reads
 
 -- a bulk verb skips a bad row, leaves it where it is, and says so on the events channel
 local function skipped_bad_row(base, verb, id, reply)

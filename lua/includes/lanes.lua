@@ -3,25 +3,7 @@
 -- emq:{q}:ring is the list of runnable lanes, emq:{q}:wake the wake tokens,
 -- emq:{q}:groups the set of known groups.
 
-local function lane_pending(base, g) return base .. 'g:' .. g .. ':pending' end
-local function lane_meta(base, g) return base .. 'g:' .. g .. ':meta' end
-
--- the lane's limit and active count and its pause flag; nil and the field when
--- the meta holds no whole number there (written by hand or another node)
-local function lane_counts(base, g)
-  local m = redis.call('HMGET', lane_meta(base, g), 'limit', 'active', 'paused')
-  local limit, active = whole_of(m[1], 1), whole_of(m[2], 0)
-  if limit == nil then return nil, 'limit' end
-  if active == nil then return nil, 'active' end
-  return limit, active, m[3]
-end
-
--- nil when the lane's meta is readable, else the refusal naming the bad field
-local function lane_refusal(base, g)
-  local ok, field = lane_counts(base, g)
-  if ok == nil then return bad_row(field, 'lane ' .. g) end
-  return nil
-end
+--@include reads
 
 -- runnable: not paused, under its limit, and something waiting (an unreadable
 -- meta is not runnable: a wake never errors half-way through a script)

@@ -16,13 +16,19 @@ end
 
 -- count one sample of `kind` ('wait' or 'run') in the minute of `now`; a minute
 -- new to the index may push the oldest out, both its hashes with it. `keep` is
--- metrics_keep(base), checked by the caller before its first write.
+-- metrics_keep(base), checked by the caller before its first write. It runs after
+-- a transition's writes, so it never fails: a bucket written by hand that holds no
+-- count starts again at 1, and a key of another type (not a hash, not a zset) is
+-- left alone.
 local function record_latency(base, kind, ms, now, keep)
   local minute = string.format('%.0f', math.floor(now / 60000))
-  redis.call('HINCRBY', base .. 'lat:' .. kind .. ':' .. minute,
-    string.format('%d', lat_bucket(math.max(ms, 0))), 1)
+  local hk = base .. 'lat:' .. kind .. ':' .. minute
+  local bucket = string.format('%d', lat_bucket(math.max(ms, 0)))
+  if type(redis.pcall('HINCRBY', hk, bucket, 1)) == 'table' then
+    redis.pcall('HSET', hk, bucket, '1')
+  end
   local index = base .. 'lat:minutes'
-  if redis.call('ZADD', index, 'NX', minute, minute) == 1 then
+  if redis.pcall('ZADD', index, 'NX', minute, minute) == 1 then
     local over = redis.call('ZCARD', index) - keep
     if over > 0 then
       for _, m in ipairs(redis.call('ZRANGE', index, 0, over - 1)) do

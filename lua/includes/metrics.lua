@@ -8,9 +8,19 @@ local function metrics_keep(base)
   return nil
 end
 
+-- count one `kind` event in the minute of `now`. It runs after a transition's
+-- writes, so it never fails: a bucket written by hand that holds no count starts
+-- again at 1, and a metrics key of another type (not a hash) is left alone.
 local function bump_metric(base, kind, now)
   local mk = base .. 'metrics:' .. kind
-  redis.call('HINCRBY', mk, tostring(math.floor(now / 60000)), 1)
+  local bucket = tostring(math.floor(now / 60000))
+  local held = redis.pcall('HGET', mk, bucket)
+  if type(held) == 'table' then return end
+  if whole_of(held, 0) then
+    redis.call('HINCRBY', mk, bucket, 1)
+  else
+    redis.call('HSET', mk, bucket, '1')
+  end
   local keep = metrics_keep(base) or 1440
   if redis.call('HLEN', mk) > keep then
     local fields = redis.call('HKEYS', mk)

@@ -3,18 +3,21 @@
 -- returns 1 removed, -1 gone, 0 locked (nothing written for 0; for -1 the one
 -- cleanup: a ghost -- the id left as a member of a state set or lane after its
 -- row went -- leaves those sets; an id in no set changes nothing)
+--@include refusals
+
 local function remove_one(base, id, dedup)
   local jk = base .. 'job:' .. id
-  if redis.call('EXISTS', jk) == 0 then
+  local refused = remove_refusal(base, id)
+  if refused == -1 then
     for _, t in ipairs({'pending', 'active', 'schedule', 'dead'}) do redis.call('ZREM', base .. t, id) end
     for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
       redis.call('ZREM', lane_pending(base, g), id)
     end
     return -1
   end
-  local row = redis.call('HMGET', jk, 'group', 'dedup', 'lock')
   -- a held job is left untouched
-  if row[3] or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
+  if refused == 0 then return 0 end
+  local row = redis.call('HMGET', jk, 'group', 'dedup')
   local was_active = redis.call('ZREM', base .. 'active', id) == 1
   for _, t in ipairs({'pending', 'schedule', 'dead'}) do redis.call('ZREM', base .. t, id) end
   if row[1] then

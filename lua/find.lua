@@ -1,0 +1,55 @@
+-- @find -- one bounded step of a search of one set, on the server (extension).
+--@readonly
+-- KEYS[1] = the set (a state set or a lane's backlog), KEYS[2] = the queue base root
+-- ARGV[1], ARGV[2] = the cursor: score and member of the last member examined ('' =
+--   from the start); ARGV[3] = budget, members examined at most; ARGV[4] = limit,
+--   matches at most; ARGV[5], ARGV[6] = the last_error and payload globs (specs as
+--   includes/glob.lua reads them; '' = any); ARGV[7] = group ('' = any); ARGV[8] =
+--   least attempts, ARGV[9] = created at or after, ARGV[10] = created before (epoch
+--   ms; '' = any)
+-- returns {score, member, more, match...}: the next call's cursor (the last member
+-- examined) and more = 1 while members follow it; each match is {id, score, group,
+-- priority, attempts, failures, stalled, last_error, progress, payload}. A row that
+-- lacks a field a filter reads does not match; a member with no row never does.
+--@include reads
+--@include cursor
+--@include glob
+local set, base = KEYS[1], KEYS[2]
+local budget, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+local by_error, by_payload, group = glob_of(ARGV[5]), glob_of(ARGV[6]), ARGV[7]
+local least, after, before = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local filtered = by_error or by_payload or group ~= '' or least or after or before
+
+local function matches(jk)
+  if not filtered then return redis.call('EXISTS', jk) == 1 end
+  local row = redis.call('HMGET', jk, 'last_error', 'payload', 'group', 'attempts', 'created_at')
+  if by_error and not (row[1] and glob_matches(row[1], by_error)) then return false end
+  if by_payload and not (row[2] and glob_matches(row[2], by_payload)) then return false end
+  if group ~= '' and row[3] ~= group then return false end
+  if least then
+    local n = whole_of(row[4], 0)
+    if not n or n < least then return false end
+  end
+  if after or before then
+    local at = whole_of(row[5])
+    if not at or (after and at < after) or (before and at >= before) then return false end
+  end
+  return true
+end
+
+local start = rank_after(set, ARGV[1], ARGV[2])
+local batch = redis.call('ZRANGE', set, start, start + budget - 1, 'WITHSCORES')
+local found, examined = {}, 0
+for i = 1, #batch, 2 do
+  examined = examined + 1
+  local jk = base .. 'job:' .. batch[i]
+  if matches(jk) then
+    local f = redis.call('HMGET', jk, 'group', 'priority', 'attempts', 'failures', 'stalled',
+      'last_error', 'progress', 'payload')
+    found[#found + 1] = {batch[i], batch[i + 1], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]}
+    if #found >= limit then break end
+  end
+end
+local out = cursor_head(set, batch, examined, start, ARGV[1], ARGV[2])
+for _, m in ipairs(found) do out[#out + 1] = m end
+return out

@@ -1,0 +1,47 @@
+-- a glob (fnmatch: `*`, `?`, `[...]`) matched against a whole field, as
+-- emq_notebook.triage translates it. The spec is fields split at NUL bytes (no
+-- translated pattern holds a raw NUL: `%z` stands for one): the whole glob as one
+-- anchored Lua pattern; and, when the glob has a `*`, the piece before the first
+-- `*`, the piece after the last, that piece's length in characters, then the
+-- pieces between. Reads only.
+
+local function glob_of(spec)
+  if spec == '' then return nil end
+  local f, pos = {}, 1
+  while true do
+    local z = string.find(spec, '\0', pos, true)
+    if not z then
+      f[#f + 1] = string.sub(spec, pos)
+      break
+    end
+    f[#f + 1] = string.sub(spec, pos, z - 1)
+    pos = z + 1
+  end
+  local g = {whole = f[1], star = #f > 1, middle = {}}
+  if g.star then
+    g.prefix, g.suffix, g.suffix_len = f[2], f[3], tonumber(f[4])
+    for i = 5, #f do g.middle[#g.middle + 1] = f[i] end
+  end
+  return g
+end
+
+local function glob_matches(text, g)
+  -- no `*`, or a text with bytes past ASCII: the whole pattern (Lua backtracks fully)
+  if not g.star or string.find(text, '[\128-\255]') then return string.find(text, g.whole) ~= nil end
+  -- ASCII text: a character is a byte, so each piece between stars is taken at its
+  -- leftmost place, as fnmatch does; no backtracking over the stars
+  local pos = 1
+  if g.prefix ~= '' then
+    local _, e = string.find(text, '^' .. g.prefix)
+    if not e then return false end
+    pos = e + 1
+  end
+  for _, piece in ipairs(g.middle) do
+    local _, e = string.find(text, piece, pos)
+    if not e then return false end
+    pos = e + 1
+  end
+  local from = #text - g.suffix_len + 1
+  if from < pos then return false end
+  return g.suffix == '' or string.find(text, '^' .. g.suffix .. '$', from) ~= nil
+end

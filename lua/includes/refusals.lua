@@ -1,0 +1,30 @@
+-- the checks a transition runs before its first write, shared with its dry run:
+-- each reads only and answers nil (the transition may go ahead) or what refuses it.
+--@include reads
+
+-- what stops job `id` going back: nil when it may, else the reply that refuses
+-- it (-1 for no row, EMQSTATE not dead, EMQSTATE reprocess lane not native when
+-- lanes are not carried, EMQSTATE bad row ...). Reads only: the dead check is a
+-- ZSCORE here, so the checks all run before the first write.
+local function reprocess_refusal(base, id, dead, carries_lanes)
+  local jk = base .. 'job:' .. id
+  if redis.call('EXISTS', jk) == 0 then return -1 end
+  if not redis.call('ZSCORE', dead, id) then return redis.error_reply('EMQSTATE not dead') end
+  local g = redis.call('HGET', jk, 'group')
+  if g and not carries_lanes then
+    return redis.error_reply('EMQSTATE reprocess lane not native')
+  end
+  local nums, bad = row_wholes(jk)
+  if not nums then return bad_row(bad, id) end
+  if g then return lane_refusal(base, g) end
+  return nil
+end
+
+-- what stops job `id` being removed: nil when it may be, -1 for no row, 0 when a
+-- worker holds it (a `:lock` key or a `lock` field). Reads only.
+local function remove_refusal(base, id)
+  local jk = base .. 'job:' .. id
+  if redis.call('EXISTS', jk) == 0 then return -1 end
+  if redis.call('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
+  return nil
+end

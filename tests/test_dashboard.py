@@ -1,0 +1,604 @@
+"""The dashboard driven through its widgets (clicks, value changes, a grid's selection
+and cell-click messages as the browser sends them), on both backends: the overview,
+drilling down, paging, acting on exactly the selected ids, read-only sessions, one
+thread per dashboard, and what opening it costs on a 100,000-job queue."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+from conftest import dump
+
+import emq_notebook as emq
+from emq_notebook import admin, frames, jobs, lanes, repeat
+from emq_notebook.connector import Connection
+from emq_notebook.widgets import Dashboard, DeadLetterPanel, EventsView, JobPanel, QueuePanel
+from emq_notebook.widgets.base import live_panels
+from emq_notebook.widgets.job_grid import JobsView
+from emq_notebook.widgets.lanes_view import LanesView, RepeatablesView
+
+Q = "mail"
+VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def until(condition, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def dead(conn, q, n, error="SMTP 550", start=0):
+    ids = []
+    for i in range(start, start + n):
+        jid = jobs.enqueue(conn, q, f'{{"n": {i}}}', id=f"j_{i:04d}", max_attempts=1)
+        assert jobs.claim(conn, q, 60_000)[0] == jid
+        jobs.fail(conn, q, jid, f"{error} user{i}")
+        ids.append(jid)
+    return ids
+
+
+def click(grid, row, column="state"):
+    """The message a browser sends for a click on a body cell of `row`."""
+    grid._handle_custom_msg({"event_type": "cell-click", "region": "body", "column": column,
+                             "column_index": 0, "row": row, "primary_key_row": row,
+                             "cell_value": None}, [])
+
+
+def select(grid, *rows):
+    """The selection as the browser syncs it: one rectangle per (first, last) row pair."""
+    grid.selections = [{"r1": a, "c1": 0, "r2": b, "c2": 0} for a, b in rows]
+
+
+@pytest.fixture
+def stage(conn):
+    ids = dead(conn, Q, 3)
+    for i in range(2):
+        jobs.enqueue(conn, Q, f'{{"p": {i}}}')
+    jobs.enqueue(conn, "reports", "{}", group="acme")
+    jobs.enqueue(conn, "reports", "{}", delay_ms=60_000)
+    admin.pause(conn, "reports")
+    return ids
+
+
+def test_the_overview_has_every_queue_with_its_counts(conn, stage, ip):
+    d = Dashboard(conn, auto=False)
+    try:
+        assert list(d.overview.index) == ["mail", "reports"]
+        assert d.overview.equals(frames.counts(conn)) or "verdict" in d.overview.columns
+        shown = d.grid.data
+        assert shown.loc["mail", ["pending", "active", "schedule", "dead"]].tolist() == [2, 0, 0, 3]
+        assert shown.loc["reports", "state"] == "paused" and shown.loc["mail", "state"] == "running"
+        assert shown.loc["reports", ["pending", "schedule", "lanes"]].tolist() == [1, 1, 1]
+        # numbers right-aligned with thousands separators, dead coloured
+        assert d.grid.renderers["dead"].format == ",d"
+        assert d.grid.renderers["dead"].horizontal_alignment == "right"
+        assert "cell.value > 0" in d.grid.renderers["dead"].background_color.value
+        assert list(d.picker.options) == ["mail", "reports"] and d.q is None
+        assert "2 queues · 3 pending · 0 active · 1 schedule · 3 dead · 1 paused" in d.summary.value
+        data, _ = ip.display_formatter.format(d)
+        assert VIEW in data
+        assert data["text/plain"].startswith(f"Dashboard(dashboard) · env not set · connected: {conn.label}")
+        # with frames.health installed, the verdict follows the state
+        verdict = f"{shown.loc['mail', 'verdict']} | " if "verdict" in shown.columns else ""
+        assert f"mail | running | {verdict}2 | 0 | 0 | 3 | 0 | 0" in data["text/plain"]
+        assert '<td style="text-align:right">3</td>' in data["text/html"]
+    finally:
+        d.close()
+
+
+def test_a_new_queue_shows_on_refresh(conn, stage):
+    d = Dashboard(conn, auto=False)
+    jobs.enqueue(conn, "fresh", "{}")
+    d.refresh_button.click()
+    assert "fresh" in d.overview.index and "fresh" in d.picker.options
+    assert d.picker.value is None and d.q is None           # replacing the options opened nothing
+    d.close()
+
+
+def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
+    d = Dashboard(conn, auto=False)
+    try:
+        assert d.tabs.layout.display == "none"
+        click(d.grid, list(d.overview.index).index("mail"))
+        assert d.q == "mail" and d.picker.value == "mail"
+        assert d.tabs.titles[:4] == ("Overview", "Jobs", "Job", "Dead letters")
+        overview = d.parts["Overview"]
+        assert isinstance(overview, QueuePanel) and overview.owned and overview.q == "mail"
+        assert "pending <b>2</b>" in overview.counts.value and "dead <b>3</b>" in overview.counts.value
+        assert set(d.parts) == {"Overview"}                  # the other tabs wait to be shown
+        kinds = {"Jobs": JobsView, "Dead letters": DeadLetterPanel, "Lanes": LanesView,
+                 "Repeatables": RepeatablesView, "Events": EventsView}
+        for name, kind in kinds.items():
+            assert isinstance(d.tab(name), kind), name
+        assert d.parts["Jobs"].state.value == "dead"         # opens on the dead jobs
+        assert d.parts["Dead letters"].summary.value.startswith("<div>3 dead")
+        events = d.parts["Events"]
+        assert events.running and events.owned
+        d.picker.value = "reports"                            # another queue: the tabs of mail close
+        assert not events.running and events.comm is None
+        assert d.q == "reports" and set(d.parts) == {"Overview"}
+        assert d.parts["Overview"].paused
+    finally:
+        d.close()
+
+
+def test_jobs_page_100_rows_at_a_time_in_set_order(conn):
+    ids = dead(conn, Q, 230)
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        view = d.tab("Jobs")
+        assert view.frame.index.tolist() == ids[:100]
+        assert view.page_label.value == "rows 1–100 of 230 dead"
+        assert view.prev_button.disabled and not view.next_button.disabled
+        view.next_button.click()
+        assert view.frame.index.tolist() == ids[100:200]
+        view.next_button.click()
+        assert view.frame.index.tolist() == ids[200:] and view.next_button.disabled
+        assert view.page_label.value == "rows 201–230 of 230 dead"
+        view.prev_button.click()
+        assert view.frame.index.tolist() == ids[100:200]
+        view.state.value = "pending"
+        assert view.frame.empty and view.page_label.value == "no pending jobs" and view.offset == 0
+    finally:
+        d.close()
+
+
+def test_selected_rows_reprocess_exactly_those_ids(conn):
+    ids = dead(conn, Q, 8)
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        view = d.tab("Jobs")
+        view.grid.select(1, 0)                                # the Python API selects as well
+        assert view.selected() == [ids[1]]
+        select(view.grid, (1, 1), (5, 4))                     # a rectangle: rows 4 and 5
+        assert view.selected() == [ids[1], ids[4], ids[5]]
+        assert "3 selected" in view.selection_label.value
+        before = {i: conn.client.hgetall(f"emq:{{{Q}}}:job:{i}") for i in ids}
+        view.reprocess_button.click()
+        moved = [ids[1], ids[4], ids[5]]
+        assert view.results == {i: "reprocessed" for i in moved}
+        assert view.status_text == "3 reprocessed"
+        assert "<td>reprocessed</td>" in view.outcome.value
+        assert sorted(conn.client.zrange(f"emq:{{{Q}}}:pending", 0, -1)) == moved
+        assert conn.client.zrange(f"emq:{{{Q}}}:dead", 0, -1) == [i for i in ids if i not in moved]
+        for i in moved:                                       # counters stay
+            assert conn.client.hget(f"emq:{{{Q}}}:job:{i}", "failures") == before[i]["failures"]
+        assert view.frame.index.tolist() == [i for i in ids if i not in moved]   # the page re-read
+        assert view.selected() == []
+    finally:
+        d.close()
+
+
+def test_selection_follows_the_browsers_sort(conn):
+    ids = dead(conn, Q, 5)
+    d = Dashboard(conn, auto=False, queue=Q)
+    view = d.tab("Jobs")
+    view.grid._visible_rows = [4, 3, 2, 1, 0]              # the browser sorted the page backwards
+    view.grid.select(0, 0)
+    assert view.selected() == [ids[4]]
+    d.close()
+
+
+def test_an_id_that_left_the_dead_set_answers_its_refusal(conn):
+    ids = dead(conn, Q, 3)
+    d = Dashboard(conn, auto=False, queue=Q)
+    view = d.tab("Jobs")
+    view.grid.select(0, 0, 2, 0)
+    jobs.reprocess_job(conn, Q, ids[0])                      # another operator was first
+    jobs.remove_job(conn, Q, ids[1])
+    view.reprocess_button.click()
+    assert view.results[ids[2]] == "reprocessed"
+    assert view.results[ids[0]] == "not_dead" and view.results[ids[1]] == "gone"
+    d.close()
+
+
+def test_remove_asks_first_and_removes_only_what_it_named(conn):
+    ids = dead(conn, Q, 4)
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        view = d.tab("Jobs")
+        select(view.grid, (0, 0), (2, 2))
+        view.remove_button.click()
+        assert "Remove <b>2</b> selected jobs from <b>mail</b>" in view.confirm_text.value
+        assert view.confirming and d.confirming
+        assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 4
+        select(view.grid, (0, 0), (2, 3))                     # the selection grew meanwhile
+        before = dump(conn)
+        view.confirm_remove_button.click()
+        assert dump(conn) == before
+        assert "The selection changed" in view.confirm_text.value and "<b>3</b>" in view.confirm_text.value
+        view.confirm_remove_button.click()
+        assert view.results == {ids[0]: "removed", ids[2]: "removed", ids[3]: "removed"}
+        assert conn.client.zrange(f"emq:{{{Q}}}:dead", 0, -1) == [ids[1]]
+        assert not conn.client.exists(f"emq:{{{Q}}}:job:{ids[0]}")
+        assert not view.confirming
+    finally:
+        d.close()
+
+
+def test_filter_by_error_and_payload_glob(conn):
+    smtp = dead(conn, Q, 3, error="SMTP 550")
+    dns = dead(conn, Q, 2, error="DNS timeout", start=3)
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        view = d.tab("Jobs")
+        view.error_glob.value = "DNS *"
+        view.filter_button.click()
+        assert view.frame.index.tolist() == dns
+        assert view.page_label.value.startswith("matches 1–2 · ")
+        view.error_glob.value = ""
+        view.payload_glob.value = '{"n": [12]}'
+        view.filter_button.click()
+        assert view.frame.index.tolist() == smtp[1:]
+        view.error_glob.value = "dns*"                        # case-sensitive, whole field
+        view.payload_glob.value = ""
+        view.filter_button.click()
+        assert view.frame.empty and view.page_label.value.startswith("no dead job matches")
+        view.clear_button.click()
+        assert view.frame.index.tolist() == smtp + dns
+        view.error_glob.value = "DNS *"
+        view.filter_button.click()
+        view.grid.select(1, 0)
+        view.reprocess_button.click()                         # the row of the filtered page
+        assert view.results == {dns[1]: "reprocessed"}
+    finally:
+        d.close()
+
+
+def test_a_row_click_opens_the_job_panel_in_the_job_tab(conn):
+    ids = dead(conn, Q, 3)
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        view = d.tab("Jobs")
+        click(view.grid, 2, column="last_error")
+        panel = d.parts["Job"]
+        assert isinstance(panel, JobPanel) and panel.job_id == ids[2]
+        assert d.tabs.titles[2] == f"Job {ids[2]}" and d.tabs.selected_index == 1   # Jobs stays
+        assert panel.row["last_error"] == "SMTP 550 user2"
+        click(view.grid, 0)
+        assert d.parts["Job"].job_id == ids[0] and panel.comm is None               # replaced
+        # a header click (a sort) opens nothing
+        view.grid._handle_custom_msg({"event_type": "cell-click", "region": "column-header",
+                                      "column": "state", "column_index": 0, "row": 0,
+                                      "primary_key_row": 0, "cell_value": "state"}, [])
+        assert d.parts["Job"].job_id == ids[0]
+        d.parts["Job"].reprocess_button.click()
+        assert conn.client.zscore(f"emq:{{{Q}}}:pending", ids[0]) is not None
+    finally:
+        d.close()
+
+
+def test_lanes_and_repeatables_tabs_act(conn):
+    for g in ("acme", "globex"):
+        jobs.enqueue(conn, Q, "{}", group=g)
+    repeat.register(conn, Q, "nightly", 86_400_000, '{"report": 1}')
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        view = d.tab("Lanes")
+        assert view.frame.index.tolist() == ["acme", "globex"]
+        click(view.grid, 1, column="pending")
+        assert view.lane.value == "globex"
+        view.pause_button.click()
+        assert lanes.lanes(conn, Q)["globex"]["paused"] and not lanes.lanes(conn, Q)["acme"]["paused"]
+        view.limit.value = 3
+        view.limit_button.click()
+        assert lanes.lanes(conn, Q)["globex"]["limit"] == 3
+        assert view.grid.data.loc["globex", "paused"] == "yes"
+        reps = d.tab("Repeatables")
+        assert reps.frame.index.tolist() == ["nightly"] and reps.frame.loc["nightly", "every"] == "1d"
+        if getattr(repeat, "run_now", None) is None:
+            assert reps.run_button.disabled and "run_now" in reps.run_button.tooltip
+        else:
+            reps.name.value = "nightly"
+            reps.run_button.click()
+            assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 1
+    finally:
+        d.close()
+
+
+def test_overview_tab_pauses_and_its_drain_holds_the_refresh(conn):
+    for i in range(3):
+        jobs.enqueue(conn, Q, str(i))
+    d = Dashboard(conn, refresh_every=0.5, queue=Q)
+    try:
+        panel = d.parts["Overview"]
+        panel.pause_button.click()
+        assert conn.client.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
+        assert until(lambda: d.grid.data.loc[Q, "state"] == "paused")   # the loop saw it
+        panel.drain_button.click()                                        # a confirmation opens
+        assert d.confirming
+        assert until(lambda: "waits while a confirmation is open" in d.updated.value)
+        held = d.refreshes
+        jobs.enqueue(conn, Q, "late")
+        time.sleep(1.2)                                                   # two intervals
+        assert d.refreshes == held and "Drain <b>3</b>" in panel.confirm_text.value
+        panel.cancel_button.click()
+        assert until(lambda: d.refreshes > held and d.grid.data.loc[Q, "pending"] == 4)
+        assert until(lambda: "updated" in d.updated.value and "every 0.5 s" in d.updated.value)
+    finally:
+        d.close()
+
+
+def test_read_only_greys_every_writing_button_and_refuses_before_io(conn, backend, request):
+    dead(conn, Q, 2)
+    jobs.enqueue(conn, Q, "{}", group="acme")
+    srv = request.getfixturevalue("valkey") if backend == "valkey" else None
+    url = f"redis://127.0.0.1:{srv.port}/0" if srv else None
+    ro = emq.connect(url, read_only=True, env="production") if url else \
+        emq.connect(embedded="fake", read_only=True, env="production")
+    d = Dashboard(ro, auto=False, queue=Q)
+    try:
+        assert "production</span>" in d.heading.value and "read-only</span>" in d.heading.value
+        assert "#cf222e" in d.heading.value
+        overview, view = d.parts["Overview"], d.tab("Jobs")
+        lane_view, deadp = d.tab("Lanes"), d.tab("Dead letters")
+        click(view.grid, 0)
+        job = d.parts["Job"]
+        for b in (overview.pause_button, overview.drain_button, view.reprocess_button,
+                  view.remove_button, view.confirm_remove_button, lane_view.pause_button,
+                  lane_view.limit_button, job.remove_button, job.reprocess_button,
+                  d.tab("Repeatables").run_button, deadp.reprocess_button, deadp.remove_button):
+            assert b.disabled, b.description
+        before = dump(conn)
+        view.grid.select(0, 0)
+        view.reprocess_selected()                             # a click that got through anyway
+        assert view.status_text.startswith("ReadOnly: reprocess writes")
+        lane_view.lane.value = "acme"
+        lane_view.pause()
+        assert "read-only session" in lane_view.status_text
+        overview.toggle_pause()
+        assert "read-only session" in overview.status_text
+        assert dump(conn) == before
+    finally:
+        d.close()
+
+
+def emq_threads():
+    return {t for t in threading.enumerate() if t.name.startswith("emq-")}
+
+
+def test_rebuilding_the_dashboard_ten_times_leaves_one_loop(conn):
+    dead(conn, Q, 2)
+    before = set(threading.enumerate())
+    for _ in range(10):
+        d = Dashboard(conn, refresh_every=0.5, queue=Q)
+        d.tab("Events")
+    extra = set(threading.enumerate()) - before
+    assert sorted(t.name for t in extra) == ["emq-dashboard-refresh", f"emq-events-{Q}"]
+    assert [p for p in live_panels() if isinstance(p, Dashboard)] == [d]
+    jobs.enqueue(conn, "later", "{}")
+    assert until(lambda: "later" in d.overview.index)          # the last one still refreshes
+    d.close()
+    assert set(threading.enumerate()) - before == set()
+    assert not [p for p in live_panels() if isinstance(p, Dashboard)]
+
+
+def test_the_magic_opens_the_dashboard_with_the_configured_interval(conn, ip):
+    from emq_notebook import magics
+
+    dead(conn, Q, 1)
+    magics.SESSION.conn = conn
+    ip.run_line_magic("config", "EMQMagics.refresh_s = 3.0")
+    try:
+        d = ip.run_line_magic("emq", f"dashboard {Q}")
+        assert isinstance(d, Dashboard) and d.conn is conn and d.q == Q
+        assert d.refresh_every == 3.0 and "every 3 s" in d.auto.description
+        d.close()
+    finally:
+        ip.run_line_magic("config", "EMQMagics.refresh_s = 2.0")
+
+
+# -- what opening it costs -----------------------------------------------------------
+BIG = "big"
+N = 100_000
+
+
+class Commands:
+    """Every command one connection's client sends (pipelined ones counted one by one),
+    and each transition run with the ids it carried."""
+
+    def __init__(self, conn: Connection, monkeypatch):
+        self.sent: list[tuple] = []
+        self.runs: list[tuple[str, int]] = []
+        pool = conn.client.connection_pool
+        plain, batch, run = redis.Redis.execute_command, redis.client.Pipeline.execute, Connection.run
+
+        def execute_command(client, *args, **kw):
+            if client.connection_pool is pool:
+                self.sent.append(args)
+            return plain(client, *args, **kw)
+
+        def execute(pipe, *args, **kw):
+            if pipe.connection_pool is pool:
+                self.sent.extend(c[0] for c in pipe.command_stack)
+            return batch(pipe, *args, **kw)
+
+        def counted_run(c, name, keys, args=(), **kw):
+            if c.client.connection_pool is pool:
+                self.runs.append((name, len(args)))
+            return run(c, name, keys, args, **kw)
+
+        monkeypatch.setattr(redis.Redis, "execute_command", execute_command)
+        monkeypatch.setattr(redis.client.Pipeline, "execute", execute)
+        monkeypatch.setattr(Connection, "run", counted_run)
+
+    def names(self) -> list[str]:
+        return [str(c[0]).upper() for c in self.sent]
+
+    def take(self) -> tuple[list[tuple], list[tuple[str, int]]]:
+        sent, runs = self.sent, self.runs
+        self.sent, self.runs = [], []
+        return sent, runs
+
+
+ROW = """
+local base, first, last = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('HSETNX', base .. 'meta', 'created_at', '1')
+for i = first, last do
+  local id = string.format('j_%06d', i)
+  redis.call('HSET', base .. 'job:' .. id, 'payload', '{"n":' .. i .. '}', 'state', 'dead',
+    'attempts', '1', 'failures', '1', 'stalled', '0', 'max_attempts', '1', 'priority', '0',
+    'last_error', 'SMTP 550', 'created_at', '1')
+  redis.call('ZADD', base .. 'dead', 1000 + i, id)
+end
+"""
+
+
+def big_queue(conn, backend):
+    """100,000 dead jobs. On the real Valkey every job has its row; the fake writes hashes
+    about eight times slower, so there only the first 2,000 have rows and the rest are
+    members of the dead set (what the dashboard may touch is counted by the ids it asks
+    for, whether their rows exist or not)."""
+    rows = N if backend != "fake" else 2_000
+    for first in range(1, rows + 1, 20_000):
+        conn.client.eval(ROW, 1, f"emq:{{{BIG}}}:", first, min(rows, first + 19_999))
+    pipe = conn.client.pipeline(transaction=False)
+    for first in range(rows + 1, N + 1, 10_000):
+        last = min(N, first + 9_999)
+        pipe.zadd(f"emq:{{{BIG}}}:dead", {f"j_{i:06d}": 1000 + i for i in range(first, last + 1)})
+    pipe.execute()
+    assert conn.client.zcard(f"emq:{{{BIG}}}:dead") == N
+
+
+def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend, monkeypatch):
+    big_queue(conn, backend)
+    keys = conn.client.dbsize()
+    spy = Commands(conn, monkeypatch)
+    if backend == "valkey":
+        conn.client.config_resetstat()
+        spy.take()
+    d = Dashboard(conn, auto=False)
+    try:
+        sent, runs = spy.take()
+        names = [str(c[0]).upper() for c in sent]
+        scans = names.count("SCAN")
+        # finding the queues walks the keyspace in SCAN steps of 1,000; the rest is a few counts
+        # (and frames.health's fixed reads of the queue's metrics, when it is installed)
+        assert scans <= keys // 1000 + 2
+        assert len(names) - scans <= 20 + (12 if hasattr(frames, "health") else 0), names
+        assert not runs and not {"HGETALL", "EVALSHA", "FCALL_RO"} & set(names)
+        assert [c for c in sent if any(":job:" in str(part) for part in c)] == []    # no row read
+        if backend == "valkey":
+            stats = conn.client.info("commandstats")
+            assert not {"cmdstat_hgetall"} & set(stats)
+            # the server read no row: any HMGET was of a metrics hash, one a queue
+            assert stats.get("cmdstat_hmget", {"calls": 0})["calls"] <= 3
+        assert d.overview.loc[BIG, "dead"] == N
+
+        d.open_queue(BIG)                                     # the Overview tab: one queue's counts
+        sent, runs = spy.take()
+        assert len(sent) <= 20 and not runs, sent
+
+        view = d.tab("Jobs")                                  # one page of rows
+        sent, runs = spy.take()
+        assert [n for n, _ in runs] == ["read_rows"]
+        assert runs[0][1] == 1 + len(frames.FIELDS) + 100     # the page's ids, no more
+        ranges = [c for c in sent if str(c[0]).upper() == "ZRANGE"]
+        assert len(ranges) == 1 and (int(ranges[0][2]), int(ranges[0][3])) == (0, 99)
+        assert len(sent) <= 10
+        assert view.page_label.value == "rows 1–100 of 100,000 dead"
+        view.next_button.click()
+        sent, runs = spy.take()
+        ranges = [c for c in sent if str(c[0]).upper() == "ZRANGE"]
+        assert (int(ranges[0][2]), int(ranges[0][3])) == (100, 199)
+        assert runs[0][1] == 1 + len(frames.FIELDS) + 100
+        if backend == "valkey":
+            stats = conn.client.info("commandstats")
+            # the rows of two pages, server-side (and frames.health's metrics read at opening)
+            assert stats["cmdstat_hmget"]["calls"] == 200 + (3 if hasattr(frames, "health") else 0)
+    finally:
+        d.close()
+
+
+# -- the demo page's staging ---------------------------------------------------------
+def test_the_demo_stages_only_on_an_empty_server(conn):
+    from emq_notebook import demo_queues
+    from emq_notebook.errors import UsageProblem
+
+    jobs.enqueue(conn, "someone-elses", "{}")
+    before = dump(conn)
+    with pytest.raises(UsageProblem, match="already holds 1 queues"):
+        demo_queues.stage(conn)
+    assert dump(conn) == before
+    conn.client.flushall()
+    assert demo_queues.stage(conn) == ["mailers", "reports", "thumbnails"]
+    c = frames.counts(conn)
+    assert c.loc["mailers", ["pending", "active", "dead"]].tolist() == [1_204, 6, 24]
+    assert bool(c.loc["reports", "paused"]) and c.loc["reports", "lanes"] == 2
+    assert c.loc["thumbnails", "schedule"] == 12
+
+
+# -- the parts other modules bring, when they are installed -------------------------
+def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
+    import pandas as pd
+
+    def health(c, queues=None):
+        assert c is conn and queues == ["mail", "reports"]
+        return pd.DataFrame({"verdict": ["failing", "paused"],
+                             "why": ["3 of 3 failed in 5 minutes", "paused by an operator"]},
+                            index=pd.Index(queues, name="queue"))
+
+    monkeypatch.setattr(frames, "health", health, raising=False)
+    d = Dashboard(conn, auto=False)
+    assert d.grid.data.loc["mail", "verdict"] == "failing"
+    assert list(d.grid.data.columns)[:2] == ["state", "verdict"] and d.grid.data.columns[-1] == "why"
+    assert "'failing' ? '#ffebe9'" in d.grid.renderers["verdict"].background_color.value
+    assert "mail | running | failing | 2 |" in d.static_text()
+    d.close()
+
+
+def test_find_filters_on_the_server_and_bulk_reprocess_is_used(conn, monkeypatch):
+    import sys
+    import types
+
+    ids = dead(conn, Q, 4)
+    calls = []
+
+    def find(c, q, *, state, error=None, payload=None, limit):
+        calls.append((q, state, error, payload, limit))
+        return frames.snapshot(c, q, states=(state,)).loc[[ids[1], ids[3]]]
+
+    def reprocess_jobs(c, q, chosen):
+        calls.append(("bulk", list(chosen)))
+        return {i: "reprocessed" for i in chosen}
+
+    monkeypatch.setitem(sys.modules, "emq_notebook.triage", types.SimpleNamespace(find=find))
+    monkeypatch.setattr(admin, "reprocess_jobs", reprocess_jobs, raising=False)
+    d = Dashboard(conn, auto=False, queue=Q)
+    view = d.tab("Jobs")
+    view.error_glob.value = "SMTP*"
+    view.filter_button.click()
+    assert calls == [(Q, "dead", "SMTP*", None, 101)]
+    assert view.frame.index.tolist() == [ids[1], ids[3]] and "triage.find" in view.page_label.value
+    select(view.grid, (1, 1))
+    view.reprocess_button.click()
+    assert calls[1] == ("bulk", [ids[3]]) and view.results == {ids[3]: "reprocessed"}
+    assert calls[2][0] == Q                                     # the filtered page read again
+    d.close()
+
+
+def test_the_throughput_plot_shows_when_plots_is_installed(conn, monkeypatch):
+    import sys
+    import types
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def throughput(c, q, since):
+        fig, ax = plt.subplots()
+        ax.plot(frames.metrics(c, q).index, frames.metrics(c, q)["completed"])
+        ax.set_title(f"{q}: jobs completed a minute, last {since}")
+        return fig
+
+    monkeypatch.setitem(sys.modules, "emq_notebook.plots", types.SimpleNamespace(throughput=throughput))
+    jobs.enqueue(conn, Q, "{}")
+    d = Dashboard(conn, auto=False, queue=Q)
+    assert d.plot is not None and d.plot.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert d.tabs.children[0].children[-1] is d.plot
+    d.close()

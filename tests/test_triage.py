@@ -1,0 +1,390 @@
+"""Triage reads: `find` on the server against a Python oracle (fnmatch), a scan that
+stays right while the queue moves, `signature` by a table of examples, and `errors`
+against a pandas grouping of the same rows. Both backends; the function executor
+and a read-only session where the script runs as FCALL_RO."""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+import threading
+
+import pandas as pd
+import pytest
+from conftest import dump, server_for, server_url
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import emq_notebook as emq
+from emq_notebook import decoding, frames, jobs, scripts, triage
+from emq_notebook.errors import BadInput, InvalidName
+
+Q = "tri"
+DEAD = f"emq:{{{Q}}}:dead"
+
+
+def put_dead(conn, rows: dict[str, tuple[str, str]], score=lambda i: 1_000 + i) -> list[str]:
+    """Rows written straight to the keyspace (the contract's fields), all in dead."""
+    pipe = conn.client.pipeline(transaction=False)
+    for i, (job_id, (error, payload)) in enumerate(rows.items()):
+        pipe.hset(f"emq:{{{Q}}}:job:{job_id}", mapping={
+            "payload": decoding.wire(payload), "last_error": decoding.wire(error), "state": "dead",
+            "attempts": str(i % 4), "failures": "1", "stalled": "0", "priority": "0",
+            "created_at": str(5_000 + i)})
+        pipe.zadd(DEAD, {job_id: score(i)})
+    pipe.execute()
+    return list(rows)
+
+
+def clear(conn) -> None:
+    keys = list(conn.client.scan_iter(match=f"emq:{{{Q}}}:*", count=1000))
+    if keys:
+        conn.client.delete(*keys)
+
+
+# -- globs against fnmatch.fnmatchcase -------------------------------------------------
+
+def canonical(text: str) -> str:
+    """Text as the server hands it back: undecodable bytes are surrogates, the rest UTF-8."""
+    return text.encode("utf-8", decoding.ERRORS).decode("utf-8", decoding.ERRORS)
+
+
+MAGIC = "().%+-*?[^$]!"
+ALPHABET = st.sampled_from(list(MAGIC + "ab AZ09_\\/:\n\t\0é€😀") + ["\udcff", "\udc80", "\udcc3", "\udca9"])
+FIELD = st.text(ALPHABET, max_size=12).map(canonical)
+
+
+@st.composite
+def glob_from(draw, field: str) -> str:
+    """A glob cut from `field`: some characters kept, some turned into `?`, `*`, a class
+    (plain, negated, ranged) or a random glob character; or a glob of magic alone."""
+    if draw(st.integers(0, 5)) == 0:
+        return draw(st.text(ALPHABET, max_size=8))
+    out = []
+    for ch in field:
+        how = draw(st.integers(0, 9))
+        if how <= 4:
+            out.append(ch)
+        elif how == 5:
+            out.append("?")
+        elif how == 6:
+            out.append("*")
+        elif how == 7:
+            other = draw(st.text(ALPHABET, max_size=3))
+            out.append("[" + draw(st.sampled_from(["", "!", "^"])) + other + ch + "]")
+        elif how == 8:
+            lo, hi = sorted([ch, draw(ALPHABET)])
+            out.append(f"[{draw(st.sampled_from(['', '!']))}{lo}-{hi}]")
+        else:
+            out.append(draw(st.sampled_from(list(MAGIC))))
+    return "".join(out)
+
+
+@st.composite
+def case(draw):
+    fields = draw(st.lists(st.tuples(FIELD, FIELD), min_size=1, max_size=8))
+    which = draw(st.sampled_from(["error", "payload"]))
+    source = draw(st.sampled_from(fields))[0 if which == "error" else 1]
+    return fields, which, draw(glob_from(source)), draw(st.integers(1, 4))
+
+
+on_a_backend = settings(max_examples=150, deadline=None,
+                        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@on_a_backend
+@given(case())
+def test_find_agrees_with_fnmatchcase(conn, data):
+    fields, which, glob, budget = data
+    clear(conn)
+    ids = put_dead(conn, {f"j_{i:02d}": f for i, f in enumerate(fields)})
+    got = triage.find(conn, Q, budget=budget, **{which: glob})
+    column = 0 if which == "error" else 1
+    expected = [i for i, f in zip(ids, fields, strict=True) if fnmatch.fnmatchcase(f[column], glob)]
+    assert list(got.index) == expected, (glob, fields)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(ALPHABET, max_size=10), st.data())
+def test_the_server_pattern_lets_through_every_match(text, data):
+    """The translation alone, on the ASCII path and the byte path: what fnmatch matches,
+    the Lua pattern matches (tried on the embedded server's Lua)."""
+    text = canonical(text)
+    glob = data.draw(glob_from(text))
+    conn = emq.connect(embedded="fake")
+    spec = triage.glob_spec(glob)
+    lua = "local g = glob_of(ARGV[2]) return glob_matches(ARGV[1], g) and 1 or 0"
+    body = scripts.source("find").split("local set, base", 1)[0] + lua
+    said = conn.client.eval(body, 0, decoding.wire(text), decoding.wire(spec))
+    if fnmatch.fnmatchcase(text, glob):
+        assert said == 1, (text, glob, spec)
+    elif text.isascii():
+        assert said == 0, (text, glob, spec)             # exact on ASCII text
+
+
+GLOBS = [  # (glob, text, fnmatch's answer): Lua's magic characters taken as written
+    ("50%", "50%", True), ("a.b", "axb", False), ("(x)", "(x)", True), ("a+", "aa", False),
+    ("a-b", "a-b", True), ("$5", "$5", True), ("^up", "^up", True), ("[^a]", "^", True),
+    ("[^a]", "b", False), ("[!a]", "b", True), ("[!a]", "a", False), ("[]]", "]", True),
+    ("[!]]", "]", False), ("[a-c]x", "bx", True), ("[c-a]", "b", False), ("[", "[", True),
+    ("a[", "a[", True), ("*.log", "x.log", True), ("*.log", "x.log.1", False), ("?", "é", True),
+    ("??", "é", False), ("[é]", "é", True), ("[!é]", "e", True), ("[!é]", "é", False),
+    ("SMTP 5?? *", "SMTP 550 mailbox", True), ("*a*a*a*b", "a" * 3000, False),
+    ("", "", True), ("*", "", True), ("a\0b", "a\0b", True), ("x%dy", "x5y", False),
+]
+
+
+@pytest.mark.parametrize(("glob", "text", "matches"), GLOBS)
+def test_globs_as_fnmatch_reads_them(conn, glob, text, matches):
+    assert fnmatch.fnmatchcase(text, glob) is matches           # the table is fnmatch's
+    put_dead(conn, {"j_1": (text, text)})
+    assert list(triage.find(conn, Q, error=glob).index) == (["j_1"] if matches else [])
+    assert list(triage.find(conn, Q, payload=glob).index) == (["j_1"] if matches else [])
+
+
+# -- filters, states, lanes, frames ------------------------------------------------------
+
+def staged(conn) -> dict[str, str]:
+    """Jobs through the real transitions: dead with two errors, scheduled (a retry), a
+    lane's pending job, a flat pending one."""
+    made = {}
+    for i in range(5):
+        made[f"j_d{i}"] = jobs.enqueue(conn, Q, f'{{"to": "u{i}@example.com"}}', id=f"j_d{i}", max_attempts=1)
+        jobs.claim(conn, Q, 60_000)
+        jobs.fail(conn, Q, f"j_d{i}", "SMTP 550 mailbox unavailable" if i % 2 else "timeout after 30s")
+    jobs.enqueue(conn, Q, '{"to": "r@example.com"}', id="j_retry", max_attempts=3)
+    jobs.claim(conn, Q, 60_000)
+    jobs.fail(conn, Q, "j_retry", "SMTP 421 try later")
+    jobs.enqueue(conn, Q, '{"to": "g@example.com"}', id="j_lane", group="acme")
+    jobs.enqueue(conn, Q, '{"to": "p@example.com"}', id="j_flat")
+    return made
+
+
+def test_find_filters_and_frames(conn):
+    staged(conn)
+    smtp = triage.find(conn, Q, error="SMTP 5*")
+    assert list(smtp.index) == ["j_d1", "j_d3"]
+    snap = frames.snapshot(conn, Q, "dead")
+    pd.testing.assert_frame_equal(smtp, snap.loc[["j_d1", "j_d3"]])
+    both = triage.find(conn, Q, state=("dead", "schedule"), error="SMTP*")
+    assert list(both.index) == ["j_d1", "j_d3", "j_retry"]
+    assert list(both["state"]) == ["dead", "dead", "schedule"]
+    assert list(triage.find(conn, Q, state="pending").index) == ["j_flat", "j_lane"]
+    lane = triage.find(conn, Q, state="all", group="acme")
+    assert list(lane.index) == ["j_lane"] and lane.loc["j_lane", "group"] == "acme"
+    assert list(triage.find(conn, Q, payload='{"to": "u[24]@*"}').index) == ["j_d2", "j_d4"]
+    assert list(triage.find(conn, Q, state="all", min_attempts=1).index) == \
+        ["j_retry", "j_d0", "j_d1", "j_d2", "j_d3", "j_d4"]          # pending, active, schedule, dead
+    assert triage.find(conn, Q, state="all", min_attempts=2).empty
+    assert list(triage.find(conn, Q, limit=2).index) == ["j_d0", "j_d1"]
+    assert list(triage.find(conn, Q, limit=None, budget=1).index) == [f"j_d{i}" for i in range(5)]
+
+
+def test_created_bounds(conn):
+    put_dead(conn, {f"j_{i}": ("e", "p") for i in range(6)})          # created_at 5000 .. 5005
+    assert list(triage.find(conn, Q, created_after=5_002).index) == ["j_2", "j_3", "j_4", "j_5"]
+    assert list(triage.find(conn, Q, created_before=5_002).index) == ["j_0", "j_1"]
+    assert list(triage.find(conn, Q, created_after=5_001, created_before=5_003).index) == ["j_1", "j_2"]
+    conn.client.hdel(f"emq:{{{Q}}}:job:j_3", "created_at")               # a foreign row
+    assert "j_3" not in triage.find(conn, Q, created_after=0).index
+    assert "j_3" in triage.find(conn, Q).index
+
+
+def test_ghosts_and_absent_fields_never_match(conn):
+    put_dead(conn, {"j_1": ("boom", "{}")})
+    conn.client.zadd(DEAD, {"j_ghost": 1})
+    conn.client.hdel(f"emq:{{{Q}}}:job:j_1", "last_error")
+    assert list(triage.find(conn, Q).index) == ["j_1"]
+    assert triage.find(conn, Q, error="*").empty
+
+
+def test_bad_arguments_are_refused_before_any_io():
+    nowhere = emq.connect("redis://127.0.0.1:1/0", cluster=False)
+    for kwargs in ({"state": "finished"}, {"state": ()}, {"budget": 0}, {"limit": 0}, {"min_attempts": -1},
+                   {"created_after": "yesterday"}, {"error": 5}, {"budget": True}):
+        with pytest.raises(BadInput):
+            triage.find(nowhere, Q, **kwargs)
+    for kwargs in ({"group": "a:b"},):
+        with pytest.raises(InvalidName):
+            triage.find(nowhere, Q, **kwargs)
+    with pytest.raises(InvalidName):
+        triage.find(nowhere, "bad{name}")
+    with pytest.raises(BadInput):
+        triage.errors(nowhere, Q, budget=0)
+
+
+# -- a scan while the queue moves ----------------------------------------------------------
+
+def test_a_scan_while_members_come_and_go_between_calls(conn):
+    """Between every two calls, members leave (the cursor's own member among them) and
+    arrive (at the cursor's score too): none is returned twice, none that stayed is missed."""
+    rng = random.Random(7)
+    ids = put_dead(conn, {f"j_{i:04d}": ("boom", "{}") for i in range(600)},
+                   score=lambda i: 1_000 + i // 25)              # runs of equal scores
+    stayed, arrived, removed = set(ids), set(), set()
+    real = conn.run
+
+    def moving(name, keys, args=(), **kw):
+        cursor = args[1] if name == "find" else ""
+        for _ in range(3):
+            victim = cursor if cursor and rng.random() < 0.5 else rng.choice(ids)
+            if conn.client.zrem(DEAD, victim):
+                removed.add(victim)
+                stayed.discard(victim)
+        for _ in range(2):
+            new = f"j_n{len(arrived):04d}"
+            score = float(args[0]) if args and args[0] else 1_000
+            conn.client.hset(f"emq:{{{Q}}}:job:{new}", mapping={
+                "last_error": "boom", "payload": "{}", "priority": "0", "attempts": "1", "failures": "1",
+                "stalled": "0"})
+            conn.client.zadd(DEAD, {new: score + rng.choice([-1, 0, 0, 1])})
+            arrived.add(new)
+        return real(name, keys, args, **kw)
+
+    conn.run = moving
+    got = list(triage.find(conn, Q, error="boom", limit=None, budget=7).index)
+    assert len(got) == len(set(got))
+    assert stayed <= set(got)
+    assert set(got) <= set(ids) | arrived
+    in_order = [i for i in got if i in stayed]
+    assert in_order == sorted(in_order)                       # set order: score, then id
+
+
+def test_a_scan_while_another_client_moves_jobs(conn, connect_as):
+    """A second client reprocesses dead jobs and kills others again while the scan runs."""
+    for i in range(400):
+        jobs.enqueue(conn, Q, "{}", id=f"j_{i:04d}", max_attempts=1)
+    for i in range(400):
+        jobs.claim(conn, Q, 60_000)
+        jobs.fail(conn, Q, f"j_{i:04d}", "boom")
+    touched: set[str] = set()
+    other = connect_as()
+    stop = threading.Event()
+
+    def mover():
+        rng = random.Random(3)
+        while not stop.is_set():
+            victim = f"j_{rng.randrange(400):04d}"
+            touched.add(victim)
+            try:
+                jobs.reprocess_job(other, Q, victim)
+                got = jobs.claim(other, Q, 60_000)
+                if got:
+                    jobs.fail(other, Q, got.id, "boom")
+            except emq.Refused:
+                pass
+
+    t = threading.Thread(target=mover)
+    t.start()
+    try:
+        got = list(triage.find(conn, Q, error="boom", limit=None, budget=5).index)
+    finally:
+        stop.set()
+        t.join()
+    assert len(got) == len(set(got))
+    assert {f"j_{i:04d}" for i in range(400)} - touched <= set(got)
+    assert touched, "the mover ran"
+
+
+# -- executors and sessions ----------------------------------------------------------------
+
+def test_function_executor_and_read_only_session(conn, backend, request):
+    staged(conn)
+    srv = server_for(backend, request)
+    url = None if backend == "fake" else server_url(backend, srv)
+    before = dump(conn)
+    for executor in ("script", "function"):
+        ro = emq.connect(url, embedded="fake" if url is None else None, executor=executor, read_only=True)
+        sent: list[str] = []
+
+        def record(*a, sent=sent, real=ro.client.execute_command, **k):
+            sent.append(str(a[0]).upper())
+            return real(*a, **k)
+
+        ro.client.execute_command = record
+        pd.testing.assert_frame_equal(triage.find(ro, Q, error="SMTP*", state="all"),
+                                      triage.find(conn, Q, error="SMTP*", state="all"))
+        pd.testing.assert_frame_equal(triage.errors(ro, Q), triage.errors(conn, Q))
+        if executor == "function":
+            assert "FCALL_RO" in sent and "FCALL" not in sent
+    assert dump(conn) == before
+
+
+# -- signatures -------------------------------------------------------------------------------
+
+SIGNATURES = [
+    ("SMTP 550 mailbox unavailable", "SMTP <num> mailbox unavailable"),
+    ("timeout after 30.5s", "timeout after <num>s"),
+    ("user 'ana@example.com' not found", "user <str> not found"),
+    ('key "a b 12" missing', "key <str> missing"),
+    ("it's 3 o'clock", "it<str>clock"),
+    ("request 123e4567-e89b-12d3-a456-426614174000 failed", "request <hex> failed"),
+    ("REQUEST 123E4567-E89B-12D3-A456-426614174000", "REQUEST <hex>"),
+    ("trace deadbeef1 at 0x7f3a2c1b9e00", "trace <hex> at <num>x<hex>"),
+    ("deadbeefcafe has no digit", "deadbeefcafe has no digit"),
+    ("abc1234 is seven", "abc<num> is seven"),
+    ("sha 3f2a9c0d1e", "sha <hex>"),
+    ("   many\t\tspaces \n here  ", "many spaces here"),
+    ("retry 1/3, 2/3", "retry <num>/<num>, <num>/<num>"),
+    ("v1.2.3", "v<num>.<num>"),
+    ("-42 below zero", "-<num> below zero"),
+    ("user42 and ٣", "user<num> and ٣"),
+    ("", ""),
+    ("x" * 250, "x" * 200),
+    ("ok " + "1 " * 150, ("ok" + " <num>" * 150)[:200]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SIGNATURES)
+def test_signature(text, expected):
+    assert triage.signature(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(list("0123456789abcdefABCXYZ-'\" .\t_")), max_size=40))
+def test_a_digit_never_changes_a_signature(text):
+    """What the @errors script relies on: a text and the text with every digit read as 0."""
+    assert triage.signature(text) == triage.signature("".join("0" if c.isdigit() else c for c in text))
+
+
+def test_errors_agree_with_pandas_over_the_snapshot(conn):
+    rng = random.Random(11)
+    shapes = ["SMTP {n} mailbox unavailable", "timeout after {n}ms", "no user '{w}'", "req {h} failed"]
+    rows = {}
+    for i in range(300):
+        shape = rng.choice(shapes)
+        rows[f"j_{i:03d}"] = (shape.format(n=rng.randrange(1000), w=rng.choice("abc") * 3,
+                                           h=f"{rng.getrandbits(64):016x}"), "{}")
+    put_dead(conn, rows, score=lambda i: 10_000 + rng.randrange(50))
+    conn.client.hdel(f"emq:{{{Q}}}:job:j_000", "last_error")
+    got = triage.errors(conn, Q, budget=13)
+    snap = frames.snapshot(conn, Q, "dead")
+    sig = snap["last_error"].fillna("").map(triage.signature)
+    scores = pd.Series(dict(conn.client.zrange(DEAD, 0, -1, withscores=True)))
+    assert got["count"].to_dict() == sig.value_counts().to_dict()
+    assert list(got["count"]) == sorted(got["count"], reverse=True)
+    for s, row in got.iterrows():
+        members = sig[sig == s].index
+        assert row["first_seen"] == pd.to_datetime(scores[members].min(), unit="ms", utc=True)
+        assert row["last_seen"] == pd.to_datetime(scores[members].max(), unit="ms", utc=True)
+        assert row["sample_id"] in members
+        assert triage.signature("" if pd.isna(row["sample_error"]) else row["sample_error"]) == s
+    assert got.loc["", "count"] == 1 and pd.isna(got.loc["", "sample_error"])
+
+
+def test_errors_of_a_moving_set_count_each_stayer_once(conn):
+    ids = put_dead(conn, {f"j_{i:03d}": (f"E{i % 5} code {i}", "{}") for i in range(200)})
+    real = conn.run
+    calls = []
+
+    def moving(name, keys, args=(), **kw):
+        calls.append(name)
+        if len(calls) % 2 == 0:
+            conn.client.zrem(DEAD, ids[len(calls)])          # one leaves, it was counted or not
+        return real(name, keys, args, **kw)
+
+    conn.run = moving
+    got = triage.errors(conn, Q, budget=9)
+    total = int(got["count"].sum())
+    left = len(ids) - conn.client.zcard(DEAD)
+    assert len(ids) - left <= total <= len(ids)
