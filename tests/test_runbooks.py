@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def test_six_runbooks_are_shipped():
+def test_the_runbooks_are_shipped():
     assert [p.stem for p in NOTEBOOKS] == ["00-quickstart", "01-pause-and-drain", "02-dead-letters",
                                            "03-progress-and-logs", "04-retire-a-queue",
-                                           "05-grouped-lanes"]
+                                           "05-grouped-lanes", "06-health-at-a-glance"]
 
 
 def test_the_runbooks_run_on_a_real_valkey(valkey, tmp_path):
