@@ -1,4 +1,4 @@
-"""The demo room: an incident end to end on the embedded default, and the
+"""A demo incident, end to end on the embedded default, and the
 helper runbooks use to start from clean queues.
 
 `python -m emq_notebook.demo` runs: a worker with a bug kills jobs, the operator

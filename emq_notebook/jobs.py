@@ -63,7 +63,7 @@ def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
 
 def paused_for_claim(conn: Connection, q: str) -> bool:
     """The claim's pause read: True when paused; a wire fault reads as not paused."""
-    # The seed's paused?/2: a wire fault reads as not paused. The claim script
+    # EchoMQ.Admin's paused?/2 (the Elixir original): a wire fault reads as not paused. The claim script
     # that follows then meets the same fault and raises, so no job is served blind.
     try:
         return admin.is_paused(conn, q)

@@ -219,7 +219,7 @@ def test_two_workers_never_share_a_job(conn, connect_as):
 
 
 def test_a_wire_fault_on_the_pause_read_reads_as_not_paused(conn, monkeypatch):
-    # the seed's paused?/2: `_ -> false`. A fault on the HGET alone lets the claim go on
+    # EchoMQ.Admin's paused?/2: `_ -> false`. A fault on the HGET alone lets the claim go on
     import redis as redis_py
     jid = jobs.enqueue(conn, Q, "x")
     admin.pause(conn, Q)

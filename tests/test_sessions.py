@@ -64,7 +64,8 @@ READING = {
     "frames.counts": (lambda c: frames.counts(c, [Q]).loc[Q, "dead"], 1),
     "frames.metrics": (lambda c: len(frames.metrics(c, Q)) >= 0, True),
 }
-NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease"}   # a check and a reply decoder
+NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease",   # a check and a reply decoder
+             "frames.frame"}                                              # the frame builder (no I/O)
 
 
 def stage(conn: emq.Connection) -> None:
@@ -125,7 +126,7 @@ def test_a_writing_verb_is_refused_before_any_io(name: str) -> None:
             WRITING[name](ro)
 
 
-# the script executor's claim keeps the seed's pause gate: one HGET of `paused` in its own
+# the script executor's claim keeps EchoMQ's pause gate: one HGET of `paused` in its own
 # round trip before the claim script, so a read goes out before the refusal
 READ_FIRST = {"jobs.claim", "lanes.claim"}
 

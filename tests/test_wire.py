@@ -1,4 +1,4 @@
-"""The wire room's policies, on both backends: foreign rows with non-UTF-8 bytes
+"""The connections' policies, on both backends: foreign rows with non-UTF-8 bytes
 read, claim and write back without an error (decoding.ERRORS on every client); a
 URL and `embedded` together are a usage error; the function library comes back
 after FUNCTION FLUSH; a stopped embedded Valkey stops quietly at exit."""

@@ -1,4 +1,4 @@
-"""OperatorConsole: the seed's second demo, live — pick a verb and a queue state.
+"""OperatorConsole: every operator verb against every queue state, live — pick both.
 
 It shows the verb's catalogue entry (precondition, writes, replies, native
 form); "Try it" builds that state on a scratch queue, runs the verb for real,
