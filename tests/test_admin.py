@@ -5,7 +5,7 @@ import json
 import time
 
 import pytest
-from conftest import WITH_CLUSTER, consistency_problems, dump, keys_of
+from helpers import WITH_CLUSTER, consistency_problems, dump, keys_of
 
 from emq_notebook import admin, jobs, lanes, repeat
 from emq_notebook.errors import ActiveJobs, NotPaused

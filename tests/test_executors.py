@@ -3,7 +3,7 @@ native line byte for byte."""
 
 import pytest
 import redis
-from conftest import dump
+from helpers import dump
 
 from emq_notebook import admin, jobs, lanes
 from emq_notebook.errors import NotDead

@@ -17,7 +17,7 @@ import logging
 import time
 
 import pytest
-from conftest import consistency_problems, dump, keys_of
+from helpers import consistency_problems, dump, keys_of
 
 from emq_notebook import Worker, admin, jobs, lanes, repeat
 from emq_notebook.checks import MAX_WHOLE

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import dump, server_for, server_url
+from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
 from emq_notebook import admin, footprint, frames, jobs, lanes, repeat, scripts
@@ -250,7 +250,7 @@ def test_env_name_and_the_describe_line() -> None:
 
 
 def test_read_only_on_the_cluster(cluster: Any) -> None:
-    from conftest import open_conn
+    from helpers import open_conn
 
     conn = open_conn("cluster", cluster)
     stage(conn)
