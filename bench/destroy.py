@@ -9,11 +9,9 @@ unbounded script doing the same deletes (which blocks the server throughout).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import time
 
-import redis
-from common import args, connect, fill, server
+from common import Pinger, args, connect, fill, server
 
 from emq_notebook import admin
 from emq_notebook.keyspace import base
@@ -29,41 +27,6 @@ end
 redis.call('DEL', KEYS[2])
 return #ids
 """
-
-
-def _ping(port: int, stop, worst, ready) -> None:
-    client = redis.Redis(port=port)
-    client.ping()
-    ready.set()
-    while not stop.is_set():
-        t = time.perf_counter()
-        client.ping()
-        worst.value = max(worst.value, time.perf_counter() - t)
-        time.sleep(0.0005)
-
-
-class Pinger:
-    """PING from another process (no GIL shared with the loop it watches) until
-    stopped; keeps the worst round trip."""
-
-    def __init__(self, port: int):
-        self._stop, ready = mp.Event(), mp.Event()
-        self._worst = mp.Value("d", 0.0)
-        self._proc = mp.Process(target=_ping, args=(port, self._stop, self._worst, ready), daemon=True)
-        self._ready = ready
-
-    @property
-    def worst(self) -> float:
-        return self._worst.value
-
-    def __enter__(self) -> Pinger:
-        self._proc.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._proc.join(10)
 
 
 def measure(srv, conn, n: int, work) -> tuple[float, float]:

@@ -10,7 +10,7 @@ In IPython: `%load_ext emq_notebook`, then `%emq help`.
 
 from typing import Any
 
-from . import admin, commands, footprint, frames, jobs, lanes, repeat, triage, widgets
+from . import admin, commands, footprint, frames, jobs, lanes, repeat, runbook, triage, widgets
 from .connector import Connection, connect
 from .errors import (
     ActiveJobs,
@@ -27,6 +27,9 @@ from .errors import (
     NotOwner,
     NotPaused,
     NotScheduled,
+    OutcomeNotReached,
+    PreconditionFailed,
+    QueueInUse,
     ReadOnly,
     Refused,
     UsageProblem,
@@ -41,7 +44,8 @@ __version__ = "0.1.0"
 __all__ = ["connect", "Connection", "admin", "jobs", "lanes", "repeat", "triage", "Worker",
            "EMQError", "Refused", "Gone", "Locked", "NotDead", "NotPaused", "ActiveJobs",
            "NotActive", "InvalidName", "UsageProblem", "BadInput", "WireError",
-           "NativeUnavailable", "NotOwner", "NotScheduled", "BadRow", "ReadOnly", "Halted",
+           "NativeUnavailable", "NotOwner", "NotScheduled", "BadRow", "ReadOnly", "Halted", "QueueInUse",
+           "PreconditionFailed", "OutcomeNotReached", "runbook",
            "load_ipython_extension", "current"]
 
 

@@ -7,12 +7,18 @@ over atomic calls, so an interrupt between calls leaves a consistent queue.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterable
 
+import pandas as pd
+
+from . import triage
 from .catalogue import document
 from .checks import whole
 from .connector import Connection
-from .keyspace import base, check_name, job_key, lane_key, queue_key
+from .errors import BadInput, Halted
+from .keyspace import base, check_name, lane_key, queue_key
 
 DEFAULT_BUDGET = 1000
 Progress = Callable[[int, int], None]
@@ -119,16 +125,38 @@ def _count(conn: Connection, q: str, states: Iterable[str]) -> int:
     return sum(pipe.execute())
 
 
+@document
 def reprocess_dead(conn: Connection, q: str, budget: int = DEFAULT_BUDGET, limit: int | None = None,
-                   progress: Progress | None = None) -> int:
+                   progress: Progress | None = None, *, rate: float | None = None, trial: int | None = None,
+                   stop_if_failing: float | None = None, watch_s: float = 30) -> int:
     """Move dead jobs back (flat to pending, grouped to their lanes), oldest death first.
 
     Bounded calls of at most `budget` jobs; at most `limit` jobs in all. Counters
-    stay. Answers the count moved. Never refuses (an empty dead set answers 0).
+    stay. Answers the count moved. An empty dead set answers 0.
+    `progress(calls, moved_so_far)` is called after each call.
+
+    A controlled retry, for a downstream that may still be failing:
+    - `rate` caps the jobs moved per second;
+    - `trial=N` moves N jobs first and waits (at most `watch_s` seconds) until each has
+      finished (its row gone) or is dead again;
+    - `stop_if_failing` (a fraction, with `trial`): when at least that share of the
+      trial's jobs are dead again, it stops there and raises `Halted` (`.moved`,
+      `.failed_again`); the jobs after the trial stay in dead.
+    Only jobs dead when the call began are moved, each at most once, so a job that
+    dies again meanwhile is not moved again. A row no transition can read is left in
+    dead. Checked before any I/O (`BadInput`, `ReadOnly`).
     """
     check_budget(budget)
     if limit is not None:
         check_budget(limit, "limit")
+    if rate is None and trial is None and stop_if_failing is None:
+        return _reprocess_all(conn, q, budget, limit, progress)
+    return ControlledRetry(conn, q, budget, limit, progress, rate=rate, trial=trial,
+                           stop_if_failing=stop_if_failing, watch_s=watch_s).run()
+
+
+def _reprocess_all(conn: Connection, q: str, budget: int, limit: int | None,
+                   progress: Progress | None) -> int:
     keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
     total = calls = 0
     while limit is None or total < limit:
@@ -143,16 +171,168 @@ def reprocess_dead(conn: Connection, q: str, budget: int = DEFAULT_BUDGET, limit
     return total
 
 
-def remove_jobs(conn: Connection, q: str, ids: Iterable[str]) -> dict[str, str]:
-    """Remove many jobs by id in one call: `{id: "removed" | "gone" | "locked"}`.
+def _number(value: object, what: str, least: float, most: float) -> float:
+    """A real number above `least` and at most `most`, else `BadInput`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not least < value <= most:
+        raise BadInput(f"{what} must be a number above {least:g} and at most {most:g}, not {value!r}")
+    return float(value)
 
-    Locked jobs are left untouched; every id is gated before anything is sent. An
-    id given twice is sent once, so its word says what the call did to it.
+
+class ControlledRetry:
+    """`reprocess_dead` with a rate, a trial and a stop rule: ids read from the dead set
+    (only those dead when it began), moved by `reprocess_jobs`, a trial watched."""
+
+    POLL_S = 0.1
+
+    def __init__(self, conn: Connection, q: str, budget: int, limit: int | None, progress: Progress | None,
+                 *, rate: float | None, trial: int | None, stop_if_failing: float | None, watch_s: float):
+        self.rate = None if rate is None else _number(rate, "rate (jobs per second)", 0, 1_000_000)
+        self.trial = None if trial is None else whole(trial, "trial")
+        if stop_if_failing is not None:
+            _number(stop_if_failing, "stop_if_failing", 0, 1)
+            if trial is None:
+                raise BadInput("stop_if_failing needs a trial: how many jobs to watch first")
+        self.stop_if_failing = stop_if_failing
+        self.watch_s = _number(watch_s, "watch_s", 0, 86_400)
+        self.dead, self.pending = queue_key(q, "dead"), queue_key(q, "pending")
+        conn.refuse_writes(f"reprocess {q}")
+        self.conn, self.q, self.budget, self.limit, self.progress = conn, q, budget, limit, progress
+        self.moved = self.calls = self.stayed = 0
+        self.seen: set[str] = set()
+        self.began_ms = 0
+
+    def run(self) -> int:
+        self.began_ms = triage.server_ms(self.conn)
+        if self.trial is not None:
+            watched = self.step(self._room(self.trial))
+            failed = self.watch(watched)
+            if self.stop_if_failing is not None and watched and failed / len(watched) >= self.stop_if_failing:
+                raise Halted(f"reprocess {self.q} halted after its trial: {failed} of {len(watched)} jobs "
+                             f"dead again (stop at {self.stop_if_failing:g}); {self.moved} moved in all",
+                             moved=self.moved, failed_again=failed)
+        chunk = self.budget if self.rate is None else max(1, min(self.budget, math.ceil(self.rate / 10)))
+        started, paced = time.monotonic(), 0
+        while self._room(chunk):
+            moved = self.step(self._room(chunk))
+            if moved is None:
+                break
+            paced += len(moved)
+            if self.rate is not None:
+                wait = started + paced / self.rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+        return self.moved
+
+    def _room(self, want: int) -> int:
+        return want if self.limit is None else min(want, self.limit - self.moved)
+
+    def step(self, n: int) -> list[str] | None:
+        """Move up to `n` of the oldest jobs dead when the retry began: the ids moved,
+        or None when none is left to try."""
+        ids = self.conn.command("ZRANGEBYSCORE", self.dead, "-inf", self.began_ms, "LIMIT", self.stayed, n)
+        if not ids:
+            return None
+        fresh = [i for i in ids if i not in self.seen]
+        self.stayed += len(ids) - len(fresh)            # died again after it was moved: left be
+        self.seen.update(fresh)
+        words = reprocess_jobs(self.conn, self.q, fresh, budget=self.budget) if fresh else {}
+        moved = [i for i, w in words.items() if w == "reprocessed"]
+        # a ghost or a bad row stays in dead: step over it next time
+        self.stayed += sum(1 for w in words.values() if w in ("gone", "bad_row"))
+        self.moved += len(moved)
+        self.calls += 1
+        if self.progress:
+            self.progress(self.calls, self.moved)
+        return moved
+
+    def watch(self, ids: list[str] | None) -> int:
+        """Wait (at most watch_s) until each job has finished or is dead again; the
+        number dead again. Stops early once the stop rule is met."""
+        if not ids:
+            return 0
+        deadline = time.monotonic() + self.watch_s
+        while True:
+            pipe = self.conn.pipeline()
+            for i in ids:
+                pipe.zscore(self.dead, i)
+                pipe.exists(queue_key(self.q, "job:" + i))
+            replies = pipe.execute()
+            dead = sum(1 for s in replies[0::2] if s is not None)
+            done = sum(1 for s, row in zip(replies[0::2], replies[1::2], strict=True)
+                       if s is not None or not row)
+            stop = self.stop_if_failing is not None and dead / len(ids) >= self.stop_if_failing
+            if stop or done == len(ids) or time.monotonic() >= deadline:
+                return dead
+            time.sleep(self.POLL_S)
+
+
+def job_ids(ids: Iterable[str]) -> list[str]:
+    """Job ids as the bulk verbs take them: any iterable of ids (a frame's index; a frame
+    stands for its index), each gated by the key builder, duplicates dropped, first
+    order kept. One id alone (a str) is `BadInput`: pass `[id]`."""
+    if isinstance(ids, pd.DataFrame):
+        ids = ids.index
+    if isinstance(ids, str):
+        raise BadInput(f"ids is a collection of job ids, not one id: pass [{ids!r}]")
+    return list(dict.fromkeys(check_name(i, "job id") for i in ids))
+
+
+def _bulk(conn: Connection, q: str, name: str, keys: list[str], ids: list[str], budget: int,
+          verb: str, rate: float | None = None, progress: Progress | None = None) -> dict[str, str]:
+    """Run script `name` over `ids` in calls of at most `budget` ids (and, with a `rate`,
+    at most a tenth of a second's worth, paced to that many ids a second)."""
+    words: dict[str, str] = {}
+    step = budget if rate is None else max(1, min(budget, math.ceil(rate / 10)))
+    began = time.monotonic()
+    for calls, start in enumerate(range(0, len(ids), step), 1):
+        chunk = ids[start:start + step]
+        words.update(zip(chunk, conn.run(name, keys, chunk, verb=verb, queue=q), strict=True))
+        if progress:
+            progress(calls, len(words))
+        if rate is not None:
+            wait = began + len(words) / rate - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+    return words
+
+
+@document
+def reprocess_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False,
+                   budget: int = DEFAULT_BUDGET, rate: float | None = None,
+                   progress: Progress | None = None) -> dict[str, str]:
+    """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
+    of at most `budget` ids: `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
+    for a row no transition can read, left in dead).
+
+    `dry_run=True` answers the words the real call would give on the same state,
+    from a read-only script, and writes nothing (it works on a read-only session).
+    `rate` caps the ids sent a second; `progress(calls, ids_answered)` after each call.
+    Counters stay. Ids are gated and de-duplicated before anything is sent.
     """
-    ids = list(dict.fromkeys(check_name(i, "job id") for i in ids))
-    if not ids:
-        return {}
-    for i in ids:
-        job_key(q, i)
-    words = conn.run("remove_jobs", [base(q)], ids, verb="remove", queue=q)
-    return dict(zip(ids, words, strict=True))
+    check_budget(budget)
+    if rate is not None:
+        rate = _number(rate, "rate (jobs per second)", 0, 1_000_000)
+    keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
+    chosen = job_ids(ids)
+    if not dry_run:
+        conn.refuse_writes(f"reprocess {q}")
+    return _bulk(conn, q, "reprocess_jobs_check" if dry_run else "reprocess_jobs", keys, chosen, budget,
+                 "reprocess", rate=None if dry_run else rate, progress=progress)
+
+
+@document
+def remove_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False) -> dict[str, str]:
+    """Remove many jobs by id: `{id: "removed" | "gone" | "locked"}`, in calls of at most
+    1,000 ids.
+
+    Locked jobs are left untouched; every id is gated (and duplicates dropped) before
+    anything is sent. `dry_run=True` answers the words the real call would give on the
+    same state, from a read-only script, and writes nothing.
+    """
+    keys = [base(q)]
+    chosen = job_ids(ids)
+    if not dry_run:
+        conn.refuse_writes(f"remove {q}")
+    return _bulk(conn, q, "remove_jobs_check" if dry_run else "remove_jobs", keys, chosen, DEFAULT_BUDGET,
+                 "remove")

@@ -81,4 +81,8 @@ def markdown() -> str:
 
 
 if __name__ == "__main__":
-    print(markdown())
+    # run as a script this module is `__main__`, a second copy with an empty catalogue:
+    # print the package's own, which importing the package fills
+    from emq_notebook import catalogue as package_catalogue
+
+    print(package_catalogue.markdown())

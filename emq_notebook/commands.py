@@ -24,7 +24,7 @@ from .catalogue import Entry
 from .checks import json_text
 from .connector import Connection, connect
 from .errors import ActiveJobs, NotPaused, Refused, UsageProblem
-from .grammar import delay, duration, grammar, limit, seconds, verb_help, whole
+from .grammar import delay, duration, fraction, grammar, limit, rate, seconds, verb_help, whole
 from .keyspace import STATES, queue_key
 from .registry import arg, opt, verb
 from .settings import EXECUTORS, Settings
@@ -102,8 +102,9 @@ def execute(session: Session, ns: Namespace) -> Any:
         session.say(verb_help(ns.verb))
         return None
     v = registry.VERBS[ns.verb]
-    if v.writes:
+    if v.writes and not getattr(ns, "dry_run", False):
         # before any read: a read-only session refuses the verb, not its first write
+        # (a --dry-run only reads: its verbs refuse any write themselves)
         target = " ".join(str(p) for p in (ns.verb, getattr(ns, "queue", "")) if p)
         session.conn.refuse_writes(target)
     try:
@@ -121,6 +122,17 @@ QUEUE = arg("queue")
 JOB = arg("id")
 BUDGET = opt("--budget", type=whole, default=None, help="jobs per bounded call (default: %%config budget)")
 YES = opt("--yes", action="store_true", help="confirm a command on more than confirm_above jobs")
+# the filtered and controlled forms of reprocess and remove (handled in commands_triage.py)
+ERROR = opt("--error", metavar="GLOB", help="last_error matches this glob (fnmatch: * ? [...])")
+PAYLOAD = opt("--payload", metavar="GLOB", help="payload matches this glob")
+SIGNATURE = opt("--signature", help="last_error has this signature (as %%emq errors shows it)")
+STATE = opt("--state", action="append", choices=[*STATES, "all"],
+            help="the set to search (repeat it for several; default: dead)")
+DRY_RUN = opt("--dry-run", action="store_true", help="print the preview and each id's word; write nothing")
+CONTROLLED = (opt("--rate", type=rate, help="at most this many jobs a second (50/s)"),
+              opt("--trial", type=whole, help="with --all: move N first and watch them"),
+              opt("--stop-if-failing", type=fraction, help="with --trial: halt at this share dead again"),
+              opt("--watch", type=duration, default=30_000, help="how long a trial is watched (default 30s)"))
 
 
 # -- sessions ------------------------------------------------------------------
@@ -295,27 +307,48 @@ def _logs(s: Session, ns: Namespace) -> list[str]:
     return jobs.get_job_logs(s.conn, ns.queue, ns.id)
 
 
-@verb("remove", "remove a job; refuses gone / locked", QUEUE, JOB,
-      opt("--dedup", help="release this dedup key"), writes=True,
-      catalogue=Entry("jobs.remove_job", "@remove_job2", "the row exists and no worker holds it",
-                      "ZREM from its set and lane (a lane slot given back when in flight), DEL row and "
-                      ":logs, release dedup; publishes `removed`",
-                      "None / Gone / Locked (a :lock key or a lock field: untouched)", "none, a script only"))
-def _remove(s: Session, ns: Namespace) -> None:
+@verb("remove", "remove a job (or the jobs a filter finds); refuses gone / locked",
+      QUEUE, arg("id", nargs="?"), opt("--dedup", help="release this dedup key"), ERROR, PAYLOAD, SIGNATURE,
+      STATE, DRY_RUN, YES, writes=True,
+      catalogue=(Entry("jobs.remove_job", "@remove_job2", "the row exists and no worker holds it",
+                       "ZREM from its set and lane (a lane slot given back when in flight), DEL row and "
+                       ":logs, release dedup; publishes `removed`",
+                       "None / Gone / Locked (a :lock key or a lock field: untouched)",
+                       "none, a script only"),
+                 Entry("admin.remove_jobs", "@remove_jobs", "none; each id checked on its own",
+                       "as remove_job for each removed id; dry_run: nothing (@remove_jobs_check, read-only)",
+                       "dict — {id: removed / gone / locked}; the dry run answers the same words",
+                       "none, a script only")))
+def _remove(s: Session, ns: Namespace) -> Any:
+    if commands_triage.filtered(ns) or ns.id is None:
+        return commands_triage.remove(s, ns)
     jobs.remove_job(s.conn, ns.queue, ns.id, dedup=ns.dedup)
     s.say(f"removed {ns.queue} {ns.id}")
 
 
-@verb("reprocess", "move a dead job (or all dead, bounded) back to pending",
-      QUEUE, arg("id", nargs="?"), opt("--all-dead", action="store_true"), BUDGET,
-      opt("--limit", type=whole, help="at most N jobs in all"), YES, writes=True,
-      catalogue=Entry("jobs.reprocess_job", "@reprocess2", "the row exists and is in dead",
-                      "ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job: its "
-                      "lane and the ring); counters kept; publishes `reprocessed`",
-                      "None / Gone / NotDead",
-                      "EMQ.REPROCESS 4 emq:{q}:job:<id> emq:{q}:dead emq:{q}:pending emq:{q}: <id> — reads "
-                      "dead membership before writing; refuses a grouped row (reprocess lane not native)"))
-def _reprocess(s: Session, ns: Namespace) -> None:
+@verb("reprocess", "move a dead job back (or the dead a filter finds, or all dead)",
+      QUEUE, arg("id", nargs="?"), opt("--all-dead", "--all", action="store_true"), BUDGET,
+      opt("--limit", type=whole, help="at most N jobs in all"), ERROR, PAYLOAD, SIGNATURE, DRY_RUN,
+      *CONTROLLED, YES, writes=True,
+      catalogue=(Entry("jobs.reprocess_job", "@reprocess2", "the row exists and is in dead",
+                       "ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job: its "
+                       "lane and the ring); counters kept; publishes `reprocessed`",
+                       "None / Gone / NotDead",
+                       "EMQ.REPROCESS 4 emq:{q}:job:<id> emq:{q}:dead emq:{q}:pending emq:{q}: <id> — reads "
+                       "dead membership before writing; refuses a grouped row (reprocess lane not native)"),
+                 Entry("admin.reprocess_jobs", "@reprocess_jobs", "none; each id checked on its own",
+                       "as reprocess_job for each id moved (grouped jobs to their lanes); dry_run: nothing "
+                       "(@reprocess_jobs_check, read-only)",
+                       "dict — {id: reprocessed / gone / not_dead} (bad_row: left in dead); the dry "
+                       "run answers the same words", "none, a script only"),
+                 Entry("admin.reprocess_dead", "@reprocess_dead / @reprocess_jobs",
+                       "none; bounded calls; with rate / trial: only jobs dead when it began, each once",
+                       "as reprocess_job for each job moved",
+                       "int — the count moved / Halted (moved, failed_again) when a trial fails again",
+                       "none, a script only")))
+def _reprocess(s: Session, ns: Namespace) -> Any:
+    if commands_triage.filtered(ns):
+        return commands_triage.reprocess(s, ns)
     if ns.all_dead == (ns.id is not None):
         raise UsageProblem("reprocess takes a job id or --all-dead, one of them — see %emq reprocess --help")
     if ns.id is not None:
@@ -429,4 +462,5 @@ def _help(s: Session, ns: Namespace) -> None:
 
 # -- health verbs (health, latency) go here -----------------------------------------
 
-from . import commands_dashboard  # noqa: E402,F401  (the dashboard verb)
+# verb modules of their own: their verbs follow these in help and the README
+from . import commands_dashboard, commands_triage  # noqa: E402,F401

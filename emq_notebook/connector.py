@@ -31,6 +31,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from . import decoding, scripts
 from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError, refusal_for
@@ -112,6 +114,16 @@ def _scrub(text: str, secrets: Sequence[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
     return text
+
+
+def sent_once() -> Retry:
+    """The retry policy of every client `connect` builds: none. redis-py can re-send a
+    command whose connection failed (`redis.Redis(host=, port=)` does by default),
+    and when the failure came after the server ran it, a transition runs twice: a
+    claim takes a second job, a complete answers `Gone`, a drain loses its count. So a
+    wire fault raises `WireError` with its outcome unknown, and the next command
+    reconnects by itself."""
+    return Retry(NoBackoff(), 0)
 
 
 def fake_server() -> Any:
@@ -397,6 +409,8 @@ def connect(url: str | None = None, *, read_only: bool = False, env: str | None 
     `{q}` hash tag, so each script runs on the queue's slot.
     `read_only=True` refuses every writing verb with `ReadOnly` before any I/O;
     `env` ("production") and `name` label the session (`Connection.describe()`).
+    Every client sends a command once (`sent_once`: redis-py re-sends nothing, so a
+    fault after the server ran a transition is a `WireError`, not a second run).
     Every client decodes with `decoding.ERRORS`; `decode_responses` and
     `encoding_errors` are not options for that reason (`BadInput`).
     A malformed URL is `BadInput`, a password never in its line.
@@ -410,6 +424,7 @@ def connect(url: str | None = None, *, read_only: bool = False, env: str | None 
         if fixed in options:
             raise BadInput(f"{fixed} is fixed by the toolkit's decoding policy "
                            f"(UTF-8, {decoding.ERRORS}); do not pass it")
+    options.setdefault("retry", sent_once())
     session: dict[str, Any] = {"read_only": read_only, "env": env, "name": name}
     if url is None and embedded is None:
         url = os.environ.get("EMQ_URL") or None
@@ -422,7 +437,7 @@ def connect(url: str | None = None, *, read_only: bool = False, env: str | None 
         import fakeredis
 
         fake: Any = fakeredis.FakeRedis(server=fake_server(), decode_responses=True,
-                                     encoding_errors=decoding.ERRORS)
+                                     encoding_errors=decoding.ERRORS, retry=options["retry"])
         return Connection(fake, "embedded fakeredis", executor, **session)
 
     label = redact(url)

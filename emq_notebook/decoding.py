@@ -10,13 +10,17 @@ byte as `\\xNN`, so a display never fails on it either.
 
 from __future__ import annotations
 
+import re
+
 ERRORS = "surrogateescape"
+# the code points surrogateescape decodes an undecodable byte to
+_ESCAPED = re.compile("[\udc80-\udcff]")
 
 
 def printable(value: object) -> str:
     """`value` as text safe to show: undecodable bytes as `\\xNN`, the rest as is."""
     text = value if isinstance(value, str) else str(value)
-    if not any("\udc80" <= c <= "\udcff" for c in text):
+    if text.isascii() or not _ESCAPED.search(text):
         return text
     return text.encode("utf-8", ERRORS).decode("utf-8", "backslashreplace")
 
@@ -28,6 +32,7 @@ def wire(value: str) -> str | bytes:
     Done here because the hiredis command packer encodes text strictly and would
     refuse the surrogates that `ERRORS` decoded them to.
     """
-    if any("\udc80" <= c <= "\udcff" for c in value):
-        return value.encode("utf-8", ERRORS)
-    return value
+    # ASCII first: the common case, checked at C speed (a bulk call sends millions)
+    if value.isascii() or not _ESCAPED.search(value):
+        return value
+    return value.encode("utf-8", ERRORS)

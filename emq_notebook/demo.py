@@ -1,9 +1,15 @@
-"""A demo incident, end to end on the embedded default, and the
-helper runbooks use to start from clean queues.
+"""The demos: an incident end to end on the embedded default, and the guard that
+lets a demo write only to queues it made itself.
 
 `python -m emq_notebook.demo` runs: a worker with a bug kills jobs, the operator
 pauses, inspects the dead letters, mends a payload, reprocesses, resumes, and
 retires a scratch queue with a bounded obliterate.
+
+A demo seeds and destroys, so before its first write it calls `fresh(conn, *queues)`.
+A queue a demo makes is marked in its own meta hash (`created_by` =
+`emq_notebook.demo`); meta is the last key an obliterate deletes, so the mark holds
+until the queue is gone. `fresh` refuses (`QueueInUse`, nothing written) when any of
+the queues holds a key and no mark: that queue is somebody's real queue.
 """
 
 from __future__ import annotations
@@ -14,16 +20,45 @@ from collections.abc import Callable
 
 from . import admin, frames, jobs
 from .connector import Connection, connect
+from .errors import QueueInUse
 from .footprint import footprint
+from .keyspace import base, check_name, queue_key
 from .worker import Worker
+
+# the mark a demo leaves in the meta hash of a queue it made
+MARK_FIELD, MARK = "created_by", "emq_notebook.demo"
+
+
+def made_by_a_demo(conn: Connection, q: str) -> bool:
+    """True when queue `q`'s meta carries the demo's mark (one HGET)."""
+    return conn.command("HGET", queue_key(q, "meta"), MARK_FIELD) == MARK
+
+
+def check_unused(conn: Connection, *queues: str) -> dict[str, int]:
+    """{queue: keys it holds now} for queues that are empty or a demo's own; raises
+    `QueueInUse` (having written nothing) for the first that holds keys and no mark."""
+    held = {}
+    for q in queues:
+        check_name(q)
+        keys = conn.scan(base(q) + "*")
+        if keys and not made_by_a_demo(conn, q):
+            raise QueueInUse(
+                f"{q!r} on {conn.label} already holds {len(keys)} keys under {base(q)} and no "
+                "demo made it: a demo writes only to queues it made itself, so nothing was "
+                "written. Point EMQ_URL at an empty server, or unset it for the embedded default")
+        held[q] = len(keys)
+    return held
 
 
 def fresh(conn: Connection, *queues: str) -> Connection:
-    """Empty the named queues (a runbook's own), so it runs the same on a shared server."""
-    for q in queues:
-        if footprint(conn, q):
+    """Give a demo empty queues of its own: check every name first (`QueueInUse` for a
+    queue no demo made, before any write), empty the ones an earlier run made, mark each."""
+    held = check_unused(conn, *queues)
+    for q, keys in held.items():
+        if keys:
             admin.pause(conn, q)
             admin.obliterate_all(conn, q, force=True)
+        conn.command("HSET", queue_key(q, "meta"), MARK_FIELD, MARK)
     return conn
 
 

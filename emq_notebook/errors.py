@@ -55,6 +55,20 @@ class Halted(EMQError):
         return (type(self), (str(self), self.moved, self.failed_again))
 
 
+class QueueInUse(EMQError):
+    """A demo pointed at a server that already holds a queue of the demo's name (a key
+    under `emq:{q}:`) which no demo created; raised before the demo writes anything."""
+
+
+class PreconditionFailed(EMQError):
+    """A runbook step came to write and its precondition no longer held (the queue
+    was resumed, the jobs moved): the notebook stops there, that step wrote nothing."""
+
+
+class OutcomeNotReached(EMQError):
+    """A runbook's last cell: the outcome it was run for does not hold on the server."""
+
+
 class NativeUnavailable(EMQError):
     """executor="native" on a server without the EchoMQ module's EMQ.* commands."""
 

@@ -8,8 +8,10 @@ snapshot of seconds (bench/snapshot.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .checks import whole
@@ -18,6 +20,9 @@ from .errors import BadInput, InvalidName
 from .keyspace import STATES, base, check_name, queue_from_key, queue_key
 
 BATCH = 1000
+# text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
+# str objects on a big frame (bench/scale.py measures it); `object` where needed
+TEXT: Any = "str"
 COLUMNS = ["state", "group", "priority", "at", "attempts", "failures", "stalled",
            "last_error", "progress", "payload"]
 _INTS = ("priority", "attempts", "failures", "stalled")
@@ -27,22 +32,60 @@ FIELDS = ("group", "priority", "attempts", "failures", "stalled", "last_error", 
 _TIMED = {"active": "lease deadline", "schedule": "due", "dead": "died at"}
 
 
+class _Members:
+    """The jobs a snapshot shows, column-wise: id, state, the set's score, and the
+    lane (None for a flat set) each job was found in."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.states: list[str] = []
+        self.scores: list[float] = []
+        self.lanes: list[str | None] = []
+
+    def add(self, state: str, lane: str | None, ids: list[str], scores: list[float]) -> None:
+        self.ids += ids
+        self.scores += scores
+        self.states += [state] * len(ids)
+        self.lanes += [lane] * len(ids)
+
+
+def _with_scores(reply: list) -> tuple[list[str], list[float]]:
+    """A raw ZRANGE ... WITHSCORES reply as (members, scores): RESP3 pairs or a RESP2
+    flat list. Read raw, because redis-py's own conversion costs a Python call per
+    member (seconds on a million)."""
+    if reply and isinstance(reply[0], (list, tuple)):
+        return [m for m, _ in reply], [float(s) for _, s in reply]
+    return list(reply[0::2]), [float(s) for s in reply[1::2]]
+
+
 def _members(conn: Connection, q: str, states: tuple[str, ...], limit: int | None,
-             offset: int = 0) -> list[tuple[str, str, float, str | None]]:
-    """(id, state, score, group) for the chosen states, lanes' backlogs counted as pending."""
-    stop = -1 if limit is None else offset + limit - 1
-    pipe = conn.pipeline()
-    for state in states:
-        pipe.zrange(queue_key(q, state), offset, stop, withscores=True)
+             offset: int = 0) -> _Members:
+    """The chosen states in order, then the lanes' backlogs (counted as pending):
+    the first `offset` of that order skipped, then at most `limit` in all."""
     groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
-    for g in groups:
-        pipe.zrange(queue_key(q, f"g:{g}:pending"), offset, stop, withscores=True)
-    replies = pipe.execute()
-    out: list[tuple[str, str, float, str | None]] = []
-    for state, members in zip(states, replies[:len(states)], strict=True):
-        out.extend((m, state, s, None) for m, s in members)
-    for g, members in zip(groups, replies[len(states):], strict=True):
-        out.extend((m, "pending", s, g) for m, s in members)
+    sets = [(queue_key(q, state), state, None) for state in states]
+    sets += [(queue_key(q, f"g:{g}:pending"), "pending", g) for g in groups]
+    spans: list[tuple[int, int]] = [(0, -1)] * len(sets)        # (start, stop) of each set; -1: its end
+    if limit is not None or offset:
+        # the sizes first (one round trip), so each set is read only where the page falls
+        pipe = conn.pipeline()
+        for key, _, _ in sets:
+            pipe.zcard(key)
+        skip, left = offset, limit
+        for i, size in enumerate(pipe.execute()):
+            start = min(size, skip)
+            skip -= start
+            take = size - start if left is None else min(size - start, left)
+            if left is not None:
+                left -= take
+            spans[i] = (start, start + take - 1) if take else (0, -2)
+    pipe = conn.pipeline()
+    read = [(s, span) for s, span in zip(sets, spans, strict=True) if span != (0, -2)]
+    for (key, _, _), (start, stop) in read:
+        pipe.execute_command("ZRANGE", key, start, stop, "WITHSCORES")
+    out = _Members()
+    for ((_, state, lane), _), reply in zip(read, pipe.execute(), strict=True):
+        out.add(state, lane, *_with_scores(reply))
     return out
 
 
@@ -60,13 +103,15 @@ def snapshot(conn: Connection, q: str, states: str | Sequence[str] = STATES, lim
              offset: int = 0) -> pd.DataFrame:
     """One row per job, indexed by id: state, group, priority, `at` (the set's time
     score as a UTC timestamp: lease deadline, due, died at), counters, last_error,
-    progress and payload. `limit` caps each set (and each lane); `offset` skips that
-    many members of each set (and each lane) first, in set order, so a page of a
-    large set reads only its own rows. A `limit` is a whole number
-    from 1 or None for all; a negative `offset` is `BadInput` (both before any I/O).
+    progress and payload.
 
-    Text columns hold the server's text as read (object dtype, see `_text_column`), so a
-    row with bytes that are not UTF-8 is shown, not an error."""
+    Jobs come in state order (as `states` lists them), each set in its own order,
+    then the lanes' backlogs (state pending). `offset` skips the first jobs of that
+    order and `limit` caps the rows in all, so a page of a million-job queue reads
+    only the rows it shows. `limit` is a whole number from 1 or None for all; a
+    negative `offset` is `BadInput` (both before any I/O). Text columns are
+    Arrow-backed strings (`TEXT`), `object` where a row holds bytes that are not
+    UTF-8, so such a row is shown, not an error."""
     check_name(q)
     whole(offset, "offset", least=0)
     if isinstance(states, str):
@@ -77,11 +122,7 @@ def snapshot(conn: Connection, q: str, states: str | Sequence[str] = STATES, lim
     if limit is not None:
         whole(limit, "limit")
     members = _members(conn, q, tuple(states), limit, offset)
-    if not members:     # no rows: the same columns, and an index pandas reads as empty
-        return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
-    found = rows(conn, q, [m[0] for m in members])
-    return frame([m[0] for m in members], [m[1] for m in members], [m[2] for m in members],
-                 [m[3] for m in members], found)
+    return frame(members.ids, members.states, members.scores, members.lanes, rows(conn, q, members.ids))
 
 
 def frame(ids: list[str], states: list[str], scores: list[float], lanes: list[str | None],
@@ -89,26 +130,51 @@ def frame(ids: list[str], states: list[str], scores: list[float], lanes: list[st
     """The jobs frame, from each job's id, state, set score, lane (None outside a
     lane) and row fields (`FIELDS`, as `rows` reads them): the one place that shapes
     it, for `snapshot` and `triage.find` alike."""
+    if not ids:     # no rows: the same columns, and an index pandas reads as empty
+        return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
     # column-wise: one list per field, not one dict per job
-    columns = dict(zip(FIELDS, zip(*found, strict=True), strict=True)) if found else {f: () for f in FIELDS}
-    out = pd.DataFrame({
-        "id": _text_column(ids), "state": _text_column(states),
+    columns = dict(zip(FIELDS, zip(*found, strict=True), strict=True))
+    groups = columns["group"]
+    if any(lane is not None for lane in lanes):
         # a lane's job names its group on the row; the lane it sits in says the same
-        "group": _text_column([g if g is not None else lane
-                               for g, lane in zip(columns["group"], lanes, strict=True)]),
-        "priority": _text_column(columns["priority"]),
-        "at": [score if state in _TIMED else None for state, score in zip(states, scores, strict=True)],
-        **{f: _text_column(columns[f]) for f in FIELDS[2:]},
-    }, columns=["id", *COLUMNS]).set_index("id")
-    return _typed(out)
+        groups = tuple(g if g is not None else lane for g, lane in zip(groups, lanes, strict=True))
+    timed = [s if state in _TIMED else None for s, state in zip(scores, states, strict=True)]
+    out = pd.DataFrame({
+        "state": _text_column(states),
+        "group": _text_column(groups),
+        "priority": _whole_column(columns["priority"]),
+        "at": pd.to_datetime(pd.array(timed, dtype="float64"), unit="ms", utc=True),
+        **{f: _whole_column(columns[f]) for f in FIELDS[2:5]},
+        **{f: _text_column(columns[f]) for f in FIELDS[5:]},
+    }, columns=COLUMNS)
+    index = _text_column(ids)
+    out.index = pd.Index(index.array, dtype=index.dtype, name="id")
+    return out
 
 
-def _text_column(values: Iterable[object]) -> pd.Series:
-    """A column of server text as Python strings (object dtype): pandas' own string
-    dtype (pyarrow) refuses the surrogates `decoding.ERRORS` reads foreign
-    non-UTF-8 bytes as, and an object column keeps them as read, so a value taken
-    from the frame writes back the same bytes."""
-    return pd.Series(list(values), dtype=object)
+def _text_column(values: Sequence[str | None]) -> pd.Series:
+    """A text column as `TEXT` (pandas' Arrow-backed `str`), as pandas itself would
+    infer it; `object` where Arrow refuses the text (the surrogates a non-UTF-8 byte
+    decodes to, see decoding.py: an object column keeps them as read, so a value
+    taken from the frame writes back the same bytes) and, as pandas infers, for a
+    column with no text at all. A Series, because pandas would infer a plain array
+    again and fail on such text."""
+    if TEXT is not object and not all(v is None for v in values):
+        try:
+            return pd.Series(values, dtype=TEXT)
+        except UnicodeEncodeError:
+            pass
+    return pd.Series(values, dtype=object)
+
+
+def _whole_column(values: Sequence[Any]) -> Any:
+    """A counter column as int64, an absent field as 0 (numpy parses the digits). A
+    column with gaps or odd text goes through `_counts`: a field that does not read as
+    a whole number (a row written by another node) shows as <NA>."""
+    try:
+        return np.asarray(values, dtype="int64")
+    except (TypeError, ValueError, OverflowError):
+        return _counts(pd.Series(values, dtype=object))
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:

@@ -86,6 +86,28 @@ def seconds(text: str) -> float:
     return value
 
 
+_RATE = re.compile(r"(\d+(?:\.\d+)?)(?:/(s|m|h))?\Z")
+
+
+def rate(text: str) -> float:
+    """`50/s`, `3000/m`, `20/h` or a bare number (per second) -> jobs per second."""
+    m = _RATE.match(text.strip())
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"bad rate {text!r}: use e.g. 50/s, 3000/m")
+    return float(m.group(1)) / {"s": 1, "m": 60, "h": 3600}[m.group(2) or "s"]
+
+
+def fraction(text: str) -> float:
+    """A share above 0 and at most 1 (`0.5`), or a percentage (`50%`)."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction (0.5, 50%)") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0 and at most 1")
+    return value
+
+
 # -- splitting ---------------------------------------------------------------
 # Each match is one run of the line, scanned once by the regex engine: the whole
 # split is linear in the line's length (shlex grows its token a character at a time,
@@ -187,7 +209,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 _KNOWN_METAVARS = {whole: "N", limit: "N", int: "N", float: "N", seconds: "SECONDS",
-                   delay: "DURATION", duration: "DURATION"}
+                   delay: "DURATION", duration: "DURATION", rate: "RATE", fraction: "FRACTION"}
 
 
 def _metavar(a: Arg) -> str | None:

@@ -7,6 +7,7 @@ Each per-job verb is ONE script that declares its keys; a missing row refuses
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from . import admin
@@ -61,14 +62,68 @@ def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
     return holder
 
 
-def paused_for_claim(conn: Connection, q: str) -> bool:
-    """The claim's pause read: True when paused; a wire fault reads as not paused."""
-    # EchoMQ.Admin's paused?/2 (the Elixir original): a wire fault reads as not paused. The claim script
-    # that follows then meets the same fault and raises, so no job is served blind.
+# 500 jobs a call keep each call near the server time of a 1,000-job drain call
+# (bench/scale.py): an enqueue writes a row, a drain only deletes one
+CHUNK = 500
+MAX_CHUNK = 10_000
+
+
+def enqueue_many(conn: Connection, q: str, payloads: Sequence[str], *, group: str | None = None,
+                 delay: int | None = None, dedup: Sequence[str | None] | None = None,
+                 chunk: int = CHUNK, priority: int = 0, max_attempts: int = 3,
+                 backoff_ms: int = 1000) -> list[str]:
+    """Add many jobs in bounded calls (one `@enqueue_many` script per `chunk`);
+    answers one id per payload, in order.
+
+    Each job is added as `enqueue` would add it, with a generated id: the same
+    row, the same set (`delay` ms > 0: schedule; `group`: that lane; else
+    pending), the same `added` event. `dedup` is None or one key (or None) per
+    payload; a held key answers the id holding it and writes nothing for that
+    payload, as `enqueue` does.
+
+    Refuses before any I/O, so nothing at all is written: `BadInput` for a
+    payload that is not a string, a `dedup` that is not one entry per payload,
+    the numbers `enqueue` refuses and a `chunk` outside 1 to 10,000;
+    `InvalidName` for a bad group name or dedup key. Each call is atomic and checks its arguments before its
+    first write; an interrupt between calls leaves the chunks already sent.
+    """
+    check_name(q)
+    if isinstance(payloads, (str, bytes)):
+        raise BadInput("payloads is a sequence of strings (JSON text), not one string")
+    texts = [_payload(p) for p in payloads]
+    if group is not None:
+        check_name(group, "group")
+    if isinstance(dedup, (str, bytes)):
+        raise BadInput("dedup is one key (or None) per payload, not one string")
+    keys = [""] * len(texts) if dedup is None else [
+        "" if k is None else check_text(k, "dedup key") for k in dedup]
+    if len(keys) != len(texts):
+        raise BadInput(f"dedup holds {len(keys):,} keys for {len(texts):,} payloads: one per payload")
+    shared = [group or "", whole(0 if delay is None else delay, "delay", least=0, most=MAX_MS),
+              whole(priority, "priority", least=0), whole(max_attempts, "max_attempts"),
+              whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS)]
+    whole(chunk, "chunk", most=MAX_CHUNK)
+    if not texts:
+        return []
+    conn.refuse_writes(f"enqueue_many {q}")
+    answers: list[str] = []
+    for start in range(0, len(texts), chunk):
+        argv: list[object] = list(shared)
+        for payload, key in zip(texts[start:start + chunk], keys[start:start + chunk], strict=True):
+            argv += (new_id(), payload, key)
+        answers += conn.run("enqueue_many", [base(q)], argv, verb="enqueue_many", queue=q)
+    return answers
+
+
+def paused_for_claim(conn: Connection, q: str) -> bool | None:
+    """The claim's pause read: True when paused, False when not, and None when the
+    read met a wire fault, which reads as not paused (None is falsy)."""
+    # EchoMQ.Admin's paused?/2 (the Elixir original): a wire fault reads as not paused,
+    # and the claim goes on.
     try:
         return admin.is_paused(conn, q)
     except WireError:
-        return False
+        return None
 
 
 def claimed(reply: list) -> Claimed | None:
@@ -84,7 +139,9 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
 
     The pause gate: with the script executor, one HGET of the paused field in its
     own round trip BEFORE `claim2` (which carries no pause logic); the function
-    and native executors fold that read into the one call.
+    and native executors fold that read into the one call. When that HGET meets a
+    wire fault it reads as not paused and the claim goes on, as the folded claim
+    (`native_claim`), so a paused queue is never served blind.
 
     The claim writes the connection's token as the row's `owner`: `complete` and
     `fail` from another connection refuse `NotOwner`. Refuses `BadRow` when the
@@ -98,9 +155,13 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     if conn.folds_pause:
         name = "claim2" if conn.executor == "native" else "native_claim"
         return claimed(conn.run(name, keys, argv, verb="claim", queue=q))
-    if paused_for_claim(conn, q):
+    paused = paused_for_claim(conn, q)
+    if paused:
         return None
-    return claimed(conn.run("claim2", keys, argv, verb="claim", queue=q))
+    # after a faulted read, the claim that reads the field itself: the fault may have
+    # passed by the next round trip, and the gate-less claim2 would serve a paused queue
+    name = "native_claim" if paused is None else "claim2"
+    return claimed(conn.run(name, keys, argv, verb="claim", queue=q))
 
 
 def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None) -> None:
@@ -152,6 +213,16 @@ def promote(conn: Connection, q: str, budget: int = 1000) -> int:
     return conn.run("promote", [queue_key(q, "schedule"), base(q)], [budget],
                     verb="promote", queue=q)
 
+
+
+@document
+def promote_job(conn: Connection, q: str, job_id: str) -> None:
+    """One scheduled job (delayed, or waiting to retry) becomes ready now: pending, or its
+    lane for a grouped job, at its priority. Refuses `Gone`, `NotScheduled` (a job not
+    in the schedule set) and `BadRow`; a refusal writes nothing."""
+    reply = conn.run("promote_job", [job_key(q, job_id), queue_key(q, "schedule"), base(q)], [job_id],
+                     verb="promote", queue=q, job=job_id)
+    _gone(reply, "promote", q, job_id)
 
 # -- the per-job operator verbs ---------------------------------------------
 

@@ -14,7 +14,8 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """The grouped claim: `(id, payload, attempts)` from the next runnable lane, or None.
 
     Reads the queue's paused field first (its own round trip) before `gclaim2`,
-    which carries no pause logic; the function executor folds the read in. A
+    which carries no pause logic; the function executor folds the read in, and so
+    does the claim that follows a faulted read (`native_gclaim`). A
     member whose row is gone is dropped from its lane and the claim goes on to
     the next job. Refuses `BadRow` (writing nothing) when the job it would serve,
     or the meta of a lane on the way, has a field no transition can read.
@@ -24,9 +25,12 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     argv = [lease_ms, conn.token]
     if conn.folds_pause:
         return claimed(conn.run("native_gclaim", keys, argv, verb="claim", queue=q))
-    if paused_for_claim(conn, q):
+    paused = paused_for_claim(conn, q)
+    if paused:
         return None
-    return claimed(conn.run("gclaim2", keys, argv, verb="claim", queue=q))
+    # after a faulted read, the claim that reads the field itself (as jobs.claim does)
+    name = "native_gclaim" if paused is None else "gclaim2"
+    return claimed(conn.run(name, keys, argv, verb="claim", queue=q))
 
 
 def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> None:

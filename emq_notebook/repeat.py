@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 
+from .catalogue import document
 from .checks import MAX_MS, whole
 from .connector import Connection
-from .errors import BadInput
+from .errors import BadInput, Gone
 from .keyspace import base, check_name, new_id, queue_key
 
 
@@ -57,3 +58,16 @@ def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
     whole(max_jobs, "max_jobs", most=10_000)
     ids = [new_id() for _ in range(max_jobs)]
     return list(conn.run("repeat_tick", [base(q)], ids, verb="tick", queue=q))
+
+
+@document
+def run_now(conn: Connection, q: str, name: str) -> str:
+    """One job from repeatable `name`, now (its payload, group and attempts); answers the
+    new job's id. The next due time is left as it was: the cadence is kept.
+    Refuses `Gone` when no repeatable has that name, and `BadRow` when its definition
+    cannot be read; a refusal writes nothing."""
+    check_name(name, "repeatable name")
+    reply = conn.run("repeat_run_now", [base(q)], [name, new_id()], verb="run-now", queue=q, job=name)
+    if reply == -1:
+        raise Gone("run-now", q, name)
+    return str(reply)

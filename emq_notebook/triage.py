@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 import pandas as pd
 
 from . import frames
+from .catalogue import document
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput
@@ -144,14 +145,22 @@ def _sets(conn: Connection, q: str, states: tuple[str, ...]) -> list[tuple[str, 
     return out
 
 
+def server_ms(conn: Connection) -> int:
+    """The server's clock in epoch ms (the clock `created_at` and the set scores use)."""
+    seconds, micros = conn.command("TIME")
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 def _bound(value: object, what: str) -> str:
     return "" if value is None else str(whole(value, what, least=0))
 
 
+@document
 def find(conn: Connection, q: str, *, state: str | Iterable[str] = "dead", error: str | None = None,
          payload: str | None = None, group: str | None = None, min_attempts: int | None = None,
          created_after: int | None = None, created_before: int | None = None,
-         limit: int | None = DEFAULT_LIMIT, budget: int = DEFAULT_BUDGET) -> pd.DataFrame:
+         limit: int | None = DEFAULT_LIMIT, budget: int = DEFAULT_BUDGET,
+         signature: str | None = None) -> pd.DataFrame:
     """The jobs of `state` (a state, a tuple of states, or "all") that pass every filter
     given, as a frame with `frames.snapshot`'s columns indexed by id, at most `limit`
     rows (None: all), in set order.
@@ -159,6 +168,8 @@ def find(conn: Connection, q: str, *, state: str | Iterable[str] = "dead", error
     `error` and `payload` are globs on the whole `last_error` / `payload` field;
     `group` is the row's group; `min_attempts` the least `attempts`; `created_after`
     (inclusive) and `created_before` (exclusive) are epoch ms against `created_at`.
+    `signature` (extension) keeps the jobs whose `last_error` has that signature (see
+    `signature`; the server narrows by `signature_glob`, the signature is checked here).
     Checked before any I/O (`BadInput`, `InvalidName`). Reads only: works on a
     read-only connection.
     """
@@ -169,7 +180,10 @@ def find(conn: Connection, q: str, *, state: str | Iterable[str] = "dead", error
         whole(limit, "limit")
     if group is not None:
         check_name(group, "group")
-    specs = [glob_spec(g) if g is not None else "" for g in (error, payload)]
+    if signature is not None and not isinstance(signature, str):
+        raise BadInput(f"a signature is a string, not {type(signature).__name__}")
+    narrow = error if error is not None or signature is None else signature_glob(signature)
+    specs = [glob_spec(g) if g is not None else "" for g in (narrow, payload)]
     filters = [group or "", _bound(min_attempts, "min_attempts"), _bound(created_after, "created_after"),
                _bound(created_before, "created_before")]
     found: dict[str, tuple[str, float, list]] = {}
@@ -180,7 +194,7 @@ def find(conn: Connection, q: str, *, state: str | Iterable[str] = "dead", error
             score, member, more, *rows = conn.run(
                 "find", [key, base(q)], [*cursor, budget, want, *specs, *filters], verb="find", queue=q)
             for job_id, at, *fields in rows:
-                if job_id in found or not _still_matches(fields, error, payload):
+                if job_id in found or not _still_matches(fields, narrow, payload, signature):
                     continue
                 found[job_id] = (st, float(at), fields)
                 if limit is not None and len(found) >= limit:
@@ -191,11 +205,12 @@ def find(conn: Connection, q: str, *, state: str | Iterable[str] = "dead", error
     return _frame(found)
 
 
-def _still_matches(fields: list, error: str | None, payload: str | None) -> bool:
+def _still_matches(fields: list, error: str | None, payload: str | None, sig: str | None) -> bool:
     """The exact check, here, of what the server's patterns let through."""
     last_error, text = fields[5], fields[7]
     return ((error is None or (last_error is not None and fnmatch.fnmatchcase(last_error, error)))
-            and (payload is None or (text is not None and fnmatch.fnmatchcase(text, payload))))
+            and (payload is None or (text is not None and fnmatch.fnmatchcase(text, payload)))
+            and (sig is None or (last_error is not None and signature(last_error) == sig)))
 
 
 def _frame(found: dict[str, tuple[str, float, list]]) -> pd.DataFrame:
@@ -221,8 +236,9 @@ def signature(text: str) -> str:
     digits holding a digit -> `<hex>`; the remaining numbers (`42`, `3.5`) -> `<num>`;
     each run of whitespace -> one space; stripped; the first 200 characters.
 
-    Digits are ASCII digits (`[0-9]`), so a digit's value never changes a signature
-    (the `@errors` script groups rows by their text with every digit read as 0).
+    Digits are ASCII digits (`[0-9]`). The `@errors` script makes the same replacements
+    on the server (a test holds the two together), so only the whitespace, the strip
+    and the cut are left to do here.
     """
     if not isinstance(text, str):
         raise BadInput(f"an error text is a string, not {type(text).__name__}")
@@ -232,9 +248,24 @@ def signature(text: str) -> str:
     return _SPACE.sub(" ", text).strip()[:SIGNATURE_LENGTH]
 
 
+_PLACEHOLDER = re.compile(r"<str>|<hex>|<num>| ")
+_GLOB_MAGIC = re.compile(r"([*?\[])")
+
+
+def signature_glob(sig: str) -> str:
+    """A glob that every text with signature `sig` matches (and few others): each
+    placeholder and space of the signature a `*`, the rest literal. `find` narrows by it
+    on the server and checks the signature itself."""
+    if not isinstance(sig, str):
+        raise BadInput(f"a signature is a string, not {type(sig).__name__}")
+    literal = [_GLOB_MAGIC.sub(r"[\1]", part) for part in _PLACEHOLDER.split(sig)]
+    return "*" + "*".join(literal) + "*"
+
+
 ERROR_COLUMNS = ["count", "first_seen", "last_seen", "sample_id", "sample_error"]
 
 
+@document
 def errors(conn: Connection, q: str, state: str | Iterable[str] = "dead",
            budget: int = DEFAULT_BUDGET) -> pd.DataFrame:
     """The `last_error` texts of `state`'s jobs grouped by `signature`: a frame indexed by
@@ -272,10 +303,14 @@ def errors(conn: Connection, q: str, state: str | Iterable[str] = "dead",
             if not more:
                 break
             cursor = [score, member]
-    frame = pd.DataFrame.from_records([(s, *g) for s, g in groups.items()],
-                                      columns=["signature", *ERROR_COLUMNS])
+    # largest count first, then by signature (sorted here: pandas' own sort would build
+    # arrow strings, which refuse undecodable bytes)
+    records = sorted(((s, *g) for s, g in groups.items()), key=lambda r: (-r[1], r[0]))
+    try:
+        frame = pd.DataFrame.from_records(records, columns=["signature", *ERROR_COLUMNS])
+    except UnicodeEncodeError:      # undecodable bytes, as in `_frame`
+        frame = pd.DataFrame(records, columns=["signature", *ERROR_COLUMNS], dtype=object)
     frame["count"] = frame["count"].astype("int64")
     for col in ("first_seen", "last_seen"):
         frame[col] = pd.to_datetime(frame[col].astype("float64"), unit="ms", utc=True)
-    frame = frame.sort_values(["count", "signature"], ascending=[False, True], kind="stable")
     return frame.set_index("signature")

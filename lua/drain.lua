@@ -13,12 +13,14 @@ local base = KEYS[1]
 local unbounded = ARGV[1] == nil
 local budget = unbounded and MAX_WHOLE or tonumber(ARGV[1])
 local n = 0
+-- a row is read for its dedup key only while the queue holds any
+local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
 local function wipe(setkey)
   local ids = redis.call('ZRANGE', setkey, 0, budget - n - 1)
   for _, id in ipairs(ids) do
     -- the row key derives from the base root
     local jk = base .. 'job:' .. id
-    release_dedup(base, redis.call('HGET', jk, 'dedup'), id)
+    if has_dedup then release_dedup(base, redis.call('HGET', jk, 'dedup'), id) end
     -- the row and its logs subkey
     redis.call('DEL', jk, jk .. ':logs')
   end

@@ -4,11 +4,59 @@
 -- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most
 -- returns {score, member, more, group...}: the cursor and more as @find; each group
 -- is {key, count, least score, greatest score, sample id, sample error} for the rows
--- of this step whose last_error, each ASCII digit read as 0, is `key`. A digit's value
--- never changes a signature, so the signature of the key is each text's; a row with
--- no last_error counts under '' (its sample error nil), a member with no row not at all.
+-- of this step whose last_error reads as `key` once the signature's replacements are
+-- made, in its order: quoted parts -> <str>; UUIDs and runs of 8 or more hex digits
+-- holding a digit -> <hex>; numbers -> <num> (emq_notebook.triage.signature, which
+-- then only collapses whitespace, strips and cuts; a test holds the two together).
+-- So a step sends about one group per signature. A row with no last_error counts
+-- under '' (its sample error nil); a member with no row is not counted.
 --@include cursor
 local set, base = KEYS[1], KEYS[2]
+
+-- each quoted part -> <str>, scanning as the signature's regex does: at a quote, the
+-- next quote of the same kind closes it; a quote with none after it stays as it is
+local function quotes_out(text)
+  if not string.find(text, '[\'"]') then return text end
+  local out, i = {}, 1
+  while true do
+    local at = string.find(text, '[\'"]', i)
+    if not at then
+      out[#out + 1] = string.sub(text, i)
+      break
+    end
+    local close = string.find(text, string.sub(text, at, at), at + 1, true)
+    if close then
+      out[#out + 1] = string.sub(text, i, at - 1) .. '<str>'
+      i = close + 1
+    else
+      out[#out + 1] = string.sub(text, i, at)
+      i = at + 1
+    end
+  end
+  return table.concat(out)
+end
+
+-- a UUID: hex 8-4-4-4-12 with no hex digit either side
+local UUID = '%f[%x]' .. string.rep('%x', 8) .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 4)
+  .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 12) .. '%f[^%x]'
+
+-- a whole run of 8 or more hex digits -> <hex> when it holds a digit
+local HEX_RUN = '%f[%x]' .. string.rep('%x', 8) .. '%x*'
+local function hex_run(run)
+  if string.find(run, '%d') then return '<hex>' end
+  return run
+end
+
+-- each pass is skipped when the text cannot hold what it replaces
+local function key_of(text)
+  local key = quotes_out(text)
+  if not string.find(key, '%d') and not string.find(key, '%-') then return key end
+  if string.find(key, '-', 1, true) then key = string.gsub(key, UUID, '<hex>') end
+  key = string.gsub(key, HEX_RUN, hex_run)
+  if string.find(key, '%d%.%d') then key = string.gsub(key, '%d+%.%d+', '<num>') end
+  return (string.gsub(key, '%d+', '<num>'))
+end
+
 local start = rank_after(set, ARGV[1], ARGV[2])
 local batch = redis.call('ZRANGE', set, start, start + tonumber(ARGV[3]) - 1, 'WITHSCORES')
 local groups, order = {}, {}
@@ -16,7 +64,7 @@ for i = 1, #batch, 2 do
   local id, score = batch[i], batch[i + 1]
   local text = redis.call('HGET', base .. 'job:' .. id, 'last_error')
   if text or redis.call('EXISTS', base .. 'job:' .. id) == 1 then
-    local key = text and string.gsub(text, '%d', '0') or ''
+    local key = text and key_of(text) or ''
     local g = groups[key]
     local s = tonumber(score)
     if not g then

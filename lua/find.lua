@@ -18,20 +18,35 @@ local set, base = KEYS[1], KEYS[2]
 local budget, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local by_error, by_payload, group = glob_of(ARGV[5]), glob_of(ARGV[6]), ARGV[7]
 local least, after, before = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local filtered = by_error or by_payload or group ~= '' or least or after or before
+
+-- only the fields the filters read are fetched
+local wanted, slot = {}, {}
+for _, f in ipairs({{'last_error', by_error}, {'payload', by_payload}, {'group', group ~= ''},
+                    {'attempts', least}, {'created_at', after or before}}) do
+  if f[2] then
+    wanted[#wanted + 1] = f[1]
+    slot[f[1]] = #wanted
+  end
+end
 
 local function matches(jk)
-  if not filtered then return redis.call('EXISTS', jk) == 1 end
-  local row = redis.call('HMGET', jk, 'last_error', 'payload', 'group', 'attempts', 'created_at')
-  if by_error and not (row[1] and glob_matches(row[1], by_error)) then return false end
-  if by_payload and not (row[2] and glob_matches(row[2], by_payload)) then return false end
-  if group ~= '' and row[3] ~= group then return false end
+  if #wanted == 0 then return redis.call('EXISTS', jk) == 1 end
+  local row = redis.call('HMGET', jk, unpack(wanted))
+  if by_error then
+    local text = row[slot.last_error]
+    if not (text and glob_matches(text, by_error)) then return false end
+  end
+  if by_payload then
+    local text = row[slot.payload]
+    if not (text and glob_matches(text, by_payload)) then return false end
+  end
+  if group ~= '' and row[slot.group] ~= group then return false end
   if least then
-    local n = whole_of(row[4], 0)
+    local n = whole_of(row[slot.attempts], 0)
     if not n or n < least then return false end
   end
   if after or before then
-    local at = whole_of(row[5])
+    local at = whole_of(row[slot.created_at])
     if not at or (after and at < after) or (before and at >= before) then return false end
   end
   return true

@@ -7,24 +7,9 @@
 --@include common
 --@include lanes
 --@include enqueue_row
+--@include repeat_def
 local base = KEYS[1]
 local now = now_ms()
-
--- the definition as a table, or nil and the field that is wrong; reads only
-local function readable(raw)
-  local ok, def = pcall(cjson.decode, raw)
-  if not ok or type(def) ~= 'table' then return nil, 'definition' end
-  if type(def.every) ~= 'number' or def.every < 1 or def.every > MAX_WHOLE
-    or def.every ~= math.floor(def.every) then return nil, 'every' end
-  if type(def.payload) ~= 'string' then return nil, 'payload' end
-  if def.group ~= nil and type(def.group) ~= 'string' then return nil, 'group' end
-  local attempts = def.max_attempts or '1'
-  if type(attempts) == 'number' then attempts = string.format('%.0f', attempts) end
-  local n = type(attempts) == 'string' and whole_of(attempts)
-  if not n or n < 1 then return nil, 'max_attempts' end
-  def.max_attempts = attempts
-  return def
-end
 
 local made, skipped = {}, 0
 while #made < #ARGV do

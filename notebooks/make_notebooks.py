@@ -1,9 +1,12 @@
-"""Write the runbooks from their cell lists and execute them, storing outputs.
+"""Write the demos (staged incidents, `notebooks/demos/`) from their cell lists and
+execute them, storing outputs.
 
     python notebooks/make_notebooks.py          # rewrite and re-execute all six
 
-The stored outputs are what `pytest --nbval notebooks/` compares against a fresh
-run, so re-run this after changing a runbook or a verb's printed line.
+The stored outputs are what `pytest --nbval notebooks/demos/` compares against a
+fresh run, so re-run this after changing a demo or a verb's printed line. (The
+runbooks for a real incident, `notebooks/runbooks/`, are built by
+`make_runbooks.py` and store no outputs.)
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import nbformat
 from nbclient import NotebookClient
 
 HERE = Path(__file__).resolve().parent
+OUT = HERE / "demos"
 
 
 def md(text: str):
@@ -35,8 +39,10 @@ def opening(*queues: str) -> list:
     return [
         code("%load_ext emq_notebook\n%emq connect"),
         md("`%emq connect` with no URL uses `EMQ_URL` when it is set, else the embedded "
-           "default (an in-process fakeredis with Lua). The next cell gives this runbook "
-           "clean queues, so it tells the same story on a shared server."),
+           "default (an in-process fakeredis with Lua). The next cell gives this demo its "
+           "own empty queues. A demo seeds and destroys, so it writes only to queues it "
+           "made itself: when the server already holds a queue of the same name that no "
+           "demo made, that cell stops with `QueueInUse` before writing anything."),
         code(f"import emq_notebook as emq\n\nconn = emq.demo.fresh(emq.current(), {names})"),
     ]
 
@@ -328,8 +334,8 @@ def write(name: str, cells: list) -> Path:
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
-    path = HERE / f"{name}.ipynb"
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(HERE)}})
+    path = OUT / f"{name}.ipynb"
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(OUT)}})
     client.execute()
     for n, cell in enumerate(nb.cells):
         cell.id = f"{name[:2]}-{n:02}"                     # stable ids: quiet diffs

@@ -52,6 +52,6 @@ def runbooks(paths: list[Path], scratch: Path, env: dict) -> subprocess.Complete
     ini.write_text("[pytest]\n")
     return subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "-c", str(ini),
-         "--rootdir", str(ROOT), "--nbval-sanitize-with", str(ROOT / "notebooks" / "sanitize.cfg"),
+         "--rootdir", str(ROOT), "--nbval-sanitize-with", str(ROOT / "notebooks" / "demos" / "sanitize.cfg"),
          *map(str, paths)],
         capture_output=True, text=True, timeout=600, env={**os.environ, **env})

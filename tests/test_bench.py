@@ -12,12 +12,17 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 SMALL = {"snapshot.py": ("5000", "snapshot/floor: "), "destroy.py": ("5000", "drain/floor: "),
          "claim.py": ("2000", "function/script throughput: "),
-         "peers.py": ("2000", "ours/bullmq listing: ")}
+         "peers.py": ("2000", "ours/bullmq listing: "), "scale.py": ("2000", "worst ratio to target: "),
+         "find.py": ("5000", "find/(snapshot+filter): ")}
+
+
+# shared code, and the peers' sides (run by peers.py and scale.py in their own venv)
+NOT_SCRIPTS = ("common.py", "bullmq_side.py", "bullmq_scale.py")
 
 
 def test_every_bench_script_is_covered():
-    assert sorted(p.name for p in BENCH.glob("*.py") if p.name not in ("common.py", "bullmq_side.py")) \
-        == sorted(SMALL)
+    scripts = sorted(p.name for p in BENCH.glob("*.py") if p.name not in NOT_SCRIPTS)
+    assert scripts == sorted([*SMALL, "soak.py"])
 
 
 @pytest.mark.parametrize("script", sorted(SMALL))
@@ -25,8 +30,19 @@ def test_a_small_run_prints_its_ratio(script):
     jobs, last = SMALL[script]
     run = subprocess.run([sys.executable, str(BENCH / script), "--jobs", jobs, "--repeat", "1"],
                          capture_output=True, text=True, timeout=600, cwd=BENCH,
-                         env={**os.environ, "PYTHONPATH": str(BENCH)})
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             p for p in (str(BENCH), os.environ.get("PYTHONPATH")) if p)})
     assert run.returncode == 0, run.stderr[-3000:]
     final = run.stdout.strip().splitlines()[-1]
     assert final.startswith(last), final
     float(final[len(last):].split()[0].rstrip(","))       # a number, not a placeholder
+
+
+def test_a_short_soak_prints_its_figures():
+    # three seconds on the fake (tests/test_soak.py runs the harness itself for 30 s on both)
+    run = subprocess.run([sys.executable, str(BENCH / "soak.py"), "--minutes", "0.05", "--backend", "fake"],
+                         capture_output=True, text=True, timeout=300, cwd=BENCH)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    out = run.stdout.strip().splitlines()
+    assert out[-1] == "lost: 0, invariant violations: 0", out
+    assert any(line.startswith("jobs enqueued: ") for line in out)

@@ -24,7 +24,7 @@ def complete(ip, conn):
 def test_verbs_and_help_words(complete):
     assert complete("%emq ") == [*registry.VERBS, "-h", "--help"]
     assert complete("%emq dra") == ["drain"]
-    assert complete("%emq re") == ["resume", "remove", "reprocess"]
+    assert complete("%emq re") == ["resume", "remove", "reprocess", "repeats"]
     assert complete("%emq --he") == ["--help"]
 
 

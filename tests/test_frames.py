@@ -35,7 +35,42 @@ def test_snapshot_has_one_row_per_job_with_its_set_and_row(conn):
     assert snap.loc[a, "at"] > pd.Timestamp.now(tz="UTC")
     dead = frames.snapshot(conn, Q, states="dead")
     assert list(dead.index) == [d]
-    assert frames.snapshot(conn, Q, states=("pending",), limit=1).shape[0] == 2   # flat + lane
+    assert list(frames.snapshot(conn, Q, states=("pending",), limit=1).index) == [p]   # flat before lanes
+
+
+def plain(frame):
+    """A frame as {id: {column: value}}, a missing value as None whatever the dtype."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("index")
+
+
+def test_limit_caps_the_rows_in_all_in_snapshot_order(conn):
+    flat = [jobs.enqueue(conn, Q, "{}", id=f"j_p{i}") for i in range(3)]
+    lane_a = [jobs.enqueue(conn, Q, "{}", id=f"j_a{i}", group="a") for i in range(2)]
+    lane_b = [jobs.enqueue(conn, Q, "{}", id=f"j_b{i}", group="b") for i in range(2)]
+    later = [jobs.enqueue(conn, Q, "{}", id=f"j_s{i}", delay_ms=60_000) for i in range(2)]
+    everything = frames.snapshot(conn, Q)
+    assert list(everything.index) == flat + later + lane_a + lane_b     # states, then the lanes
+    for n in (1, 3, 4, 6, 9, 50):
+        capped = frames.snapshot(conn, Q, limit=n)
+        # (a text column with no text is object, as pandas infers it: dtypes may differ)
+        assert plain(capped) == plain(everything.head(n))
+    assert list(frames.snapshot(conn, Q, states=("schedule", "pending"), limit=3).index) == later + flat[:1]
+    assert frames.snapshot(conn, Q, states="dead", limit=5).empty
+
+
+def test_a_limited_snapshot_reads_only_the_rows_it_shows(conn):
+    ids = [jobs.enqueue(conn, Q, "{}") for _ in range(30)] + \
+        [jobs.enqueue(conn, Q, "{}", group=f"g{i % 3}") for i in range(30)]
+    asked = []
+    real = conn.run
+
+    def recorded(name, keys, args=(), **kw):
+        asked.append(list(args[1 + len(frames.FIELDS):]))       # the ids after the fields
+        return real(name, keys, args, **kw)
+
+    conn.run = recorded
+    assert list(frames.snapshot(conn, Q, limit=4).index) == ids[:4]
+    assert asked == [ids[:4]]
 
 
 @pytest.mark.parametrize("limit", [0, -3, 2.5, True, "2"])
@@ -84,7 +119,7 @@ def test_snapshot_pages_with_offset_cover_each_set_once_in_set_order(conn):
     assert [len(p) for p in pages] == [10, 10, 3, 0]
     assert [i for p in pages for i in p.index] == ids           # due order, no overlap, no gap
     assert list(pages[3].columns) == frames.COLUMNS
-    # pending: the offset applies to the flat backlog and to each lane alike
+    # pending: the flat backlog, then each lane, paged as one order
     page = frames.snapshot(conn, Q, states="pending", limit=2, offset=1)
     assert list(page.index) == lane[1:3]
     assert frames.snapshot(conn, Q, states="schedule", offset=20).index.tolist() == ids[20:]
@@ -102,3 +137,25 @@ def test_snapshot_refuses_a_bad_offset_before_any_io():
             assert "offset" in str(exc)
         else:
             raise AssertionError(f"offset {bad!r} was accepted")
+
+
+def test_a_resp2_client_reads_the_same_snapshot(conn, backend, request):
+    """redis-py speaks RESP3 by default; the raw ZRANGE WITHSCORES reply is read in
+    either protocol's shape."""
+    import fakeredis
+    import redis
+
+    from emq_notebook import connector, decoding
+    jobs.enqueue(conn, Q, "{}", id="j_p", priority=3)
+    jobs.enqueue(conn, Q, "{}", id="j_s", delay_ms=60_000)
+    jobs.enqueue(conn, Q, "{}", id="j_g", group="acme")
+    if backend == "fake":
+        client = fakeredis.FakeRedis(server=connector.fake_server(), decode_responses=True,
+                                     encoding_errors=decoding.ERRORS, protocol=2)
+    else:
+        kw = conn.client.connection_pool.connection_kwargs
+        client = redis.Redis(host=kw["host"], port=kw["port"], decode_responses=True,
+                             encoding_errors=decoding.ERRORS, protocol=2)
+    resp2 = connector.Connection(client, "resp2")
+    assert plain(frames.snapshot(resp2, Q)) == plain(frames.snapshot(conn, Q))
+    assert plain(frames.snapshot(resp2, Q, limit=2)) == plain(frames.snapshot(conn, Q).head(2))

@@ -106,12 +106,12 @@ def test_the_settings_paragraph_names_each_setting_and_its_default(ip):
 def test_the_completion_examples(ip, conn):
     from emq_notebook import jobs, magics
     text = README.split("**Completion.**", 1)[1].split("\n\n", 1)[0]
-    assert "`%emq rep` + Tab gives `reprocess`" in text and "`--state d` gives `dead`" in text
+    assert "`%emq rep` + Tab gives `reprocess` and `repeats`" in text and "`--state d` gives `dead`" in text
     magics.SESSION.conn = conn
     jobs.enqueue(conn, "mailers", "{}", id="j_dead", max_attempts=1)
     jobs.fail(conn, "mailers", jobs.claim(conn, "mailers", 1000)[0], "boom")
     jobs.enqueue(conn, "mailers", "{}", id="j_live")
-    assert ip.complete("", "%emq rep", 8)[1] == ["reprocess"]
+    assert ip.complete("", "%emq rep", 8)[1] == ["reprocess", "repeats"]
     line = "%emq reprocess mailers "
     assert ip.complete("", line, len(line))[1] == ["j_dead"]
     line = "%emq jobs mailers --state d"
@@ -153,3 +153,93 @@ def test_the_foreign_row_section_is_what_happens(ip, conn, capsys):
     jobs.update_data(conn, "mail", "j_4", text)
     assert conn.client.connection_pool.get_encoder().encode(
         jobs.get_job(conn, "mail", "j_4")["payload"]) == b"\xff"
+
+
+# -- "Using a runbook in an incident", run as written on a real Valkey ------------------------
+
+INCIDENT = README.split("## Using a runbook in an incident", 1)[1].split("\n## ", 1)[0]
+
+
+def runaway(valkey, n=10_050):
+    """A backlog above the runbook's default BACKLOG_ABOVE (10,000), one job in flight."""
+    import emq_notebook as emq
+
+    url = f"redis://127.0.0.1:{valkey.port}/0"
+    conn = emq.connect(url)
+    conn.client.flushall()
+    emq.jobs.enqueue(conn, "newsletters", '{"early": true}', id="j_flight")
+    emq.jobs.claim(conn, "newsletters", 600_000)
+    for i in range(n):
+        emq.jobs.enqueue(conn, "newsletters", f'{{"copy": {i}}}')
+    return url, conn
+
+
+def test_the_papermill_line_runs_as_written(valkey, tmp_path):
+    import shlex
+    import subprocess
+    import sys
+
+    import nbformat
+    from test_runbooks_live import said
+
+    line = INCIDENT.split("```bash", 1)[1].split("```", 1)[0].strip()
+    assert line == ("papermill notebooks/runbooks/11-runaway-producer.ipynb out.ipynb -p EMQ_URL redis://... "
+                    "-p QUEUE newsletters -p APPLY True")
+    url, conn = runaway(valkey)
+    root = Path(__file__).resolve().parent.parent
+    words = [url if w == "redis://..." else w for w in shlex.split(line)]
+    words[0] = str(Path(sys.executable).parent / "papermill")          # the one installed with the package
+    try:                                                                # from the repository root, as written
+        done = subprocess.run(words, cwd=root, timeout=300, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        record = said(nbformat.read(root / "out.ipynb", 4))
+    finally:
+        (root / "out.ipynb").unlink(missing_ok=True)
+    assert f"server: {url} · env not set · executor script · APPLY = True: steps write" in record
+    assert "step drain: done — drained 10,050 jobs" in record and "outcome reached (3 checks)" in record
+    assert emq_backlog(conn) == 0 and conn.client.zrange("emq:{newsletters}:active", 0, -1) == ["j_flight"]
+
+
+def emq_backlog(conn):
+    from emq_notebook import admin
+    return admin.backlog(conn, "newsletters")
+
+
+def test_the_jupyter_way_runs_as_written(valkey):
+    import re
+
+    import nbformat
+    from keydump import changed, dump
+    from nbclient import NotebookClient
+    from test_runbooks_live import said
+
+    steps = [ln for ln in INCIDENT.split("In Jupyter:", 1)[1].split("In automation", 1)[0].splitlines()
+             if re.match(r"\d\. ", ln)]
+    assert [s.split(".")[0] for s in steps] == ["1", "2", "3", "4", "5", "6"]
+    url, conn = runaway(valkey)
+    root = Path(__file__).resolve().parent.parent
+    path = re.search(r"`(notebooks/runbooks/[^`]+\.ipynb)`", steps[0]).group(1)
+    nb = nbformat.read(root / path, 4)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    runs = []
+    for step in steps:
+        for assignment in re.findall(r"`([A-Z_]+ = [^`]+)`", step):     # set a parameter, as a person would
+            name = assignment.split(" = ")[0]
+            assignment = assignment.replace('"redis://..."', repr(url))
+            lines = params.source.splitlines()
+            at = next(i for i, ln in enumerate(lines) if ln.startswith(f"{name} = "))
+            lines[at] = assignment
+            params.source = "\n".join(lines)
+        if "Run all" in step:
+            before = dump(conn.client)
+            NotebookClient(nb, timeout=300, kernel_name="python3",
+                           resources={"metadata": {"path": str(root / "notebooks" / "runbooks")}}).execute()
+            runs.append((said(nb), changed(before, dump(conn.client))))
+        if step.startswith("4."):                                       # read the previews
+            text, diff = runs[-1]
+            assert diff == [] and f"server: {url} · env production · executor script" in text
+            assert "step drain: drain 10,050 jobs from newsletters" in text
+            assert "APPLY = False: previewed only, nothing written" in text
+    text, diff = runs[-1]
+    assert len(runs) == 2 and "step drain: done — drained 10,050 jobs" in text and "step resume: done" in text
+    assert emq_backlog(conn) == 0 and "-emq:{newsletters}:pending" in diff

@@ -1,6 +1,6 @@
-"""The shipped runbooks: once more against a real Valkey (the default run of
-`pytest` already checks them on the embedded default), and the Binder config
-followed as repo2docker would, in a fresh venv, outside the repo."""
+"""The shipped demos (`notebooks/demos/`): once more against a real Valkey (the
+default run of `pytest` already checks them on the embedded default), and the
+Binder config followed as repo2docker would, in a fresh venv, outside the repo."""
 
 import os
 import shutil
@@ -11,20 +11,38 @@ from pathlib import Path
 import pytest
 from nbtools import runbooks
 
+import emq_notebook as emq
+
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks" / "demos").glob("*.ipynb"))
 
 
-def test_six_runbooks_are_shipped():
+def test_the_demos_are_shipped():
     assert [p.stem for p in NOTEBOOKS] == ["00-quickstart", "01-pause-and-drain", "02-dead-letters",
                                            "03-progress-and-logs", "04-retire-a-queue",
-                                           "05-grouped-lanes"]
+                                           "05-grouped-lanes", "dashboard"]
 
 
-def test_the_runbooks_run_on_a_real_valkey(valkey, tmp_path):
+def test_the_demos_run_on_a_real_valkey(valkey, tmp_path):
+    # an empty real server: a demo stops on a queue of its name that no demo made
+    emq.connect(f"redis://127.0.0.1:{valkey.port}/0").client.flushall()
     run = runbooks(NOTEBOOKS, tmp_path, {"EMQ_URL": f"redis://127.0.0.1:{valkey.port}/0"})
     assert run.returncode == 0, run.stdout[-4000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
+
+
+def test_the_binder_link_opens_a_shipped_demo():
+    readme = (ROOT / "README.md").read_text()
+    path = readme.split("?urlpath=lab/tree/", 1)[1].split(")", 1)[0]
+    assert path == "notebooks/demos/00-quickstart.ipynb" and (ROOT / path).is_file()
+
+
+def test_the_pytest_config_collects_the_demos_and_not_the_runbooks():
+    import tomllib
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "notebooks/demos" in ini["testpaths"] and "notebooks" not in ini["testpaths"]
+    assert "notebooks/demos/sanitize.cfg" in ini["addopts"]
+    assert (ROOT / "notebooks" / "demos" / "sanitize.cfg").is_file()
 
 
 @pytest.mark.binder
@@ -57,8 +75,8 @@ def test_binder_config_in_a_fresh_venv(tmp_path):
     assert str(env_dir) in where and "site-packages/emq_notebook/lua" in where
     run = sh(str(py), "-c", (
         "import nbformat, sys; from nbclient import NotebookClient\n"
-        "nb = nbformat.read('notebooks/00-quickstart.ipynb', 4)\n"
+        "nb = nbformat.read('notebooks/demos/00-quickstart.ipynb', 4)\n"
         "NotebookClient(nb, timeout=300, kernel_name='python3',"
-        " resources={'metadata': {'path': 'notebooks'}}).execute()\n"
+        " resources={'metadata': {'path': 'notebooks/demos'}}).execute()\n"
         "print('quickstart ran', len(nb.cells), 'cells')"))
     assert "quickstart ran" in run

@@ -13,7 +13,7 @@ import pytest
 from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, footprint, frames, jobs, lanes, repeat, scripts
+from emq_notebook import admin, footprint, frames, jobs, lanes, repeat, scripts, triage
 from emq_notebook.connector import READING_COMMANDS
 from emq_notebook.errors import ReadOnly
 
@@ -29,7 +29,9 @@ WRITING = {
     "admin.obliterate_all": lambda c: admin.obliterate_all(c, Q, force=True),
     "admin.reprocess_dead": lambda c: admin.reprocess_dead(c, Q),
     "admin.remove_jobs": lambda c: admin.remove_jobs(c, Q, ["j_pending", "j_dead"]),
+    "admin.reprocess_jobs": lambda c: admin.reprocess_jobs(c, Q, ["j_dead"]),
     "jobs.enqueue": lambda c: jobs.enqueue(c, Q, "{}", id="j_new"),
+    "jobs.enqueue_many": lambda c: jobs.enqueue_many(c, Q, ["{}", "{}"]),
     "jobs.claim": lambda c: jobs.claim(c, Q, 60_000),
     "jobs.complete": lambda c: jobs.complete(c, Q, "j_active"),
     "jobs.fail": lambda c: jobs.fail(c, Q, "j_active", "boom"),
@@ -40,6 +42,7 @@ WRITING = {
     "jobs.add_log": lambda c: jobs.add_log(c, Q, "j_pending", "a line"),
     "jobs.remove_job": lambda c: jobs.remove_job(c, Q, "j_pending"),
     "jobs.reprocess_job": lambda c: jobs.reprocess_job(c, Q, "j_dead"),
+    "jobs.promote_job": lambda c: jobs.promote_job(c, Q, "j_later"),
     "lanes.claim": lambda c: lanes.claim(c, Q, 60_000),
     "lanes.set_limit": lambda c: lanes.set_limit(c, Q, "acme", 5),
     "lanes.pause_lane": lambda c: lanes.pause_lane(c, Q, "acme"),
@@ -47,6 +50,7 @@ WRITING = {
     "repeat.register": lambda c: repeat.register(c, Q, "hourly", 3_600_000, "{}"),
     "repeat.unregister": lambda c: repeat.unregister(c, Q, "nightly"),
     "repeat.tick": lambda c: repeat.tick(c, Q),
+    "repeat.run_now": lambda c: repeat.run_now(c, Q, "nightly"),
 }
 # Every reading verb, with what it must see of the staged queue.
 READING = {
@@ -63,9 +67,14 @@ READING = {
     "frames.queues": (lambda c: frames.queues(c), [Q]),
     "frames.counts": (lambda c: frames.counts(c, [Q]).loc[Q, "dead"], 1),
     "frames.metrics": (lambda c: len(frames.metrics(c, Q)) >= 0, True),
+    "triage.find": (lambda c: list(triage.find(c, Q, state="all", error="b*").index), ["j_dead"]),
+    "triage.errors": (lambda c: triage.errors(c, Q)["count"].to_dict(), {"boom": 1}),
+    "triage.server_ms": (lambda c: triage.server_ms(c) > 1_600_000_000_000, True),
 }
-NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease",   # a check and a reply decoder
-             "frames.frame"}                                              # the frame builder (no I/O)
+NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease",    # a check and a reply decoder
+             "admin.job_ids", "triage.signature", "triage.glob_spec",     # pure: no server
+             "triage.signature_glob",
+             "frames.frame"}                                              # builds a frame from rows read
 
 
 def stage(conn: emq.Connection) -> None:
@@ -92,7 +101,7 @@ def read_only_twin(backend: str, request: Any, executor: str = "script", **sessi
 def test_every_verb_is_classified_as_writing_or_reading() -> None:
     """A new public verb must be listed above, so it is tested read-only too."""
     verbs = {f"{m.__name__.rsplit('.', 1)[1]}.{n}"
-             for m in (admin, jobs, lanes, repeat, frames)
+             for m in (admin, jobs, lanes, repeat, frames, triage)
              for n, f in vars(m).items()
              if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")}
     assert verbs == set(WRITING) | set(READING) | NOT_VERBS

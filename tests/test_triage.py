@@ -340,11 +340,24 @@ def test_signature(text, expected):
     assert triage.signature(text) == expected
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text(st.sampled_from(list("0123456789abcdefABCXYZ-'\" .\t_")), max_size=40))
-def test_a_digit_never_changes_a_signature(text):
-    """What the @errors script relies on: a text and the text with every digit read as 0."""
-    assert triage.signature(text) == triage.signature("".join("0" if c.isdigit() else c for c in text))
+ERROR_TEXT = st.lists(st.one_of(
+    st.text(st.sampled_from(list("0123456789abcdefABCXYZ-'\" .\t_<>") + ["é", "\udcff"]), max_size=8),
+    st.uuids().map(str), st.uuids().map(lambda u: str(u).upper()[:-1]),
+    st.from_regex(r"[0-9a-fA-F]{6,10}", fullmatch=True), st.sampled_from(["'", '"', "1.5", "..", "-", " "]),
+), max_size=8).map("".join).map(canonical)
+
+
+@on_a_backend
+@given(st.lists(ERROR_TEXT, min_size=1, max_size=12), st.integers(1, 5))
+def test_the_errors_script_groups_as_the_signature_does(conn, texts, budget):
+    """The @errors script's keys against Python: rows grouped by signature, counted right."""
+    clear(conn)
+    put_dead(conn, {f"j_{i:02d}": (text, "{}") for i, text in enumerate(texts)})
+    got = triage.errors(conn, Q, budget=budget)["count"].to_dict()
+    expected: dict[str, int] = {}
+    for text in texts:
+        expected[triage.signature(text)] = expected.get(triage.signature(text), 0) + 1
+    assert got == expected, texts
 
 
 def test_errors_agree_with_pandas_over_the_snapshot(conn):
@@ -388,3 +401,20 @@ def test_errors_of_a_moving_set_count_each_stayer_once(conn):
     total = int(got["count"].sum())
     left = len(ids) - conn.client.zcard(DEAD)
     assert len(ids) - left <= total <= len(ids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(list("0123456789abcdef-'\" .\t*?[]<>numstrhx") + ["é"]), max_size=60))
+def test_every_text_matches_the_glob_of_its_signature(text):
+    assert fnmatch.fnmatchcase(text, triage.signature_glob(triage.signature(text)))
+
+
+def test_find_by_signature(conn):
+    put_dead(conn, {"j_1": ("SMTP 550 mailbox 'ana' gone", "{}"), "j_2": ("SMTP 421 mailbox 'bo' gone", "{}"),
+                    "j_3": ("SMTP 550 mailbox gone", "{}"), "j_4": ("SMTP 550 mailbox 'x' gone now", "{}")})
+    sig = triage.signature("SMTP 550 mailbox 'ana' gone")
+    assert list(triage.find(conn, Q, signature=sig).index) == ["j_1", "j_2"]
+    assert list(triage.find(conn, Q, signature=sig, error="*421*").index) == ["j_2"]
+    assert list(triage.find(conn, Q, signature=sig, limit=1, budget=1).index) == ["j_1"]
+    with pytest.raises(BadInput):
+        triage.find(conn, Q, signature=5)

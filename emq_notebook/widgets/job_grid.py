@@ -3,8 +3,8 @@ filtered by an error or payload glob, and Reprocess / Remove on exactly the
 selected rows, each id's outcome shown.
 
 A page is one `frames.snapshot(limit=, offset=)` call, so a 100,000-job set costs
-a page of row reads, never the set. For pending, the page is taken from the flat
-backlog and from each lane alike (the same offset in each). A filter goes through
+a page of row reads, never the set. For pending, the flat backlog comes first, then
+each lane, paged as one order. A filter goes through
 `triage.find` (server-side, bounded calls) when that module is installed; without
 it the page is filtered here, from at most `FILTER_SCAN` members read in pages, and
 the status line says how many were examined.
@@ -177,21 +177,16 @@ class JobsView(Panel):
         return pipe.execute()
 
     def _page(self) -> tuple[pd.DataFrame, str]:
-        sizes = self._sizes()
-        self.total = sum(sizes)
-        longest = max(sizes)
-        if self.offset and self.offset >= longest:     # the set shrank under the page
-            self.offset = max(0, (longest - 1) // self.page * self.page)
+        self.total = sum(self._sizes())
+        if self.offset and self.offset >= self.total:     # the set shrank under the page
+            self.offset = max(0, (self.total - 1) // self.page * self.page)
         page = frames.snapshot(self.conn, self.q, states=(self.state.value,), limit=self.page,
                                offset=self.offset)
-        self.more = self.offset + self.page < longest
-        first, last = self.offset + 1, min(self.offset + self.page, longest)
+        self.more = self.offset + self.page < self.total
+        first, last = self.offset + 1, min(self.offset + self.page, self.total)
         state = self.state.value
         if not self.total:
             return page, f"no {state} jobs"
-        if len(sizes) > 1:
-            return page, (f"rows {first:,}–{last:,} of each of {len(sizes)} sets (the backlog and "
-                          f"{len(sizes) - 1} lanes) · {self.total:,} {state} in all")
         return page, f"rows {first:,}–{last:,} of {self.total:,} {state}"
 
     def _filtered(self) -> tuple[pd.DataFrame, str]:
@@ -226,7 +221,7 @@ class JobsView(Panel):
                                     offset=offset)
             if batch.empty:
                 break
-            offset += frames.BATCH          # the next page of each set (and each lane)
+            offset += frames.BATCH
             examined += len(batch)
             keep = pd.Series(True, index=batch.index)
             for col, glob in (("last_error", error), ("payload", payload)):

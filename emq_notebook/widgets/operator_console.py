@@ -18,7 +18,7 @@ from .. import admin, jobs, lanes
 from ..catalogue import describe
 from ..connector import Connection
 from ..decoding import printable
-from ..errors import Refused
+from ..errors import QueueInUse, Refused
 from ..footprint import diff, footprint
 from .base import Panel
 
@@ -93,10 +93,13 @@ def reply_text(result: Any) -> str:
 
 
 def build(conn: Connection, q: str, state: str) -> None:
-    """Reset the scratch queue, then build `state` on it."""
-    if footprint(conn, q):
-        admin.pause(conn, q)
-        admin.obliterate_all(conn, q, force=True)
+    """Reset the scratch queue, then build `state` on it. A scratch queue that holds
+    keys a demo did not make is somebody's real queue: `QueueInUse`, nothing written."""
+    # imported here: the package imports the widgets, and `python -m emq_notebook.demo`
+    # must find demo not yet imported (runpy warns otherwise)
+    from ..demo import fresh
+
+    fresh(conn, q)
     STATES[state](conn, q)
 
 
@@ -139,7 +142,12 @@ class OperatorConsole(Panel):
     def try_it(self) -> tuple[str, list[str]] | None:
         if not self.writable(f"try {self.verb.value}"):
             return None
-        build(self.conn, self.q, self.state.value)
+        try:
+            build(self.conn, self.q, self.state.value)
+        except QueueInUse as exc:                  # the scratch name is a real queue here
+            self.last = exc
+            self.say(f"error: {exc}", "error")
+            return None
         before = footprint(self.conn, self.q)
         result = run(self.conn, self.q, self.verb.value)
         changed = diff(before, footprint(self.conn, self.q))

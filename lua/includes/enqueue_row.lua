@@ -1,13 +1,18 @@
--- write a new job's row and place it: schedule when delayed, else ready
-local function add_job(base, id, payload, group, delay, priority, max_attempts, dedup, backoff, now)
+-- a new job's row and its placement, shared by @enqueue and @enqueue_many
+
+-- the id that already answers for a job: the holder of its dedup key, or the id
+-- itself when it already has a row; nil when the job may be added. Reads only.
+local function held_by(base, id, dedup)
   if dedup ~= '' then
     local holder = redis.call('HGET', base .. 'dedup', dedup)
-    if holder then return {holder, 0} end
+    if holder then return holder end
   end
-  local jk = base .. 'job:' .. id
-  if redis.call('EXISTS', jk) == 1 then return {id, 0} end
-  -- every queue has a meta hash, so queues are found by their meta key
-  redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
+  if redis.call('EXISTS', base .. 'job:' .. id) == 1 then return id end
+  return nil
+end
+
+-- write a new job's row (one HSET) and take its dedup key; the caller places it
+local function write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, state)
   local row = {'payload', payload, 'attempts', '0', 'failures', '0', 'stalled', '0',
     'max_attempts', max_attempts, 'priority', string.format('%.0f', priority), 'backoff', backoff,
     'created_at', tostring(now)}
@@ -16,13 +21,21 @@ local function add_job(base, id, payload, group, delay, priority, max_attempts, 
     table.insert(row, 'dedup'); table.insert(row, dedup)
     redis.call('HSET', base .. 'dedup', dedup, id)
   end
+  table.insert(row, 'state'); table.insert(row, state)
+  redis.call('HSET', base .. 'job:' .. id, unpack(row))
+end
+
+-- write a new job's row and place it: schedule when delayed, else ready
+local function add_job(base, id, payload, group, delay, priority, max_attempts, dedup, backoff, now)
+  local holder = held_by(base, id, dedup)
+  if holder then return {holder, 0} end
+  -- every queue has a meta hash, so queues are found by their meta key
+  redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
   if delay > 0 then
-    table.insert(row, 'state'); table.insert(row, 'schedule')
-    redis.call('HSET', jk, unpack(row))
+    write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, 'schedule')
     redis.call('ZADD', base .. 'schedule', now + delay, id)
   else
-    table.insert(row, 'state'); table.insert(row, 'pending')
-    redis.call('HSET', jk, unpack(row))
+    write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, 'pending')
     make_ready(base, id, group ~= '' and group or nil, priority)
   end
   emit(base, {event = 'added', job = id, group = group ~= '' and group or nil})

@@ -28,3 +28,20 @@ local function remove_refusal(base, id)
   if redis.call('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
   return nil
 end
+
+-- the word a bulk reprocess answers for job `id` (flat or grouped: lanes are carried)
+-- and, for 'bad_row', the refusal naming the field. Reads only.
+local function reprocess_word(base, id, dead)
+  local refused = reprocess_refusal(base, id, dead, true)
+  if refused == nil then return 'reprocessed' end
+  if refused == -1 then return 'gone' end
+  if string.find(refused.err, 'EMQSTATE not dead', 1, true) == 1 then return 'not_dead' end
+  return 'bad_row', refused
+end
+
+-- the word a bulk remove answers for job `id`. Reads only.
+local REMOVE_WORDS = {[-1] = 'gone', [0] = 'locked'}
+local function remove_word(base, id)
+  local refused = remove_refusal(base, id)
+  return refused == nil and 'removed' or REMOVE_WORDS[refused]
+end

@@ -1,0 +1,192 @@
+"""The triage verbs of `%emq` and `emq`: find, errors, promote, repeats, run-now, and
+the filtered and controlled forms of `reprocess` and `remove` (declared in
+`commands.py`, which hands those forms here).
+
+A filtered bulk verb (`reprocess QUEUE --error GLOB`, `remove QUEUE --error GLOB`)
+first finds its jobs and prints the preview: the count by error signature and sample
+ids.  `--dry-run` then answers, per id, the word the real call would give, from a
+read-only script, and writes nothing.  Above `confirm_above` jobs it acts only with
+`--yes` (the one confirmation gate); when it acts, it acts on exactly the ids of the
+preview it printed, so a job that arrived after the preview is not touched.
+"""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+
+from . import admin, jobs, repeat, triage
+from .catalogue import Entry
+from .commands import ERROR, JOB, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, confirm
+from .decoding import printable
+from .errors import UsageProblem
+from .grammar import duration, limit, whole
+from .registry import arg, opt, verb
+
+SAMPLES = 3           # sample ids a preview shows per signature
+
+
+def filtered(ns: Namespace) -> bool:
+    """True when a `reprocess` / `remove` line is one of the forms handled here."""
+    return any(getattr(ns, name, None) not in (None, False) for name in
+               ("error", "payload", "signature", "dry_run", "rate", "trial", "stop_if_failing"))
+
+
+def _states(ns: Namespace) -> Any:
+    chosen = ns.state or ["dead"]
+    return "all" if "all" in chosen else tuple(chosen)
+
+
+def preview(s: Session, doing: str, q: str, found: pd.DataFrame) -> list[str]:
+    """Print what a bulk verb would act on: the count by signature and sample ids; answer the ids."""
+    ids = list(found.index)
+    s.say(f"{doing} {q}: {len(ids):,} jobs match")
+    if ids:
+        sigs = found["last_error"].map(lambda t: triage.signature(t) if isinstance(t, str) else "")
+        counts = Counter(sigs)
+        for sig, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            sample = ", ".join(sigs.index[sigs == sig][:SAMPLES])
+            more = ", …" if n > SAMPLES else ""
+            s.say(f"  {n:>6,}  {printable(sig) or '(no error)'}  [{sample}{more}]")
+    return ids
+
+
+def _tally(words: dict[str, str]) -> str:
+    return ", ".join(f"{n:,} {w}" for w, n in sorted(Counter(words.values()).items())) or "nothing"
+
+
+def _find_for(s: Session, ns: Namespace, states: Any) -> pd.DataFrame:
+    return triage.find(s.conn, ns.queue, state=states, error=ns.error, payload=ns.payload,
+                       signature=ns.signature, limit=None, budget=s.settings.budget)
+
+
+def _filter_given(ns: Namespace) -> bool:
+    return ns.error is not None or ns.payload is not None or ns.signature is not None
+
+
+def reprocess(s: Session, ns: Namespace) -> Any:
+    """`reprocess QUEUE --error GLOB [--payload GLOB] [--dry-run | --yes]`, and
+    `reprocess QUEUE --all [--rate R] [--trial N [--stop-if-failing F]] [--dry-run]`."""
+    if ns.id is not None:
+        raise UsageProblem("reprocess takes a job id, or a filter (--error, --payload, --signature) or "
+                           "--all — not both; see %emq reprocess --help")
+    if (ns.trial is not None or ns.stop_if_failing is not None) and not ns.all_dead:
+        raise UsageProblem("--trial and --stop-if-failing go with --all — see %emq reprocess --help")
+    if ns.all_dead and _filter_given(ns):
+        raise UsageProblem("reprocess takes --all or a filter (--error, --payload, --signature), not both")
+    if ns.all_dead:
+        return _reprocess_all(s, ns)
+    if not _filter_given(ns):
+        raise UsageProblem("reprocess takes a job id, a filter (--error, --payload, --signature) or --all "
+                           "— see %emq reprocess --help")
+    ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"))
+    if ns.dry_run:
+        words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=s.settings.budget)
+        s.say(f"dry run, nothing written: would answer {_tally(words)}")
+        return words
+    confirm(s, ns, len(ids), "reprocess")
+    report = s.progress(f"reprocess {ns.queue}", len(ids)) if ns.rate is not None else None
+    words = admin.reprocess_jobs(s.conn, ns.queue, ids, budget=s.settings.budget, rate=ns.rate,
+                                 progress=None if report is None else lambda calls, n: report(n))
+    s.say(f"reprocess {ns.queue}: {_tally(words)} (the {len(ids):,} previewed jobs)")
+    return words
+
+
+def _reprocess_all(s: Session, ns: Namespace) -> Any:
+    q = ns.queue
+    dead = int(s.conn.command("ZCARD", f"emq:{{{q}}}:dead"))
+    total = dead if ns.limit is None else min(dead, ns.limit)
+    if ns.dry_run:
+        errors = triage.errors(s.conn, q, budget=s.settings.budget)
+        s.say(f"reprocess {q} --all: {total:,} of {dead:,} dead jobs would move; nothing written")
+        return errors
+    confirm(s, ns, total, "reprocess")
+    report = s.progress(f"reprocess {q}", total)
+    n = admin.reprocess_dead(s.conn, q, budget=s.settings.budget if ns.budget is None else ns.budget,
+                             limit=ns.limit, progress=lambda calls, moved: report(moved), rate=ns.rate,
+                             trial=ns.trial, stop_if_failing=ns.stop_if_failing, watch_s=ns.watch / 1000)
+    s.say(f"reprocessed {n} dead jobs of {q}")
+    return None
+
+
+def remove(s: Session, ns: Namespace) -> Any:
+    """`remove QUEUE --error GLOB [--payload GLOB] [--state S] [--dry-run | --yes]`."""
+    if ns.id is not None:
+        raise UsageProblem("remove takes a job id or a filter (--error, --payload), not both")
+    if not _filter_given(ns):
+        raise UsageProblem("remove takes a job id or a filter (--error GLOB, --payload GLOB, --signature "
+                           "S) — see %emq remove --help")
+    ids = preview(s, "remove", ns.queue, _find_for(s, ns, _states(ns)))
+    if ns.dry_run:
+        words = admin.remove_jobs(s.conn, ns.queue, ids, dry_run=True)
+        s.say(f"dry run, nothing written: would answer {_tally(words)}")
+        return words
+    confirm(s, ns, len(ids), "remove")
+    words = admin.remove_jobs(s.conn, ns.queue, ids)
+    s.say(f"remove {ns.queue}: {_tally(words)} (the {len(ids):,} previewed jobs)")
+    return words
+
+
+# -- the verbs of this module -----------------------------------------------------------
+
+@verb("find", "search a set on the server: jobs whose fields match (a frame)",
+      QUEUE, STATE, ERROR, PAYLOAD, SIGNATURE, opt("--group"), opt("--min-attempts", type=whole),
+      opt("--since", type=duration, help="created within this long, e.g. 1h"),
+      opt("--limit", type=limit, help="at most N rows (0: all; default: %%config default_limit)"),
+      catalogue=Entry("triage.find", "@find", "none; bounded calls of `budget` members examined",
+                      "nothing (a read)", "DataFrame — frames.snapshot's columns, index id, at most `limit` "
+                      "rows, in set order", "none, a read-only script (FCALL_RO with the function executor)"))
+def _find(s: Session, ns: Namespace) -> pd.DataFrame:
+    rows = s.settings.default_limit if ns.limit is None else ns.limit
+    after = None if ns.since is None else triage.server_ms(s.conn) - ns.since
+    frame = triage.find(s.conn, ns.queue, state=_states(ns), error=ns.error, payload=ns.payload,
+                        signature=ns.signature, group=ns.group, min_attempts=ns.min_attempts,
+                        created_after=after, limit=rows or None, budget=s.settings.budget)
+    if rows and len(frame) >= rows:
+        s.say(f"showing the first {rows:,} matches; --limit 0 for all")
+    return frame
+
+
+@verb("errors", "the failures grouped by error signature (a frame)", QUEUE, STATE,
+      catalogue=Entry("triage.errors", "@errors", "none; bounded calls of `budget` members",
+                      "nothing (a read)", "DataFrame by signature — count, first_seen, last_seen, sample_id, "
+                      "sample_error; count descending",
+                      "none, a read-only script (FCALL_RO with the function executor)"))
+def _errors(s: Session, ns: Namespace) -> pd.DataFrame:
+    return triage.errors(s.conn, ns.queue, _states(ns), budget=s.settings.budget)
+
+
+@verb("promote", "run a scheduled job now (schedule -> pending)", QUEUE, JOB, writes=True,
+      catalogue=Entry("jobs.promote_job", "@promote_job", "the row exists and is in schedule",
+                      "ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
+                      "lane); publishes `promoted`", "None / Gone / NotScheduled", "none, a script only"))
+def _promote(s: Session, ns: Namespace) -> None:
+    jobs.promote_job(s.conn, ns.queue, ns.id)
+    s.say(f"promoted {ns.queue} {ns.id}: schedule -> pending")
+
+
+@verb("repeats", "the repeatables: name, every, next due, payload (a frame)", QUEUE)
+def _repeats(s: Session, ns: Namespace) -> pd.DataFrame:
+    records = repeat.registered(s.conn, ns.queue)
+    frame = pd.DataFrame.from_records(
+        [(r["name"], r["every_ms"], r["next_due_ms"], r["payload"], r["group"]) for r in records],
+        columns=["name", "every", "next_due", "payload", "group"]).set_index("name")
+    frame["every"] = pd.to_timedelta(frame["every"].astype("float64"), unit="ms")
+    frame["next_due"] = pd.to_datetime(frame["next_due"].astype("float64"), unit="ms", utc=True)
+    return frame
+
+
+@verb("run-now", "one job from a repeatable now; its cadence is kept", QUEUE, arg("name"), writes=True,
+      catalogue=Entry("repeat.run_now", "@repeat_run_now", "the repeatable exists and its definition reads",
+                      "a new job (row, pending or its lane); the next due time unchanged; publishes `added`",
+                      "str — the new job's id / Gone / BadRow", "none, a script only"))
+def _run_now(s: Session, ns: Namespace) -> str:
+    job_id = repeat.run_now(s.conn, ns.queue, ns.name)
+    due = next((r["next_due_ms"] for r in repeat.registered(s.conn, ns.queue) if r["name"] == ns.name), None)
+    when = pd.to_datetime(due, unit="ms", utc=True) if due is not None else "unchanged"
+    s.say(f"run-now {ns.queue} {ns.name}: {job_id} is pending; next due {when}, as before")
+    return job_id
+

@@ -1,0 +1,381 @@
+"""Runbooks for a real incident: the opening cell, previewed steps, the closing check.
+
+A runbook (`notebooks/runbooks/`) is opened during an incident against the live
+server, by a person in Jupyter or by papermill. What every runbook does the same
+way lives here:
+
+- `start(...)` connects -- read-only unless `APPLY` -- and prints the head of the
+  incident record: the runbook, the redacted server label, env, executor, queue,
+  parameters and the time (UTC).
+- `Runbook.step(name, preview, apply, precheck)` shows what a writing step would do
+  (a `Preview`: one line, a count, sample ids). With `APPLY = False` that is all it
+  does. With `APPLY = True` it calls `precheck()` on the live server first and, when
+  the step's precondition no longer holds, raises `PreconditionFailed` before the
+  step writes anything; then it runs `apply()` and prints what it did.
+- `Runbook.verify(outcome)` is the last cell: with `APPLY = True` every check must
+  hold, else `OutcomeNotReached` fails the notebook.
+
+Nothing here enqueues or seeds: the only writes are the steps' own `apply` calls.
+The readers below (expired leases, overdue jobs, lanes, the dead letters of one
+error signature) and the paced, trial-first reprocess of chosen dead jobs are
+shared by the runbooks.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from . import admin, frames, jobs, lanes, repeat, triage
+from .connector import Connection, connect
+from .decoding import printable
+from .errors import BadInput, Gone, Halted, NotDead, OutcomeNotReached, PreconditionFailed
+from .keyspace import base, check_name, queue_key
+
+SAMPLE = 5
+
+
+def _clock() -> str:
+    return time.strftime("%H:%M:%SZ", time.gmtime())
+
+
+def _show(value: Any) -> None:
+    """Display a frame (or anything) in the notebook's output; print it elsewhere."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:                                   # pragma: no cover - IPython is a dependency
+        print(value)
+        return
+    if get_ipython() is None:
+        print(value.to_string() if isinstance(value, pd.DataFrame) else value)
+    else:
+        display(value)
+
+
+@dataclass
+class Preview:
+    """What a writing step would do: one line, how many jobs, a few of their ids, and
+    any other facts (what survives it). `needed=False`: the step has nothing to do."""
+
+    what: str
+    count: int = 0
+    sample: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    needed: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.needed is None:
+            self.needed = self.count > 0
+
+    def lines(self) -> list[str]:
+        out = [self.what]
+        if self.sample:
+            more = f" (and {self.count - len(self.sample):,} more)" if self.count > len(self.sample) else ""
+            out.append(f"  sample ids: {', '.join(printable(s) for s in self.sample)}{more}")
+        out += [f"  {k}: {printable(v)}" for k, v in self.facts.items()]
+        return out
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def need(condition: bool, why: str) -> str | None:
+    """A precheck's answer: None when `condition` holds, else the reason it does not."""
+    return None if condition else why
+
+
+class Runbook:
+    """One run of a runbook: its connection, its queue, APPLY, and the record of its steps."""
+
+    def __init__(self, name: str, conn: Connection, queue: str, apply: bool, params: dict[str, Any]):
+        self.name, self.conn, self.queue, self.apply, self.params = name, conn, queue, apply, params
+        self.steps: list[dict[str, Any]] = []
+        self.started = time.time()
+
+    def say(self, line: str) -> None:
+        print(f"[{_clock()}] {printable(line)}")
+
+    # -- the steps ------------------------------------------------------------------
+    def step(self, name: str, preview: Preview, apply: Callable[[], Any],
+             precheck: Callable[[], str | None] | None = None) -> Any:
+        """Show `preview`; with APPLY, re-check the precondition and do the step.
+
+        Not needed (`preview.needed` false): nothing happens. APPLY = False: the preview
+        only. APPLY = True: `precheck()` (None: it holds; a text: why not) runs on the
+        live server first; a failed precondition raises `PreconditionFailed` before
+        `apply()` writes anything."""
+        lines = preview.lines()
+        if not preview.needed:
+            self.say(f"step {name}: not needed — {lines[0]}")
+            return self._log(name, "not needed", preview, "nothing to do")
+        self.say(f"step {name}: {lines[0]}")
+        for line in lines[1:]:
+            print(line)
+        if not self.apply:
+            self._log(name, "previewed", preview, "")
+            print("  APPLY = False: previewed only, nothing written")
+            return None
+        why = precheck() if precheck is not None else None
+        if why:
+            self._log(name, "stopped", preview, why)
+            raise PreconditionFailed(f"step {name} stopped before writing anything: {why}")
+        result = apply()
+        said = result if isinstance(result, str) else repr(result)
+        self._log(name, "done", preview, said)
+        self.say(f"step {name}: done — {said}")
+        return result
+
+    def _log(self, name: str, outcome: str, preview: Preview, result: str) -> None:
+        self.steps.append({"step": name, "outcome": outcome, "what": preview.what,
+                           "count": preview.count, "result": result, "at": _clock()})
+
+    def progress(self, label: str, total: int, left: bool = False) -> Callable[[int, int], None]:
+        """A progress callback for a bounded loop, `(calls, n)`: n is the work done so far
+        (or, with `left=True`, what is left, as `obliterate_all` reports). It moves a
+        progress bar in a notebook and prints a line at each quarter, for the record."""
+        bar = _bar(label, total)
+        said = [-1]
+
+        def report(calls: int, n: int) -> None:
+            done = max(0, total - n) if left else n
+            if bar is not None:
+                bar.value = min(done, bar.max)
+            quarter = 4 if total <= 0 else min(4, done * 4 // total)
+            if quarter > said[0]:
+                said[0] = quarter
+                self.say(f"{label}: call {calls}, {done:,} of {total:,}")
+        return report
+
+    # -- the closing check -------------------------------------------------------------
+    def verify(self, outcome: dict[str, Callable[[], bool]]) -> pd.DataFrame:
+        """The last cell. APPLY = True: each check must hold, else `OutcomeNotReached`.
+        APPLY = False: the checks are shown as they stand (the session was read-only,
+        so nothing was written) and the notebook passes."""
+        held = {what: bool(check()) for what, check in outcome.items()}
+        for what, ok in held.items():
+            print(f"  {'✓' if ok else '✗'} {what}")
+        record = self.record()
+        _show(record)
+        if not self.apply:
+            assert self.conn.read_only
+            self.say(f"APPLY = False: a read-only session, nothing written; {sum(held.values())} of "
+                     f"{len(held)} outcomes hold now. Set APPLY = True and run all to apply.")
+            return record
+        missing = [what for what, ok in held.items() if not ok]
+        if missing:
+            raise OutcomeNotReached(f"{self.name} on {self.queue}: not reached: {'; '.join(missing)}")
+        self.say(f"{self.name} on {self.queue}: outcome reached ({len(held)} checks)")
+        return record
+
+    def record(self) -> pd.DataFrame:
+        """Every step of this run: outcome (not needed, previewed, done, stopped), what, when."""
+        cols = ["step", "outcome", "what", "count", "result", "at"]
+        return pd.DataFrame.from_records(self.steps, columns=cols)
+
+    # -- what the queue looks like --------------------------------------------------------
+    def status(self) -> pd.DataFrame:
+        """The queue's counts and paused flag, with the health verdict where
+        `frames.health` exists; shown and returned."""
+        health = getattr(frames, "health", None)
+        shown = health if health is not None else frames.counts
+        frame = shown(self.conn, [self.queue])
+        _show(frame)
+        return frame
+
+
+def _bar(label: str, total: int) -> Any:
+    try:
+        import ipywidgets as w
+        from IPython import get_ipython
+    except ImportError:                                   # pragma: no cover
+        return None
+    if get_ipython() is None or getattr(get_ipython(), "kernel", None) is None:
+        return None
+    bar = w.IntProgress(value=0, min=0, max=max(total, 1), description=label[:20])
+    _show(bar)
+    return bar
+
+
+def start(name: str, url: str | None, queue: str, apply: bool, *, env: str | None = None,
+          executor: str = "script", **params: Any) -> Runbook:
+    """The connect cell: connect (read-only unless `apply`), print the record's head.
+
+    `url` None is `EMQ_URL`, else the embedded default. A queue with no key on the
+    server is `BadInput` (a typo in QUEUE must not pass as a healthy queue), except
+    for runbooks that say `absent_ok=True` (retiring a queue already gone)."""
+    if not isinstance(apply, bool):
+        raise BadInput(f"APPLY is True or False, not {apply!r}")
+    check_name(queue)
+    absent_ok = bool(params.pop("absent_ok", False))
+    conn = connect(url, read_only=not apply, env=env, executor=executor, name="runbook")
+    # the record is read as text (a saved notebook, papermill's output): wide frames, one line a row
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_colwidth", 60)
+    print(f"runbook {name} · started {time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime())}")
+    mode = "APPLY = True: steps write" if apply else "APPLY = False: preview only, a read-only session"
+    print(f"server: {conn.label} · env {env or 'not set'} · executor {conn.executor} · {mode}")
+    knobs = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    print(f"queue: {queue}" + (f" · parameters: {knobs}" if knobs else ""))
+    if conn.label == "embedded fakeredis":
+        print("note: the embedded default is an empty in-process server; set EMQ_URL (or the "
+              "EMQ_URL parameter) to reach the live one")
+    if not absent_ok and not conn.scan(base(queue) + "*"):
+        known = ", ".join(frames.queues(conn)[:20]) or "none"
+        raise BadInput(f"no queue {queue!r} on {conn.label} (queues there: {known})")
+    try:
+        from .magics import SESSION
+        SESSION.add(conn)                                 # `%emq ...` in this notebook uses it too
+    except ImportError:                                   # pragma: no cover
+        pass
+    return Runbook(name, conn, queue, apply, {"QUEUE": queue, "APPLY": apply, **params})
+
+
+# -- readers the runbooks share ----------------------------------------------------------
+
+def server_ms(conn: Connection) -> int:
+    """The server's clock in ms (the one every lease and due time is written in)."""
+    sec, usec = conn.command("TIME")
+    return int(sec) * 1000 + int(usec) // 1000
+
+
+def members(conn: Connection, q: str, state: str, max_score: float | None = None,
+            n: int = SAMPLE) -> tuple[int, list[str]]:
+    """(count, first `n` ids) of a state set, up to `max_score` (a time) when given."""
+    key = queue_key(q, state)
+    if max_score is None:
+        return int(conn.command("ZCARD", key)), list(conn.command("ZRANGE", key, 0, n - 1))
+    count = int(conn.command("ZCOUNT", key, "-inf", max_score))
+    return count, list(conn.command("ZRANGEBYSCORE", key, "-inf", max_score, "LIMIT", 0, n))
+
+
+def expired_leases(conn: Connection, q: str, now: int | None = None) -> tuple[int, list[str]]:
+    """In-flight jobs whose lease deadline has passed: (count, sample ids)."""
+    return members(conn, q, "active", server_ms(conn) if now is None else now)
+
+
+def overdue(conn: Connection, q: str, now: int | None = None) -> tuple[int, list[str]]:
+    """Scheduled jobs already due (a promotion would make them ready): (count, sample ids)."""
+    return members(conn, q, "schedule", server_ms(conn) if now is None else now)
+
+
+def lane_frame(conn: Connection, q: str) -> pd.DataFrame:
+    """One row per lane: pending, active, limit, paused, and its share of the in-flight jobs."""
+    known = lanes.lanes(conn, q)
+    cols = ["pending", "active", "limit", "paused"]
+    frame = pd.DataFrame([[known[g][c] for c in cols] for g in known],
+                         index=pd.Index(list(known), name="group"), columns=cols)
+    frame = frame.astype({"pending": "int64", "active": "int64", "limit": "int64", "paused": "bool"})
+    total = int(frame["active"].sum()) if len(frame) else 0
+    frame["active_share"] = (frame["active"] / total).round(2) if total else 0.0
+    return frame
+
+
+def repeatables(conn: Connection, q: str) -> list[str]:
+    """The names of the queue's registered repeatables."""
+    return [r["name"] for r in repeat.registered(conn, q)]
+
+
+def gone(conn: Connection, q: str, ids: Iterable[str]) -> list[str]:
+    """The ids whose row no longer exists."""
+    ids = list(ids)
+    pipe = conn.pipeline()
+    for i in ids:
+        pipe.exists(queue_key(q, "job:" + check_name(i, "job id")))
+    return [i for i, there in zip(ids, pipe.execute(), strict=True) if not there]
+
+
+def in_dead(conn: Connection, q: str, ids: Iterable[str]) -> list[str]:
+    """The ids that are members of the dead set."""
+    ids = list(ids)
+    pipe = conn.pipeline()
+    for i in ids:
+        pipe.zscore(queue_key(q, "dead"), i)
+    return [i for i, s in zip(ids, pipe.execute(), strict=True) if s is not None]
+
+
+# -- dead letters (emq_notebook.triage finds and groups them) -----------------------------------
+
+def choose(dead: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
+    """The rows of `dead` (a `triage.find` frame) whose error signature
+    (`triage.signature`) matches glob `pattern` (fnmatch, case-sensitive), with a
+    `signature` column; no rows when `pattern` is None."""
+    dead = dead.assign(signature=[triage.signature(e) if isinstance(e, str) else ""
+                                  for e in dead["last_error"]])
+    if not pattern:
+        return dead.iloc[0:0]
+    matches = [fnmatch.fnmatchcase(s, pattern) for s in dead["signature"]]
+    mask = pd.Series(matches, index=dead.index, dtype=bool)
+    return dead.loc[mask]
+
+
+def reprocess_words(conn: Connection, q: str, ids: list[str], dry_run: bool = False) -> dict[str, str]:
+    """{id: "reprocessed" | "gone" | "not_dead"}: `admin.reprocess_jobs` where it exists
+    (its dry run computed by the server), else one `jobs.reprocess_job` per id (a dry run
+    then reads dead membership and rows)."""
+    bulk = getattr(admin, "reprocess_jobs", None)
+    if bulk is not None:
+        return dict(bulk(conn, q, ids, dry_run=dry_run))
+    if dry_run:
+        missing, dead = set(gone(conn, q, ids)), set(in_dead(conn, q, ids))
+        return {i: "gone" if i in missing else "reprocessed" if i in dead else "not_dead" for i in ids}
+    words = {}
+    for i in ids:
+        try:
+            jobs.reprocess_job(conn, q, i)
+            words[i] = "reprocessed"
+        except Gone:
+            words[i] = "gone"
+        except NotDead:
+            words[i] = "not_dead"
+    return words
+
+
+def reprocess_chosen(conn: Connection, q: str, ids: list[str], *, rate: float | None = None,
+                     trial: int | None = None, stop_if_failing: float | None = None,
+                     watch_s: float = 30, say: Callable[[str], None] = print) -> dict[str, str]:
+    """Move the chosen dead jobs back, a trial batch first, then at most `rate` a second.
+
+    The trial (`trial` jobs) is watched for at most `watch_s` seconds: when at least
+    `stop_if_failing` (a fraction) of them are dead again it stops and raises `Halted`
+    (`moved`, `failed_again`); the rest are not touched. Answers `{id: word}`."""
+    if rate is not None and not rate > 0:
+        raise BadInput(f"RATE is jobs per second (> 0) or None, not {rate!r}")
+    if stop_if_failing is not None and not 0 < stop_if_failing <= 1:
+        raise BadInput(f"STOP_IF_FAILING is a fraction in (0, 1] or None, not {stop_if_failing!r}")
+    words: dict[str, str] = {}
+    first = ids[:trial] if trial else []
+    if first:
+        words.update(reprocess_words(conn, q, first))
+        moved = [i for i in first if words[i] == "reprocessed"]
+        failed = _watch(conn, q, moved, watch_s)
+        say(f"trial: {len(moved)} moved, {len(failed)} dead again after watching")
+        if stop_if_failing is not None and moved and len(failed) / len(moved) >= stop_if_failing:
+            raise Halted(f"trial on {q}: {len(failed)} of {len(moved)} dead again "
+                         f"(stop at {stop_if_failing:.0%}); {len(ids) - len(first)} not moved",
+                         moved=len(moved), failed_again=len(failed))
+    rest = ids[len(first):]
+    batch = max(1, int(rate)) if rate else 1000
+    for start in range(0, len(rest), batch):
+        began = time.monotonic()
+        words.update(reprocess_words(conn, q, rest[start:start + batch]))
+        if rate and start + batch < len(rest):
+            time.sleep(max(0.0, batch / rate - (time.monotonic() - began)))
+    return words
+
+
+def _watch(conn: Connection, q: str, moved: list[str], watch_s: float) -> list[str]:
+    """Wait (at most `watch_s`) until every moved job is finished (row gone) or dead again;
+    answers the ones dead again."""
+    deadline = time.monotonic() + watch_s
+    while True:
+        dead, finished = set(in_dead(conn, q, moved)), set(gone(conn, q, moved))
+        if len(dead | finished) == len(moved) or time.monotonic() >= deadline:
+            return [i for i in moved if i in dead]
+        time.sleep(0.2)
+

@@ -1,0 +1,19 @@
+-- a repeatable's definition (emq:{q}:repeat:defs, cjson), read the one way every
+-- script that makes its jobs reads it.
+--@include reads
+
+-- the definition as a table, or nil and the field that is wrong; reads only
+local function readable(raw)
+  local ok, def = pcall(cjson.decode, raw)
+  if not ok or type(def) ~= 'table' then return nil, 'definition' end
+  if type(def.every) ~= 'number' or def.every < 1 or def.every > MAX_WHOLE
+    or def.every ~= math.floor(def.every) then return nil, 'every' end
+  if type(def.payload) ~= 'string' then return nil, 'payload' end
+  if def.group ~= nil and type(def.group) ~= 'string' then return nil, 'group' end
+  local attempts = def.max_attempts or '1'
+  if type(attempts) == 'number' then attempts = string.format('%.0f', attempts) end
+  local n = type(attempts) == 'string' and whole_of(attempts)
+  if not n or n < 1 then return nil, 'max_attempts' end
+  def.max_attempts = attempts
+  return def
+end

@@ -1,0 +1,122 @@
+"""DeadLetterPanel by its buttons (.click()), on both backends: filter, the errors view,
+a signature chosen, Preview, then Reprocess / Remove previewed acting on exactly the
+previewed ids; read-only sessions grey the writing buttons out and send nothing."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import dump, server_for, server_url
+
+import emq_notebook as emq
+from emq_notebook import jobs
+from emq_notebook.widgets import DeadLetterPanel
+
+Q = "dlq"
+K = f"emq:{{{Q}}}:"
+WRITING = ["reprocess_preview_button", "remove_preview_button", "reprocess_button", "remove_button",
+           "reprocess_all_button"]
+
+
+def kill(conn, job_id: str, error: str, to: str = "a@example.com") -> str:
+    jobs.enqueue(conn, Q, f'{{"to": "{to}"}}', id=job_id, max_attempts=1)
+    assert jobs.claim(conn, Q, 60_000).id == job_id
+    jobs.fail(conn, Q, job_id, error)
+    return job_id
+
+
+def stage(conn) -> None:
+    for i in range(4):
+        kill(conn, f"j_smtp{i}", f"SMTP 550 mailbox {i} unavailable", to=f"u{i}@example.com")
+    kill(conn, "j_tls", "TLS handshake failed", to="x@example.org")
+    kill(conn, "j_to", "timeout after 30s", to="y@example.org")
+
+
+def test_filter_errors_view_preview_and_reprocess_exactly_the_previewed(conn):
+    stage(conn)
+    panel = DeadLetterPanel(conn, Q)
+    assert "6 dead" in panel.summary.value
+    assert "SMTP &lt;num&gt; mailbox &lt;num&gt; unavailable</td><td>4</td>" in panel.errors_view.value
+    panel.payload_glob.value = '*@example.org"}'
+    panel.filter_button.click()
+    assert [v for _, v in panel.select.options] == ["j_tls", "j_to"]
+    assert "2 match the filter" in panel.summary.value
+    panel.payload_glob.value = ""
+    panel.signature.value = "SMTP <num> mailbox <num> unavailable"
+    panel.preview_button.click()
+    assert panel.previewed == [f"j_smtp{i}" for i in range(4)]
+    assert "Preview: <b>4</b> dead jobs" in panel.preview_view.value
+    assert "samples: j_smtp0, j_smtp1, j_smtp2, j_smtp3" in panel.preview_view.value
+    assert not panel.reprocess_preview_button.disabled
+    kill(conn, "j_late", "SMTP 550 mailbox 9 unavailable")            # died after the preview
+    panel.rate.value = 1000
+    panel.reprocess_preview_button.click()
+    assert panel.status_text == "reprocess previewed: 4 reprocessed"
+    assert sorted(conn.client.zrange(K + "pending", 0, -1)) == [f"j_smtp{i}" for i in range(4)]
+    assert conn.client.zscore(K + "dead", "j_late") is not None       # not touched
+    assert panel.previewed == [] and panel.reprocess_preview_button.disabled
+    panel.close()
+
+
+def test_remove_previewed_and_an_error_glob(conn):
+    stage(conn)
+    panel = DeadLetterPanel(conn, Q)
+    panel.error_glob.value = "[Tt][LIi]*"                   # globs are case-sensitive
+    panel.preview_button.click()
+    assert panel.previewed == ["j_tls", "j_to"]
+    panel.remove_preview_button.click()
+    assert panel.status_text == "remove previewed: 2 removed"
+    assert not conn.client.exists(K + "job:j_tls") and conn.client.zcard(K + "dead") == 4
+    assert "4 dead" in panel.summary.value
+    panel.close()
+
+
+def test_a_read_only_session_previews_but_writes_nothing(conn, backend, request):
+    stage(conn)
+    before = dump(conn)
+    url = None if backend == "fake" else server_url(backend, server_for(backend, request))
+    ro = emq.connect(url, embedded="fake" if url is None else None, read_only=True, env="production")
+    panel = DeadLetterPanel(ro, Q)
+    assert all(getattr(panel, b).disabled for b in WRITING)
+    panel.preview_button.click()
+    assert len(panel.previewed) == 6 and panel.reprocess_preview_button.disabled
+    for b in WRITING:
+        getattr(panel, b).click()                  # a click that reaches the handler anyway
+        assert "read-only session" in panel.status_text, b
+    assert dump(conn) == before
+    panel.close()
+
+
+def test_errors_and_undecodable_text_reach_the_status_line_and_display():
+    nowhere = emq.connect("redis://127.0.0.1:1/0", cluster=False)
+    panel = DeadLetterPanel(nowhere, Q)
+    assert panel.status_text.startswith("error: lost the server at redis://127.0.0.1:1/0")
+    panel.preview_button.click()
+    assert panel.status_text.startswith("error: lost the server")
+
+
+def test_undecodable_bytes_are_shown_escaped(conn):
+    conn.client.hset(K + "job:j_raw", mapping={"payload": b"\xff", "last_error": b"bad \xfe byte 7",
+                                               "state": "dead", "attempts": "1", "failures": "1"})
+    conn.client.zadd(K + "dead", {"j_raw": 1})
+    panel = DeadLetterPanel(conn, Q)
+    assert "bad \\xfe byte &lt;num&gt;" in panel.errors_view.value
+    assert panel.select.options[0][0].startswith("j_raw — bad \\xfe byte 7")
+    panel.signature.value = "bad \\xfe byte <num>"
+    panel.preview_button.click()
+    assert panel.previewed == ["j_raw"]
+    panel.reprocess_preview_button.click()
+    assert panel.status_text == "reprocess previewed: 1 reprocessed"
+    panel.close()
+
+
+@pytest.mark.parametrize("executor", ["function"])
+def test_the_function_executor_moves_grouped_jobs_to_their_lanes(connect_as, executor):
+    conn = connect_as(executor)
+    jobs.enqueue(conn, Q, "{}", id="j_g", group="acme", max_attempts=1)
+    jobs.fail(conn, Q, emq.lanes.claim(conn, Q, 60_000).id, "boom")
+    panel = DeadLetterPanel(conn, Q)
+    panel.select_all_button.click()
+    panel.reprocess_button.click()
+    assert panel.status_text == "1 reprocessed"
+    assert conn.client.zscore(K + "g:acme:pending", "j_g") == 0
+    panel.close()
