@@ -1,5 +1,5 @@
 """Claim throughput: executor="function" (the pause read folded into one FCALL,
-one round trip) against executor="script" (the seed's separate gate: HGET of
+one round trip) against executor="script" (EchoMQ's separate gate: HGET of
 the paused field, then EVALSHA @claim2, two round trips), on the same jobs.
 
     python bench/claim.py [--jobs 20000]      # last line: function/script claims per second

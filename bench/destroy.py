@@ -17,7 +17,7 @@ from emq_notebook import admin
 from emq_notebook.keyspace import base
 
 Q = "bench"
-# the floor: the same deletes in one script, no budget (the seed's drain as written)
+# the floor: the same deletes in one script, no budget (EchoMQ's own @drain, as its Elixir Admin sends it)
 UNBOUNDED_DRAIN = """
 local ids = redis.call('ZRANGE', KEYS[2], 0, -1)
 for _, id in ipairs(ids) do

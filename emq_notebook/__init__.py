@@ -10,7 +10,7 @@ In IPython: `%load_ext emq_notebook`, then `%emq help`.
 
 from typing import Any
 
-from . import admin, commands, demo, footprint, frames, jobs, lanes, repeat, runbook, triage, widgets
+from . import admin, commands, footprint, frames, jobs, lanes, repeat, runbook, triage, widgets
 from .connector import Connection, connect
 from .errors import (
     ActiveJobs,
@@ -47,6 +47,16 @@ __all__ = ["connect", "Connection", "admin", "jobs", "lanes", "repeat", "triage"
            "NativeUnavailable", "NotOwner", "NotScheduled", "BadRow", "ReadOnly", "Halted", "QueueInUse",
            "PreconditionFailed", "OutcomeNotReached", "runbook",
            "load_ipython_extension", "current"]
+
+
+def __getattr__(name: str) -> Any:
+    """`emq_notebook.demo`, imported on first use: importing it with the package would
+    run it twice over under `python -m emq_notebook.demo` (runpy's RuntimeWarning)."""
+    if name == "demo":
+        import importlib
+
+        return importlib.import_module(".demo", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def current(name: str | None = None) -> Connection:

@@ -77,7 +77,11 @@ def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFA
 
     Refuses `NotPaused` on a running queue and, unless `force`, `ActiveJobs` when
     jobs are in flight (forced, their rows and `:lock` keys go too). After `"ok"`
-    nothing is left under `emq:{q}:` -- orphan rows, logs and dedup keys included.
+    nothing is left under `emq:{q}:` -- orphan rows, logs and dedup keys included:
+    "ok" comes only after a whole SCAN pass that found nothing. On a keyspace too
+    large for one call that pass spans calls; a job added meanwhile, or a resume,
+    starts it again, but a key another client writes by hand behind its cursor
+    while the queue stays paused can outlive it (obliterate again to be sure).
     """
     check_budget(budget)
     reply = conn.run("obliterate", [queue_key(q, "meta"), base(q)],

@@ -1,4 +1,4 @@
-"""The wire room: URLs, the embedded backends, script dispatch, typed replies.
+"""Connections: URLs, the embedded backends, script dispatch, typed replies.
 
 `connect()` with no URL (and no `EMQ_URL`) is the embedded default, one
 in-process fakeredis with Lua shared by every connection in the process.
@@ -38,7 +38,7 @@ from . import decoding, scripts
 from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError, refusal_for
 
 EXECUTORS = ("script", "function", "native")
-# the native commands of a module-loaded EchoMQ node: the seed's line, byte for byte
+# the native commands of a module-loaded EchoMQ node: EchoMQ's own command line, byte for byte
 NATIVE = {"reprocess2": "EMQ.REPROCESS", "claim2": "EMQ.CLAIM"}
 
 # the plain commands a read-only connection sends: each only reads

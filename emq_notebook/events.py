@@ -1,4 +1,4 @@
-"""The events room: a queue's lifecycle events, read from `emq:{q}:events`.
+"""A queue's lifecycle events, read from its channel `emq:{q}:events`.
 
 The subscription is confirmed before `subscribe` returns, so no event published
 after it is missed.

@@ -2,7 +2,8 @@
 
 Reads every key under `emq:{q}:` (SCAN, never KEYS), so the console can show
 the keys and fields a verb wrote or deleted, and a runbook can show a footprint
-of zero after an obliterate.
+of zero after an obliterate. `keyspace` reads any set of keys the same way (the
+tests byte-compare the whole keyspace before and after a refusal with it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from .keyspace import base
 
 def footprint(conn: Connection, q: str) -> dict[str, tuple[str, object]]:
     """{key: (type, value)} for every key of queue `q`."""
-    keys = sorted(conn.scan(base(q) + "*"))
+    return keyspace(conn, base(q) + "*")
+
+
+def keyspace(conn: Connection, match: str = "*", *, expiry: bool = False) -> dict[str, tuple]:
+    """{key: (type, value)} for every key matching `match`, in key order, read in
+    two pipelines (types, then values); a set's members sorted. With `expiry`, a
+    third item: whether the key has a time to live (a held lock)."""
+    keys = sorted(conn.scan(match))
     pipe = conn.pipeline()
     for k in keys:
         pipe.type(k)
@@ -24,9 +32,14 @@ def footprint(conn: Connection, q: str) -> dict[str, tuple[str, object]]:
     pipe = conn.pipeline()
     for k, kind in zip(keys, kinds, strict=True):
         read.get(kind, lambda p, k: p.type(k))(pipe, k)
+        if expiry:
+            pipe.pttl(k)
     values = pipe.execute()
-    return {k: (kind, sorted(v) if kind == "set" else v)
-            for k, kind, v in zip(keys, kinds, values, strict=True)}
+    if not expiry:
+        return {k: (kind, sorted(v) if kind == "set" else v)
+                for k, kind, v in zip(keys, kinds, values, strict=True)}
+    return {k: (kind, sorted(v) if kind == "set" else v, ttl > 0)
+            for k, kind, v, ttl in zip(keys, kinds, values[::2], values[1::2], strict=True)}
 
 
 def diff(before: dict, after: dict) -> list[str]:

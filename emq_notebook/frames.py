@@ -1,4 +1,4 @@
-"""The looking room: pandas frames of a queue's state, counts and throughput.
+"""Pandas frames of a queue's jobs, counts and throughput.
 
 Reads only. Rows are fetched a batch of 1,000 jobs per `@read_rows` call, only
 the shown fields, never one round trip per job, so a 100,000-job queue is a

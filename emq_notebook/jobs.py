@@ -118,7 +118,8 @@ def enqueue_many(conn: Connection, q: str, payloads: Sequence[str], *, group: st
 def paused_for_claim(conn: Connection, q: str) -> bool | None:
     """The claim's pause read: True when paused, False when not, and None when the
     read met a wire fault, which reads as not paused (None is falsy)."""
-    # The seed's paused?/2: a wire fault reads as not paused, and the claim goes on.
+    # EchoMQ.Admin's paused?/2 (the Elixir original): a wire fault reads as not paused,
+    # and the claim goes on.
     try:
         return admin.is_paused(conn, q)
     except WireError:

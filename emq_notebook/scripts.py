@@ -1,4 +1,4 @@
-"""The Lua room: one script per transition, read from `lua/`, includes resolved.
+"""The Lua scripts: one per transition, read from `lua/`, their includes resolved.
 
 A script opens with its KEYS/ARGV/returns block and may pull shared fragments
 with a line `--@include NAME` (from `lua/includes/NAME.lua`), each at most once.

@@ -1,17 +1,17 @@
 -- @drain -- wipe a set's rows and logs, then the set itself; bounded.
 -- KEYS[1] = the queue base root; KEYS[2] = pending; KEYS[3] = schedule (optional)
--- ARGV[1] = budget: at most this many jobs in one call (extension; the seed's
--- callers send no ARGV and drain everything)
+-- ARGV[1] = budget: at most this many jobs in one call (extension; EchoMQ's
+-- Elixir Admin sends no ARGV and drains everything)
 -- returns {n, more}: n jobs drained by this call, more = 1 while work remains;
--- with no budget sent, the seed's reply: n, the count drained.
+-- with no budget sent, EchoMQ's own reply: n, the count drained.
 -- Active jobs and the repeat registry are never touched; lane backlogs are
 -- pending work too and are drained; held dedup keys are released.
 -- A drain reads no numeric field of a row, so a bad row drains like any other.
 --@include common
 --@include lanes
 local base = KEYS[1]
-local seed_call = ARGV[1] == nil
-local budget = seed_call and MAX_WHOLE or tonumber(ARGV[1])
+local unbounded = ARGV[1] == nil
+local budget = unbounded and MAX_WHOLE or tonumber(ARGV[1])
 local n = 0
 -- a row is read for its dedup key only while the queue holds any
 local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
@@ -31,7 +31,7 @@ local function wipe(setkey)
 end
 local function finish(more)
   if n > 0 then emit(base, {event = 'drained', count = n}) end
-  if seed_call then return n end
+  if unbounded then return n end
   return {n, more}
 end
 -- pending, the lanes' backlogs, then the schedule set when asked

@@ -1,7 +1,7 @@
 -- @gclaim2 -- the live grouped claim: runnable lanes served round-robin off the
 -- ring. No pause logic: lanes.claim reads the paused field first.
 -- KEYS[1] = the ring, KEYS[2] = active, KEYS[3] = the queue base root
--- ARGV[1] = lease_ms, ARGV[2] = the lock token (optional: the seed's callers send none)
+-- ARGV[1] = lease_ms, ARGV[2] = the lock token (optional: EchoMQ's Elixir callers send none)
 -- returns {} when no lane is runnable, else {id, payload, attempts};
 -- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
 --@include common

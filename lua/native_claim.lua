@@ -1,7 +1,7 @@
 -- @native_claim -- EMQ.CLAIM semantics, for the function executor: the paused
 -- read folded into the claim, so one round trip.
 -- KEYS[1] = pending, KEYS[2] = active, KEYS[3] = the queue base root
--- ARGV[1] = lease_ms, ARGV[2] = the lock token (optional: the seed's callers send none)
+-- ARGV[1] = lease_ms, ARGV[2] = the lock token (optional: EchoMQ's Elixir callers send none)
 -- returns {} when paused or empty, else {id, payload, attempts};
 -- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
 --@include common

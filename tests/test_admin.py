@@ -5,7 +5,7 @@ import json
 import time
 
 import pytest
-from conftest import WITH_CLUSTER, consistency_problems, dump, keys_of
+from helpers import WITH_CLUSTER, consistency_problems, dump, keys_of
 
 from emq_notebook import admin, jobs, lanes, repeat
 from emq_notebook.errors import ActiveJobs, NotPaused
@@ -162,7 +162,7 @@ def test_obliterate_calls_are_bounded_by_the_budget(conn):
         left.append(admin.job_count(conn, Q))
         if replies[-1] == "ok":
             break
-    # the seed's sweep: ceil(45/10) = 5 calls, none touching more than the budget
+    # EchoMQ's bounded sweep: ceil(45/10) = 5 calls, none touching more than the budget
     assert replies == ["more"] * 4 + ["ok"]
     assert all(a - b <= budget for a, b in zip(left, left[1:], strict=False))
     assert keys_of(conn, Q) == []

@@ -12,7 +12,7 @@ import json
 import re
 
 import pytest
-from conftest import dump
+from helpers import dump
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import redis
-from conftest import open_conn
+from helpers import open_conn
 from nbtools import ROOT, runbooks
 from redis.cluster import RedisCluster
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 import redis
-from conftest import dump
+from helpers import dump
 
 import emq_notebook as emq
 from emq_notebook import admin, frames, jobs, lanes, repeat

@@ -1,4 +1,4 @@
-"""The seed's two demos as widgets, driven in Python on both backends."""
+"""The two live demos (ClaimGate, OperatorConsole) driven in Python on both backends."""
 
 import html
 import re

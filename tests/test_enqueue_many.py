@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from conftest import dump
+from helpers import dump
 
 from emq_notebook import footprint, jobs
 from emq_notebook.connector import Connection

@@ -5,7 +5,7 @@ import re
 
 import pytest
 import redis
-from conftest import dump
+from helpers import dump
 
 from emq_notebook import admin, jobs, lanes
 from emq_notebook.errors import NotDead
@@ -130,7 +130,7 @@ def test_function_reprocess_refuses_a_grouped_dead_row(conn, connect_as):
     assert conn.client.zrange(f"emq:{{{Q}}}:g:acme:pending", 0, -1) == [jid]
 
 
-def test_native_line_is_the_seeds_byte_for_byte(conn, connect_as):
+def test_native_line_is_echomqs_own_byte_for_byte(conn, connect_as):
     native = connect_as("native")
     sent = []
 

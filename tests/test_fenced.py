@@ -17,7 +17,7 @@ import logging
 import time
 
 import pytest
-from conftest import consistency_problems, dump, keys_of
+from helpers import consistency_problems, dump, keys_of
 
 from emq_notebook import Worker, admin, jobs, lanes, repeat
 from emq_notebook.checks import MAX_WHOLE
@@ -529,3 +529,36 @@ def test_a_damaged_metrics_hash_never_strands_a_job(conn, ex, verb, damage):
         assert "1" in conn.client.hvals(key)
     else:
         assert conn.client.get(key) == "not a hash"
+
+
+def _sweep_under_way(conn, ex, budget):
+    """Bounded obliterate calls until the SCAN sweep has kept a cursor in meta."""
+    for _ in range(1000):
+        assert admin.obliterate(ex, Q, budget=budget) == "more"
+        if conn.client.hget(P + "meta", "sweep") not in (None, "0"):
+            return
+    pytest.fail("the sweep never kept a cursor")
+
+
+def test_a_resumed_queue_is_swept_again_from_the_beginning(conn, ex):
+    """The issue's reproduction: a bounded obliterate leaves its cursor in meta; the
+    queue is resumed and gets more keys (orphan logs, no job in any set), then is
+    paused and obliterated again. The old cursor would skip the keys behind it and
+    answer "ok" with keys left; resume restarts the sweep."""
+    _filler(conn, 6000)
+    for i in range(150):
+        jobs.enqueue(conn, Q, str(i), id=f"j_{i:03d}")
+    admin.pause(conn, Q)
+    _sweep_under_way(conn, ex, budget=100)
+    admin.resume(ex, Q)
+    pipe = conn.client.pipeline(transaction=False)
+    for i in range(300):
+        pipe.rpush(P + f"job:o{i}:logs", "line")
+    pipe.execute()
+    admin.pause(ex, Q)
+    calls = 0
+    while admin.obliterate(ex, Q, budget=100) == "more":
+        calls += 1
+        assert calls < 1000
+    assert keys_of(conn, Q) == []
+    assert conn.client.dbsize() == 6000

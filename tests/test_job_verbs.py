@@ -5,7 +5,7 @@ import json
 import time
 
 import pytest
-from conftest import WITH_CLUSTER, dump
+from helpers import WITH_CLUSTER, dump
 
 from emq_notebook import admin, jobs, lanes
 from emq_notebook.errors import Gone, Locked, NotDead

@@ -116,7 +116,7 @@ def test_big_obliterate_asks_for_yes(emq, conn, confirm_above_3):
 
 
 def test_big_drain_asks_for_yes_stating_the_count(emq, conn, confirm_above_3):
-    from conftest import dump
+    from helpers import dump
     for _ in range(3):
         jobs.enqueue(conn, "mail", "{}")
     jobs.enqueue(conn, "mail", "{}", group="acme")
@@ -140,7 +140,7 @@ def test_big_drain_asks_for_yes_stating_the_count(emq, conn, confirm_above_3):
     ("enqueue mail '{' ", BadInput), ("pause 'unclosed", UsageProblem),
 ])
 def test_errors_are_emq_errors_with_one_line(emq, conn, line, error):
-    from conftest import dump
+    from helpers import dump
     before = dump(conn)
     with pytest.raises(error) as info:
         emq(line)
@@ -197,7 +197,7 @@ def test_a_name_in_double_braces_is_the_variable(ip, emq, conn):
     assert conn.client.hget("emq:{mail}:job:j_sub", "payload") == '{"to": "ana@example.org", "n": [1, 2]}'
     ip.run_cell("%emq log mail j_sub {{note}} and {{n}}")
     assert jobs.get_job_logs(conn, "mail", "j_sub") == ["a $b {c} and 7"]
-    from conftest import dump
+    from helpers import dump
     before = dump(conn)
     with pytest.raises(UsageProblem, match="no variable 'nope'") as info:
         emq("data mail j_sub {{nope}}")
@@ -225,7 +225,7 @@ def test_one_verbs_help(ip, capsys, line):
 
 
 def test_help_words_in_free_text_and_payloads_are_data(emq, conn, capsys):
-    from conftest import dump
+    from helpers import dump
     emq("enqueue mail '{}' --id j_1")
     emq("log mail j_1 the flag is --help and -h")
     emq("log mail j_1 trimmed --keep 1")
@@ -354,7 +354,7 @@ def test_a_confirmation_names_the_connection_and_its_env(ip, conn, confirm_above
 # -- one confirmation gate (#22.8) and small defects (#22.17) --------------------------
 
 def test_every_destructive_path_is_gated(emq, conn, confirm_above_3):
-    from conftest import dump
+    from helpers import dump
     for _ in range(5):
         jobs.enqueue(conn, "mail", "{}", max_attempts=1)
     emq("pause mail")

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from conftest import consistency_problems, dump, open_conn
+from helpers import consistency_problems, dump, open_conn
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test

@@ -1,7 +1,8 @@
 """A broken %emq line must FAIL its runbook under nbval; a refusal must not.
 
 nbval only sees iopub `error` messages; IPython's plain UsageError sends none,
-so our errors are EMQErrors with `_render_traceback_` (../shared/JUPYTER.md).
+so our errors are EMQErrors with `_render_traceback_`, which nbval reports as a
+failed cell.
 """
 
 import pytest

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import dump
+from helpers import dump
 
 import emq_notebook as emq
 from emq_notebook import admin, connector, jobs

@@ -18,6 +18,22 @@ def test_readme_opens_with_the_two_commands():
     assert "emq_notebook.demo" in first[0] and "pytest" in first[1]
 
 
+def test_the_first_command_runs_without_a_warning():
+    """`python -m emq_notebook.demo` as the README's first line gives it: no
+    RuntimeWarning (the package does not import `demo` itself), and `emq.demo` is
+    still there for the runbooks."""
+    import os
+    import subprocess
+    import sys
+
+    import emq_notebook as emq
+    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "emq_notebook.demo"],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "EMQ_URL": ""})
+    assert (out.returncode, out.stderr) == (0, "")
+    assert "footprint now 0 keys" in out.stdout
+    assert callable(emq.demo.fresh)
+
+
 def test_readme_acl_line_is_the_one_tested():
     from test_secrets import ACL
     line = " ".join(ACL).replace(ACL[4], ">PASSWORD")

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import dump, server_for, server_url
+from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
 from emq_notebook import admin, footprint, frames, jobs, lanes, repeat, scripts, triage
@@ -137,7 +137,7 @@ def test_a_writing_verb_is_refused_before_any_io(name: str) -> None:
             WRITING[name](ro)
 
 
-# the script executor's claim keeps the seed's pause gate: one HGET of `paused` in its own
+# the script executor's claim keeps EchoMQ's pause gate: one HGET of `paused` in its own
 # round trip before the claim script, so a read goes out before the refusal
 READ_FIRST = {"jobs.claim", "lanes.claim"}
 
@@ -261,7 +261,7 @@ def test_env_name_and_the_describe_line() -> None:
 
 
 def test_read_only_on_the_cluster(cluster: Any) -> None:
-    from conftest import open_conn
+    from helpers import open_conn
 
     conn = open_conn("cluster", cluster)
     stage(conn)

@@ -117,7 +117,7 @@ def test_a_drain_whose_reply_is_lost_does_not_lose_its_count_silently(conn, monk
     assert conn.client.zcard(queue_key(Q, "pending")) == 20
 
 
-# Bug 2: a wire fault on the claim's pause read reads as "not paused" (the seed's
+# Bug 2: a wire fault on the claim's pause read reads as "not paused" (EchoMQ's own
 # paused?/2), and the gate-less @claim2 then served a PAUSED queue once the fault
 # had passed. The claim that goes on now reads the paused field itself.
 
@@ -136,7 +136,7 @@ def test_a_faulted_pause_read_never_serves_a_paused_queue(conn, monkeypatch, gro
 
 @pytest.mark.parametrize("grouped", [False, True], ids=["flat", "grouped"])
 def test_a_faulted_pause_read_on_a_running_queue_still_claims(conn, monkeypatch, grouped):
-    # the seed's rule stands: the fault reads as not paused and the claim goes on
+    # EchoMQ's own rule stands: the fault reads as not paused and the claim goes on
     jobs.enqueue(conn, Q, "x", id="j_1", group="acme" if grouped else None)
     fail_pause_reads(conn, monkeypatch)
     assert jobs.paused_for_claim(conn, Q) is None          # faulted: falsy, "not paused"

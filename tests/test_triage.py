@@ -11,7 +11,7 @@ import threading
 
 import pandas as pd
 import pytest
-from conftest import dump, server_for, server_url
+from helpers import dump, server_for, server_url
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -5,7 +5,7 @@ Both backends, both executors that run scripts."""
 from __future__ import annotations
 
 import pytest
-from conftest import consistency_problems, dump, server_for, server_url
+from helpers import consistency_problems, dump, server_for, server_url
 
 import emq_notebook as emq
 from emq_notebook import admin, footprint, jobs, lanes, triage

@@ -9,7 +9,7 @@ import threading
 
 import pandas as pd
 import pytest
-from conftest import dump, server_for, server_url
+from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
 from emq_notebook import commands_triage, jobs, magics, repeat

@@ -5,7 +5,7 @@ previewed ids; read-only sessions grey the writing buttons out and send nothing.
 from __future__ import annotations
 
 import pytest
-from conftest import dump, server_for, server_url
+from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
 from emq_notebook import jobs

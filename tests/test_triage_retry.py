@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import consistency_problems, dump
+from helpers import consistency_problems, dump
 
 import emq_notebook as emq
 from emq_notebook import admin, jobs, lanes, repeat

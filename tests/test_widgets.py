@@ -2,7 +2,7 @@
 
 import time
 
-from conftest import dump, keys_of
+from helpers import dump, keys_of
 
 from emq_notebook import jobs
 from emq_notebook.widgets import DeadLetterPanel, EventsView, JobPanel, QueuePanel

@@ -1,4 +1,4 @@
-"""The wire room's policies, on both backends: foreign rows with non-UTF-8 bytes
+"""The connections' policies, on both backends: foreign rows with non-UTF-8 bytes
 read, claim and write back without an error (decoding.ERRORS on every client); a
 URL and `embedded` together are a usage error; the function library comes back
 after FUNCTION FLUSH; a stopped embedded Valkey stops quietly at exit."""
@@ -14,7 +14,7 @@ import fakeredis
 import pandas as pd
 import pytest
 import redis
-from conftest import consistency_problems, dump, server_for
+from helpers import consistency_problems, dump, server_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -209,7 +209,7 @@ def test_an_event_with_non_utf8_bytes_is_read(conn: Any, backend: Any, request: 
 
 
 def test_the_cluster_client_decodes_and_writes_back_the_same_way(cluster: Any) -> None:
-    from conftest import open_conn
+    from helpers import open_conn
 
     conn = open_conn("cluster", cluster)
     jobs.enqueue(conn, Q, "{}", id="j_bad")
@@ -281,7 +281,7 @@ def test_a_stopped_embedded_valkey_stops_quietly_at_exit() -> None:
 
 
 def test_the_function_library_comes_back_on_a_cluster_primary(cluster: Any) -> None:
-    from conftest import open_conn
+    from helpers import open_conn
 
     fn = open_conn("cluster", cluster, executor="function")
     queues = [f"q{i}" for i in range(9)]

@@ -1,4 +1,4 @@
-"""ClaimGate: the seed's first demo, live — toggle the gate, then run a claim.
+"""ClaimGate: the pause gate of a queue, live — toggle it, then run a claim.
 
 Paused, a claim answers empty and the backlog is untouched; resumed, it serves
 the head of pending. The line under it says which round trips ran.

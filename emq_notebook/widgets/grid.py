@@ -64,7 +64,7 @@ def renderers(frame: pd.DataFrame, colours: dict[str, str] | None = None) -> dic
 
 
 COLUMN_PX = 96
-# room for a scroll bar and the borders, so the last row and column are never cut
+# space for a scroll bar and the borders, so the last row and column are never cut
 EDGE_PX = 30
 
 

@@ -1,4 +1,4 @@
-"""OperatorConsole: the seed's second demo, live — pick a verb and a queue state.
+"""OperatorConsole: every operator verb against every queue state, live — pick both.
 
 It shows the verb's catalogue entry (precondition, writes, replies, native
 form); "Try it" builds that state on a scratch queue, runs the verb for real,
@@ -18,7 +18,6 @@ from .. import admin, jobs, lanes
 from ..catalogue import describe
 from ..connector import Connection
 from ..decoding import printable
-from ..demo import fresh
 from ..errors import QueueInUse, Refused
 from ..footprint import diff, footprint
 from .base import Panel
@@ -96,6 +95,10 @@ def reply_text(result: Any) -> str:
 def build(conn: Connection, q: str, state: str) -> None:
     """Reset the scratch queue, then build `state` on it. A scratch queue that holds
     keys a demo did not make is somebody's real queue: `QueueInUse`, nothing written."""
+    # imported here: the package imports the widgets, and `python -m emq_notebook.demo`
+    # must find demo not yet imported (runpy warns otherwise)
+    from ..demo import fresh
+
     fresh(conn, q)
     STATES[state](conn, q)
 

@@ -1,0 +1,79 @@
+"""Helpers the tests share: connections to each backend, the keyspace dump used
+for byte-compares, and the consistency check of a queue. Fixtures live in
+conftest.py; tests import these from here (`from helpers import dump`)."""
+
+from __future__ import annotations
+
+import emq_notebook as emq
+from emq_notebook.footprint import keyspace
+
+BACKENDS = ("fake", "valkey")
+WITH_CLUSTER = (*BACKENDS, "cluster")
+
+
+def server_url(backend: str, srv) -> str | None:
+    if backend == "valkey":
+        return f"redis://127.0.0.1:{srv.port}/0"
+    return srv.url if backend == "cluster" else None
+
+
+def open_conn(backend: str, srv, executor: str = "script") -> emq.Connection:
+    """A flushed connection; a cluster node is recognised by `connect` itself."""
+    if backend == "fake":
+        conn = emq.connect(embedded="fake", executor=executor)
+    else:
+        conn = emq.connect(server_url(backend, srv), executor=executor)
+        assert conn.cluster == (backend == "cluster")
+    conn.client.flushall()
+    conn.client.function_flush()
+    return conn
+
+
+def server_for(backend: str, request):
+    return request.getfixturevalue(backend) if backend in ("valkey", "cluster") else None
+
+
+def dump(conn) -> dict:
+    """The whole keyspace as plain data, for byte-compares before and after:
+    {key: (type, value, has a time to live)} (`emq_notebook.footprint.keyspace`)."""
+    return keyspace(conn, expiry=True)
+
+
+def keys_of(conn, q: str) -> list[str]:
+    return sorted(conn.client.scan_iter(match=f"emq:{{{q}}}:*", count=1000))
+
+
+def consistency_problems(conn, q: str) -> list[str]:
+    """What is structurally wrong with queue `q` (empty when sound): every row in exactly
+    one state set or lane, every id in a set has a row, no orphan `:logs` / `:lock`, each
+    lane's active count equals its jobs in flight, every dedup key held by a live job."""
+    r, prefix = conn.client, f"emq:{{{q}}}:"
+    keys = set(r.scan_iter(match=prefix + "*", count=1000))
+    rows = {k[len(prefix) + 4:] for k in keys
+            if k.startswith(prefix + "job:") and not k.endswith((":logs", ":lock"))}
+    problems = [f"orphan {k}" for k in keys
+                if k.endswith((":logs", ":lock")) and k[len(prefix) + 4:-5] not in rows]
+    place: dict[str, list[str]] = {}
+    for state in ("pending", "active", "schedule", "dead"):
+        for m in r.zrange(prefix + state, 0, -1):
+            place.setdefault(m, []).append(state)
+    groups = sorted(r.smembers(prefix + "groups"))
+    for g in groups:
+        for m in r.zrange(prefix + f"g:{g}:pending", 0, -1):
+            place.setdefault(m, []).append(f"lane {g}")
+    problems += [f"{i} is in {where}" for i, where in place.items() if len(where) != 1]
+    problems += [f"{i} is in a set but has no row" for i in set(place) - rows]
+    problems += [f"row {i} is in no set" for i in rows - set(place)]
+    in_flight: dict[str, int] = {}
+    for i in place:
+        if place[i] == ["active"] and i in rows:
+            g = r.hget(prefix + "job:" + i, "group")
+            if g:
+                in_flight[g] = in_flight.get(g, 0) + 1
+    for g in groups:
+        counted = int(r.hget(prefix + f"g:{g}:meta", "active") or 0)
+        if counted != in_flight.get(g, 0):
+            problems.append(f"lane {g} counts {counted} in flight, holds {in_flight.get(g, 0)}")
+    problems += [f"dedup {k} held by {v}, which has no row"
+                 for k, v in r.hgetall(prefix + "dedup").items() if v not in rows]
+    return problems
