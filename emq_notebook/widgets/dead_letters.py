@@ -22,6 +22,7 @@ from .. import admin, triage
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
+from ..keyspace import queue_key
 from .base import Panel, table
 
 PAGE = 500
@@ -102,7 +103,7 @@ class DeadLetterPanel(Panel):
         """Read the dead set again: the filtered jobs (a page of them), the counts by error
         text and the signatures; a wire fault or a bad glob is shown in the status."""
         try:
-            total = int(self.conn.command("ZCARD", f"emq:{{{self.q}}}:dead"))
+            total = int(self.conn.command("ZCARD", queue_key(self.q, "dead")))
             dead = triage.find(self.conn, self.q, state="dead", limit=self.page, error=self._glob("error"),
                                payload=self._glob("payload"))
             errors = triage.errors(self.conn, self.q)
@@ -214,7 +215,7 @@ class DeadLetterPanel(Panel):
     def reprocess_all(self) -> None:
         if not self.writable("reprocess"):
             return
-        total = self.conn.command("ZCARD", f"emq:{{{self.q}}}:dead")
+        total = self.conn.command("ZCARD", queue_key(self.q, "dead"))
         self._show_progress(total)
         self.attempt(admin.reprocess_dead, self.conn, self.q, budget=self.budget.value,
                      progress=lambda calls, n: self._step(n),
