@@ -70,24 +70,24 @@ end
 
 local start = rank_after(set, ARGV[1], ARGV[2])
 local batch = redis.call('ZRANGE', set, start, start + tonumber(ARGV[3]) - 1, 'WITHSCORES')
+-- the batch comes in score order: a group's first row has its least score, its last the greatest
 local groups, order = {}, {}
 for i = 1, #batch, 2 do
   local id, score = batch[i], batch[i + 1]
-  local text = redis.call('HGET', base .. 'job:' .. id, 'last_error')
-  if text or redis.call('EXISTS', base .. 'job:' .. id) == 1 then
+  local jk = base .. 'job:' .. id
+  local text = redis.call('HGET', jk, 'last_error')
+  if text or redis.call('EXISTS', jk) == 1 then
     local key = text and key_of(text) or ''
     local g = groups[key]
-    local s = tonumber(score)
-    if not g then
-      g = {key = key, n = 0, lo = s, lo_text = score, hi = s, hi_text = score, id = id, text = text}
+    if g then
+      g[2], g[4] = g[2] + 1, score
+    else
+      g = {key, 1, score, score, id, text or false}
       groups[key] = g
       order[#order + 1] = g
     end
-    g.n = g.n + 1
-    if s < g.lo then g.lo, g.lo_text = s, score end
-    if s > g.hi then g.hi, g.hi_text = s, score end
   end
 end
 local out = cursor_head(set, batch, #batch / 2, start, ARGV[1], ARGV[2])
-for _, g in ipairs(order) do out[#out + 1] = {g.key, g.n, g.lo_text, g.hi_text, g.id, g.text or false} end
+for _, g in ipairs(order) do out[#out + 1] = g end
 return out
