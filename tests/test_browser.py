@@ -1,7 +1,8 @@
 """The panels in a real browser: JupyterLab (headless, 127.0.0.1, a token) on a
 small notebook, a real Valkey through EMQ_URL, Debian's Chromium driven by
 Playwright. Clicks Pause / Resume in the QueuePanel and Reprocess in the
-DeadLetterPanel, and checks each through a separate redis client. The dashboard
+DeadLetterPanel (and there its filter, Preview and Reprocess previewed), and checks
+each through a separate redis client. The dashboard
 twice: in JupyterLab (click a queue, filter the dead jobs, select two rows of the
 grid, Reprocess) and served by Voilà (the overview's queues and counts, Pause).
 
@@ -167,6 +168,21 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
             assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad") is None
             assert spy.hget(f"emq:{{{Q}}}:job:j_bad", "failures") == "1"
             page.get_by_text("1 reprocessed").wait_for()
+
+            # triage: a second dead job, found by the filter, previewed, reprocessed
+            jobs.enqueue(conn, Q, '{"to": "nobody"}', id="j_bad2", max_attempts=1)
+            spy.zadd(f"emq:{{{Q}}}:pending", {"j_bad2": -1})
+            assert jobs.claim(conn, Q, 60_000)[0] == "j_bad2"
+            jobs.fail(conn, Q, "j_bad2", "SMTP 550: mailbox unavailable")
+            page.get_by_placeholder("error glob, e.g. SMTP 5*").fill("SMTP 550*")
+            page.locator("button.widget-button", has_text=re.compile(r"^\s*Filter\s*$")).click()
+            page.locator("button.widget-button", has_text=re.compile(r"^\s*Preview\s*$")).click()
+            page.get_by_text("Preview: 1 dead jobs").wait_for()
+            page.get_by_role("button", name="Reprocess previewed").click()
+            wait_for(lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad2") is not None,
+                     "j_bad2 to move to pending")
+            assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad2") is None
+            page.get_by_text("reprocess previewed: 1 reprocessed").wait_for()
 
             page.get_by_role("button", name="Pause").click()            # shown paused
             wait_for(lambda: spy.hexists(f"emq:{{{Q}}}:meta", "paused"), "paused again")
