@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 
 from common import args, connect, fill, ratio_line, server
+
 from emq_notebook import scripts
 from emq_notebook.keyspace import base, job_key, queue_key
 
@@ -109,7 +110,8 @@ def main() -> None:
             conn.client.flushall()
             fill(conn, Q, 3)
             cycles(conn, claim, complete, 3)
-            assert conn.client.exists(queue_key(Q, "lat:minutes"), queue_key(Q, "metrics:claimed")) == recorded
+            written = conn.client.exists(queue_key(Q, "lat:minutes"), queue_key(Q, "metrics:claimed"))
+            assert written == recorded
             assert conn.client.exists(queue_key(Q, "metrics:completed")) == 1
         runs = [run(conn, live, bare, a.jobs) for _ in range(a.repeat)]
     # a chunk's time is its cycles' mean; the median chunk of each side is robust to the
