@@ -76,7 +76,7 @@ def throughput(conn: Connection, q: str, since: str = "1h") -> Figure:
     steps = pd.concat([m, m.iloc[-1:].set_axis(m.index[-1:] + MINUTE)])
     # fixed margins, not a layout engine: a live view redraws this every few seconds
     fig = Figure(figsize=(8, 3.6))
-    fig.subplots_adjust(left=0.08, right=0.98, top=0.9, bottom=0.15)
+    fig.subplots_adjust(left=0.08, right=0.96, top=0.9, bottom=0.15)
     ax = fig.add_subplot()
     at = pd.DatetimeIndex(steps.index).to_pydatetime()
     for kind, style in (("completed", "-"), ("failed", "-"), ("claimed", "--")):
@@ -102,7 +102,7 @@ def latency(conn: Connection, q: str, since: str = "1h") -> Figure:
     lat = frames.latency(conn, q)
     lat = lat[lat.index >= start.floor("min")]
     fig = Figure(figsize=(8, 5.2))
-    fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=0.1, hspace=0.3)
+    fig.subplots_adjust(left=0.08, right=0.96, top=0.88, bottom=0.1, hspace=0.3)
     wait_ax, run_ax = fig.subplots(2, 1, sharex=True)
     fig.suptitle(f"{q}: wait and run time, {window}")
     for ax, kind, title in ((wait_ax, "wait", "waiting for a worker (ready to claimed)"),

@@ -32,7 +32,7 @@ if row[1] then lane_release(base, row[1]) end
 release_dedup(base, row[2], id)
 del_job(base, id)
 local now = now_ms()
-bump_metric(base, 'completed', now)
+bump_metric(base, 'completed', now, keep)
 local claimed_at = whole_of(row[5])
 if claimed_at then record_latency(base, 'run', now - claimed_at, now, keep) end
 emit(base, {event = 'completed', job = id, attempts = nums.attempts})

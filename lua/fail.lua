@@ -34,7 +34,7 @@ redis.call('HDEL', jk, 'owner')
 if row[1] then lane_release(base, row[1]) end
 local failures = redis.call('HINCRBY', jk, 'failures', 1)
 redis.call('HSET', jk, 'last_error', ARGV[2])
-bump_metric(base, 'failed', now)
+bump_metric(base, 'failed', now, keep)
 local claimed_at = whole_of(row[4])
 if claimed_at then record_latency(base, 'run', now - claimed_at, now, keep) end
 local attempts = nums.attempts

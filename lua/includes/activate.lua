@@ -9,19 +9,20 @@
 -- node's) is claimed all the same, its wait not measured.
 local function activate(base, id, lease, token, now, keep)
   local jk = base .. 'job:' .. id
-  local since = redis.call('HMGET', jk, 'created_at', 'due_at')
+  -- read before the writes below, which leave these fields as they are
+  local read = redis.call('HMGET', jk, 'payload', 'created_at', 'due_at')
   local att = redis.call('HINCRBY', jk, 'attempts', 1)
   redis.call('HSET', jk, 'state', 'active', 'claimed_at', string.format('%.0f', now))
   if token ~= '' then redis.call('HSET', jk, 'owner', token) else redis.call('HDEL', jk, 'owner') end
   redis.call('ZADD', base .. 'active', now + lease, id)
   redis.call('SET', jk .. ':lock', token ~= '' and token or '1', 'PX', lease)
-  bump_metric(base, 'claimed', now)
+  bump_metric(base, 'claimed', now, keep)
   -- the job was ready at the later of its creation and its due time
-  local created, due = whole_of(since[1]), whole_of(since[2])
+  local created, due = whole_of(read[2]), whole_of(read[3])
   local ready = (created and due and math.max(created, due)) or created or due
   if ready then record_latency(base, 'wait', now - ready, now, keep) end
   emit(base, {event = 'active', job = id, attempts = att})
-  return {id, redis.call('HGET', jk, 'payload'), att}
+  return {id, read[1], att}
 end
 
 -- a lease a claim can set: a whole number of ms, at most a year (what SET PX takes)

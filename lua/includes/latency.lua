@@ -24,9 +24,13 @@ local function record_latency(base, kind, ms, now, keep)
   local minute = string.format('%.0f', math.floor(now / 60000))
   local hk = base .. 'lat:' .. kind .. ':' .. minute
   local bucket = string.format('%d', lat_bucket(math.max(ms, 0)))
-  if type(redis.pcall('HINCRBY', hk, bucket, 1)) == 'table' then
-    redis.pcall('HSET', hk, bucket, '1')
+  local n = redis.pcall('HINCRBY', hk, bucket, 1)
+  if type(n) == 'table' then
+    if type(redis.pcall('HSET', hk, bucket, '1')) == 'table' then return end
+    n = 1
   end
+  -- a bucket counted before in this minute means the minute is in the index already
+  if n ~= 1 then return end
   local index = base .. 'lat:minutes'
   if redis.pcall('ZADD', index, 'NX', minute, minute) == 1 then
     local over = redis.call('ZCARD', index) - keep
