@@ -53,27 +53,39 @@ def consistency_problems(conn, q: str) -> list[str]:
             if k.startswith(prefix + "job:") and not k.endswith((":logs", ":lock"))}
     problems = [f"orphan {k}" for k in keys
                 if k.endswith((":logs", ":lock")) and k[len(prefix) + 4:-5] not in rows]
+    # the reads go in a few pipelined round trips; what is read is the same
+    pipe = r.pipeline(transaction=False)
+    states = ("pending", "active", "schedule", "dead")
+    for state in states:
+        pipe.zrange(prefix + state, 0, -1)
+    pipe.smembers(prefix + "groups")
+    pipe.hgetall(prefix + "dedup")
+    *members, groups, dedup = pipe.execute()
     place: dict[str, list[str]] = {}
-    for state in ("pending", "active", "schedule", "dead"):
-        for m in r.zrange(prefix + state, 0, -1):
+    for state, ids in zip(states, members, strict=True):
+        for m in ids:
             place.setdefault(m, []).append(state)
-    groups = sorted(r.smembers(prefix + "groups"))
+    groups = sorted(groups)
     for g in groups:
-        for m in r.zrange(prefix + f"g:{g}:pending", 0, -1):
+        pipe.zrange(prefix + f"g:{g}:pending", 0, -1)
+        pipe.hget(prefix + f"g:{g}:meta", "active")
+    lane_reads = pipe.execute()
+    for g, ids in zip(groups, lane_reads[0::2], strict=True):
+        for m in ids:
             place.setdefault(m, []).append(f"lane {g}")
     problems += [f"{i} is in {where}" for i, where in place.items() if len(where) != 1]
     problems += [f"{i} is in a set but has no row" for i in set(place) - rows]
     problems += [f"row {i} is in no set" for i in rows - set(place)]
+    flying = [i for i in place if place[i] == ["active"] and i in rows]
+    for i in flying:
+        pipe.hget(prefix + "job:" + i, "group")
     in_flight: dict[str, int] = {}
-    for i in place:
-        if place[i] == ["active"] and i in rows:
-            g = r.hget(prefix + "job:" + i, "group")
-            if g:
-                in_flight[g] = in_flight.get(g, 0) + 1
-    for g in groups:
-        counted = int(r.hget(prefix + f"g:{g}:meta", "active") or 0)
-        if counted != in_flight.get(g, 0):
-            problems.append(f"lane {g} counts {counted} in flight, holds {in_flight.get(g, 0)}")
+    for g in pipe.execute():
+        if g:
+            in_flight[g] = in_flight.get(g, 0) + 1
+    for g, counted in zip(groups, lane_reads[1::2], strict=True):
+        if int(counted or 0) != in_flight.get(g, 0):
+            problems.append(f"lane {g} counts {int(counted or 0)} in flight, holds {in_flight.get(g, 0)}")
     problems += [f"dedup {k} held by {v}, which has no row"
-                 for k, v in r.hgetall(prefix + "dedup").items() if v not in rows]
+                 for k, v in dedup.items() if v not in rows]
     return problems

@@ -19,18 +19,28 @@ def backend(request):
 
 
 def events(conn, q, action):
+    """Every event `action()` publishes on q's channel, in order. A marker published on
+    the same channel after the action comes back after all of them (one channel's
+    messages arrive in order), so nothing is waited for once it is here."""
+    channel = f"emq:{{{q}}}:events"
     ps = conn.client.pubsub()
-    ps.subscribe(f"emq:{{{q}}}:events")
+    ps.subscribe(channel)
     deadline = time.time() + 2
     while ps.get_message(timeout=0.1) is None and time.time() < deadline:
         pass
     action()
+    marker = f"end of the action {time.time_ns()}"
+    conn.client.publish(channel, marker)
     out = []
-    deadline = time.time() + 1.0
+    deadline = time.time() + 5
     while time.time() < deadline:
         m = ps.get_message(timeout=0.1)
         if m and m["type"] == "message":
+            if m["data"] == marker:
+                break
             out.append(json.loads(m["data"]))
+    else:
+        raise AssertionError(f"the marker never came back; seen {out}")
     ps.close()
     return out
 

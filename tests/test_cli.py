@@ -6,11 +6,19 @@ import sys
 
 import pytest
 
+import emq_notebook as emq
+from emq_notebook import admin, jobs
+
 EMQ = [shutil.which("emq") or "", ] if shutil.which("emq") else [sys.executable, "-m", "emq_notebook.cli"]
 
 
 def run(*args, url):
     return subprocess.run([*EMQ, "--url", url, *args], capture_output=True, text=True, timeout=60)
+
+
+# Each shell command is a fresh interpreter importing the package (seconds on a busy
+# machine), so a test's set-up goes through the Python API; the shell's own enqueue
+# and pause are tested in test_a_shell_session.
 
 
 @pytest.fixture
@@ -50,9 +58,10 @@ def test_the_shell_reads_pyproject_and_gates_every_destructive_call(url, tmp_pat
     import redis
     (tmp_path / "pyproject.toml").write_text("[tool.emq_notebook]\nconfirm_above = 3\n")
     r = redis.Redis.from_url(url, decode_responses=True)
+    conn = emq.connect(url)
     for i in range(5):
-        run("enqueue", "mail", "{}", "--id", f"j_{i}", url=url)
-    run("pause", "mail", url=url)
+        jobs.enqueue(conn, "mail", "{}", id=f"j_{i}")
+    admin.pause(conn, "mail")
 
     def here(*args):
         return subprocess.run([*EMQ, "--url", url, *args], capture_output=True, text=True, timeout=60,
@@ -67,7 +76,7 @@ def test_the_shell_reads_pyproject_and_gates_every_destructive_call(url, tmp_pat
 
 
 def test_free_text_help_words_are_data_in_the_shell(url):
-    run("enqueue", "mail", "{}", "--id", "j_1", url=url)
+    jobs.enqueue(emq.connect(url), "mail", "{}", id="j_1")
     out = run("log", "mail", "j_1", "the", "flag", "is", "--help", url=url)
     assert out.returncode == 0 and "has 1 log lines" in out.stdout
     assert run("logs", "mail", "j_1", url=url).stdout.strip() == "the flag is --help"
@@ -82,17 +91,26 @@ def test_foreign_bytes_print_as_escapes_on_a_strict_terminal(url):
 
     import redis
     r = redis.Redis.from_url(url)
-    run("enqueue", "mail", "{}", "--id", "j_1", url=url)
+    jobs.enqueue(emq.connect(url), "mail", "{}", id="j_1")
     r.hset("emq:{mail}:job:j_1", mapping={"payload": b'{"x": "\xff"}', "last_error": b"bad \xfe"})
     r.rpush("emq:{mail}:job:j_1:logs", b"line \xfd")
     strict = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
-    for verb, shown in (("job", ['payload: {"x": "\\xff"}', "last_error: bad \\xfe"]),
-                        ("jobs", ['{"x": "\\xff"}', "bad \\xfe"]), ("logs", ["line \\xfd"])):
-        out = subprocess.run([*EMQ, "--url", url, verb, "mail", *(["j_1"] if verb != "jobs" else [])],
-                             capture_output=True, text=True, timeout=60, env=strict)
-        assert (out.returncode, out.stderr) == (0, ""), out
-        for text in shown:
-            assert text in out.stdout, (verb, out.stdout)
+    cases = (("job", ['payload: {"x": "\\xff"}', "last_error: bad \\xfe"]),
+             ("jobs", ['{"x": "\\xff"}', "bad \\xfe"]), ("logs", ["line \\xfd"]))
+    # three reads of a keyspace nothing changes meanwhile: run side by side
+    started = [subprocess.Popen([*EMQ, "--url", url, verb, "mail", *(["j_1"] if verb != "jobs" else [])],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=strict)
+               for verb, _ in cases]
+    try:
+        for (verb, shown), proc in zip(cases, started, strict=True):
+            stdout, stderr = proc.communicate(timeout=60)
+            out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+            assert (out.returncode, out.stderr) == (0, ""), out
+            for text in shown:
+                assert text in out.stdout, (verb, out.stdout)
+    finally:
+        for proc in started:
+            proc.kill()             # only one still running (a failed test) is signalled
 
 
 def test_a_url_and_embedded_together_are_a_usage_error(url):

@@ -9,6 +9,7 @@ Each test is bounded: a few thousand jobs, one kill, one restart.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -45,12 +46,24 @@ def restart(srv: ValkeyServer) -> None:
     srv.start()
 
 
+@contextlib.contextmanager
+def unsynced(conn):
+    """Setting the scene at `appendfsync no`: the server still writes every command to
+    the AOF file before it replies, so a SIGKILL (which spares the page cache) loses
+    nothing acknowledged; only a power cut would. The loop that is killed runs at
+    `always` again. (An fsync per enqueue made the set-up most of these tests' time.)"""
+    conn.client.config_set("appendfsync", "no")
+    try:
+        yield
+    finally:
+        conn.client.config_set("appendfsync", "always")
+
+
 def fill(conn, n: int) -> None:
-    pipe_size = 500
-    for start in range(0, n, pipe_size):
-        for i in range(start, min(n, start + pipe_size)):
+    with unsynced(conn):
+        for i in range(n):
             jobs.enqueue(conn, Q, f'{{"i": {i}}}', id=f"j{i:05d}", dedup=f"k{i}" if i % 10 == 0 else None)
-    jobs.enqueue(conn, NEIGHBOUR, "keep me", id="j_keep")
+        jobs.enqueue(conn, NEIGHBOUR, "keep me", id="j_keep")
 
 
 def kill_after(srv: ValkeyServer, calls: int):
@@ -111,12 +124,14 @@ def test_drain_killed_midway_converges_and_spares_what_is_in_flight(server):
 def test_bulk_reprocess_killed_midway_loses_no_job(server):
     conn = emq.connect(f"redis://127.0.0.1:{server.port}/0")
     n = 1200
-    for i in range(n):
-        jobs.enqueue(conn, Q, str(i), id=f"j{i:05d}", max_attempts=1, group="acme" if i % 7 == 0 else None)
-    lanes.set_limit(conn, Q, "acme", n)
-    for _ in range(n):
-        got = jobs.claim(conn, Q, 60_000) or lanes.claim(conn, Q, 60_000)
-        jobs.fail(conn, Q, got[0], "boom")
+    with unsynced(conn):
+        for i in range(n):
+            jobs.enqueue(conn, Q, str(i), id=f"j{i:05d}", max_attempts=1,
+                         group="acme" if i % 7 == 0 else None)
+        lanes.set_limit(conn, Q, "acme", n)
+        for _ in range(n):
+            got = jobs.claim(conn, Q, 60_000) or lanes.claim(conn, Q, 60_000)
+            jobs.fail(conn, Q, got[0], "boom")
     assert conn.client.zcard(f"emq:{{{Q}}}:dead") == n
     progress, _ = kill_after(server, 2)
     run_until_killed(lambda: admin.reprocess_dead(conn, Q, budget=100, progress=progress))

@@ -17,7 +17,7 @@ import logging
 import time
 
 import pytest
-from helpers import consistency_problems, dump, keys_of
+from helpers import consistency_problems, dump, keys_of, open_conn, server_for
 
 from emq_notebook import Worker, admin, jobs, lanes, repeat
 from emq_notebook.checks import MAX_WHOLE
@@ -29,14 +29,48 @@ P = f"emq:{{{Q}}}:"
 EXECUTORS = ("script", "function")
 FIELDS = ("attempts", "failures", "stalled", "max_attempts", "backoff", "priority")
 BAD = ("three", "", "1e999", "nan")
-SHORT = 1          # a lease that is over by the time the next line runs
-PAST = 0.02        # seconds to be sure of it
+SHORT = 1          # a lease (or a delay) that is over a moment later: see `until_past`
+
+
+@pytest.fixture(scope="module")
+def clients():
+    """One client per backend for the whole module (opened, and the function library
+    loaded, once); each test still starts on a flushed keyspace."""
+    return {}
+
+
+@pytest.fixture
+def conn(backend, request, clients):
+    if backend not in clients:
+        clients[backend] = open_conn(backend, server_for(backend, request))
+    clients[backend].client.flushall()
+    return clients[backend].with_executor("script")
+
+
+@pytest.fixture
+def connect_as(conn):
+    """Another session on the same server (its own worker token): `connect_as("function")`."""
+    return conn.with_executor
 
 
 @pytest.fixture(params=EXECUTORS)
 def ex(request, conn, connect_as):
     """The connection under test, with each executor."""
     return connect_as(request.param)
+
+
+def until_past(conn, key: str) -> None:
+    """Wait until the server's clock is past every score in the sorted set `key` (lease
+    deadlines, due times), polling its TIME: a millisecond or two, at most 5 seconds."""
+    top = conn.client.zrange(key, -1, -1, withscores=True)
+    due = top[0][1] if top else 0
+    deadline = time.monotonic() + 5
+    while True:
+        seconds, micros = conn.client.time()
+        if seconds * 1000 + micros // 1000 > due:
+            return
+        assert time.monotonic() < deadline, f"the server clock never passed {due} in {key}"
+        time.sleep(0.001)
 
 
 def corrupt(conn, job_id: str, field: str, value: str) -> None:
@@ -108,7 +142,7 @@ def test_the_issue_example_a_bad_max_attempts_is_never_lost(conn, ex):
         repeat.register(ex, Q, "nightly", 1, "{}", max_attempts="three")
     assert dump(conn) == {}
     repeat.register(ex, Q, "nightly", 1, "{}", max_attempts=2)
-    time.sleep(PAST)
+    until_past(conn, P + "repeat")
     (made,) = repeat.tick(ex, Q)
     corrupt(conn, made, "max_attempts", "three")
     refused_unchanged(conn, lambda: jobs.claim(ex, Q, 60_000))
@@ -153,7 +187,7 @@ def _expired(conn, ids, group=None):
     for job_id in ids:
         jobs.enqueue(conn, Q, job_id, id=job_id, group=group)
         (lanes.claim if group else jobs.claim)(conn, Q, SHORT)
-    time.sleep(PAST)
+    until_past(conn, P + "active")
 
 
 @pytest.mark.parametrize("field", FIELDS)
@@ -188,7 +222,7 @@ def test_expire_skips_a_grouped_row_whose_lane_meta_is_bad(conn, ex):
 def test_promote_skips_a_bad_row_and_leaves_it_scheduled(conn, ex, field, value):
     for job_id in ("j_1", "j_2"):
         jobs.enqueue(conn, Q, job_id, id=job_id, delay_ms=1)
-    time.sleep(PAST)
+    until_past(conn, P + "schedule")
     corrupt(conn, "j_1", field, value)
     before = dump(conn)
     assert jobs.promote(ex, Q, budget=1) == 1
@@ -273,7 +307,7 @@ def test_repeat_tick_skips_a_bad_definition(conn, ex):
                 '{"every": 1, "payload": "{}", "max_attempts": "three"}'):
         conn.client.hset(defs, "bad", bad)
         conn.client.zadd(P + "repeat", {"bad": 0})
-        time.sleep(PAST)
+        until_past(conn, P + "repeat")
         before = dump(conn)
         made = repeat.tick(ex, Q, max_jobs=1)
         assert len(made) == 1 and jobs.get_job(conn, Q, made[0])["payload"] == "{}"
@@ -349,7 +383,7 @@ def test_a_worker_whose_lease_was_lost_is_refused_not_owner(conn, connect_as, ve
         claim = lanes.claim if group else jobs.claim
         jobs.enqueue(conn, Q, "x", id="j_1", group=group, max_attempts=5)
         assert claim(first, Q, SHORT).id == "j_1"
-        time.sleep(PAST)
+        until_past(conn, P + "active")
         assert jobs.expire_leases(conn, Q) == 1
         assert claim(second, Q, 60_000) == ("j_1", "x", 2)
         stale = (lambda first=first: jobs.complete(first, Q, "j_1")) if verb == "complete" else \
@@ -382,7 +416,7 @@ def test_worker_survives_a_lost_lease_and_a_vanished_job(conn, connect_as, caplo
 
     def handler(job_id, payload, attempts):
         if job_id == "j_0":            # the lease runs out and another worker takes it
-            time.sleep(PAST)
+            until_past(conn, P + "active")
             jobs.expire_leases(thief, Q)
             jobs.claim(thief, Q, 60_000)
         elif job_id == "j_1":          # an operator finished it under the worker
@@ -465,7 +499,7 @@ def test_a_ghost_at_the_head_never_stops_a_claim(conn, ex, group):
 def test_expire_and_promote_drop_ghosts_uncounted(conn, ex):
     _expired(conn, ["j_1"])
     jobs.enqueue(conn, Q, "s", id="j_2", delay_ms=1)
-    time.sleep(PAST)
+    until_past(conn, P + "schedule")
     conn.client.zadd(P + "active", {"ghost": 0})
     conn.client.zadd(P + "schedule", {"ghost": 0})
     assert jobs.expire_leases(ex, Q) == 1
