@@ -71,13 +71,21 @@ end
 local start = rank_after(set, ARGV[1], ARGV[2])
 local batch = redis.call('ZRANGE', set, start, start + tonumber(ARGV[3]) - 1, 'WITHSCORES')
 -- the batch comes in score order: a group's first row has its least score, its last the greatest
-local groups, order = {}, {}
+local groups, order, seen = {}, {}, {}
 for i = 1, #batch, 2 do
   local id, score = batch[i], batch[i + 1]
   local jk = base .. 'job:' .. id
   local text = redis.call('HGET', jk, 'last_error')
   if text or redis.call('EXISTS', jk) == 1 then
-    local key = text and key_of(text) or ''
+    -- the same text again (a fixed message) is not read twice
+    local key = ''
+    if text then
+      key = seen[text]
+      if not key then
+        key = key_of(text)
+        seen[text] = key
+      end
+    end
     local g = groups[key]
     if g then
       g[2], g[4] = g[2] + 1, score
