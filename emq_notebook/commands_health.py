@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import frames, plots
+from . import frames, health, plots
 from .commands import QUEUE, Session
 from .errors import EMQError
 from .grammar import duration
@@ -28,8 +28,8 @@ def _health(s: Session, ns: Namespace) -> pd.DataFrame:
     h = frames.health(s.conn, None if ns.queue is None else [ns.queue])
     if h.empty:
         s.say("no queue on this server")
-    for q, row in h.iterrows():
-        s.say(f"{q}: {row['verdict']} — {row['why']}")
+    for line in health.verdict_lines(h):
+        s.say(line)
     return h
 
 

@@ -249,3 +249,9 @@ def judge(row: dict[str, Any], now: int, last_claim_minute: int | None,
         return "idle", f"nothing pending or in flight and no work in the last 5 min{later}"
     return "ok", (f"{claimed:,} claimed, {completed:,} completed in the last 5 min; "
                   f"wait p95 {ms_text(row['wait_p95_5m'])}; {_jobs(pending)}, {in_flight}")
+
+
+def verdict_lines(frame: pd.DataFrame) -> list[str]:
+    """One line per queue of a `health` frame, as an operator reads it first:
+    `reports: stuck — 3,120 pending and no claim for 7 min; ...`."""
+    return [f"{q}: {row['verdict']} — {row['why']}" for q, row in frame.iterrows()]

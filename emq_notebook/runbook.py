@@ -12,6 +12,8 @@ way lives here:
   does. With `APPLY = True` it calls `precheck()` on the live server first and, when
   the step's precondition no longer holds, raises `PreconditionFailed` before the
   step writes anything; then it runs `apply()` and prints what it did.
+- `Runbook.glance(plot)` opens the diagnosis: the queue's health verdict and why,
+  printed, and its throughput (or latency) plot, shown as an image.
 - `Runbook.verify(outcome)` is the last cell: with `APPLY = True` every check must
   hold, else `OutcomeNotReached` fails the notebook.
 
@@ -31,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import admin, frames, jobs, lanes, repeat, triage
+from . import admin, frames, health, jobs, lanes, plots, repeat, triage
 from .connector import Connection, connect
 from .decoding import printable
 from .errors import BadInput, Gone, Halted, NotDead, OutcomeNotReached, PreconditionFailed
@@ -186,6 +188,24 @@ class Runbook:
         shown = health if health is not None else frames.counts
         frame = shown(self.conn, [self.queue])
         _show(frame)
+        return frame
+
+    def glance(self, plot: str = "throughput", since: str = "1h") -> pd.DataFrame:
+        """The queue's health verdict and why, printed with the time (they are part of
+        the incident record, kept as text), then its `plot` over the last `since`:
+        "throughput" (claimed, completed and failed per minute) or "latency" (wait and
+        run percentiles). The figure is shown once, as an image, and not returned (a
+        returned figure would show twice). Reads only: `frames.health` and the plot read
+        the counts, metrics and histograms, and write nothing. Answers the health frame."""
+        draw = {"throughput": plots.throughput, "latency": plots.latency}.get(plot)
+        if draw is None:
+            raise BadInput(f"plot is 'throughput' or 'latency', not {plot!r}")
+        frame = frames.health(self.conn, [self.queue])
+        for line in health.verdict_lines(frame):
+            self.say(f"health: {line}")
+        fig = draw(self.conn, self.queue, since=since)
+        plots.show_in_notebook()
+        _show(fig)
         return frame
 
 

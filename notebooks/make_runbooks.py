@@ -57,6 +57,12 @@ def opening(name: str, knobs: str) -> list:
     ]
 
 
+def glance(about: str) -> list:
+    """The diagnosis opens with the queue's verdict and why (printed: the record keeps
+    it) and its jobs per minute over the last hour (an image). Reads only."""
+    return [md(f"## At a glance\n\n{about.strip()}"), code('rb.glance("throughput");')]
+
+
 PARAMS = '''
 EMQ_URL = None      # the server: None reads the EMQ_URL environment variable, else the embedded default
 QUEUE = "{queue}"
@@ -90,6 +96,10 @@ LIMIT = 10_000      # read at most this many dead letters
 ''', "parameters"),
     *opening("10-triage-dead-letters", ", SIGNATURE=SIGNATURE, MEND_FROM=MEND_FROM, MEND_TO=MEND_TO, "
              "RATE=RATE, TRIAL=TRIAL, STOP_IF_FAILING=STOP_IF_FAILING, WATCH_S=WATCH_S"),
+    *glance("""
+The queue's verdict (`failing`: at least half of the jobs finished in the last 5 minutes
+failed) and its jobs per minute over the last hour. The red line is the failures: while
+it stays up, the cause is still there, and what is reprocessed dies again."""),
     md("## The dead letters by signature"),
     code("""
 groups = emq.triage.errors(conn, QUEUE, "dead")
@@ -282,6 +292,10 @@ LANE_LIMITS = {}    # raise these lanes' limits, e.g. {"acme": 4}
 BUDGET = 1000       # jobs per bounded call
 ''', "parameters"),
     *opening("12-stuck-queue", ", OVERDUE_S=OVERDUE_S, LANE_LIMITS=LANE_LIMITS, BUDGET=BUDGET"),
+    *glance("""
+The queue's verdict (`paused` by an operator; `stuck`: a backlog and no claim for 5
+minutes) and its jobs per minute over the last hour: when the claims (dashed) stopped
+is when the queue stopped moving."""),
     md("## Why nothing moves"),
     code("""
 now = emq.runbook.server_ms(conn)

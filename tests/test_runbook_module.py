@@ -89,6 +89,21 @@ def test_verify_fails_the_notebook_only_when_applied(conn, capsys):
         runbook.Runbook("t", conn, "q", False, {}).verify({})
 
 
+def test_glance_prints_the_verdict_and_writes_nothing(conn, capsys):
+    for i in range(4):
+        jobs.enqueue(conn, "q", "{}", id=f"j_{i}", max_attempts=1)
+        jobs.fail(conn, "q", jobs.claim(conn, "q", 60_000).id, "boom")
+    rb = book(conn, False)
+    before = dump(conn.client)
+    assert rb.glance("latency").loc["q", "verdict"] == "failing"
+    assert rb.glance().loc["q", "verdict"] == "failing"
+    assert changed(before, dump(conn.client)) == []
+    out = capsys.readouterr().out
+    assert out.count("health: q: failing — 4 of 4 jobs finished in the last 5 min failed (100%)") == 2
+    with pytest.raises(emq.BadInput, match="plot is 'throughput' or 'latency'"):
+        rb.glance("speed")
+
+
 def test_the_readers(conn):
     now = runbook.server_ms(conn)
     for i in range(3):

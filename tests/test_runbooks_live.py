@@ -15,6 +15,7 @@ writing cell, the queue byte-identical. No mocks: kernels, server and workers ar
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import os
@@ -93,7 +94,8 @@ def run(url, tmp_path):
                                        **hooks)
         except papermill.PapermillExecutionError as exc:
             error = exc
-        text = said(nbformat.read(out, 4))
+        run.nb = nbformat.read(out, 4)
+        text = said(run.nb)
         if before is not None:
             assert fired, f"no cell holds {before[0]!r}"
         if fails is None:
@@ -144,6 +146,16 @@ def assert_untouched(run, live, name, **params):
     text = run(name, True, **params)
     assert changed(before, dump(live.client)) == []
     return text
+
+
+def glanced(nb, queue):
+    """The glance cell's verdict line (printed, for the record), after an inline PNG check."""
+    cell = next(c for c in nb.cells if c.source.startswith("rb.glance("))
+    pngs = [o["data"]["image/png"] for o in cell.outputs if "image/png" in o.get("data", {})]
+    assert len(pngs) == 1 and base64.b64decode(pngs[0])[:4] == b"\x89PNG"
+    lines = [ln for o in cell.outputs for ln in o.get("text", "").splitlines() if "health: " in ln]
+    assert len(lines) == 1 and f"health: {queue}: " in lines[0], lines
+    return lines[0].split(f"health: {queue}: ", 1)[1]
 
 
 def head_of_record(text, url, queue, apply):
@@ -244,6 +256,7 @@ def test_12_stuck_queue(run, live, url, workers):
     text = run("12-stuck-queue", False, **params)
     assert changed(before, dump(live.client)) == []
     head_of_record(text, url, q, False)
+    assert glanced(run.nb, q).startswith("paused — paused by an operator")    # the stage paused it
     assert "put 2 jobs whose lease passed back to pending" in text
     assert "make 3 overdue scheduled jobs ready" in text
     assert "resume 1 paused lanes holding 3 jobs" in text and f"resume {q}: 6 waiting jobs" in text
@@ -434,6 +447,8 @@ def test_10_triage_dead_letters(run, live, url, workers):
     text = run("10-triage-dead-letters", False, **params)
     assert changed(before, dump(live.client)) == []
     head_of_record(text, url, q, False)
+    # the stage: 18 of its 24 jobs died at their one attempt, 6 were delivered: 75% >= 50%
+    assert glanced(run.nb, q).startswith("failing — 18 of 24 jobs finished in the last 5 min failed (75%)")
     assert "ValueError: SMTP <num>: bad recipient <str>" in text and "KeyError: <str>" in text
     assert "16 dead letters chosen, 2 left alone" in text
     assert "replace the payload of 16 chosen dead letters" in text
