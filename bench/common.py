@@ -103,40 +103,68 @@ def ratio_line(name: str, value: float, target: str) -> str:
     return f"{name}: {value:.2f} (target {target})"
 
 
-def _ping(port: int, stop, worst, ready) -> None:
-    client = redis.Redis(port=port)
-    client.ping()
+# PING round trips are counted in buckets of 1 ms; the last bucket holds the rest
+BUCKETS = 2000
+
+
+def _ping_once(client: redis.Redis) -> None:
+    """One PING answered: a BUSY reply (a script past the busy threshold) is
+    retried until the server answers PONG."""
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.ResponseError as exc:
+            if not str(exc).startswith("BUSY"):
+                raise
+            time.sleep(0.001)
+
+
+def _ping(port: int, stop, worst, counts, ready) -> None:
+    client = redis.Redis(port=port, socket_timeout=None)
+    _ping_once(client)
     ready.set()
     while not stop.is_set():
         t = time.perf_counter()
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ResponseError as exc:
-                # a script past the busy threshold: the server answers BUSY until it
-                # ends, so this PING waits, and the wait counts
-                if not str(exc).startswith("BUSY"):
-                    raise
-                time.sleep(0.001)
-        worst.value = max(worst.value, time.perf_counter() - t)
+        _ping_once(client)
+        took = time.perf_counter() - t
+        worst.value = max(worst.value, took)
+        counts[min(int(took * 1000), BUCKETS)] += 1
         time.sleep(0.0005)
 
 
 class Pinger:
     """PING from another process (no GIL shared with the loop it watches) until
-    stopped; keeps the worst round trip. A BUSY reply (a long script running) is
-    retried, and the PING's time runs until the server answers PONG."""
+    stopped; keeps the worst round trip and how many took each millisecond. A BUSY
+    reply (a long script running) is retried, and the PING's time runs until the
+    server answers PONG."""
 
     def __init__(self, port: int):
         self._stop, ready = mp.Event(), mp.Event()
         self._worst = mp.Value("d", 0.0)
-        self._proc = mp.Process(target=_ping, args=(port, self._stop, self._worst, ready), daemon=True)
+        self._counts = mp.Array("l", BUCKETS + 1)
+        self._proc = mp.Process(target=_ping, args=(port, self._stop, self._worst, self._counts, ready),
+                                daemon=True)
         self._ready = ready
 
     @property
     def worst(self) -> float:
         return self._worst.value
+
+    def over(self, seconds: float) -> tuple[int, int]:
+        """(how many PINGs took `seconds` or longer, how many there were)."""
+        counts = list(self._counts)
+        return sum(counts[int(seconds * 1000):]), sum(counts)
+
+    def quantile(self, q: float) -> float:
+        """The `q` quantile of the round trips, in seconds (to the millisecond)."""
+        counts = list(self._counts)
+        want, seen = q * sum(counts), 0
+        for ms, c in enumerate(counts):
+            seen += c
+            if seen >= want:
+                return (ms + 1) / 1000
+        return self.worst
 
     def __enter__(self) -> Pinger:
         self._proc.start()

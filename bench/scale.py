@@ -109,10 +109,17 @@ def stage(conn, n: int, payloads: list[str]) -> None:
 # -- measuring ---------------------------------------------------------------------
 
 class Figure:
-    """One measured thing: seconds, the worst PING and the longest server call meanwhile."""
+    """One measured thing: seconds, the PINGs and the longest server call meanwhile."""
 
-    def __init__(self, seconds: float, ping: float, longest: float, result: object = None):
-        self.seconds, self.ping, self.longest, self.result = seconds, ping, longest, result
+    def __init__(self, seconds: float, pinger: Pinger, longest: float, result: object = None):
+        self.seconds, self.longest, self.result = seconds, longest, result
+        self.ping, self.p99 = pinger.worst, pinger.quantile(0.99)
+        self.slow, self.pings = pinger.over(0.020)
+
+    def pinged(self) -> str:
+        """`worst PING 31.2 ms (p99 1.0 ms; 3 of 20,118 over 20 ms)`."""
+        return (f"worst PING {ms(self.ping)} (p99 {ms(self.p99)}; {self.slow:,} of {self.pings:,} "
+                f"over 20 ms)")
 
 
 def longest_call(client) -> float:
@@ -128,7 +135,7 @@ def watched(srv, client, work: Callable[[], object]) -> Figure:
         t = time.perf_counter()
         result = work()
         took = time.perf_counter() - t
-    return Figure(took, pinger.worst, longest_call(client), result)
+    return Figure(took, pinger, longest_call(client), result)
 
 
 def quick(srv, client, work: Callable[[], object], tries: int = 5) -> Figure:
@@ -140,7 +147,7 @@ def quick(srv, client, work: Callable[[], object], tries: int = 5) -> Figure:
             t = time.perf_counter()
             result = work()
             times.append(time.perf_counter() - t)
-    return Figure(min(times), pinger.worst, longest_call(client), result)
+    return Figure(min(times), pinger, longest_call(client), result)
 
 
 # -- the full snapshot, each side in a fresh process (its own peak RSS) -------------
@@ -188,7 +195,7 @@ def full_snapshot(srv, client, side: str) -> Figure:
         child.start()
         took, rss, memory, rows = out.get(timeout=3600)
         child.join()
-    return Figure(took, pinger.worst, longest_call(client), {"rss": rss, "memory": memory, "rows": rows})
+    return Figure(took, pinger, longest_call(client), {"rss": rss, "memory": memory, "rows": rows})
 
 
 # -- a real IPython shell ----------------------------------------------------------
@@ -269,7 +276,7 @@ def bullmq_phase(py: Path, srv, client, phase: str, n: int) -> Figure:
     if run.returncode != 0:
         sys.exit(f"bullmq {phase} failed:\n{run.stderr[-3000:]}")
     got = json.loads(run.stdout.strip().splitlines()[-1])
-    return Figure(got["seconds"], pinger.worst, longest_call(client), got["counts"])
+    return Figure(got["seconds"], pinger, longest_call(client), got)
 
 
 # -- the run -----------------------------------------------------------------------
@@ -305,25 +312,25 @@ def main() -> None:
         counts = frames.counts(conn, [Q]).loc[Q]
         assert (counts["pending"], counts["schedule"], counts["dead"]) == \
             (part["pending"] + part["grouped"], part["schedule"], part["dead"]), counts
-        say(f"enqueue_many: {n / enq.seconds:,.0f} jobs/s ({enq.seconds:.1f}s), worst PING {ms(enq.ping)}, "
+        say(f"enqueue_many: {n / enq.seconds:,.0f} jobs/s ({enq.seconds:.1f}s), {enq.pinged()}, "
             f"longest call {ms(enq.longest)}   [set-up: {part['dead']:,} claimed and failed in "
             f"{time.perf_counter() - t:.1f}s]")
         targets.append(("enqueue_many worst PING", enq.ping, 0.020))
 
         # reads that must not read rows
         c = quick(srv, client, lambda: frames.counts(conn, [Q]))
-        say(f"frames.counts: {ms(c.seconds)} (target 50 ms), worst PING {ms(c.ping)}")
+        say(f"frames.counts: {ms(c.seconds)} (target 50 ms), {c.pinged()}")
         targets.append(("frames.counts", c.seconds, 0.050))
         health = getattr(frames, "health", None)
         if health is None:
             say("health: not built")
         else:
             h = quick(srv, client, lambda: health(conn, [Q]))
-            say(f"frames.health: {ms(h.seconds)} (target 50 ms), worst PING {ms(h.ping)}")
+            say(f"frames.health: {ms(h.seconds)} (target 50 ms), {h.pinged()}")
             targets.append(("frames.health", h.seconds, 0.050))
         s = quick(srv, client, lambda: frames.snapshot(conn, Q, limit=1000))
         assert len(s.result) == 1000
-        say(f"frames.snapshot(limit=1000): {ms(s.seconds)} (target 50 ms), worst PING {ms(s.ping)}")
+        say(f"frames.snapshot(limit=1000): {ms(s.seconds)} (target 50 ms), {s.pinged()}")
         targets.append(("snapshot(limit=1000)", s.seconds, 0.050))
 
         # the full snapshot, each side in its own process
@@ -333,7 +340,7 @@ def main() -> None:
             assert f.result["rows"] == n, f.result
             name = "floor (pipelined HGETALL)" if side == "floor" else f"frames.snapshot, {side}"
             say(f"{name:>32}: {f.seconds:.2f}s, peak RSS +{f.result['rss'] / 2**20:,.0f} MiB, frame "
-                f"{f.result['memory'] / 2**20:,.0f} MiB, worst PING {ms(f.ping)}")
+                f"{f.result['memory'] / 2**20:,.0f} MiB, {f.pinged()}")
         arrow, plain = full["arrow strings"].result, full["object strings"].result
         say(f"Arrow-backed strings: frame {arrow['memory'] / plain['memory']:.2f}x, peak RSS "
             f"{arrow['rss'] / plain['rss']:.2f}x the object-string frame's")
@@ -375,8 +382,9 @@ def main() -> None:
         assert client.dbsize() == 0, client.dbsize()
 
     adds = peer["add-dead"].seconds + peer["add-rest"].seconds
-    say(f"bullmq addBulk (chunks of 1,000): {n / adds:,.0f} jobs/s ({adds:.1f}s), worst PING "
-        f"{ms(max(peer['add-dead'].ping, peer['add-rest'].ping))}   [set-up: a Worker failed "
+    say(f"bullmq addBulk (chunks of 1,000): {n / adds:,.0f} jobs/s ({adds:.1f}s), "
+        f"{max(peer['add-dead'], peer['add-rest'], key=lambda f: f.ping).pinged()}, longest call "
+        f"{ms(max(peer['add-dead'].longest, peer['add-rest'].longest))}   [set-up: a Worker failed "
         f"{part['dead']:,} in {peer['fail'].seconds:.1f}s]")
     say(f"{'':>16} {'ours':>9} {'worst PING':>11} {'longest call':>13} | {'floor':>9} {'PING':>10} "
         f"| {'bullmq':>9} {'PING':>10}")
@@ -384,6 +392,9 @@ def main() -> None:
         fl, bq = floors[verb], peer[theirs]
         say(f"{verb:>16} {f.seconds:>8.2f}s {ms(f.ping):>11} {ms(f.longest):>13} | {fl.seconds:>8.2f}s "
             f"{ms(fl.ping):>10} | {bq.seconds:>8.2f}s {ms(bq.ping):>10}   (bullmq {theirs})")
+        say(f"{'':>16} ours: {f.pinged()}; bullmq's longest call {ms(bq.longest)}")
+        if bq.result["note"]:
+            say(f"{'':>16} bullmq {theirs}: {bq.result['note']}")
         targets.append((f"{verb} worst PING", f.ping, 0.020))
         targets.append((f"{verb}/floor", f.seconds / fl.seconds, 2.0))
     total, floor_total = sum(f.seconds for f in ours.values()), sum(f.seconds for f in floors.values())

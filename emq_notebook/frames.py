@@ -8,11 +8,12 @@ snapshot of seconds (bench/snapshot.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .checks import whole
 from .connector import Connection
@@ -93,10 +94,71 @@ def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELD
     """`fields` of each row of `ids` (None where absent), in batches of `BATCH` ids:
     one `@read_rows` call a batch, so only the shown fields cross the wire."""
     out: list[list] = []
-    for start in range(0, len(ids), BATCH):
-        out.extend(conn.run("read_rows", [base(q)], [len(fields), *fields, *ids[start:start + BATCH]],
-                            verb="jobs", queue=q))
+    for batch in _row_batches(conn, q, ids, fields):
+        out.extend(batch)
     return out
+
+
+def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]) -> Iterator[list]:
+    for start in range(0, len(ids), BATCH):
+        yield conn.run("read_rows", [base(q)], [len(fields), *fields, *ids[start:start + BATCH]],
+                       verb="jobs", queue=q)
+
+
+class _Text:
+    """A text column built a batch at a time as Arrow chunks, so each batch's Python
+    strings are freed as it goes (a million-row frame never holds them all at once).
+    A batch holding text Arrow refuses (the surrogates a non-UTF-8 byte decodes to)
+    turns the column into Python objects from then on; so does `TEXT = object`."""
+
+    def __init__(self) -> None:
+        self.chunks: list[pa.Array] = []
+        self.objects: list[str | None] | None = [] if TEXT is object else None
+
+    def add(self, values: Sequence[str | None]) -> None:
+        if self.objects is None:
+            try:
+                self.chunks.append(pa.array(values, type=pa.large_string()))
+                return
+            except UnicodeEncodeError:
+                self.objects = [v for chunk in self.chunks for v in chunk.to_pylist()]
+                self.chunks = []
+        self.objects.extend(values)
+
+    def column(self) -> pd.Series:
+        """`TEXT` (pandas' Arrow-backed `str`); `object` for refused text and, as
+        pandas infers it, for a column with no text at all."""
+        if self.objects is None and any(c.null_count < len(c) for c in self.chunks):
+            chunked = pa.chunked_array(self.chunks, pa.large_string())
+            dtype = pd.api.types.pandas_dtype(TEXT)
+            return pd.Series(pd.arrays.ArrowStringArray(chunked, dtype=dtype))  # type: ignore[call-arg]
+        if self.objects is None:
+            self.objects = [None] * sum(len(c) for c in self.chunks)
+        return pd.Series(self.objects, dtype=object)
+
+
+def _text_column(values: Sequence[str | None]) -> pd.Series:
+    text = _Text()
+    text.add(values)
+    return text.column()
+
+
+def _whole_column(values: Sequence[Any]) -> Any:
+    """A counter column as int64, an absent field as 0 (numpy parses the digits). A
+    column with gaps or odd text goes through `_counts`: a field that does not read as
+    a whole number (a row written by another node) shows as <NA>."""
+    try:
+        return np.asarray(values, dtype="int64")
+    except (TypeError, ValueError, OverflowError):
+        return _counts(pd.Series(values, dtype=object)).array
+
+
+def _joined(parts: list[Any]) -> Any:
+    """The batches of one counter column as one column: int64, or nullable Int64 when
+    a batch holds a field that does not read as a whole number."""
+    if all(isinstance(p, np.ndarray) for p in parts):
+        return np.concatenate(parts) if parts else np.zeros(0, dtype="int64")
+    return pd.concat([pd.Series(p, dtype="Int64") for p in parts], ignore_index=True).array
 
 
 def snapshot(conn: Connection, q: str, states: str | Sequence[str] = STATES, limit: int | None = None,
@@ -122,59 +184,50 @@ def snapshot(conn: Connection, q: str, states: str | Sequence[str] = STATES, lim
     if limit is not None:
         whole(limit, "limit")
     members = _members(conn, q, tuple(states), limit, offset)
-    return frame(members.ids, members.states, members.scores, members.lanes, rows(conn, q, members.ids))
+    return frame(members.ids, members.states, members.scores, members.lanes,
+                 _row_batches(conn, q, members.ids, FIELDS))
 
 
 def frame(ids: list[str], states: list[str], scores: list[float], lanes: list[str | None],
-          found: list[list]) -> pd.DataFrame:
-    """The jobs frame, from each job's id, state, set score, lane (None outside a
-    lane) and row fields (`FIELDS`, as `rows` reads them): the one place that shapes
-    it, for `snapshot` and `triage.find` alike."""
+          batches: Iterable[list[list]]) -> pd.DataFrame:
+    """The jobs frame, from each job's id, state, set score and lane (None outside a
+    lane), and its row fields (`FIELDS`) in batches as `@read_rows` answers them: the
+    one place that shapes it, for `snapshot` and `triage.find` alike. Built a batch at a
+    time, so a million-row frame never holds every row's Python strings at once."""
     if not ids:     # no rows: the same columns, and an index pandas reads as empty
         return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
-    # column-wise: one list per field, not one dict per job
-    columns = dict(zip(FIELDS, zip(*found, strict=True), strict=True))
-    groups = columns["group"]
-    if any(lane is not None for lane in lanes):
-        # a lane's job names its group on the row; the lane it sits in says the same
-        groups = tuple(g if g is not None else lane for g, lane in zip(groups, lanes, strict=True))
+    texts = {f: _Text() for f in ("group", *FIELDS[5:])}
+    wholes: dict[str, list] = {f: [] for f in FIELDS[1:5]}
+    has_lanes = any(lane is not None for lane in lanes)
+    done = 0
+    # column-wise, a batch at a time: one list per field, never one dict per job
+    for batch in batches:
+        if not batch:
+            continue
+        columns = dict(zip(FIELDS, zip(*batch, strict=True), strict=True))
+        groups = columns["group"]
+        if has_lanes:
+            # a lane's job names its group on the row; the lane it sits in says the same
+            groups = tuple(g if g is not None else lane
+                           for g, lane in zip(groups, lanes[done:done + len(batch)], strict=True))
+        texts["group"].add(groups)
+        for f in FIELDS[5:]:
+            texts[f].add(columns[f])
+        for f in FIELDS[1:5]:
+            wholes[f].append(_whole_column(columns[f]))
+        done += len(batch)
     timed = [s if state in _TIMED else None for s, state in zip(scores, states, strict=True)]
     out = pd.DataFrame({
         "state": _text_column(states),
-        "group": _text_column(groups),
-        "priority": _whole_column(columns["priority"]),
+        "group": texts["group"].column(),
+        "priority": _joined(wholes["priority"]),
         "at": pd.to_datetime(pd.array(timed, dtype="float64"), unit="ms", utc=True),
-        **{f: _whole_column(columns[f]) for f in FIELDS[2:5]},
-        **{f: _text_column(columns[f]) for f in FIELDS[5:]},
+        **{f: _joined(wholes[f]) for f in FIELDS[2:5]},
+        **{f: texts[f].column() for f in FIELDS[5:]},
     }, columns=COLUMNS)
     index = _text_column(ids)
     out.index = pd.Index(index.array, dtype=index.dtype, name="id")
     return out
-
-
-def _text_column(values: Sequence[str | None]) -> pd.Series:
-    """A text column as `TEXT` (pandas' Arrow-backed `str`), as pandas itself would
-    infer it; `object` where Arrow refuses the text (the surrogates a non-UTF-8 byte
-    decodes to, see decoding.py: an object column keeps them as read, so a value
-    taken from the frame writes back the same bytes) and, as pandas infers, for a
-    column with no text at all. A Series, because pandas would infer a plain array
-    again and fail on such text."""
-    if TEXT is not object and not all(v is None for v in values):
-        try:
-            return pd.Series(values, dtype=TEXT)
-        except UnicodeEncodeError:
-            pass
-    return pd.Series(values, dtype=object)
-
-
-def _whole_column(values: Sequence[Any]) -> Any:
-    """A counter column as int64, an absent field as 0 (numpy parses the digits). A
-    column with gaps or odd text goes through `_counts`: a field that does not read as
-    a whole number (a row written by another node) shows as <NA>."""
-    try:
-        return np.asarray(values, dtype="int64")
-    except (TypeError, ValueError, OverflowError):
-        return _counts(pd.Series(values, dtype=object))
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:

@@ -217,7 +217,7 @@ def _frame(found: dict[str, tuple[str, float, list]]) -> pd.DataFrame:
     """The same frame `frames.snapshot` builds, from (state, score, row fields) by id."""
     ids = list(found)
     return frames.frame(ids, [found[i][0] for i in ids], [found[i][1] for i in ids],
-                        [None] * len(ids), [found[i][2] for i in ids])
+                        [None] * len(ids), [[found[i][2] for i in ids]])
 
 
 # -- error signatures -----------------------------------------------------------------

@@ -181,6 +181,29 @@ def test_a_foreign_queue_name_is_left_out_of_the_list(conn: Any, backend: Any, r
     assert frames.counts(conn).index.tolist() == [Q]
 
 
+def test_a_foreign_row_in_a_later_batch_turns_only_its_column_to_objects(
+        conn: Any, backend: Any, request: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(frames, "BATCH", 2)            # the columns are built a batch at a time
+    good = [jobs.enqueue(conn, Q, f'{{"n": {i}}}', id=f"j_{i}") for i in range(5)]
+    raw_client(backend, request).hset(job_key("j_4"), "payload", PAYLOAD)
+    frame = frames.snapshot(conn, Q)
+    assert list(frame.index) == good and frame["payload"].dtype == object
+    assert frame["payload"].tolist() == [f'{{"n": {i}}}' for i in range(4)] + [f'{{"to": "{BAD_TEXT}"}}']
+    assert frame["state"].dtype != object
+
+
+def test_object_strings_when_asked(conn: Any, monkeypatch: Any) -> None:
+    jobs.enqueue(conn, Q, "{}", id="j_a", group="acme")
+    jobs.enqueue(conn, Q, "{}", id="j_b")
+    arrow = frames.snapshot(conn, Q)
+    monkeypatch.setattr(frames, "TEXT", object)
+    plain = frames.snapshot(conn, Q)
+    assert all(plain[c].dtype == object for c in ("state", "group", "last_error", "progress", "payload"))
+    assert arrow["payload"].dtype != object
+    assert plain.astype(object).where(plain.notna(), None).to_dict("index") == \
+        arrow.astype(object).where(arrow.notna(), None).to_dict("index")
+
+
 def test_a_foreign_row_in_a_lane_is_claimed_once(conn: Any, backend: Any, request: Any) -> None:
     raw = raw_client(backend, request)
     jobs.enqueue(conn, Q, "{}", id="j_lane", group="acme")
