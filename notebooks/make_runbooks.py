@@ -449,7 +449,7 @@ by_kind
     code("""
 in_flight, in_flight_ids = emq.runbook.members(conn, QUEUE, "active")
 recent = emq.frames.metrics(conn, QUEUE, since_ms=IDLE_MINUTES * 60_000).sum() if keys else None
-worked = int(recent.sum()) if recent is not None else 0
+worked = int(recent[["completed", "failed"]].sum()) if recent is not None else 0    # not the claims
 in_use = [why for why, yes in ((f"{in_flight:,} jobs in flight", in_flight > 0),
                                (f"{worked:,} jobs finished in the last {IDLE_MINUTES} minutes", worked > 0))
           if yes]
