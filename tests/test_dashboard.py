@@ -13,7 +13,7 @@ import redis
 from helpers import dump
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, jobs, lanes, repeat
+from emq_notebook import admin, frames, jobs, lanes, repeat, triage
 from emq_notebook.connector import Connection
 from emq_notebook.widgets import Dashboard, DeadLetterPanel, EventsView, JobPanel, QueuePanel
 from emq_notebook.widgets.base import live_panels
@@ -68,7 +68,8 @@ def test_the_overview_has_every_queue_with_its_counts(conn, stage, ip):
     d = Dashboard(conn, auto=False)
     try:
         assert list(d.overview.index) == ["mail", "reports"]
-        assert d.overview.equals(frames.counts(conn)) or "verdict" in d.overview.columns
+        assert d.overview[list(frames.counts(conn).columns)].equals(frames.counts(conn))
+        assert d.overview.loc["reports", "verdict"] == "paused"
         shown = d.grid.data
         assert shown.loc["mail", ["pending", "active", "schedule", "dead"]].tolist() == [2, 0, 0, 3]
         assert shown.loc["reports", "state"] == "paused" and shown.loc["mail", "state"] == "running"
@@ -82,9 +83,9 @@ def test_the_overview_has_every_queue_with_its_counts(conn, stage, ip):
         data, _ = ip.display_formatter.format(d)
         assert VIEW in data
         assert data["text/plain"].startswith(f"Dashboard(dashboard) · env not set · connected: {conn.label}")
-        # with frames.health installed, the verdict follows the state
-        verdict = f"{shown.loc['mail', 'verdict']} | " if "verdict" in shown.columns else ""
-        assert f"mail | running | {verdict}2 | 0 | 0 | 3 | 0 | 0" in data["text/plain"]
+        # the verdict (frames.health) follows the state
+        verdict = shown.loc["mail", "verdict"]
+        assert f"mail | running | {verdict} | 2 | 0 | 0 | 3 | 0 | 0" in data["text/plain"]
         assert '<td style="text-align:right">3</td>' in data["text/html"]
     finally:
         d.close()
@@ -290,12 +291,9 @@ def test_lanes_and_repeatables_tabs_act(conn):
         assert view.grid.data.loc["globex", "paused"] == "yes"
         reps = d.tab("Repeatables")
         assert reps.frame.index.tolist() == ["nightly"] and reps.frame.loc["nightly", "every"] == "1d"
-        if getattr(repeat, "run_now", None) is None:
-            assert reps.run_button.disabled and "run_now" in reps.run_button.tooltip
-        else:
-            reps.name.value = "nightly"
-            reps.run_button.click()
-            assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 1
+        reps.name.value = "nightly"
+        reps.run_button.click()
+        assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 1
     finally:
         d.close()
 
@@ -477,9 +475,9 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
         names = [str(c[0]).upper() for c in sent]
         scans = names.count("SCAN")
         # finding the queues walks the keyspace in SCAN steps of 1,000; the rest is a few counts
-        # (and frames.health's fixed reads of the queue's metrics, when it is installed)
+        # (and frames.health's fixed reads of the queue's metrics)
         assert scans <= keys // 1000 + 2
-        assert len(names) - scans <= 20 + (12 if hasattr(frames, "health") else 0), names
+        assert len(names) - scans <= 20 + 12, names
         assert not runs and not {"HGETALL", "EVALSHA", "FCALL_RO"} & set(names)
         assert [c for c in sent if any(":job:" in str(part) for part in c)] == []    # no row read
         if backend == "valkey":
@@ -509,7 +507,7 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
         if backend == "valkey":
             stats = conn.client.info("commandstats")
             # the rows of two pages, server-side (and frames.health's metrics read at opening)
-            assert stats["cmdstat_hmget"]["calls"] == 200 + (3 if hasattr(frames, "health") else 0)
+            assert stats["cmdstat_hmget"]["calls"] == 200 + 3
     finally:
         d.close()
 
@@ -532,7 +530,7 @@ def test_the_demo_stages_only_on_an_empty_server(conn):
     assert c.loc["thumbnails", "schedule"] == 12
 
 
-# -- the parts other modules bring, when they are installed -------------------------
+# -- the parts other modules bring: health, triage, plots -----------------------------
 def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
     import pandas as pd
 
@@ -542,7 +540,7 @@ def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
                              "why": ["3 of 3 failed in 5 minutes", "paused by an operator"]},
                             index=pd.Index(queues, name="queue"))
 
-    monkeypatch.setattr(frames, "health", health, raising=False)
+    monkeypatch.setattr(frames, "health", health)
     d = Dashboard(conn, auto=False)
     assert d.grid.data.loc["mail", "verdict"] == "failing"
     assert list(d.grid.data.columns)[:2] == ["state", "verdict"] and d.grid.data.columns[-1] == "why"
@@ -552,51 +550,36 @@ def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
 
 
 def test_find_filters_on_the_server_and_bulk_reprocess_is_used(conn, monkeypatch):
-    import sys
-    import types
-
     ids = dead(conn, Q, 4)
     calls = []
 
-    def find(c, q, *, state, error=None, payload=None, limit):
-        calls.append((q, state, error, payload, limit))
-        return frames.snapshot(c, q, states=(state,)).loc[[ids[1], ids[3]]]
+    def find(c, q, **kw):
+        calls.append(("find", q, kw))
+        return real_find(c, q, **kw)
 
     def reprocess_jobs(c, q, chosen):
         calls.append(("bulk", list(chosen)))
-        return {i: "reprocessed" for i in chosen}
+        return real_reprocess(c, q, chosen)
 
-    monkeypatch.setitem(sys.modules, "emq_notebook.triage", types.SimpleNamespace(find=find))
-    monkeypatch.setattr(admin, "reprocess_jobs", reprocess_jobs, raising=False)
+    real_find, real_reprocess = triage.find, admin.reprocess_jobs
+    monkeypatch.setattr(triage, "find", find)
+    monkeypatch.setattr(admin, "reprocess_jobs", reprocess_jobs)
     d = Dashboard(conn, auto=False, queue=Q)
     view = d.tab("Jobs")
-    view.error_glob.value = "SMTP*"
+    view.payload_glob.value = '{"n": [13]}'
     view.filter_button.click()
-    assert calls == [(Q, "dead", "SMTP*", None, 101)]
-    assert view.frame.index.tolist() == [ids[1], ids[3]] and "triage.find" in view.page_label.value
+    assert calls == [("find", Q, {"state": "dead", "error": None, "payload": '{"n": [13]}', "limit": 101})]
+    assert view.frame.index.tolist() == [ids[1], ids[3]]
+    assert view.page_label.value == "matches 1–2 · found on the server"
     select(view.grid, (1, 1))
     view.reprocess_button.click()
     assert calls[1] == ("bulk", [ids[3]]) and view.results == {ids[3]: "reprocessed"}
-    assert calls[2][0] == Q                                     # the filtered page read again
+    assert calls[2][0] == "find"                                # the filtered page read again
+    assert view.frame.index.tolist() == [ids[1]]
     d.close()
 
 
-def test_the_throughput_plot_shows_when_plots_is_installed(conn, monkeypatch):
-    import sys
-    import types
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    def throughput(c, q, since):
-        fig, ax = plt.subplots()
-        ax.plot(frames.metrics(c, q).index, frames.metrics(c, q)["completed"])
-        ax.set_title(f"{q}: jobs completed a minute, last {since}")
-        return fig
-
-    monkeypatch.setitem(sys.modules, "emq_notebook.plots", types.SimpleNamespace(throughput=throughput))
+def test_the_throughput_plot_shows_on_the_overview_tab(conn):
     jobs.enqueue(conn, Q, "{}")
     d = Dashboard(conn, auto=False, queue=Q)
     assert d.plot is not None and d.plot.value[:8] == b"\x89PNG\r\n\x1a\n"

@@ -2,11 +2,11 @@
 
 A header names the connection (redacted), its env (red for production) and a
 read-only flag. The overview is one row per queue: its state (running / paused),
-the verdict and its reason from `frames.health` when that is installed, and the
-counts, coloured. Click a queue (or pick it) and its tabs open below:
+the verdict and its reason from `frames.health`, and the counts, coloured. Click
+a queue (or pick it) and its tabs open below:
 
 - Overview: the QueuePanel (counts as chips, pause / resume, the confirmed drain
-  and obliterate) and, when `emq_notebook.plots` is installed, its throughput plot;
+  and obliterate) and its throughput plot (`plots.throughput`, the last hour);
 - Jobs: the JobsView (a page of 100 rows of one state, filter, select, act);
 - Job: the JobPanel of the last row clicked in Jobs;
 - Dead letters: the DeadLetterPanel;
@@ -34,14 +34,13 @@ import html
 import io
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import ipywidgets as w
 import pandas as pd
 import redis
 
-from .. import frames
+from .. import frames, plots
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
@@ -49,7 +48,7 @@ from . import grid as grids
 from .base import Panel, interval
 from .dead_letters import DeadLetterPanel
 from .events_view import EventsView
-from .job_grid import JobsView, optional
+from .job_grid import JobsView
 from .job_panel import JobPanel
 from .lanes_view import LanesView, RepeatablesView
 from .queue_panel import QueuePanel
@@ -149,7 +148,7 @@ class Dashboard(Panel):
         return isinstance(jobs_view, JobsView) and jobs_view.confirming
 
     def refresh(self) -> None:
-        """Read the overview again (counts, and verdicts when health is installed), then the
+        """Read the overview again (counts and verdicts), then the
         open queue's counts and lanes; an error is shown in the status and the loop keeps on."""
         with self._lock:
             try:
@@ -179,12 +178,10 @@ class Dashboard(Panel):
 
     def _read_overview(self) -> pd.DataFrame:
         counts = frames.counts(self.conn)
-        health = getattr(frames, "health", None)
-        if health is None or counts.empty:
+        if counts.empty:
             return counts
-        verdicts = health(self.conn, list(counts.index))
-        keep = [c for c in ("verdict", "why") if c in verdicts.columns]
-        return counts.join(verdicts[keep])
+        verdicts = frames.health(self.conn, list(counts.index))
+        return counts.join(verdicts[["verdict", "why"]])
 
     def _summary_html(self) -> str:
         frame = self.overview
@@ -311,18 +308,12 @@ class Dashboard(Panel):
         return panel
 
     def _plot(self, q: str) -> w.Image | None:
-        """The throughput plot as a PNG, when `emq_notebook.plots` is installed."""
-        plots = optional("plots")
-        draw: Callable[..., Any] | None = getattr(plots, "throughput", None)
-        if draw is None:
-            return None
+        """The last hour's throughput plot as a PNG (None, and a status line, when it
+        cannot be drawn)."""
         try:
-            figure = draw(self.conn, q, since="1h")
+            figure = plots.throughput(self.conn, q, since="1h")
             png = io.BytesIO()
             figure.savefig(png, format="png", dpi=80, bbox_inches="tight")
-            import matplotlib.pyplot as plt
-
-            plt.close(figure)
         except Exception as exc:  # a plot that cannot be drawn is one status line, not a crash
             self.say(f"no throughput plot: {type(exc).__name__}: {exc}", "error")
             return None

@@ -4,39 +4,34 @@ selected rows, each id's outcome shown.
 
 A page is one `frames.snapshot(limit=, offset=)` call, so a 100,000-job set costs
 a page of row reads, never the set. For pending, the flat backlog comes first, then
-each lane, paged as one order. A filter goes through
-`triage.find` (server-side, bounded calls) when that module is installed; without
-it the page is filtered here, from at most `FILTER_SCAN` members read in pages, and
-the status line says how many were examined.
+each lane, paged as one order. A filter is one `triage.find` (the server examines
+the set in bounded calls and sends only the matches), asked for the matches up to
+the end of the page shown and one more, to know whether a next page exists.
 
 Remove asks first, naming the count and the connection; its confirm removes only
 the ids the confirmation named, and asks again when the selection changed since.
-Reprocess needs no confirmation (it moves dead jobs back; it deletes nothing).
+Reprocess (`admin.reprocess_jobs`, one bulk call) needs no confirmation: it moves
+dead jobs back and deletes nothing.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import html
-import importlib
 from collections import Counter
 from collections.abc import Callable
-from types import ModuleType
 
 import ipywidgets as w
 import pandas as pd
 
-from .. import admin, frames, jobs
+from .. import admin, frames, triage
 from ..connector import Connection
 from ..decoding import printable
-from ..errors import EMQError, Refused
+from ..errors import EMQError
 from ..keyspace import STATES, lane_key, queue_key
 from . import grid as grids
 from .base import Panel, chip
 
 PAGE = 100
-# without triage.find, a filter examines at most this many members of the set
-FILTER_SCAN = 10_000
 COLOURS = {
     "last_error": "cell.value != '' ? '#fff5f5' : 'white'",
     "failures": "cell.value > 0 ? '#fff5f5' : 'white'",
@@ -45,14 +40,6 @@ WIDTHS = {"state": 72, "last_error": 300, "payload": 300, "attempts": 84, "failu
           "stalled": 76, "at": 150, "group": 84, "priority": 80, "progress": 84}
 # the grid's columns, what a dead job is read by first
 SHOWN = list(WIDTHS)
-
-
-def optional(name: str) -> ModuleType | None:
-    """`emq_notebook.<name>` when that module is installed, else None."""
-    try:
-        return importlib.import_module(f"emq_notebook.{name}")
-    except ModuleNotFoundError:
-        return None
 
 
 def tally(outcome: dict[str, str]) -> str:
@@ -194,44 +181,15 @@ class JobsView(Panel):
         payload = self.payload_glob.value or None
         state = self.state.value
         want = self.offset + self.page
-        triage = optional("triage")
-        find = getattr(triage, "find", None)
-        if find is not None:
-            found = find(self.conn, self.q, state=state, error=error, payload=payload, limit=want + 1)
-            where = "found on the server (triage.find)"
-        else:
-            found, examined = self._scan(state, error, payload, want + 1)
-            where = f"filtered here from {examined:,} members read (triage.find is not installed)"
+        found = triage.find(self.conn, self.q, state=state, error=error, payload=payload,
+                            limit=want + 1)
         self.more = len(found) > want
         page = found.iloc[self.offset:want]
         if page.empty:
-            return page, f"no {state} job matches · {where}"
+            return page, f"no {state} job matches · searched on the server"
         first, last = self.offset + 1, self.offset + len(page)
         more = " and more" if self.more else ""
-        return page, f"matches {first:,}–{last:,}{more} · {where}"
-
-    def _scan(self, state: str, error: str | None, payload: str | None,
-              want: int) -> tuple[pd.DataFrame, int]:
-        """At most `FILTER_SCAN` members, read a page of 1,000 at a time, matched whole-field
-        and case-sensitive (fnmatch), until `want` matches."""
-        hits: list[pd.DataFrame] = []
-        found = examined = offset = 0
-        while examined < FILTER_SCAN and found < want:
-            batch = frames.snapshot(self.conn, self.q, states=(state,), limit=frames.BATCH,
-                                    offset=offset)
-            if batch.empty:
-                break
-            offset += frames.BATCH
-            examined += len(batch)
-            keep = pd.Series(True, index=batch.index)
-            for col, glob in (("last_error", error), ("payload", payload)):
-                if glob is not None:
-                    keep &= batch[col].map(lambda v, g=glob: isinstance(v, str) and
-                                           fnmatch.fnmatchcase(v, g))
-            hits.append(batch[keep])
-            found += int(keep.sum())
-        out = pd.concat(hits) if hits else _empty()
-        return out.iloc[:want], examined
+        return page, f"matches {first:,}–{last:,}{more} · found on the server"
 
     def _show_selection(self) -> None:
         ids = self.selected()
@@ -267,24 +225,9 @@ class JobsView(Panel):
         if not ids:
             self.say("select the rows to reprocess first", "refused")
             return None
-        bulk = getattr(admin, "reprocess_jobs", None)
-        if bulk is not None:
-            outcome = self.attempt(bulk, self.conn, self.q, ids, done=lambda r: tally(r))
-            if not isinstance(outcome, dict):
-                return None
-        else:
-            outcome = {}
-            for job_id in ids:
-                try:
-                    jobs.reprocess_job(self.conn, self.q, job_id)
-                    outcome[job_id] = "reprocessed"
-                except Refused as refusal:
-                    outcome[job_id] = refusal.reason
-                except EMQError as exc:
-                    self.say(f"error after {len(outcome)} of {len(ids)}: {exc}", "error")
-                    break
-            else:
-                self.say(tally(outcome))
+        outcome = self.attempt(admin.reprocess_jobs, self.conn, self.q, ids, done=lambda r: tally(r))
+        if not isinstance(outcome, dict):
+            return None
         self.refresh()
         self._show_outcome(outcome)
         return outcome

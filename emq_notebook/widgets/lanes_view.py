@@ -2,9 +2,8 @@
 paused) with lane pause / resume / limit, and its repeatables with Run now.
 
 Both are tables read in one pipelined call each; a row click picks the lane or
-the repeatable the buttons act on. Run now is offered when `repeat.run_now` is
-installed (one job from the repeatable now, its cadence kept); without it the
-button stays greyed out and says why.
+the repeatable the buttons act on. Run now is `repeat.run_now`: one job from the
+repeatable now, its cadence kept.
 """
 
 from __future__ import annotations
@@ -117,9 +116,6 @@ class RepeatablesView(Panel):
         self.run_button.on_click(lambda _: self.run_now())
         self.summary = w.HTML()
         self.writes(self.run_button)
-        if getattr(repeat, "run_now", None) is None:
-            self.run_button.disabled = True
-            self.run_button.tooltip = "needs repeat.run_now (not installed)"
         self.children = [self.summary, self.grid, w.HBox([self.name, self.run_button]), self.status]
         self.refresh()
 
@@ -149,16 +145,12 @@ class RepeatablesView(Panel):
             self.name.value = name
 
     def run_now(self) -> None:
-        run = getattr(repeat, "run_now", None)
         if not self.writable("run now"):
-            return
-        if run is None:
-            self.say("Run now needs repeat.run_now, which is not installed", "refused")
             return
         if self.name.value is None:
             self.say("pick a repeatable first", "refused")
             return
-        self.attempt(run, self.conn, self.q, self.name.value,
+        self.attempt(repeat.run_now, self.conn, self.q, self.name.value,
                      done=lambda job: f"{self.name.value}: one job now ({job})")
         self.refresh()
 
