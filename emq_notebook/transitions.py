@@ -75,6 +75,7 @@ class Transition:
     twin: str | None = None      # the script with the native semantics, lua/<twin>.lua
     native: str | None = None    # the native command of an EchoMQ node (EMQ.*), or None
     folds_pause: bool = False    # the twin and the native command read the paused field
+    echomq: bool = False         # EchoMQ's own: its name, KEYS and ARGV are the wire contract
 
     @property
     def function(self) -> str:
@@ -100,15 +101,16 @@ class Transition:
 
 TABLE: dict[str, Transition] = {t.name: t for t in (
     # EchoMQ's own transitions (the Elixir Admin and Jobs): names, KEYS and ARGV as they are
-    Transition("pause"),
-    Transition("resume"),
-    Transition("drain", COUNTED),
-    Transition("obliterate", MORE_OR_OK),
-    Transition("update_progress", FOUND),
-    Transition("reprocess2", FOUND, twin="native_reprocess", native="EMQ.REPROCESS"),
-    Transition("remove_job2", FOUND),
-    Transition("claim2", CLAIMED, twin="native_claim", native="EMQ.CLAIM", folds_pause=True),
-    Transition("gclaim2", CLAIMED, twin="native_gclaim", folds_pause=True),
+    Transition("pause", echomq=True),
+    Transition("resume", echomq=True),
+    Transition("drain", COUNTED, echomq=True),
+    Transition("obliterate", MORE_OR_OK, echomq=True),
+    Transition("update_progress", FOUND, echomq=True),
+    Transition("reprocess2", FOUND, twin="native_reprocess", native="EMQ.REPROCESS", echomq=True),
+    Transition("remove_job2", FOUND, echomq=True),
+    Transition("claim2", CLAIMED, twin="native_claim", native="EMQ.CLAIM", folds_pause=True,
+               echomq=True),
+    Transition("gclaim2", CLAIMED, twin="native_gclaim", folds_pause=True, echomq=True),
     # the rest (lua/README.md states their one convention)
     Transition("enqueue", HOLDER),
     Transition("enqueue_many"),

@@ -207,3 +207,26 @@ def test_a_reader_follows_each_verb_to_its_script_in_three_files():
     assert "admin.drain(" in inspect.getsource(commands._drain)
     assert 'conn.run("drain"' in inspect.getsource(admin.drain)
     assert catalogue.CATALOGUE["admin.drain"].script == "@drain" and (ROOT / "lua" / "drain.lua").is_file()
+
+
+# -- lua/README.md: the convention and the table of every script ----------------------------
+
+def test_the_lua_readme_table_is_read_from_the_headers():
+    assert scripts.markdown() in (ROOT / "lua" / "README.md").read_text()
+
+
+def test_every_script_beyond_echomqs_own_takes_the_base_root_last():
+    """The convention of lua/README.md, read from each header: KEYS ends with the queue
+    base root. EchoMQ's own transitions and their twins keep EchoMQ's layout."""
+    own = {t.name for t in transitions.TABLE.values() if t.echomq}
+    own |= {transitions.TABLE[n].twin for n in own if transitions.TABLE[n].twin}
+    assert own == {"pause", "resume", "drain", "obliterate", "update_progress", "reprocess2", "remove_job2",
+                   "claim2", "gclaim2", "native_claim", "native_gclaim", "native_reprocess"}
+    checked = 0
+    for name in sorted(set(scripts.names()) - own):
+        keys = dict(re.findall(r"KEYS\[(\d+)\] = ([^,;]+)", scripts.contract(name).keys))
+        assert keys, name
+        assert "the queue base root" in keys[max(keys, key=int)], (name, keys)
+        assert "ARGV" not in scripts.contract(name).keys, name
+        checked += 1
+    assert checked >= 20
