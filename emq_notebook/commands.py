@@ -362,7 +362,7 @@ def _reprocess(s: Session, ns: Namespace) -> Any:
     s.say(f"reprocessed {n} dead jobs of {ns.queue}")
 
 
-@verb("metrics", "completed / failed per minute", QUEUE,
+@verb("metrics", "claimed / completed / failed per minute", QUEUE,
       opt("--since", type=duration, help="e.g. 1h"))
 def _metrics(s: Session, ns: Namespace) -> pd.DataFrame:
     return frames.metrics(s.conn, ns.queue, since_ms=ns.since)
@@ -463,4 +463,4 @@ def _help(s: Session, ns: Namespace) -> None:
 # -- health verbs (health, latency) go here -----------------------------------------
 
 # verb modules of their own: their verbs follow these in help and the README
-from . import commands_dashboard, commands_triage  # noqa: E402,F401
+from . import commands_dashboard, commands_health, commands_triage  # noqa: E402,F401

@@ -20,10 +20,11 @@ import pandas as pd
 
 from . import admin, jobs, repeat, triage
 from .catalogue import Entry
-from .commands import ERROR, JOB, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, confirm
+from .commands import ERROR, JOB, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, _budget, confirm
 from .decoding import printable
 from .errors import UsageProblem
 from .grammar import duration, limit, whole
+from .keyspace import queue_key
 from .registry import arg, opt, verb
 
 SAMPLES = 3           # sample ids a preview shows per signature
@@ -84,12 +85,12 @@ def reprocess(s: Session, ns: Namespace) -> Any:
                            "— see %emq reprocess --help")
     ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"))
     if ns.dry_run:
-        words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=s.settings.budget)
+        words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=_budget(s, ns))
         s.say(f"dry run, nothing written: would answer {_tally(words)}")
         return words
     confirm(s, ns, len(ids), "reprocess")
     report = s.progress(f"reprocess {ns.queue}", len(ids)) if ns.rate is not None else None
-    words = admin.reprocess_jobs(s.conn, ns.queue, ids, budget=s.settings.budget, rate=ns.rate,
+    words = admin.reprocess_jobs(s.conn, ns.queue, ids, budget=_budget(s, ns), rate=ns.rate,
                                  progress=None if report is None else lambda calls, n: report(n))
     s.say(f"reprocess {ns.queue}: {_tally(words)} (the {len(ids):,} previewed jobs)")
     return words
@@ -97,7 +98,7 @@ def reprocess(s: Session, ns: Namespace) -> Any:
 
 def _reprocess_all(s: Session, ns: Namespace) -> Any:
     q = ns.queue
-    dead = int(s.conn.command("ZCARD", f"emq:{{{q}}}:dead"))
+    dead = int(s.conn.command("ZCARD", queue_key(q, "dead")))
     total = dead if ns.limit is None else min(dead, ns.limit)
     if ns.dry_run:
         errors = triage.errors(s.conn, q, budget=s.settings.budget)
@@ -105,7 +106,7 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
         return errors
     confirm(s, ns, total, "reprocess")
     report = s.progress(f"reprocess {q}", total)
-    n = admin.reprocess_dead(s.conn, q, budget=s.settings.budget if ns.budget is None else ns.budget,
+    n = admin.reprocess_dead(s.conn, q, budget=_budget(s, ns),
                              limit=ns.limit, progress=lambda calls, moved: report(moved), rate=ns.rate,
                              trial=ns.trial, stop_if_failing=ns.stop_if_failing, watch_s=ns.watch / 1000)
     s.say(f"reprocessed {n} dead jobs of {q}")

@@ -17,7 +17,7 @@ import pandas as pd
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput, InvalidName
-from .keyspace import STATES, base, check_name, queue_from_key, queue_key
+from .keyspace import METRIC_KINDS, STATES, base, check_name, metrics_key, queue_from_key, queue_key
 
 BATCH = 1000
 # text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
@@ -242,19 +242,38 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
 
 
 def metrics(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFrame:
-    """The metrics hashes as a frame indexed by minute (UTC): completed, failed.
-    Ready for `.plot()`. `since_ms` keeps only the last so many milliseconds."""
+    """The metrics hashes as a frame indexed by minute (UTC): claimed, completed,
+    failed. Ready for `.plot()`. `since_ms` keeps only the last so many milliseconds.
+    A field that is not a minute number (written by hand) is left out."""
     pipe = conn.pipeline()
-    pipe.hgetall(queue_key(q, "metrics:completed"))
-    pipe.hgetall(queue_key(q, "metrics:failed"))
-    completed, failed = pipe.execute()
-    minutes = sorted({int(m) for m in completed} | {int(m) for m in failed})
+    for kind in METRIC_KINDS:
+        pipe.hgetall(metrics_key(q, kind))
+    counted = dict(zip(METRIC_KINDS, pipe.execute(), strict=True))
+    minutes = sorted({int(m) for h in counted.values() for m in h if m.isdigit()})
     if since_ms is not None:
         floor = (time.time() * 1000 - since_ms) // 60000
         minutes = [m for m in minutes if m >= floor]
     frame = pd.DataFrame({
-        "completed": [int(completed.get(str(m), 0)) for m in minutes],
-        "failed": [int(failed.get(str(m), 0)) for m in minutes],
+        kind: [_count(counted[kind].get(str(m))) for m in minutes] for kind in METRIC_KINDS
     }, index=pd.to_datetime([m * 60 for m in minutes], unit="s", utc=True), dtype="int64")
     frame.index.name = "minute"
     return frame
+
+
+def _count(value: object) -> int:
+    """A metrics field's count; one that holds no whole number (damaged by hand) reads 0."""
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
+# -- health and latency (SPEC 9): computed in `health.py`, served here -----------
+
+def latency(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFrame:
+    """Wait and run percentiles by minute: see `emq_notebook.health.latency`."""
+    from . import health as _health
+    return _health.latency(conn, q, since_ms)
+
+
+def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | None = None) -> pd.DataFrame:
+    """One verdict per queue, with its counts and a `why`: see `emq_notebook.health.health`."""
+    from . import health as _health
+    return _health.health(conn, queues, now_ms=now_ms)

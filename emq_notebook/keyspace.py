@@ -92,3 +92,29 @@ def queue_from_key(key: str) -> str | None:
 def new_id() -> str:
     """A branded, time-sortable id: `j_` + a 26-character ULID (id order = enqueue order)."""
     return "j_" + str(_ids.generate())
+
+
+# -- health and latency (extension) ------------------------------------------
+METRIC_KINDS = ("claimed", "completed", "failed")
+LATENCY_KINDS = ("wait", "run")
+
+
+def metrics_key(q: str, kind: str) -> str:
+    """`emq:{q}:metrics:<kind>`: a hash minute -> count of claims, completions or failures."""
+    if kind not in METRIC_KINDS:
+        raise InvalidName(f"metrics kind {kind!r} is one of {', '.join(METRIC_KINDS)}")
+    return queue_key(q, "metrics:" + kind)
+
+
+def latency_key(q: str, kind: str, minute: int) -> str:
+    """`emq:{q}:lat:<wait|run>:<minute>`: a hash bucket -> count, one per minute."""
+    if kind not in LATENCY_KINDS:
+        raise InvalidName(f"latency kind {kind!r} is one of {', '.join(LATENCY_KINDS)}")
+    if isinstance(minute, bool) or not isinstance(minute, int) or minute < 0:
+        raise InvalidName(f"a minute is a whole number >= 0, not {minute!r}")
+    return queue_key(q, f"lat:{kind}:{minute}")
+
+
+def latency_index_key(q: str) -> str:
+    """`emq:{q}:lat:minutes`: the minutes that have histograms (a zset, score = minute)."""
+    return queue_key(q, "lat:minutes")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from . import jobs, lanes, repeat
 from .connector import Connection
-from .errors import BadRow, Gone, NotActive, NotOwner
+from .errors import BadRow, Gone, NotActive, NotOwner, WireError
 
 Handler = Callable[[str, str, int], object]
 log = logging.getLogger(__name__)
@@ -32,7 +32,14 @@ class Worker:
     `BadRow`: the lease was lost, or the row was changed under the worker) is
     logged and counted in `lost`; so is a claim refused `BadRow` (counted in
     `bad_rows`, then the worker idles as on an empty queue). The loop goes on.
+
+    `run` also outlives the server: a wire fault (the server restarted, a cut
+    connection) is logged and counted in `wire_faults`, and the loop waits (0.05 s,
+    doubling up to `MAX_BACKOFF_S`) and tries again. A job whose complete or fail met
+    the fault keeps its lease and comes back when the lease expires.
     """
+
+    MAX_BACKOFF_S = 2.0
 
     def __init__(self, conn: Connection, q: str, handler: Handler, *,
                  lease_ms: int = 30_000, grouped: bool = False, idle_sleep: float = 0.05):
@@ -42,6 +49,7 @@ class Worker:
         self.failed = 0
         self.lost = 0
         self.bad_rows = 0
+        self.wire_faults = 0
 
     def housekeeping(self) -> None:
         jobs.promote(self.conn, self.q)
@@ -92,11 +100,21 @@ class Worker:
         (`until_empty`), or after `timeout` seconds. Answers the jobs processed."""
         done = 0
         deadline = None if timeout is None else time.monotonic() + timeout
+        backoff = 0.0
         while max_jobs is None or done < max_jobs:
             if deadline is not None and time.monotonic() > deadline:
                 break
-            self.housekeeping()
-            if self.run_one():
+            try:
+                self.housekeeping()
+                ran = self.run_one()
+            except WireError as exc:
+                self.wire_faults += 1
+                backoff = min(self.MAX_BACKOFF_S, backoff * 2 or self.idle_sleep)
+                log.warning("queue %s: %s; the worker tries again in %.2f s", self.q, exc, backoff)
+                time.sleep(backoff)
+                continue
+            backoff = 0.0
+            if ran:
                 done += 1
             elif until_empty:
                 break

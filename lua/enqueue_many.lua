@@ -35,7 +35,8 @@ for i = 6, #ARGV, 3 do
   if holder then
     answers[#answers + 1] = holder
   else
-    write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, state)
+    write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, state,
+              delay > 0 and score or nil)
     members[#members + 1] = score
     members[#members + 1] = id
     emit(base, {event = 'added', job = id, group = group ~= '' and group or nil})

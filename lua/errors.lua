@@ -16,7 +16,13 @@ local set, base = KEYS[1], KEYS[2]
 -- each quoted part -> <str>, scanning as the signature's regex does: at a quote, the
 -- next quote of the same kind closes it; a quote with none after it stays as it is
 local function quotes_out(text)
-  if not string.find(text, '[\'"]') then return text end
+  local single, double = string.find(text, "'", 1, true), string.find(text, '"', 1, true)
+  if not (single and double) then
+    -- one kind of quote (or none): the scan is a plain left-to-right replacement
+    if single then return (string.gsub(text, "'[^']*'", '<str>')) end
+    if double then return (string.gsub(text, '"[^"]*"', '<str>')) end
+    return text
+  end
   local out, i = {}, 1
   while true do
     local at = string.find(text, '[\'"]', i)
@@ -39,44 +45,49 @@ end
 -- a UUID: hex 8-4-4-4-12 with no hex digit either side
 local UUID = '%f[%x]' .. string.rep('%x', 8) .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 4)
   .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 12) .. '%f[^%x]'
-
--- a whole run of 8 or more hex digits -> <hex> when it holds a digit
+-- a whole run of 8 or more hex digits
 local HEX_RUN = '%f[%x]' .. string.rep('%x', 8) .. '%x*'
+-- a stretch of hex digits and dashes that starts with 8 hex digits: every UUID and
+-- every run of 8 or more lies inside one, and one starts and ends where no hex digit
+-- is next to it, so it is read on its own as the whole text would be
+local STRETCH = string.rep('%x', 8) .. '[%x%-]*'
+
 local function hex_run(run)
   if string.find(run, '%d') then return '<hex>' end
   return run
 end
 
--- each pass is skipped when the text cannot hold what it replaces
+local function hex_out(stretch)
+  return (string.gsub(string.gsub(stretch, UUID, '<hex>'), HEX_RUN, hex_run))
+end
+
 local function key_of(text)
-  local key = quotes_out(text)
-  if not string.find(key, '%d') and not string.find(key, '%-') then return key end
-  if string.find(key, '-', 1, true) then key = string.gsub(key, UUID, '<hex>') end
-  key = string.gsub(key, HEX_RUN, hex_run)
+  local key = string.gsub(quotes_out(text), STRETCH, hex_out)
+  if not string.find(key, '%d') then return key end
   if string.find(key, '%d%.%d') then key = string.gsub(key, '%d+%.%d+', '<num>') end
   return (string.gsub(key, '%d+', '<num>'))
 end
 
 local start = rank_after(set, ARGV[1], ARGV[2])
 local batch = redis.call('ZRANGE', set, start, start + tonumber(ARGV[3]) - 1, 'WITHSCORES')
+-- the batch comes in score order: a group's first row has its least score, its last the greatest
 local groups, order = {}, {}
 for i = 1, #batch, 2 do
   local id, score = batch[i], batch[i + 1]
-  local text = redis.call('HGET', base .. 'job:' .. id, 'last_error')
-  if text or redis.call('EXISTS', base .. 'job:' .. id) == 1 then
+  local jk = base .. 'job:' .. id
+  local text = redis.call('HGET', jk, 'last_error')
+  if text or redis.call('EXISTS', jk) == 1 then
     local key = text and key_of(text) or ''
     local g = groups[key]
-    local s = tonumber(score)
-    if not g then
-      g = {key = key, n = 0, lo = s, lo_text = score, hi = s, hi_text = score, id = id, text = text}
+    if g then
+      g[2], g[4] = g[2] + 1, score
+    else
+      g = {key, 1, score, score, id, text or false}
       groups[key] = g
       order[#order + 1] = g
     end
-    g.n = g.n + 1
-    if s < g.lo then g.lo, g.lo_text = s, score end
-    if s > g.hi then g.hi, g.hi_text = s, score end
   end
 end
 local out = cursor_head(set, batch, #batch / 2, start, ARGV[1], ARGV[2])
-for _, g in ipairs(order) do out[#out + 1] = {g.key, g.n, g.lo_text, g.hi_text, g.id, g.text or false} end
+for _, g in ipairs(order) do out[#out + 1] = g end
 return out

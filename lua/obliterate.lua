@@ -59,9 +59,15 @@ for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
   redis.call('DEL', lane_meta(base, g))
   redis.call('SREM', base .. 'groups', g)
 end
+-- the latency histograms: two hashes a minute, at most metrics_keep minutes (the
+-- same bound as the fields of the metrics hashes deleted with them)
+local index = base .. 'lat:minutes'
+for _, m in ipairs(redis.call('ZRANGE', index, 0, -1)) do
+  redis.call('DEL', base .. 'lat:wait:' .. m, base .. 'lat:run:' .. m)
+end
 -- the repeat records, the metrics hashes, the dedup keys, the ring
 redis.call('DEL', base .. 'groups', base .. 'ring', base .. 'wake',
-  base .. 'repeat', base .. 'repeat:defs',
+  base .. 'repeat', base .. 'repeat:defs', index, base .. 'metrics:claimed',
   base .. 'metrics:completed', base .. 'metrics:failed', base .. 'dedup')
 
 -- what no set references (orphan rows, logs, locks, anything else under the

@@ -330,6 +330,89 @@ except emq.Refused as refusal:
 ]
 
 
+RUNBOOKS["06-health-at-a-glance"] = [
+    md("""
+# Health at a glance: verdicts, latency and plots
+
+The first question in an incident is "what is wrong with which queue". Every claim
+stamps `claimed_at` on the row and counts the job's **wait** (claim time minus when
+it became ready) into a per-minute histogram on the server; every complete or fail
+counts its **run** time. `frames.health` reads only counts, metrics and those
+histograms (never a job's row) and gives each queue a verdict and one sentence why."""),
+    *opening("mailers", "billing", "exports", "reports"),
+    md("Four queues, four stories: a steady mailer, a billing worker that declines most "
+       "cards, an export backlog one worker cannot keep up with, and a paused report queue."),
+    code("""
+import random, time
+
+QUEUES = ["mailers", "billing", "exports", "reports"]
+rng = random.Random(6)
+
+def mailer(job_id, payload, attempts):
+    time.sleep(rng.uniform(0.02, 0.06))          # 20-60 ms a mail
+
+def charge(job_id, payload, attempts):
+    if int(payload) % 4:
+        raise RuntimeError("card declined")
+
+for i in range(30):
+    emq.jobs.enqueue(conn, "mailers", str(i), id=f"j_mail{i:02}")
+for i in range(8):
+    emq.jobs.enqueue(conn, "billing", str(i), id=f"j_bill{i}", max_attempts=1)
+for i in range(40):
+    emq.jobs.enqueue(conn, "exports", str(i), id=f"j_export{i:02}")
+for i in range(5):
+    emq.jobs.enqueue(conn, "reports", str(i), id=f"j_report{i}")
+emq.admin.pause(conn, "reports")
+
+emq.Worker(conn, "mailers", mailer).run(max_jobs=24)
+emq.Worker(conn, "billing", charge).run(until_empty=True)
+emq.Worker(conn, "exports", lambda *job: None).run(max_jobs=5)
+"""),
+    md("## The verdicts\n\n`%emq health QUEUE` prints the verdict line first, then returns the frame; "
+       "without a queue it judges every queue on the server."),
+    code("h = %emq health mailers"),
+    code("""
+h = emq.frames.health(conn, QUEUES)
+for q, row in h.iterrows():
+    print(f"{q}: {row.verdict} — {row.why}")
+h[["pending", "active", "dead", "paused", "claimed_5m", "completed_5m", "failed_5m",
+   "failure_rate_5m", "verdict"]]
+"""),
+    md("The same queues judged ten minutes from now, had every worker stopped: the "
+       "backlogs are stuck (`now_ms` judges at another time than the server's clock)."),
+    code("""
+later = emq.health.server_ms(conn) + 10 * 60_000
+for q, row in emq.frames.health(conn, ["mailers", "exports"], now_ms=later).iterrows():
+    print(f"{q}: {row.verdict} — {row.why}")
+"""),
+    md("## Wait and run time\n\nPercentiles per minute, in ms, from the histograms "
+       "(within 10% of the exact value). Every mail slept at least 20 ms, so its run "
+       "time is at least that:"),
+    code("""
+lat = %emq latency mailers
+int(lat["n"].sum()), bool((lat["run_p50"] >= 19).all()), list(lat.columns)
+"""),
+    md("## Plots\n\nThe figures are matplotlib `Figure`s: titles, units, UTC time on the x axis. "
+       "(nbval compares their text; an image is not compared.)"),
+    code("%emq plot mailers"),
+    code("%emq plot mailers latency --since 30m"),
+    md("Every queue at once, coloured by verdict (its height follows the number of queues "
+       "on the server, so this cell's output is not compared):"),
+    code("# NBVAL_IGNORE_OUTPUT\nemq.plots.overview(conn)"),
+    md("## Live views\n\n`MetricsView` redraws both plots every few seconds in one "
+       "background thread, with a Stop button and the time of the last refresh; "
+       "`HealthView` shows every verdict, coloured. Their outputs carry the time they "
+       "were drawn, so the next cells check what they show instead."),
+    code("# NBVAL_IGNORE_OUTPUT\nmetrics_view = emq.widgets.MetricsView(conn, \"mailers\", refresh_every=5)\nmetrics_view"),
+    code("""
+metrics_view.stop()
+metrics_view.refreshes >= 1, [o["data"]["text/plain"] for o in metrics_view.out.outputs], metrics_view.summary["claimed"]
+"""),
+    code("# NBVAL_IGNORE_OUTPUT\nhealth_view = emq.widgets.HealthView(conn, QUEUES)\nhealth_view"),
+    code("health_view.verdicts"),
+]
+
 def write(name: str, cells: list) -> Path:
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -13,7 +13,8 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 SMALL = {"snapshot.py": ("5000", "snapshot/floor: "), "destroy.py": ("5000", "drain/floor: "),
          "claim.py": ("2000", "function/script throughput: "),
          "peers.py": ("2000", "ours/bullmq listing: "), "scale.py": ("2000", "worst ratio to target: "),
-         "find.py": ("5000", "find/(snapshot+filter): ")}
+         "find.py": ("5000", "find/(snapshot+filter): "),
+         "latency_cost.py": ("1000", "with/without seconds per cycle: ")}
 
 
 # shared code, and the peers' sides (run by peers.py and scale.py in their own venv)
@@ -30,8 +31,9 @@ def test_a_small_run_prints_its_ratio(script):
     jobs, last = SMALL[script]
     run = subprocess.run([sys.executable, str(BENCH / script), "--jobs", jobs, "--repeat", "1"],
                          capture_output=True, text=True, timeout=600, cwd=BENCH,
+                         # this checkout's package, whatever the venv's editable install points at
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                             p for p in (str(BENCH), os.environ.get("PYTHONPATH")) if p)})
+                             p for p in (str(BENCH), str(BENCH.parent), os.environ.get("PYTHONPATH")) if p)})
     assert run.returncode == 0, run.stderr[-3000:]
     final = run.stdout.strip().splitlines()[-1]
     assert final.startswith(last), final

@@ -1,7 +1,8 @@
 """The panels in a real browser: JupyterLab (headless, 127.0.0.1, a token) on a
 small notebook, a real Valkey through EMQ_URL, Debian's Chromium driven by
 Playwright. Clicks Pause / Resume in the QueuePanel and Reprocess in the
-DeadLetterPanel, and checks each through a separate redis client. The dashboard
+DeadLetterPanel (and there its filter, Preview and Reprocess previewed), and checks
+each through a separate redis client. The dashboard
 twice: in JupyterLab (click a queue, filter the dead jobs, select two rows of the
 grid, Reprocess) and served by Voilà (the overview's queues and counts, Pause).
 
@@ -167,6 +168,21 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
             assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad") is None
             assert spy.hget(f"emq:{{{Q}}}:job:j_bad", "failures") == "1"
             page.get_by_text("1 reprocessed").wait_for()
+
+            # triage: a second dead job, found by the filter, previewed, reprocessed
+            jobs.enqueue(conn, Q, '{"to": "nobody"}', id="j_bad2", max_attempts=1)
+            spy.zadd(f"emq:{{{Q}}}:pending", {"j_bad2": -1})
+            assert jobs.claim(conn, Q, 60_000)[0] == "j_bad2"
+            jobs.fail(conn, Q, "j_bad2", "SMTP 550: mailbox unavailable")
+            page.get_by_placeholder("error glob, e.g. SMTP 5*").fill("SMTP 550*")
+            page.locator("button.widget-button", has_text=re.compile(r"^\s*Filter\s*$")).click()
+            page.locator("button.widget-button", has_text=re.compile(r"^\s*Preview\s*$")).click()
+            page.get_by_text("Preview: 1 dead jobs").wait_for()
+            page.get_by_role("button", name="Reprocess previewed").click()
+            wait_for(lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad2") is not None,
+                     "j_bad2 to move to pending")
+            assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad2") is None
+            page.get_by_text("reprocess previewed: 1 reprocessed").wait_for()
 
             page.get_by_role("button", name="Pause").click()            # shown paused
             wait_for(lambda: spy.hexists(f"emq:{{{Q}}}:meta", "paused"), "paused again")
@@ -354,3 +370,65 @@ def voila_shots() -> Path:
     import tempfile
 
     return Path(tempfile.mkdtemp(prefix="emq-voila-"))
+
+
+# -- health at a glance ----------------------------------------------------------------
+
+def test_the_metrics_and_health_views_in_jupyterlab(lab, url):
+    """MetricsView draws both plots and says when, its Stop stops the refresh; HealthView
+    colours each queue by the verdict a separate connection computes."""
+    from playwright.sync_api import sync_playwright
+
+    base, token, work = lab
+    conn = emq.connect(url)
+    rng = __import__("random").Random(18)
+    for i in range(30):
+        jobs.enqueue(conn, "mailers", json.dumps({"to": f"user{i}@example.com"}))
+    emq.Worker(conn, "mailers", lambda *job: time.sleep(rng.uniform(0.02, 0.08))).run(max_jobs=24)
+    for i in range(8):
+        jobs.enqueue(conn, "billing", json.dumps({"charge": i}), max_attempts=1)
+    emq.Worker(conn, "billing", lambda job_id, payload, attempts: (
+        None if json.loads(payload)["charge"] % 4 == 0 else 1 / 0)).run(until_empty=True)
+    for i in range(40):
+        jobs.enqueue(conn, "exports", json.dumps({"export": i}))
+    emq.Worker(conn, "exports", lambda *job: None).run(max_jobs=5)
+    for i in range(5):
+        jobs.enqueue(conn, "reports", json.dumps({"report": i}))
+    emq.admin.pause(conn, "reports")
+    verdicts = emq.frames.health(emq.connect(url))["verdict"].to_dict()
+    assert verdicts == {"billing": "failing", "exports": "growing", "mailers": "ok", "reports": "paused"}
+
+    notebook(work / "health.ipynb", "import emq_notebook\n%load_ext emq_notebook\n%emq connect",
+             "emq_notebook.widgets.MetricsView(emq_notebook.current(), 'mailers', refresh_every=2)",
+             "emq_notebook.widgets.HealthView(emq_notebook.current())")
+    shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else work
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 1800})
+            page.goto(f"{base}/lab/tree/health.ipynb?reset&token={token}")
+            run_all(page, ready="Stop")
+            views = page.locator(".jp-OutputArea-output .widget-vbox")
+            metrics = views.nth(0)
+            metrics.locator("img").nth(1).wait_for(timeout=30_000)       # both plots drawn
+            first = metrics.get_by_text(re.compile(r"last refreshed \d\d:\d\d:\d\d UTC · every 2s"))
+            first.wait_for()
+            said = first.inner_text()
+            wait_for(lambda: metrics.get_by_text(re.compile("last refreshed")).inner_text() != said,
+                     "a second refresh by the view's own thread")
+            metrics.get_by_text("claimed").first.wait_for()
+            health = views.nth(1)
+            for q, verdict in verdicts.items():
+                row = health.locator("tr", has_text=q)
+                assert row.locator("span", has_text=verdict).count() == 1, (q, verdict)
+            shots.mkdir(exist_ok=True)
+            health.screenshot(path=str(shots / "health-view.png"))
+            metrics.get_by_role("button", name="Stop").click()
+            metrics.get_by_text(re.compile(r"last refreshed .* · stopped")).wait_for()
+            metrics.get_by_role("button", name="Start").wait_for()
+            metrics.screenshot(path=str(shots / "metrics-view.png"))
+        finally:
+            browser.close()
+    for name in ("metrics-view.png", "health-view.png"):
+        png = (shots / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000

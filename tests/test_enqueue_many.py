@@ -26,14 +26,16 @@ def many(request, conn, connect_as):
 
 def normalised(conn) -> dict:
     """The queue's footprint with the clock taken out: `created_at` masked and each
-    scheduled job's due time as its delay from its own `created_at`."""
+    scheduled job's due time (its score and its row's `due_at`) as its delay from its
+    own `created_at`."""
     fp = footprint.footprint(conn, Q)
     created = {k[len(base(Q)) + 4:]: int(v["created_at"])
                for k, (kind, v) in fp.items() if kind == "hash" and k.startswith(base(Q) + "job:")}
     out = {}
     for key, (kind, value) in fp.items():
         if kind == "hash":
-            value = {f: "<t>" if f == "created_at" else v for f, v in value.items()}
+            at = {"created_at": lambda v: "<t>", "due_at": lambda v, row=value: int(v) - int(row["created_at"])}
+            value = {f: at[f](v) if f in at else v for f, v in value.items()}
         elif key == base(Q) + "schedule":
             value = [(m, score - created[m]) for m, score in value]
         out[key] = (kind, value)

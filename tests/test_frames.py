@@ -106,9 +106,11 @@ def test_metrics_frame_is_time_indexed(conn):
     minute = int(time.time() // 60)
     conn.client.hset(f"emq:{{{Q}}}:metrics:completed", mapping={minute - 120: 4, minute: 2})
     conn.client.hset(f"emq:{{{Q}}}:metrics:failed", mapping={minute: 1})
+    conn.client.hset(f"emq:{{{Q}}}:metrics:claimed", mapping={minute - 120: 5, minute: 3, "by hand": 9})
     m = frames.metrics(conn, Q)
-    assert isinstance(m.index, pd.DatetimeIndex) and list(m.columns) == ["completed", "failed"]
+    assert isinstance(m.index, pd.DatetimeIndex) and list(m.columns) == ["claimed", "completed", "failed"]
     assert m["completed"].tolist() == [4, 2] and m["failed"].tolist() == [0, 1]
+    assert m["claimed"].tolist() == [5, 3]
     assert frames.metrics(conn, Q, since_ms=3_600_000)["completed"].tolist() == [2]
 
 

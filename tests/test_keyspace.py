@@ -17,6 +17,14 @@ def test_keys_are_byte_exact():
     assert keyspace.events_channel("mail") == "emq:{mail}:events"
     assert keyspace.queue_from_key("emq:{mail}:job:j_1") == "mail"
     assert keyspace.queue_from_key("other:key") is None
+    assert keyspace.metrics_key("mail", "claimed") == "emq:{mail}:metrics:claimed"
+    assert keyspace.latency_key("mail", "wait", 29_000_000) == "emq:{mail}:lat:wait:29000000"
+    assert keyspace.latency_key("mail", "run", 7) == "emq:{mail}:lat:run:7"
+    assert keyspace.latency_index_key("mail") == "emq:{mail}:lat:minutes"
+    for bad in (lambda: keyspace.metrics_key("mail", "x"), lambda: keyspace.latency_key("mail", "x", 1),
+                lambda: keyspace.latency_key("mail", "wait", "1}")):
+        with pytest.raises(InvalidName):
+            bad()
 
 
 @pytest.mark.parametrize("bad", ["", "a{b", "a}b", "a:b", "a b", "a\tb", "a\nb", "a\x00b",

@@ -66,7 +66,7 @@ class QueueModel(RuleBasedStateMachine):
         self.limits = {g: 1 for g in GROUPS}
         self.lane_paused = {g: False for g in GROUPS}
         self.dedup: dict[str, str] = {}
-        self.completed = self.failed = 0
+        self.completed = self.failed = self.claimed = 0
         self.serial = 0
 
     # -- helpers --------------------------------------------------------------
@@ -112,6 +112,7 @@ class QueueModel(RuleBasedStateMachine):
     def took(self, got, expected_id: str, lease: int) -> None:
         job = self.jobs[expected_id]
         job.attempts += 1
+        self.claimed += 1
         assert got == (expected_id, job.payload, job.attempts)
         job.state, job.short = "active", lease == SHORT
         if job.short:
@@ -251,7 +252,7 @@ class QueueModel(RuleBasedStateMachine):
             self.drop(i)
         if reply == "ok":
             assert not self.jobs and not list(self.conn.client.scan_iter(match=PREFIX + "*"))
-            self.paused, self.completed, self.failed = False, 0, 0
+            self.paused, self.completed, self.failed, self.claimed = False, 0, 0, 0
             self.dedup.clear()
         # a lane swept whole has lost its settings with it
         known = self.conn.client.smembers(PREFIX + "groups")
@@ -359,6 +360,13 @@ class QueueModel(RuleBasedStateMachine):
         completed = sum(int(v) for v in r.hvals(PREFIX + "metrics:completed"))
         failed = sum(int(v) for v in r.hvals(PREFIX + "metrics:failed"))
         assert (completed, failed) == (self.completed, self.failed)
+        # every claim is counted and its wait measured; every complete and fail its run
+        assert sum(int(v) for v in r.hvals(PREFIX + "metrics:claimed")) == self.claimed
+        samples = {"wait": 0, "run": 0}
+        for m in r.zrange(PREFIX + "lat:minutes", 0, -1):
+            for kind in samples:
+                samples[kind] += sum(int(v) for v in r.hvals(PREFIX + f"lat:{kind}:{m}"))
+        assert samples == {"wait": self.claimed, "run": self.completed + self.failed}
 
 
 def machine_for(conn):

@@ -43,12 +43,20 @@ def test_pause_gate_answers_none_and_keeps_the_backlog(conn):
     assert jobs.claim(conn, Q, 1000)[0] == ids[0]
 
 
-def test_claim_scripts_carry_no_pause_logic():
+def test_claim_scripts_carry_no_pause_logic(conn):
     from emq_notebook import scripts
     for name in ("claim2", "gclaim2"):
         code = [line for line in scripts.source(name).splitlines() if not line.lstrip().startswith("--")]
-        # the queue's meta hash (where `paused` lives) is never read by a claim script
-        assert not any("'meta'" in line for line in code), name
+        # the queue's meta hash (where `paused` lives) is read by a claim script only
+        # for the metrics retention, never for the paused field
+        assert all("'metrics_keep'" in line for line in code if "'meta'" in line), name
+    # and run directly on a paused queue, each script serves its head
+    jobs.enqueue(conn, Q, "flat", id="j_f")
+    jobs.enqueue(conn, Q, "lane", id="j_g", group="acme")
+    admin.pause(conn, Q)
+    rest = [f"emq:{{{Q}}}:active", f"emq:{{{Q}}}:"]
+    assert conn.run("claim2", [f"emq:{{{Q}}}:pending", *rest], [60_000])[0] == "j_f"
+    assert conn.run("gclaim2", [f"emq:{{{Q}}}:ring", *rest], [60_000])[0] == "j_g"
 
 
 def test_fail_retries_with_backoff_then_dead(conn):

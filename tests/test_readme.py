@@ -243,3 +243,36 @@ def test_the_jupyter_way_runs_as_written(valkey):
     text, diff = runs[-1]
     assert len(runs) == 2 and "step drain: done — drained 10,050 jobs" in text and "step resume: done" in text
     assert emq_backlog(conn) == 0 and "-emq:{newsletters}:pending" in diff
+
+
+# -- "Health", executed as written, line by line, on both backends ----------------------
+
+HEALTH_BLOCK = README.split("## Health\n", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+
+
+def test_the_health_block_runs_as_written(ip, session_on, capfd):
+    from emq_notebook.widgets.base import close_all
+    lines: list[str] = []
+    for ln in HEALTH_BLOCK.strip().splitlines():
+        if ln.startswith(" ") and lines:                    # a loop's body runs with its head
+            lines[-1] += "\n" + ln
+        elif ln.strip():
+            lines.append(ln)
+    try:
+        for line in lines:
+            capfd.readouterr()
+            result = ip.run_cell(line, store_history=True)
+            out = capfd.readouterr().out
+            assert result.error_before_exec is None and result.error_in_exec is None, (line, out)
+            comment = line.split("  #", 1)[1].strip() if "  #" in line else ""
+            if comment.startswith("-> "):                      # the line's value, as written
+                assert repr(result.result) == comment[3:], (line, result.result)
+            if comment.startswith("prints "):                  # the line's printed answer
+                assert comment[len("prints "):] in out, (line, out)
+        ns = ip.user_ns
+        assert list(ns["lat"].columns) == ["wait_p50", "wait_p95", "wait_p99",
+                                           "run_p50", "run_p95", "run_p99", "n"]
+        assert ns["fig"].axes[0].get_title() == "mailers: jobs per minute, last 1 h"
+        assert ns["view"].running and ns["board"].verdicts == {"mailers": "ok"}
+    finally:
+        close_all()

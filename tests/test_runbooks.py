@@ -20,7 +20,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks" / "demos").glob("*.ipynb"))
 def test_the_demos_are_shipped():
     assert [p.stem for p in NOTEBOOKS] == ["00-quickstart", "01-pause-and-drain", "02-dead-letters",
                                            "03-progress-and-logs", "04-retire-a-queue",
-                                           "05-grouped-lanes", "dashboard"]
+                                           "05-grouped-lanes", "06-health-at-a-glance", "dashboard"]
 
 
 def test_the_demos_run_on_a_real_valkey(valkey, tmp_path):

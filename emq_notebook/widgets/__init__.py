@@ -5,9 +5,12 @@ from .claim_gate import ClaimGate
 from .dashboard import Dashboard
 from .dead_letters import DeadLetterPanel
 from .events_view import EventsView
+from .health_view import HealthView
 from .job_panel import JobPanel
+from .metrics_view import MetricsView
 from .operator_console import OperatorConsole
 from .queue_panel import QueuePanel
 
 __all__ = ["Dashboard", "QueuePanel", "JobPanel", "DeadLetterPanel", "EventsView", "ClaimGate",
            "OperatorConsole"]
+__all__ += ["MetricsView", "HealthView"]

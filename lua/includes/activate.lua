@@ -1,16 +1,28 @@
+--@include metrics
+--@include latency
 -- hand one ready job to a worker: attempts+1, active until the lease deadline,
 -- the PX lock a worker holds while it owns the job, and the claim's token on the
 -- row as `owner` (the :lock key may expire while the job is still in active;
--- complete and fail compare the token with `owner`, which stays)
-local function activate(base, id, lease, token, now)
+-- complete and fail compare the token with `owner`, which stays). The claim time
+-- goes on the row as `claimed_at`; the claim is counted (`metrics:claimed`) and
+-- its wait recorded. A row with no readable `created_at` or `due_at` (an older
+-- node's) is claimed all the same, its wait not measured.
+local function activate(base, id, lease, token, now, keep)
   local jk = base .. 'job:' .. id
+  -- read before the writes below, which leave these fields as they are
+  local read = redis.call('HMGET', jk, 'payload', 'created_at', 'due_at')
   local att = redis.call('HINCRBY', jk, 'attempts', 1)
-  redis.call('HSET', jk, 'state', 'active')
+  redis.call('HSET', jk, 'state', 'active', 'claimed_at', string.format('%.0f', now))
   if token ~= '' then redis.call('HSET', jk, 'owner', token) else redis.call('HDEL', jk, 'owner') end
   redis.call('ZADD', base .. 'active', now + lease, id)
   redis.call('SET', jk .. ':lock', token ~= '' and token or '1', 'PX', lease)
+  bump_metric(base, 'claimed', now, keep)
+  -- the job was ready at the later of its creation and its due time
+  local created, due = whole_of(read[2]), whole_of(read[3])
+  local ready = (created and due and math.max(created, due)) or created or due
+  if ready then record_latency(base, 'wait', now - ready, now, keep) end
   emit(base, {event = 'active', job = id, attempts = att})
-  return {id, redis.call('HGET', jk, 'payload'), att}
+  return {id, read[1], att}
 end
 
 -- a lease a claim can set: a whole number of ms, at most a year (what SET PX takes)
@@ -26,6 +38,9 @@ end
 local function claim_flat(pending, base, lease, token)
   local refused = lease_refusal(lease)
   if refused then return refused end
+  -- the metrics retention is read before any write: the claim counts itself
+  local keep = metrics_keep(base)
+  if not keep then return bad_row('metrics_keep', 'meta') end
   local now = now_ms()
   while true do
     local head = redis.call('ZRANGE', pending, 0, 0)
@@ -35,7 +50,7 @@ local function claim_flat(pending, base, lease, token)
       local _, bad = row_wholes(base .. 'job:' .. id)
       if bad then return bad_row(bad, id) end
       redis.call('ZREM', pending, id)
-      return activate(base, id, lease, token, now)
+      return activate(base, id, lease, token, now, keep)
     end
     -- a ghost (a member whose row is gone) is dropped, never served
     redis.call('ZREM', pending, id)
@@ -49,6 +64,9 @@ end
 local function claim_lanes(ring, base, lease, token)
   local refused = lease_refusal(lease)
   if refused then return refused end
+  -- the metrics retention is read before any write: the claim counts itself
+  local keep = metrics_keep(base)
+  if not keep then return bad_row('metrics_keep', 'meta') end
   local now = now_ms()
   local order, pick, id, ghosts = {}, nil, nil, {}
   local i = 0
@@ -94,5 +112,5 @@ local function claim_lanes(ring, base, lease, token)
   if lane_runnable(base, g) and redis.call('HSETNX', lane_meta(base, g), 'ring', '1') == 1 then
     redis.call('RPUSH', ring, g)
   end
-  return activate(base, id, lease, token, now)
+  return activate(base, id, lease, token, now, keep)
 end

@@ -11,8 +11,10 @@ local function held_by(base, id, dedup)
   return nil
 end
 
--- write a new job's row (one HSET) and take its dedup key; the caller places it
-local function write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, state)
+-- write a new job's row (one HSET) and take its dedup key; the caller places it.
+-- A scheduled job's row holds its due time (`due_at`), where its wait starts (a claim
+-- measures from it)
+local function write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, state, due)
   local row = {'payload', payload, 'attempts', '0', 'failures', '0', 'stalled', '0',
     'max_attempts', max_attempts, 'priority', string.format('%.0f', priority), 'backoff', backoff,
     'created_at', tostring(now)}
@@ -21,6 +23,7 @@ local function write_row(base, id, payload, group, max_attempts, priority, backo
     table.insert(row, 'dedup'); table.insert(row, dedup)
     redis.call('HSET', base .. 'dedup', dedup, id)
   end
+  if due then table.insert(row, 'due_at'); table.insert(row, string.format('%.0f', due)) end
   table.insert(row, 'state'); table.insert(row, state)
   redis.call('HSET', base .. 'job:' .. id, unpack(row))
 end
@@ -32,7 +35,7 @@ local function add_job(base, id, payload, group, delay, priority, max_attempts, 
   -- every queue has a meta hash, so queues are found by their meta key
   redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
   if delay > 0 then
-    write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, 'schedule')
+    write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, 'schedule', now + delay)
     redis.call('ZADD', base .. 'schedule', now + delay, id)
   else
     write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, 'pending')

@@ -19,20 +19,21 @@ local function glob_of(spec)
   end
   local g = {whole = f[1], star = #f > 1, middle = {}}
   if g.star then
-    g.prefix, g.suffix, g.suffix_len = f[2], f[3], tonumber(f[4])
+    -- the first and last pieces anchored once here, not for every row
+    g.prefix = f[2] ~= '' and '^' .. f[2] or nil
+    g.suffix = f[3] ~= '' and '^' .. f[3] .. '$' or nil
+    g.suffix_len = tonumber(f[4])
     for i = 5, #f do g.middle[#g.middle + 1] = f[i] end
   end
   return g
 end
 
-local function glob_matches(text, g)
-  -- no `*`, or a text with bytes past ASCII: the whole pattern (Lua backtracks fully)
-  if not g.star or string.find(text, '[\128-\255]') then return string.find(text, g.whole) ~= nil end
-  -- ASCII text: a character is a byte, so each piece between stars is taken at its
-  -- leftmost place, as fnmatch does; no backtracking over the stars
+-- the pieces between stars, each at its leftmost place, as fnmatch takes them: exact
+-- on ASCII text (a character is a byte), with no backtracking over the stars
+local function pieces_match(text, g)
   local pos = 1
-  if g.prefix ~= '' then
-    local _, e = string.find(text, '^' .. g.prefix)
+  if g.prefix then
+    local _, e = string.find(text, g.prefix)
     if not e then return false end
     pos = e + 1
   end
@@ -43,5 +44,13 @@ local function glob_matches(text, g)
   end
   local from = #text - g.suffix_len + 1
   if from < pos then return false end
-  return g.suffix == '' or string.find(text, '^' .. g.suffix .. '$', from) ~= nil
+  return not g.suffix or string.find(text, g.suffix, from) ~= nil
+end
+
+local function glob_matches(text, g)
+  if not g.star then return string.find(text, g.whole) ~= nil end
+  if pieces_match(text, g) then return true end
+  -- a text with bytes past ASCII: the whole pattern (Lua backtracks fully), so no
+  -- match is missed; what it lets through too is checked again by the caller
+  return string.find(text, '[\128-\255]') ~= nil and string.find(text, g.whole) ~= nil
 end

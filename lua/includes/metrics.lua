@@ -10,18 +10,20 @@ end
 
 -- count one `kind` event in the minute of `now`. It runs after a transition's
 -- writes, so it never fails: a bucket written by hand that holds no count starts
--- again at 1, and a metrics key of another type (not a hash) is left alone.
-local function bump_metric(base, kind, now)
+-- again at 1, and a metrics key of another type (not a hash) is left alone. Only a
+-- new bucket can take the hash past `keep` (the caller's metrics_keep(base), read
+-- here when not given), so only then is the oldest trimmed: one command a bump.
+local function bump_metric(base, kind, now, keep)
   local mk = base .. 'metrics:' .. kind
   local bucket = tostring(math.floor(now / 60000))
-  local held = redis.pcall('HGET', mk, bucket)
-  if type(held) == 'table' then return end
-  if whole_of(held, 0) then
-    redis.call('HINCRBY', mk, bucket, 1)
-  else
-    redis.call('HSET', mk, bucket, '1')
+  local n = redis.pcall('HINCRBY', mk, bucket, 1)
+  if type(n) == 'table' then
+    -- not a hash: left alone; a bucket holding no whole count: starts again at 1
+    if type(redis.pcall('HSET', mk, bucket, '1')) == 'table' then return end
+    n = 1
   end
-  local keep = metrics_keep(base) or 1440
+  if n ~= 1 then return end
+  keep = keep or metrics_keep(base) or 1440
   if redis.call('HLEN', mk) > keep then
     local fields = redis.call('HKEYS', mk)
     -- a field that is not a bucket number (written by hand) sorts first and goes first

@@ -1,0 +1,63 @@
+"""The health verbs of `%emq` / `emq`: `health`, `latency` and `plot`. All read only.
+
+`%emq health [QUEUE]` prints one line per queue (its verdict and why), then returns
+the `frames.health` frame; `%emq latency QUEUE` the wait and run percentiles by
+minute; `%emq plot QUEUE [throughput|latency]` a matplotlib figure (in the shell,
+`--save FILE.png` writes it instead). Imported at the end of `commands.py`.
+"""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from typing import Any
+
+import pandas as pd
+
+from . import frames, plots
+from .commands import QUEUE, Session
+from .errors import EMQError
+from .grammar import duration
+from .registry import arg, opt, verb
+
+PLOTS = ("throughput", "latency")
+
+
+@verb("health", "every queue's verdict (ok, idle, paused, stuck, failing, growing) and why",
+      arg("queue", nargs="?"))
+def _health(s: Session, ns: Namespace) -> pd.DataFrame:
+    h = frames.health(s.conn, None if ns.queue is None else [ns.queue])
+    if h.empty:
+        s.say("no queue on this server")
+    for q, row in h.iterrows():
+        s.say(f"{q}: {row['verdict']} — {row['why']}")
+    return h
+
+
+@verb("latency", "wait and run percentiles (p50, p95, p99, ms) per minute", QUEUE,
+      opt("--since", type=duration, help="e.g. 1h"))
+def _latency(s: Session, ns: Namespace) -> pd.DataFrame:
+    return frames.latency(s.conn, ns.queue, since_ms=ns.since)
+
+
+@verb("plot", "a queue's throughput (the default) or latency over time, as a figure",
+      QUEUE, arg("what", nargs="?", choices=list(PLOTS), default="throughput"),
+      opt("--since", default="1h", help="the window, e.g. 30m, 1h, 2d (default 1h)"),
+      opt("--save", metavar="FILE", help="write the figure to FILE (.png, .svg, .pdf)"))
+def _plot(s: Session, ns: Namespace) -> Any:
+    draw = plots.throughput if ns.what == "throughput" else plots.latency
+    fig = draw(s.conn, ns.queue, since=ns.since)
+    if ns.save:
+        fig.savefig(ns.save)
+        s.say(f"saved the {ns.what} of {ns.queue} to {ns.save}")
+        return None
+    try:
+        return s.widget(lambda: _shown(fig))
+    except EMQError:
+        raise EMQError("a plot needs a notebook: use %emq plot in Jupyter, "
+                       "or --save FILE.png here") from None
+
+
+def _shown(fig: Any) -> Any:
+    """The figure, with IPython told to show a figure as an image."""
+    plots.show_in_notebook()
+    return fig

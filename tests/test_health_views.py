@@ -1,0 +1,173 @@
+"""MetricsView and HealthView through the widget API, on both backends: what they
+show, their one background thread each, and their static fallback."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+
+import pytest
+
+import emq_notebook as emq
+from emq_notebook import Worker, admin, connector, jobs
+from emq_notebook.plots import VERDICT_COLOURS
+from emq_notebook.widgets import HealthView, MetricsView
+from emq_notebook.widgets.base import close_all, live_panels
+
+Q = "mail"
+
+
+def until(check, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def threads(prefix="emq-"):
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith(prefix))
+
+
+@pytest.fixture(autouse=True)
+def no_panel_left():
+    yield
+    close_all()
+    assert threads() == []
+
+
+def work(conn, q=Q, n=4, fail=0):
+    ids = [jobs.enqueue(conn, q, str(i), max_attempts=1) for i in range(n)]
+    broken = set(ids[:fail])
+
+    def handler(job_id, payload, attempts):
+        if job_id in broken:
+            raise RuntimeError("boom")
+
+    Worker(conn, q, handler).run(until_empty=True)
+
+
+# -- MetricsView -----------------------------------------------------------------
+
+def test_metrics_view_shows_both_plots_and_when(conn):
+    work(conn, n=5, fail=1)
+    view = MetricsView(conn, Q, refresh_every=0.5, auto=False)
+    outs = view.out.outputs
+    assert [o["data"]["text/plain"] for o in outs] == [f"{Q}: jobs per minute, last 1 h",
+                                                       f"{Q}: wait and run time, last 1 h"]
+    assert all(base64.b64decode(o["data"]["image/png"])[:4] == b"\x89PNG" for o in outs)
+    assert view.summary["claimed"] == 5 and view.summary["failed"] == 1
+    assert view.summary["completed"] == 4
+    assert view.refreshed_at and f"last refreshed {view.refreshed_at}" in view.refreshed.value
+    assert "stopped" in view.refreshed.value and not view.running and threads() == []
+    bundle = view._repr_mimebundle_()
+    assert f"last refreshed: {view.refreshed_at}" in bundle["text/plain"]
+    assert "claimed | 5" in bundle["text/plain"]
+    assert bundle["text/html"].count('src="data:image/png;base64,') == 2
+    view.close()
+
+
+def test_metrics_view_refreshes_in_one_thread_until_stopped(conn):
+    view = MetricsView(conn, Q, refresh_every=0.5)
+    assert view.running and threads() == [f"emq-metrics-{Q}"]
+    assert "every 0.5s" in view.refreshed.value and view.stop_button.description == "Stop"
+    work(conn, n=3)
+    assert until(lambda: view.summary.get("claimed") == 3)        # the thread drew it
+    view.stop_button.click()
+    assert not view.running and threads() == [] and view.stop_button.description == "Start"
+    seen = view.refreshes
+    time.sleep(1.2)
+    assert view.refreshes == seen                                   # stopped means stopped
+    view.stop_button.click()
+    assert view.running and threads() == [f"emq-metrics-{Q}"]
+    view.close()
+    assert threads() == []
+
+
+def test_rebuilding_a_metrics_view_leaves_one_thread(conn):
+    views = [MetricsView(conn, Q, refresh_every=0.5) for _ in range(4)]
+    other = MetricsView(conn, "other", refresh_every=0.5)
+    assert threads() == [f"emq-metrics-{Q}", "emq-metrics-other"]
+    assert [v.running for v in views] == [False, False, False, True]
+    assert views[-1] in live_panels() and views[0] not in live_panels()
+    other.close()
+    views[-1].close()
+    assert threads() == []
+
+
+def test_a_metrics_view_that_loses_the_server_says_so(backend, capfd):
+    if backend == "fake":
+        conn = emq.connect(embedded="fake")
+        connector.fake_server().connected = False
+    else:
+        conn = emq.connect("redis://127.0.0.1:1/0")
+    try:
+        view = MetricsView(conn, "lost", refresh_every=0.5)
+        assert view.status_text.startswith("error: lost the server at ")
+        view.say("")
+        assert until(lambda: view.status_text.startswith("error: lost the server at "))
+        assert view.running                                          # it keeps trying
+    finally:
+        connector.fake_server().connected = True
+    view.close()
+    assert capfd.readouterr() == ("", "")
+
+
+def test_a_bad_window_or_interval_is_refused_before_any_io():
+    conn = emq.connect("redis://127.0.0.1:1/0")
+    with pytest.raises(emq.EMQError):
+        MetricsView(conn, Q, since="soon")
+    with pytest.raises(emq.EMQError):
+        MetricsView(conn, Q, refresh_every=0)
+    assert threads() == []
+
+
+# -- HealthView ------------------------------------------------------------------
+
+def test_health_view_colours_every_queue_by_its_verdict(conn):
+    work(conn, "mail", n=4, fail=3)             # failing
+    work(conn, "fine", n=3)                      # ok
+    jobs.enqueue(conn, "held", "x")
+    admin.pause(conn, "held")                   # paused
+    view = HealthView(conn)
+    assert view.verdicts == {"fine": "ok", "held": "paused", "mail": "failing"}
+    for q, verdict in view.verdicts.items():
+        badge = f'background:{VERDICT_COLOURS[verdict]};color:white'
+        row = next(r for r in view.table.value.split("<tr>") if r.startswith(f"<td>{q}</td>"))
+        assert badge in row and f">{verdict}</span>" in row
+    assert view.status_text == "needs a look: mail"
+    text = view.static_text()
+    assert "mail | failing | 0 |" in text and "3 of 4 jobs finished in the last 5 min failed" in text
+    assert "health of every queue" in view._repr_mimebundle_()["text/html"]
+    view.close()
+
+
+def test_health_view_refresh_and_its_one_thread(conn):
+    view = HealthView(conn, ["mail"], refresh_every=0.5)
+    assert view.verdicts == {"mail": "idle"} and threads() == []
+    assert "refresh by hand" in view.refreshed.value
+    jobs.enqueue(conn, "mail", "x")
+    view.refresh_button.click()
+    assert view.verdicts == {"mail": "growing"}
+    view.auto_button.click()
+    assert view.running and threads() == ["emq-health"]
+    view.auto_button.click()
+    assert not view.running and threads() == []
+    again = HealthView(conn, ["mail"], refresh_every=0.5, auto=True)
+    also = HealthView(conn, ["mail"], refresh_every=0.5, auto=True)
+    assert threads() == ["emq-health"] and not again.running and also.running
+    admin.pause(conn, "mail")
+    assert until(lambda: also.verdicts == {"mail": "paused"})
+    also.close()
+    view.close()
+
+
+def test_health_view_on_a_read_only_connection(conn, connect_as):
+    work(conn, n=2)
+    ro = connect_as()
+    ro.read_only = True
+    view = HealthView(ro)
+    assert view.verdicts == {Q: "ok"} and "read-only" in view.static_text()
+    view.close()
