@@ -34,7 +34,8 @@ def normalised(conn) -> dict:
     out = {}
     for key, (kind, value) in fp.items():
         if kind == "hash":
-            at = {"created_at": lambda v: "<t>", "due_at": lambda v, row=value: int(v) - int(row["created_at"])}
+            at = {"created_at": lambda v: "<t>",
+                  "due_at": lambda v, row=value: int(v) - int(row["created_at"])}
             value = {f: at[f](v) if f in at else v for f, v in value.items()}
         elif key == base(Q) + "schedule":
             value = [(m, score - created[m]) for m, score in value]

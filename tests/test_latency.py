@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import dump, keys_of
+from helpers import dump, keys_of
 
 from emq_notebook import admin, jobs, lanes
 from emq_notebook.errors import BadRow
