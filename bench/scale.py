@@ -36,7 +36,7 @@ from common import Pinger, args, connect, payload, server
 from peers import peers_python
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, jobs, scripts
+from emq_notebook import admin, frames, jobs
 from emq_notebook.keyspace import STATES, base, queue_key
 
 Q = "scale"
@@ -83,20 +83,17 @@ def build(conn, n: int, payloads: list[str]) -> None:
 def kill(conn, count: int) -> None:
     """Set-up, untimed: claim the head of pending and fail it, `count` times, through
     the real scripts (pipelined): each goes dead with one of the error kinds."""
-    claim = conn.client.register_script(scripts.source("claim2"))
-    fail = conn.client.register_script(scripts.source("fail"))
     keys = [queue_key(Q, "pending"), queue_key(Q, "active"), base(Q)]
     done = 0
     while done < count:
         size = min(1000, count - done)
-        pipe = conn.client.pipeline(transaction=False)
+        pipe = conn.pipeline()
         for _ in range(size):
-            claim(keys=keys, args=[600_000, "bench"], client=pipe)
-        claimed = [reply[0] for reply in pipe.execute()]
-        pipe = conn.client.pipeline(transaction=False)
-        for i, job_id in enumerate(claimed):
-            fail(keys=[base(Q) + "job:" + job_id, queue_key(Q, "active"), base(Q)],
-                 args=[job_id, error_text(done + i)], client=pipe)
+            conn.run("claim2", keys, [600_000, conn.token], verb="claim", queue=Q, pipeline=pipe)
+        claimed = pipe.execute()
+        pipe = conn.pipeline()
+        for i, job in enumerate(claimed):
+            jobs.fail(conn, Q, job.id, error_text(done + i), pipeline=pipe)
         assert set(pipe.execute()) == {"dead"}
         done += size
 

@@ -84,9 +84,8 @@ def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFA
     while the queue stays paused can outlive it (obliterate again to be sure).
     """
     check_budget(budget)
-    reply = conn.run("obliterate", [queue_key(q, "meta"), base(q)],
-                     ["force" if force else "", budget], verb="obliterate", queue=q)
-    return "ok" if reply == 0 else "more"
+    return conn.run("obliterate", [queue_key(q, "meta"), base(q)],
+                    ["force" if force else "", budget], verb="obliterate", queue=q)
 
 
 def obliterate_all(conn: Connection, q: str, force: bool = False, budget: int = DEFAULT_BUDGET,
@@ -287,7 +286,7 @@ def _bulk(conn: Connection, q: str, name: str, keys: list[str], ids: list[str], 
     began = time.monotonic()
     for calls, start in enumerate(range(0, len(ids), step), 1):
         chunk = ids[start:start + step]
-        words.update(zip(chunk, conn.run(name, keys, chunk, verb=verb, queue=q), strict=True))
+        words.update(conn.run(name, keys, chunk, verb=verb, queue=q))
         if progress:
             progress(calls, len(words))
         if rate is not None:

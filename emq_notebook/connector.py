@@ -12,10 +12,12 @@ command then raises `ReadOnly` before any I/O, while reads, frames and `find`
 work; `env` ("production") and `name` label it.  Every client decodes replies
 with `decoding.ERRORS`, so a foreign row's non-UTF-8 bytes never stop a verb.
 
-Every transition goes through `Connection.run`: EVALSHA-first through redis-py
-`Script` (which loads on NOSCRIPT), or FCALL on the function library, or the
-native `EMQ.*` line; and every `EMQSTATE ...` reply becomes a typed refusal
-here, in one place.
+Every transition goes through `Connection.run(name, keys, args)`: the transition
+table (`transitions.py`) names the body the executor runs -- EVALSHA-first through
+redis-py `Script` (which loads on NOSCRIPT), FCALL on the function library, or the
+native `EMQ.*` line -- and the one decoder of its reply, so an `EMQSTATE ...` reply
+is a typed refusal and a `-1` is `Gone` in one place. `run(..., pipeline=pipe)`
+queues the same call on a pipeline.
 """
 
 from __future__ import annotations
@@ -34,12 +36,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from . import decoding, scripts
-from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError, refusal_for
+from . import decoding, scripts, transitions
+from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError
 
 EXECUTORS = ("script", "function", "native")
-# the native commands of a module-loaded EchoMQ node: EchoMQ's own command line, byte for byte
-NATIVE = {"reprocess2": "EMQ.REPROCESS", "claim2": "EMQ.CLAIM"}
+# the native commands of a module-loaded EchoMQ node, by transition (the transition table's)
+NATIVE = {t.name: t.native for t in transitions.TABLE.values() if t.native}
 
 # the plain commands a read-only connection sends: each only reads
 READING_COMMANDS = frozenset({
@@ -220,29 +222,44 @@ class Connection:
     @property
     def folds_pause(self) -> bool:
         """True when the claim reads the paused field inside the same call (one round trip)."""
-        return self.executor in ("function", "native")
+        return transitions.get("claim2").folds(self.executor)
 
     # -- dispatch -----------------------------------------------------------
     def run(self, name: str, keys: Sequence[str], args: Sequence[Any] = (), *,
-            verb: str = "", queue: str = "", job: str | None = None) -> Any:
-        """Run transition `name` with the executor; map an EMQSTATE reply to its refusal.
+            verb: str = "", queue: str = "", job: str | None = None, folded: bool = False,
+            pipeline: Pipeline | None = None) -> Any:
+        """Run transition `name` and answer its decoded reply (`transitions`): the
+        table picks the body for the executor (`folded`: the twin that reads the
+        paused field, under the script executor too) and the reply's decoder; an
+        `EMQSTATE ...` reply raises its typed refusal. `verb`, `queue` and `job` are
+        what a refusal names.
 
+        With `pipeline` (this connection's `pipeline()`), the call is queued there and
+        answers None; `pipeline.execute()` answers its decoded reply in its place.
         On a read-only connection a script not declared `--@readonly` raises
         `ReadOnly` before any I/O.
         """
-        if not scripts.read_only(name):
+        t = transitions.get(name)
+        how, body = t.body(self.executor, folded)
+        if not scripts.read_only(name if how == "native" else body):
             self.refuse_writes(" ".join(p for p in (verb or name, queue, job or "") if p))
+        call = transitions.Call(name, tuple(keys), tuple(args), verb or name, queue, job)
         wire_keys = [decoding.wire(str(k)) for k in keys]
         wire_args = [decoding.wire(str(a)) for a in args]
+        if pipeline is not None:
+            pipeline.queue_run(how, body, wire_keys, wire_args, t.reply, call)
+            return None
         try:
             with self.wire():
-                if self.executor == "native" and name in NATIVE:
-                    return self._native(NATIVE[name], wire_keys, wire_args)
-                if self.executor == "function":
-                    return self._fcall(name, wire_keys, wire_args)
-                return self.script(name)(keys=wire_keys, args=wire_args)
+                if how == "native":
+                    reply = self._native(body, wire_keys, wire_args)
+                elif how == "function":
+                    reply = self._fcall(body, wire_keys, wire_args)
+                else:
+                    reply = self.script(body)(keys=wire_keys, args=wire_args)
         except redis.ResponseError as exc:
-            raise self.typed(exc, verb or name, queue, job) from None
+            raise transitions.error(_scrub(str(exc), self._secrets), call) from None
+        return transitions.decode(t.reply, reply, call)
 
     def _fcall(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
         """FCALL (FCALL_RO for a `--@readonly` script); a server that lost the library
@@ -300,12 +317,8 @@ class Connection:
             return list(self.client.scan_iter(match=match, count=1000))
 
     def typed(self, exc: redis.ResponseError, verb: str, queue: str, job: str | None) -> EMQError:
-        text = _scrub(str(exc), self._secrets)
-        typed = refusal_for(text)
-        if typed is not None:
-            cls, note = typed
-            return cls(verb, queue, job, detail=text, note=note)
-        return EMQError(f"server error in {verb}: {text}")
+        return transitions.error(_scrub(str(exc), self._secrets), transitions.Call(verb, verb=verb,
+                                                                                   queue=queue, job=job))
 
     def wire_error(self, exc: Exception) -> WireError:
         return WireError(f"lost the server at {self.label}: {_scrub(str(exc), self._secrets)}")
@@ -347,11 +360,18 @@ class Connection:
 class Pipeline:
     """redis-py's pipeline, queued as usual, whose `execute()` raises `WireError`.
     On a read-only connection a command outside `READING_COMMANDS` raises `ReadOnly`
-    as it is queued, so nothing of the batch is sent."""
+    as it is queued, so nothing of the batch is sent.
+
+    `conn.run(..., pipeline=pipe)` queues a transition here; `execute()` then answers
+    each transition's decoded reply in its place, and raises the typed refusal of
+    the first one refused (the batch has run: each call is its own transition)."""
 
     def __init__(self, conn: Connection):
         self._conn = conn
         self._pipe = conn.client.pipeline(transaction=False)
+        self._send = self._pipe.execute_command
+        self._runs: dict[int, tuple[transitions.Reply, transitions.Call]] = {}
+        self._scripts: dict[str, Any] = {}
         if conn.read_only:
             queue = self._pipe.execute_command
 
@@ -365,9 +385,47 @@ class Pipeline:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pipe, name)
 
+    def queue_run(self, how: str, body: str, keys: Sequence[Any], args: Sequence[Any],
+                  reply: transitions.Reply, call: transitions.Call) -> None:
+        """Queue one transition's body (`Connection.run` chose it and checked read-only)."""
+        at = len(self._pipe)
+        if how == "native":
+            self._send(body, len(keys), *keys, *args)
+        elif how == "function":
+            with self._conn.wire():
+                self._conn._ensure_library()
+            fcall = "FCALL_RO" if scripts.read_only(body) else "FCALL"
+            self._send(fcall, f"emq_{body}", len(keys), *keys, *args)
+        else:
+            script = self._scripts[body] = self._conn.script(body)
+            self._send("EVALSHA", script.sha, len(keys), *keys, *args)
+        self._runs[at] = (reply, call)
+
     def execute(self) -> list:
+        if not self._runs:
+            with self._conn.wire():
+                return self._pipe.execute()
         with self._conn.wire():
-            return self._pipe.execute()
+            # the scripts queued are on the server before the batch goes (as redis-py's
+            # own pipeline does for a `Script`)
+            scripts_ = list(self._scripts.values())
+            if scripts_ and not all(self._conn.client.script_exists(*(s.sha for s in scripts_))):
+                for s in scripts_:
+                    self._conn.client.script_load(s.script)
+            replies = self._pipe.execute(raise_on_error=False)
+        runs, self._runs, self._scripts = self._runs, {}, {}
+        out = []
+        for at, reply in enumerate(replies):
+            if isinstance(reply, redis.ResponseError):
+                text = _scrub(str(reply), self._conn._secrets)
+                if at in runs:
+                    raise transitions.error(text, runs[at][1])
+                raise EMQError(f"server error in a pipelined command: {text}")
+            if at in runs:
+                kind, call = runs[at]
+                reply = transitions.decode(kind, reply, call)
+            out.append(reply)
+        return out
 
 
 def _is_cluster_node(client: redis.Redis) -> bool:

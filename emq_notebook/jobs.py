@@ -8,22 +8,15 @@ Each per-job verb is ONE script that declares its keys; a missing row refuses
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-from . import admin
+from . import admin, transitions
 from .catalogue import document
 from .checks import MAX_MS, whole
-from .connector import Connection
+from .connector import Connection, Pipeline
 from .errors import BadInput, Gone, WireError
 from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
-
-
-class Claimed(NamedTuple):
-    """What a claim hands a worker: the job's id, its payload, and the attempt this is."""
-
-    id: str
-    payload: str
-    attempts: int
+from .transitions import Claimed
 
 
 def check_lease(lease_ms: object) -> int:
@@ -39,7 +32,8 @@ def _payload(value: object) -> str:
 
 def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
             group: str | None = None, delay_ms: int = 0, priority: int = 0,
-            max_attempts: int = 3, dedup: str | None = None, backoff_ms: int = 1000) -> str:
+            max_attempts: int = 3, dedup: str | None = None, backoff_ms: int = 1000,
+            pipeline: Pipeline | None = None) -> str:
     """Add a job; answers its id.
 
     Every number is checked before any I/O (`BadInput`): `delay_ms` and
@@ -48,6 +42,8 @@ def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
 
     A held `dedup` key answers the id of the job holding it, and an `id` that
     already has a row answers that id: nothing is written in either case.
+    With `pipeline` (`conn.pipeline()`), the call is queued there, and the id comes
+    from `pipeline.execute()`, in its place (this call answers None).
     """
     job_id = check_name(id, "job id") if id is not None else new_id()
     job_key(q, job_id)
@@ -58,8 +54,7 @@ def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
     argv = [job_id, _payload(payload), group or "", whole(delay_ms, "delay_ms", least=0, most=MAX_MS),
             whole(priority, "priority", least=0), whole(max_attempts, "max_attempts"),
             dedup or "", whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS)]
-    holder, _created = conn.run("enqueue", [base(q)], argv, verb="enqueue", queue=q)
-    return holder
+    return conn.run("enqueue", [base(q)], argv, verb="enqueue", queue=q, pipeline=pipeline)
 
 
 # 500 jobs a call keep each call near the server time of a 1,000-job drain call
@@ -127,11 +122,29 @@ def paused_for_claim(conn: Connection, q: str) -> bool | None:
 
 
 def claimed(reply: list) -> Claimed | None:
-    """A claim script's reply as a `Claimed`, or None for `{}` (nothing to serve)."""
-    if not reply:
-        return None
-    job_id, payload, attempts = reply
-    return Claimed(job_id, payload, int(attempts))
+    """A claim script's reply as a `Claimed`, or None for `{}` (nothing to serve)
+    (the transition table's decoder; `Connection.run` applies it)."""
+    return transitions.decode(transitions.CLAIMED, reply, transitions.Call("claim2"))
+
+
+def gated_claim(conn: Connection, q: str, name: str, keys: list[str], lease_ms: int) -> Claimed | None:
+    """Run claim transition `name` (`claim2`, `gclaim2`) behind the pause gate.
+
+    The script executor reads the paused field first, in its own round trip (the
+    claim scripts carry no pause logic) and answers None when paused; when that read
+    meets a wire fault it reads as not paused and the claim goes on as the twin that
+    reads the field itself (the fault may have passed by the next round trip, and
+    the gate-less script would serve a paused queue). The function and native
+    executors run the twin (or the native command), the read folded in.
+    """
+    folded = False
+    if not conn.folds_pause:
+        paused = paused_for_claim(conn, q)
+        if paused:
+            return None
+        folded = paused is None
+    return conn.run(name, keys, [check_lease(lease_ms), conn.token], folded=folded,
+                    verb="claim", queue=q)
 
 
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
@@ -151,17 +164,7 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """
     check_lease(lease_ms)
     keys = [queue_key(q, "pending"), queue_key(q, "active"), base(q)]
-    argv = [lease_ms, conn.token]
-    if conn.folds_pause:
-        name = "claim2" if conn.executor == "native" else "native_claim"
-        return claimed(conn.run(name, keys, argv, verb="claim", queue=q))
-    paused = paused_for_claim(conn, q)
-    if paused:
-        return None
-    # after a faulted read, the claim that reads the field itself: the fault may have
-    # passed by the next round trip, and the gate-less claim2 would serve a paused queue
-    name = "native_claim" if paused is None else "claim2"
-    return claimed(conn.run(name, keys, argv, verb="claim", queue=q))
+    return gated_claim(conn, q, "claim2", keys, lease_ms)
 
 
 def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None) -> None:
@@ -172,21 +175,21 @@ def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None)
     `BadRow` (a field no transition can read); each refusal writes nothing.
     `token` is the claim's token, the connection's own by default.
     """
-    reply = conn.run("complete", [job_key(q, job_id), queue_key(q, "active"), base(q)],
-                     [job_id, _token(conn, token)], verb="complete", queue=q, job=job_id)
-    _gone(reply, "complete", q, job_id)
+    conn.run("complete", [job_key(q, job_id), queue_key(q, "active"), base(q)],
+             [job_id, _token(conn, token)], verb="complete", queue=q, job=job_id)
 
 
-def fail(conn: Connection, q: str, job_id: str, error: str, *, token: str | None = None) -> str:
+def fail(conn: Connection, q: str, job_id: str, error: str, *, token: str | None = None,
+         pipeline: Pipeline | None = None) -> str:
     """The job failed: `"retry"` (scheduled with exponential backoff) or `"dead"`.
 
     `failures` counted and `last_error` written either way. Refuses `Gone`,
     `NotActive`, `NotOwner` and `BadRow` as `complete` does, writing nothing.
+    With `pipeline`, queued there as `enqueue` is (this call answers None).
     """
-    reply = conn.run("fail", [job_key(q, job_id), queue_key(q, "active"), base(q)],
-                     [job_id, str(error), _token(conn, token)], verb="fail", queue=q, job=job_id)
-    _gone(reply, "fail", q, job_id)
-    return reply
+    return conn.run("fail", [job_key(q, job_id), queue_key(q, "active"), base(q)],
+                    [job_id, str(error), _token(conn, token)], verb="fail", queue=q, job=job_id,
+                    pipeline=pipeline)
 
 
 def _token(conn: Connection, token: str | None) -> str:
@@ -220,31 +223,23 @@ def promote_job(conn: Connection, q: str, job_id: str) -> None:
     """One scheduled job (delayed, or waiting to retry) becomes ready now: pending, or its
     lane for a grouped job, at its priority. Refuses `Gone`, `NotScheduled` (a job not
     in the schedule set) and `BadRow`; a refusal writes nothing."""
-    reply = conn.run("promote_job", [job_key(q, job_id), queue_key(q, "schedule"), base(q)], [job_id],
-                     verb="promote", queue=q, job=job_id)
-    _gone(reply, "promote", q, job_id)
+    conn.run("promote_job", [job_key(q, job_id), queue_key(q, "schedule"), base(q)], [job_id],
+             verb="promote", queue=q, job=job_id)
 
 # -- the per-job operator verbs ---------------------------------------------
-
-def _gone(reply: Any, verb: str, q: str, job_id: str) -> None:
-    if reply == -1:
-        raise Gone(verb, q, job_id)
-
 
 @document
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     """Replace the row's payload. Refuses `Gone`."""
-    reply = conn.run("update_data", [job_key(q, job_id), base(q)], [_payload(payload), job_id],
-                     verb="data", queue=q, job=job_id)
-    _gone(reply, "data", q, job_id)
+    conn.run("update_data", [job_key(q, job_id), base(q)], [_payload(payload), job_id],
+             verb="data", queue=q, job=job_id)
 
 
 @document
 def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> None:
     """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses `Gone`."""
-    reply = conn.run("update_progress", [job_key(q, job_id)], [str(progress), job_id, base(q)],
-                     verb="progress", queue=q, job=job_id)
-    _gone(reply, "progress", q, job_id)
+    conn.run("update_progress", [job_key(q, job_id)], [str(progress), job_id, base(q)],
+             verb="progress", queue=q, job=job_id)
 
 
 @document
@@ -252,19 +247,15 @@ def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None =
     """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses `Gone`."""
     if keep is not None:
         whole(keep, "keep")
-    reply = conn.run("add_log", [job_key(q, job_id), logs_key(q, job_id), base(q)],
-                     [str(line), "" if keep is None else keep], verb="log", queue=q, job=job_id)
-    _gone(reply, "log", q, job_id)
-    return int(reply)
+    return int(conn.run("add_log", [job_key(q, job_id), logs_key(q, job_id), base(q)],
+                        [str(line), "" if keep is None else keep], verb="log", queue=q, job=job_id))
 
 
 @document
 def get_job_logs(conn: Connection, q: str, job_id: str) -> list[str]:
     """The log lines in append order (`[]` when none). Refuses `Gone`."""
-    reply = conn.run("get_logs", [job_key(q, job_id), logs_key(q, job_id), base(q)], [],
-                     verb="logs", queue=q, job=job_id)
-    _gone(reply, "logs", q, job_id)
-    return list(reply)
+    return list(conn.run("get_logs", [job_key(q, job_id), logs_key(q, job_id), base(q)], [],
+                         verb="logs", queue=q, job=job_id))
 
 
 @document
@@ -278,9 +269,8 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     """
     if dedup is not None:
         check_text(dedup, "dedup key")
-    reply = conn.run("remove_job2", [job_key(q, job_id), base(q)], [job_id, dedup or ""],
-                     verb="remove", queue=q, job=job_id)
-    _gone(reply, "remove", q, job_id)
+    conn.run("remove_job2", [job_key(q, job_id), base(q)], [job_id, dedup or ""],
+             verb="remove", queue=q, job=job_id)
 
 
 @document
@@ -292,9 +282,7 @@ def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     dead row (`NotDead`, detail "reprocess lane not native"), as the native twin does.
     """
     keys = [job_key(q, job_id), queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
-    name = "native_reprocess" if conn.executor == "function" else "reprocess2"
-    reply = conn.run(name, keys, [job_id], verb="reprocess", queue=q, job=job_id)
-    _gone(reply, "reprocess", q, job_id)
+    conn.run("reprocess2", keys, [job_id], verb="reprocess", queue=q, job=job_id)
 
 
 @document

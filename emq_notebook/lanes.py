@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .checks import whole
 from .connector import Connection
-from .jobs import Claimed, check_lease, claimed, paused_for_claim
+from .jobs import Claimed, check_lease, gated_claim
 from .keyspace import base, check_name, lane_key, lane_meta_key, queue_key
 
 
@@ -22,15 +22,7 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """
     check_lease(lease_ms)
     keys = [queue_key(q, "ring"), queue_key(q, "active"), base(q)]
-    argv = [lease_ms, conn.token]
-    if conn.folds_pause:
-        return claimed(conn.run("native_gclaim", keys, argv, verb="claim", queue=q))
-    paused = paused_for_claim(conn, q)
-    if paused:
-        return None
-    # after a faulted read, the claim that reads the field itself (as jobs.claim does)
-    name = "native_gclaim" if paused is None else "gclaim2"
-    return claimed(conn.run(name, keys, argv, verb="claim", queue=q))
+    return gated_claim(conn, q, "gclaim2", keys, lease_ms)
 
 
 def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> None:

@@ -11,7 +11,7 @@ import json
 from .catalogue import document
 from .checks import MAX_MS, whole
 from .connector import Connection
-from .errors import BadInput, Gone
+from .errors import BadInput
 from .keyspace import base, check_name, new_id, queue_key
 
 
@@ -67,7 +67,4 @@ def run_now(conn: Connection, q: str, name: str) -> str:
     Refuses `Gone` when no repeatable has that name, and `BadRow` when its definition
     cannot be read; a refusal writes nothing."""
     check_name(name, "repeatable name")
-    reply = conn.run("repeat_run_now", [base(q)], [name, new_id()], verb="run-now", queue=q, job=name)
-    if reply == -1:
-        raise Gone("run-now", q, name)
-    return str(reply)
+    return str(conn.run("repeat_run_now", [base(q)], [name, new_id()], verb="run-now", queue=q, job=name))

@@ -13,9 +13,11 @@ import hashlib
 import re
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 LIBRARY = "emq_notebook"
 _INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.M)
+_INCLUDE_MARK = "--@include"
 _READONLY = "--@readonly"
 
 
@@ -55,6 +57,49 @@ def header(name: str) -> list[str]:
             break
         lines.append(line.strip())
     return lines
+
+
+class Contract(NamedTuple):
+    """What a script's header says: what it does, its KEYS, its ARGV, what it returns."""
+
+    summary: str
+    keys: str
+    argv: str
+    returns: str
+
+
+def contract(name: str) -> Contract:
+    """The header of script `name` read as its contract. The header opens with
+    `-- @name -- what it does`, then `KEYS[...]`, `ARGV...` (none for a script that
+    takes no argument) and `returns ...`, before its first `--@include`."""
+    lines = []
+    for line in header(name):
+        if line.startswith(_INCLUDE_MARK):
+            break
+        if line != _READONLY:
+            lines.append(line[2:].strip())
+    text = " ".join(line for line in lines if line)
+    opening = re.match(rf"@{name} -- (.*)\Z", text)
+    if not opening or "KEYS" not in text or "returns" not in text:
+        raise ValueError(f"lua/{name}.lua: its header is not `-- @{name} -- ...` with KEYS and returns")
+    rest = opening.group(1)
+    k, r = rest.index("KEYS"), rest.index("returns")
+    a = rest.find("ARGV", k)
+    a = a if 0 <= a < r else r
+    return Contract(rest[:k].strip(), rest[k:a].strip(" ;"), rest[a:r].strip(" ;"), rest[r:].strip())
+
+
+def markdown() -> str:
+    """The table of every script, from their headers: lua/README.md holds it (a test
+    keeps them equal; `python -c "from emq_notebook import scripts; print(scripts.markdown())"`)."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|") or "none"
+
+    rows = ["| script | does | KEYS | ARGV | returns |", "|---|---|---|---|---|"]
+    for name in names():
+        c = contract(name)
+        rows.append(f"| `{name}` | {cell(c.summary)} | {cell(c.keys)} | {cell(c.argv)} | {cell(c.returns)} |")
+    return "\n".join(rows) + "\n"
 
 
 @functools.cache

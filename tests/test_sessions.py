@@ -76,7 +76,8 @@ READING = {
 NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease",    # a check and a reply decoder
              "admin.job_ids", "triage.signature", "triage.glob_spec",     # pure: no server
              "triage.signature_glob",
-             "frames.frame"}                                              # builds a frame from rows read
+             "frames.frame",                                              # builds a frame from rows read
+             "jobs.gated_claim"}                              # the claim gate both claims go through
 
 
 def stage(conn: emq.Connection) -> None:

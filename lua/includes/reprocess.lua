@@ -1,26 +1,30 @@
--- the one reprocess body, used by @reprocess2, @native_reprocess and
+-- the one reprocess body, used by @reprocess2, @native_reprocess, @reprocess_jobs and
 -- @reprocess_dead: a dead job back to be claimed -- flat to pending at score 0,
 -- grouped to its lane (which rejoins the ring with a wake token when runnable);
 -- the counters stay, `last_error` goes, `state` becomes pending.
 
 --@include refusals
 
--- the writes, once reprocess_refusal(...) answered nil
-local function reprocess_move(base, id, dead, pending)
+-- the row's writes: the error goes, the state becomes pending, a grouped job
+-- joins its lane; then the event. The caller moves a flat id between the sets
+-- (@reprocess_dead does it in batches).
+local function reprocess_row(base, id, g)
   local jk = base .. 'job:' .. id
-  redis.call('ZREM', dead, id)
   -- the counters stay; only the error and the state change
   redis.call('HDEL', jk, 'last_error')
   redis.call('HSET', jk, 'state', 'pending')
-  local g = redis.call('HGET', jk, 'group')
-  if g then
-    -- a grouped job returns to its lane, not the flat set
-    lane_push(base, g, 0, id)
-  else
-    -- a flat job returns to pending at score 0
-    redis.call('ZADD', pending, 0, id)
-  end
+  -- a grouped job returns to its lane, not the flat set
+  if g then lane_push(base, g, 0, id) end
   emit(base, {event = 'reprocessed', job = id})
+end
+
+-- one job's whole move, once reprocess_refusal(...) answered nil: out of dead, a
+-- flat job into pending at score 0, then the row's writes
+local function reprocess_move(base, id, dead, pending)
+  redis.call('ZREM', dead, id)
+  local g = redis.call('HGET', base .. 'job:' .. id, 'group')
+  if not g then redis.call('ZADD', pending, 0, id) end
+  reprocess_row(base, id, g)
 end
 
 -- the bulk reprocess (@reprocess_dead) reads a dead member's group and every
@@ -50,14 +54,4 @@ local function dead_member_refusal(base, id)
     if refused then return refused end
   end
   return nil, g
-end
-
--- the row's writes of reprocess_move; the caller moves the flat ids between the
--- sets in batches (a grouped job goes to its lane here, one at a time)
-local function reprocess_row(base, id, g)
-  local jk = base .. 'job:' .. id
-  redis.call('HDEL', jk, 'last_error')
-  redis.call('HSET', jk, 'state', 'pending')
-  if g then lane_push(base, g, 0, id) end
-  emit(base, {event = 'reprocessed', job = id})
 end
