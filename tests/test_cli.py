@@ -17,8 +17,20 @@ def run(*args, url):
 
 
 # Each shell command is a fresh interpreter importing the package (seconds on a busy
-# machine), so a test's set-up goes through the Python API; the shell's own enqueue
-# and pause are tested in test_a_shell_session.
+# machine), so a test's set-up goes through the Python API (the shell's own enqueue
+# and pause are tested in test_a_shell_session), and runs that do not depend on each
+# other start together.
+def run_together(*commands, **popen):
+    """Run each argv side by side; their CompletedProcess, in order."""
+    started = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+               for argv in commands]
+    try:
+        outputs = [p.communicate(timeout=60) for p in started]
+        return [subprocess.CompletedProcess(p.args, p.returncode, *out)
+                for p, out in zip(started, outputs, strict=True)]
+    finally:
+        for p in started:
+            p.kill()                # only one still running (a timeout) is signalled
 
 
 @pytest.fixture
@@ -42,10 +54,9 @@ def test_a_shell_session(url):
 
 
 def test_usage_and_wire_errors_exit_2(url):
-    bad = run("frobnicate", "mail", url=url)
+    bad, gone = run_together([*EMQ, "--url", url, "frobnicate", "mail"],
+                             [*EMQ, "--url", "redis://:pw-secret@127.0.0.1:1/0", "pause", "mail"])
     assert bad.returncode == 2 and "unknown verb 'frobnicate'" in bad.stderr
-    gone = subprocess.run([*EMQ, "--url", "redis://:pw-secret@127.0.0.1:1/0", "pause", "mail"],
-                          capture_output=True, text=True, timeout=60)
     assert gone.returncode == 2 and "WireError" in gone.stderr and "pw-secret" not in gone.stderr
 
 
@@ -66,11 +77,13 @@ def test_the_shell_reads_pyproject_and_gates_every_destructive_call(url, tmp_pat
     def here(*args):
         return subprocess.run([*EMQ, "--url", url, *args], capture_output=True, text=True, timeout=60,
                               cwd=tmp_path)
-    for args in (["obliterate", "mail", "--step", "--budget", "100000"], ["obliterate", "mail"],
-                 ["drain", "mail"]):
-        out = here(*args)
+    # three refusals side by side: any that went ahead would empty the queue under the others
+    refused = run_together(*([*EMQ, "--url", url, *args] for args in (
+        ["obliterate", "mail", "--step", "--budget", "100000"], ["obliterate", "mail"], ["drain", "mail"])),
+        cwd=tmp_path)
+    for out in refused:
         assert out.returncode == 2 and "would destroy 5 jobs on default" in out.stderr, out
-        assert r.zcard("emq:{mail}:pending") == 5
+    assert r.zcard("emq:{mail}:pending") == 5
     out = here("obliterate", "mail", "--step", "--budget", "100000", "--yes")
     assert out.returncode == 0 and r.keys("emq:{mail}:*") == []
 
@@ -98,19 +111,12 @@ def test_foreign_bytes_print_as_escapes_on_a_strict_terminal(url):
     cases = (("job", ['payload: {"x": "\\xff"}', "last_error: bad \\xfe"]),
              ("jobs", ['{"x": "\\xff"}', "bad \\xfe"]), ("logs", ["line \\xfd"]))
     # three reads of a keyspace nothing changes meanwhile: run side by side
-    started = [subprocess.Popen([*EMQ, "--url", url, verb, "mail", *(["j_1"] if verb != "jobs" else [])],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=strict)
-               for verb, _ in cases]
-    try:
-        for (verb, shown), proc in zip(cases, started, strict=True):
-            stdout, stderr = proc.communicate(timeout=60)
-            out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-            assert (out.returncode, out.stderr) == (0, ""), out
-            for text in shown:
-                assert text in out.stdout, (verb, out.stdout)
-    finally:
-        for proc in started:
-            proc.kill()             # only one still running (a failed test) is signalled
+    outs = run_together(*([*EMQ, "--url", url, verb, "mail", *(["j_1"] if verb != "jobs" else [])]
+                          for verb, _ in cases), env=strict)
+    for (verb, shown), out in zip(cases, outs, strict=True):
+        assert (out.returncode, out.stderr) == (0, ""), out
+        for text in shown:
+            assert text in out.stdout, (verb, out.stdout)
 
 
 def test_a_url_and_embedded_together_are_a_usage_error(url):

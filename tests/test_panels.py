@@ -5,7 +5,6 @@ confirmations that re-count, read-only connections, labelled headers."""
 import html
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -178,21 +177,37 @@ def test_a_panel_for_another_queue_is_not_replaced(conn):
     assert not first.running and not emq_threads()
 
 
-def test_panel_threads_stop_at_interpreter_exit(backend, conn, request):
-    url = "None" if backend == "fake" else repr(f"redis://127.0.0.1:{request.getfixturevalue('valkey').port}/0")
-    script = textwrap.dedent(f"""
-        import atexit, threading
-        import emq_notebook as emq
-        # registered first, so it runs last: after the panels' own exit hook
-        atexit.register(lambda: print("left:", sorted(t.name for t in threading.enumerate()
-                                                      if t.name.startswith("emq-"))))
-        conn = emq.connect({url})
-        emq.widgets.QueuePanel(conn, "exit", refresh_every=0.5, auto=True)
-        emq.widgets.EventsView(conn, "exit")
-        print("running:", sorted(t.name for t in threading.enumerate() if t.name.startswith("emq-")))
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                         cwd=Path(__file__).resolve().parent.parent)
+EXIT_SCRIPT = """
+import atexit, threading
+import emq_notebook as emq
+# registered first, so it runs last: after the panels' own exit hook
+atexit.register(lambda: print("left:", sorted(t.name for t in threading.enumerate()
+                                              if t.name.startswith("emq-"))))
+conn = emq.connect({url})
+emq.widgets.QueuePanel(conn, "exit", refresh_every=0.5, auto=True)
+emq.widgets.EventsView(conn, "exit")
+print("running:", sorted(t.name for t in threading.enumerate() if t.name.startswith("emq-")))
+"""
+
+
+@pytest.fixture(scope="module")
+def exits(valkey):
+    """One interpreter per backend, both started at once (each takes seconds to import
+    the package): it opens a refreshing panel and an events view, then exits."""
+    urls = {"fake": "None", "valkey": repr(f"redis://127.0.0.1:{valkey.port}/0")}
+    started = {b: subprocess.Popen([sys.executable, "-c", EXIT_SCRIPT.format(url=url)], text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   cwd=Path(__file__).resolve().parent.parent)
+               for b, url in urls.items()}
+    yield started
+    for proc in started.values():
+        proc.kill()                 # only one still running (a failed test) is signalled
+
+
+def test_panel_threads_stop_at_interpreter_exit(backend, exits):
+    proc = exits[backend]
+    stdout, stderr = proc.communicate(timeout=60)
+    out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     assert out.returncode == 0, out.stderr
     assert "running: ['emq-events-exit', 'emq-refresh-exit']" in out.stdout
     assert "left: []" in out.stdout, out.stdout
