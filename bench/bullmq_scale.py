@@ -50,8 +50,12 @@ async def add(queue: Queue, count: int, data: dict, opts: dict) -> None:
 def connection(url: str) -> dict:
     """bullmq's connection options for `url`, without a socket timeout."""
     parts = urllib.parse.urlparse(url)
-    return {"host": parts.hostname, "port": parts.port, "db": int(parts.path.strip("/") or 0),
-            "socket_timeout": None}
+    return {
+        "host": parts.hostname,
+        "port": parts.port,
+        "db": int(parts.path.strip("/") or 0),
+        "socket_timeout": None,
+    }
 
 
 async def fail_all(url: str, expected: int) -> None:

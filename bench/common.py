@@ -28,8 +28,9 @@ BATCH = 1000
 def args(default_jobs: int, about: str, repeat: int = 3) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=about)
     p.add_argument("--jobs", type=int, default=default_jobs, help=f"how many jobs (default {default_jobs:,})")
-    p.add_argument("--repeat", type=int, default=repeat,
-                   help=f"runs of each side; the best counts (default {repeat})")
+    p.add_argument(
+        "--repeat", type=int, default=repeat, help=f"runs of each side; the best counts (default {repeat})"
+    )
     return p.parse_args()
 
 
@@ -61,8 +62,15 @@ def fill(conn: emq.Connection, q: str, n: int, delayed: int = 0, dead: int = 0) 
     for start in range(0, n, BATCH):
         pipe = conn.pipeline()
         for i in range(start, min(n, start + BATCH)):
-            jobs.enqueue(conn, q, payload(i), id=f"j{i:07d}", delay_ms=3_600_000 if i < delayed else 0,
-                         max_attempts=1, pipeline=pipe)
+            jobs.enqueue(
+                conn,
+                q,
+                payload(i),
+                id=f"j{i:07d}",
+                delay_ms=3_600_000 if i < delayed else 0,
+                max_attempts=1,
+                pipeline=pipe,
+            )
         pipe.execute()
     keys = [queue_key(q, "pending"), queue_key(q, "active"), base(q)]
     for start in range(0, dead, BATCH):
@@ -136,8 +144,9 @@ class Pinger:
         self._stop, ready = mp.Event(), mp.Event()
         self._worst = mp.Value("d", 0.0)
         self._counts = mp.Array("l", BUCKETS + 1)
-        self._proc = mp.Process(target=_ping, args=(port, self._stop, self._worst, self._counts, ready),
-                                daemon=True)
+        self._proc = mp.Process(
+            target=_ping, args=(port, self._stop, self._worst, self._counts, ready), daemon=True
+        )
         self._ready = ready
 
     @property
@@ -147,7 +156,7 @@ class Pinger:
     def over(self, seconds: float) -> tuple[int, int]:
         """(how many PINGs took `seconds` or longer, how many there were)."""
         counts = list(self._counts)
-        return sum(counts[int(seconds * 1000):]), sum(counts)
+        return sum(counts[int(seconds * 1000) :]), sum(counts)
 
     def quantile(self, q: float) -> float:
         """The `q` quantile of the round trips, in seconds (to the millisecond)."""

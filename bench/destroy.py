@@ -68,9 +68,11 @@ def main() -> None:
     for k in results:
         print(f"{k:>17}: {best[k]:.3f}s   worst PING meanwhile {worst_ping[k] * 1000:.1f} ms")
     ping_ms = max(worst_ping["drain"], worst_ping["obliterate"]) * 1000
-    print(f"drain/floor: {best['drain'] / best['drain floor']:.2f}, "
-          f"obliterate/floor: {best['obliterate'] / best['obliterate floor']:.2f} (target <= 2.0); "
-          f"worst PING during ours: {ping_ms:.1f} ms (target <= 20)")
+    print(
+        f"drain/floor: {best['drain'] / best['drain floor']:.2f}, "
+        f"obliterate/floor: {best['obliterate'] / best['obliterate floor']:.2f} (target <= 2.0); "
+        f"worst PING during ours: {ping_ms:.1f} ms (target <= 20)"
+    )
 
 
 if __name__ == "__main__":

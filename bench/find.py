@@ -27,8 +27,18 @@ from emq_notebook.keyspace import queue_key
 
 Q = "bench"
 # 50 signatures: 10 ways to fail x 5 upstreams (words only: a number is not a signature)
-FAILURES = ["refused", "timed out", "reset", "throttled", "rejected", "unreachable", "garbled",
-            "truncated", "forbidden", "overloaded"]
+FAILURES = [
+    "refused",
+    "timed out",
+    "reset",
+    "throttled",
+    "rejected",
+    "unreachable",
+    "garbled",
+    "truncated",
+    "forbidden",
+    "overloaded",
+]
 UPSTREAMS = ["billing", "mailer", "search", "storage", "ledger"]
 GLOB = "refused by billing:*"
 FILL_BATCH = 5000
@@ -41,8 +51,10 @@ def template(i: int) -> int:
 
 def error_text(i: int) -> str:
     t = template(i)
-    return (f"{FAILURES[t // 5]} by {UPSTREAMS[t % 5]}: upstream answered {500 + i % 4} for "
-            f"'user{i}@example.com' after {i % 997}ms, request {uuid.UUID(int=i * 7919)}")
+    return (
+        f"{FAILURES[t // 5]} by {UPSTREAMS[t % 5]}: upstream answered {500 + i % 4} for "
+        f"'user{i}@example.com' after {i % 997}ms, request {uuid.UUID(int=i * 7919)}"
+    )
 
 
 def fill_dead(conn, n: int) -> None:
@@ -55,10 +67,21 @@ def fill_dead(conn, n: int) -> None:
         members = {}
         for i in range(start, min(n, start + FILL_BATCH)):
             job_id = f"j{i:07d}"
-            pipe.hset(root + "job:" + job_id, mapping={
-                "payload": payload(i), "attempts": "1", "failures": "1", "stalled": "0", "max_attempts": "1",
-                "priority": "0", "backoff": "1000", "created_at": str(now - n + i), "state": "dead",
-                "last_error": error_text(i)})
+            pipe.hset(
+                root + "job:" + job_id,
+                mapping={
+                    "payload": payload(i),
+                    "attempts": "1",
+                    "failures": "1",
+                    "stalled": "0",
+                    "max_attempts": "1",
+                    "priority": "0",
+                    "backoff": "1000",
+                    "created_at": str(now - n + i),
+                    "state": "dead",
+                    "last_error": error_text(i),
+                },
+            )
             members[job_id] = now - n + i
         pipe.zadd(dead, members)
         pipe.execute()
@@ -99,10 +122,12 @@ def main() -> None:
     for k, v in best.items():
         print(f"{k:>16}: {v:.2f}s")
     base = best["snapshot+filter"]
-    print(f"{ratio_line('find/(snapshot+filter)', best['find'] / base, '<= 0.3')}, "
-          f"{ratio_line('errors/(snapshot+filter)', best['errors'] / base, '<= 0.3')}; "
-          f"worst PING during ours: {worst * 1000:.1f} ms (target <= 20; "
-          f"during the snapshot: {worst_theirs * 1000:.1f} ms)")
+    print(
+        f"{ratio_line('find/(snapshot+filter)', best['find'] / base, '<= 0.3')}, "
+        f"{ratio_line('errors/(snapshot+filter)', best['errors'] / base, '<= 0.3')}; "
+        f"worst PING during ours: {worst * 1000:.1f} ms (target <= 20; "
+        f"during the snapshot: {worst_theirs * 1000:.1f} ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -27,21 +27,31 @@ CHUNK = 50
 # each cut: (the live text, what the bench-only copy has instead); every one must be
 # found, so the copy cannot silently drift from the live scripts
 CLAIM_CUTS = [
-    ("  local keep = metrics_keep(base)\n  if not keep then return bad_row('metrics_keep', 'meta') end\n",
-     "  local keep = 1440\n"),
+    (
+        "  local keep = metrics_keep(base)\n  if not keep then return bad_row('metrics_keep', 'meta') end\n",
+        "  local keep = 1440\n",
+    ),
     ("  local read = redis.call('HMGET', jk, 'payload', 'created_at', 'due_at')\n", ""),
-    ("redis.call('HSET', jk, 'state', 'active', 'claimed_at', string.format('%.0f', now))",
-     "redis.call('HSET', jk, 'state', 'active')"),
+    (
+        "redis.call('HSET', jk, 'state', 'active', 'claimed_at', string.format('%.0f', now))",
+        "redis.call('HSET', jk, 'state', 'active')",
+    ),
     ("  bump_metric(base, 'claimed', now, keep)\n", ""),
-    ("  local created, due = whole_of(read[2]), whole_of(read[3])\n"
-     "  local ready = (created and due and math.max(created, due)) or created or due\n"
-     "  if ready then record_latency(base, 'wait', now - ready, now, keep) end\n", ""),
+    (
+        "  local created, due = whole_of(read[2]), whole_of(read[3])\n"
+        "  local ready = (created and due and math.max(created, due)) or created or due\n"
+        "  if ready then record_latency(base, 'wait', now - ready, now, keep) end\n",
+        "",
+    ),
     ("return {id, read[1], att}", "return {id, redis.call('HGET', jk, 'payload'), att}"),
 ]
 COMPLETE_CUTS = [
     ("'owner', 'claimed_at')", "'owner')"),
-    ("local claimed_at = whole_of(row[5])\n"
-     "if claimed_at then record_latency(base, 'run', now - claimed_at, now, keep) end\n", ""),
+    (
+        "local claimed_at = whole_of(row[5])\n"
+        "if claimed_at then record_latency(base, 'run', now - claimed_at, now, keep) end\n",
+        "",
+    ),
 ]
 
 
@@ -83,7 +93,7 @@ def run(conn, live: tuple[str, str], bare: tuple[str, str], n: int) -> tuple[lis
     server: list[list[float]] = [[], []]
     for i, start in enumerate(range(0, 2 * n, CHUNK)):
         size = min(CHUNK, 2 * n - start)
-        side = (0, 1, 1, 0)[i % 4]          # ABBA: neither side always goes first
+        side = (0, 1, 1, 0)[i % 4]  # ABBA: neither side always goes first
         sides = (live, bare)[side]
         before = server_cpu(conn)
         wall[side].append(cycles(conn, *sides, size) / size)
@@ -103,8 +113,10 @@ def main() -> None:
         conn = connect(srv)
         load = conn.client.script_load
         live = (load(scripts.source("claim2")), load(scripts.source("complete")))
-        bare = (load(without_recording("claim2", CLAIM_CUTS)),
-                load(without_recording("complete", COMPLETE_CUTS)))
+        bare = (
+            load(without_recording("claim2", CLAIM_CUTS)),
+            load(without_recording("complete", COMPLETE_CUTS)),
+        )
         # the two sides write what they should: the live one records, the copy does not
         for (claim, complete), recorded in ((live, 2), (bare, 0)):
             conn.client.flushall()
@@ -119,11 +131,12 @@ def main() -> None:
     wall = [median([t for w, _ in runs for t in w[side]]) for side in (0, 1)]
     spent = [median([t for _, s in runs for t in s[side]]) for side in (0, 1)]
     per_run = [median(w[0]) / median(w[1]) for w, _ in runs]
-    print(f"jobs: {a.jobs:,} a side, claimed and completed one at a time, sides alternating "
-          f"every {CHUNK} cycles, {a.repeat} runs; medians over the chunks")
+    print(
+        f"jobs: {a.jobs:,} a side, claimed and completed one at a time, sides alternating "
+        f"every {CHUNK} cycles, {a.repeat} runs; medians over the chunks"
+    )
     print(f"with the recording: {1 / wall[0]:,.0f} cycles/s   without: {1 / wall[1]:,.0f} cycles/s")
-    print(f"server CPU: {spent[0]:.1f} us a cycle with, {spent[1]:.1f} without: "
-          f"{spent[0] / spent[1]:.2f}")
+    print(f"server CPU: {spent[0]:.1f} us a cycle with, {spent[1]:.1f} without: {spent[0] / spent[1]:.2f}")
     print(f"wall time ratio of each run: {', '.join(f'{r:.3f}' for r in per_run)}")
     print(ratio_line("with/without seconds per cycle", wall[0] / wall[1], "<= 1.10"))
 

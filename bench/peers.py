@@ -30,8 +30,10 @@ PEERS = HERE / ".peers-venv"
 
 def peers_python() -> Path:
     py = PEERS / "bin" / "python"
-    if py.exists() and subprocess.run([py, "-c", "import bullmq, hiredis"],
-                                      capture_output=True).returncode == 0:
+    if (
+        py.exists()
+        and subprocess.run([py, "-c", "import bullmq, hiredis"], capture_output=True).returncode == 0
+    ):
         return py
     print(f"installing {' '.join(PEER_PACKAGES)} into {PEERS} ...", flush=True)
     venv.create(PEERS, with_pip=True, clear=True)
@@ -55,8 +57,12 @@ def ours(conn, n: int) -> tuple[float, float]:
 def theirs(py: Path, srv, n: int) -> tuple[float, float]:
     srv_client = connect(srv).client
     srv_client.flushall()
-    run = subprocess.run([py, str(HERE / "bullmq_side.py"), f"redis://127.0.0.1:{srv.port}/0", str(n),
-                          payload(0)], capture_output=True, text=True, timeout=1800)
+    run = subprocess.run(
+        [py, str(HERE / "bullmq_side.py"), f"redis://127.0.0.1:{srv.port}/0", str(n), payload(0)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if run.returncode != 0:
         sys.exit(f"bullmq side failed:\n{run.stderr[-3000:]}")
     got = json.loads(run.stdout.strip().splitlines()[-1])
@@ -73,14 +79,15 @@ def main() -> None:
         for _ in range(a.repeat):
             mine.append(ours(conn, a.jobs))
             peer.append(theirs(py, srv, a.jobs))
-    (l_ours, o_ours), (l_peer, o_peer) = [tuple(min(x) for x in zip(*side, strict=True))
-                                          for side in (mine, peer)]
+    (l_ours, o_ours), (l_peer, o_peer) = [
+        tuple(min(x) for x in zip(*side, strict=True)) for side in (mine, peer)
+    ]
     print(f"jobs: {a.jobs:,} waiting, 100-byte payloads; {' + '.join(PEER_PACKAGES)} in {PEERS.name}")
     print(f"listing with data: ours {l_ours:.3f}s (frames.snapshot)   bullmq {l_peer:.3f}s (getJobs)")
-    print(f"obliterate:        ours {o_ours:.3f}s (obliterate_all)    "
-          f"bullmq {o_peer:.3f}s (obliterate)")
-    print(f"ours/bullmq listing: {l_ours / l_peer:.2f}, obliterate: {o_ours / o_peer:.2f} "
-          "(target < 1 on both)")
+    print(f"obliterate:        ours {o_ours:.3f}s (obliterate_all)    bullmq {o_peer:.3f}s (obliterate)")
+    print(
+        f"ours/bullmq listing: {l_ours / l_peer:.2f}, obliterate: {o_ours / o_peer:.2f} (target < 1 on both)"
+    )
 
 
 if __name__ == "__main__":

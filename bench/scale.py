@@ -60,6 +60,7 @@ def error_text(i: int) -> str:
 
 # -- the queue ---------------------------------------------------------------------
 
+
 def build(conn, n: int, payloads: list[str]) -> None:
     """The whole queue through enqueue_many: the future dead first (one attempt each),
     so they head pending and the set-up claims them; then pending, schedule, lanes."""
@@ -69,7 +70,7 @@ def build(conn, n: int, payloads: list[str]) -> None:
     def take(k: int) -> list[str]:
         nonlocal cut
         cut += k
-        return payloads[cut - k:cut]
+        return payloads[cut - k : cut]
 
     jobs.enqueue_many(conn, Q, take(part["dead"]), max_attempts=1)
     jobs.enqueue_many(conn, Q, take(part["pending"]))
@@ -105,6 +106,7 @@ def stage(conn, n: int, payloads: list[str]) -> None:
 
 # -- measuring ---------------------------------------------------------------------
 
+
 class Figure:
     """One measured thing: seconds, the PINGs and the longest server call meanwhile."""
 
@@ -115,8 +117,7 @@ class Figure:
 
     def pinged(self) -> str:
         """`worst PING 31.2 ms (p99 1.0 ms; 3 of 20,118 over 20 ms)`."""
-        return (f"worst PING {ms(self.ping)} (p99 {ms(self.p99)}; {self.slow:,} of {self.pings:,} "
-                f"over 20 ms)")
+        return f"worst PING {ms(self.ping)} (p99 {ms(self.p99)}; {self.slow:,} of {self.pings:,} over 20 ms)"
 
 
 def longest_call(client) -> float:
@@ -149,6 +150,7 @@ def quick(srv, client, work: Callable[[], object], tries: int = 5) -> Figure:
 
 # -- the full snapshot, each side in a fresh process (its own peak RSS) -------------
 
+
 def floor_snapshot(client: redis.Redis) -> pd.DataFrame:
     """What a person writes by hand: the ids of every set and lane, pipelined HGETALL
     in batches of 1,000, one DataFrame."""
@@ -160,7 +162,7 @@ def floor_snapshot(client: redis.Redis) -> pd.DataFrame:
     rows = []
     for start in range(0, len(ids), 1000):
         pipe = client.pipeline(transaction=False)
-        for job_id in ids[start:start + 1000]:
+        for job_id in ids[start : start + 1000]:
             pipe.hgetall(queue_key(Q, "job:" + job_id))
         rows.extend(pipe.execute())
     return pd.DataFrame.from_records(rows, index=ids)
@@ -197,6 +199,7 @@ def full_snapshot(srv, client, side: str) -> Figure:
 
 # -- a real IPython shell ----------------------------------------------------------
 
+
 def ipython_cells(srv, client) -> dict[str, Figure]:
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -209,8 +212,10 @@ def ipython_cells(srv, client) -> dict[str, Figure]:
 
     cell("%load_ext emq_notebook")
     cell(f"%emq connect redis://127.0.0.1:{srv.port}/0")
-    return {line: quick(srv, client, lambda line=line: cell(line))
-            for line in (f"%emq status {Q}", f"%emq jobs {Q} --state dead")}
+    return {
+        line: quick(srv, client, lambda line=line: cell(line))
+        for line in (f"%emq status {Q}", f"%emq jobs {Q} --state dead")
+    }
 
 
 # -- the floors: the same work in ONE unbounded script -----------------------------
@@ -267,13 +272,18 @@ return n
 
 # -- BullMQ ------------------------------------------------------------------------
 
+
 def bullmq_phase(py: Path, srv, client, phase: str, n: int) -> Figure:
     """One phase of bench/bullmq_scale.py in the peers' venv, watched by a pinger; the
     seconds are the ones the peer measured around its own call."""
     client.slowlog_reset()
     with Pinger(srv.port) as pinger:
-        run = subprocess.run([py, str(HERE / "bullmq_scale.py"), f"redis://127.0.0.1:{srv.port}/0", phase,
-                              str(n), payload(0)], capture_output=True, text=True, timeout=7200)
+        run = subprocess.run(
+            [py, str(HERE / "bullmq_scale.py"), f"redis://127.0.0.1:{srv.port}/0", phase, str(n), payload(0)],
+            capture_output=True,
+            text=True,
+            timeout=7200,
+        )
     if run.returncode != 0:
         sys.exit(f"bullmq {phase} failed:\n{run.stderr[-3000:]}")
     got = json.loads(run.stdout.strip().splitlines()[-1])
@@ -282,6 +292,7 @@ def bullmq_phase(py: Path, srv, client, phase: str, n: int) -> Figure:
 
 # -- the run -----------------------------------------------------------------------
 
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:,.1f} ms"
 
@@ -289,12 +300,15 @@ def ms(seconds: float) -> str:
 def main() -> None:
     a = args(1_000_000, __doc__, repeat=1)
     n, part = a.jobs, shape(a.jobs)
-    print(f"jobs: {n:,} (pending {part['pending']:,}, schedule {part['schedule']:,}, "
-          f"dead {part['dead']:,}, grouped {part['grouped']:,} in {min(LANES, part['grouped'])} lanes), "
-          "100-byte payloads", flush=True)
+    print(
+        f"jobs: {n:,} (pending {part['pending']:,}, schedule {part['schedule']:,}, "
+        f"dead {part['dead']:,}, grouped {part['grouped']:,} in {min(LANES, part['grouped'])} lanes), "
+        "100-byte payloads",
+        flush=True,
+    )
     py = peers_python()
     payloads = [payload(i) for i in range(n)]
-    targets: list[tuple[str, float, float]] = []     # (what, value, target): value/target <= 1 meets it
+    targets: list[tuple[str, float, float]] = []  # (what, value, target): value/target <= 1 meets it
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -311,11 +325,16 @@ def main() -> None:
         t = time.perf_counter()
         kill(conn, part["dead"])
         counts = frames.counts(conn, [Q]).loc[Q]
-        assert (counts["pending"], counts["schedule"], counts["dead"]) == \
-            (part["pending"] + part["grouped"], part["schedule"], part["dead"]), counts
-        say(f"enqueue_many: {n / enq.seconds:,.0f} jobs/s ({enq.seconds:.1f}s), {enq.pinged()}, "
+        assert (counts["pending"], counts["schedule"], counts["dead"]) == (
+            part["pending"] + part["grouped"],
+            part["schedule"],
+            part["dead"],
+        ), counts
+        say(
+            f"enqueue_many: {n / enq.seconds:,.0f} jobs/s ({enq.seconds:.1f}s), {enq.pinged()}, "
             f"longest call {ms(enq.longest)}   [set-up: {part['dead']:,} claimed and failed in "
-            f"{time.perf_counter() - t:.1f}s]")
+            f"{time.perf_counter() - t:.1f}s]"
+        )
         targets.append(("enqueue_many worst PING", enq.ping, 0.020))
 
         # reads that must not read rows
@@ -335,16 +354,21 @@ def main() -> None:
         targets.append(("snapshot(limit=1000)", s.seconds, 0.050))
 
         # the full snapshot, each side in its own process
-        full = {side: full_snapshot(srv, client, side)
-                for side in ("arrow strings", "object strings", "floor")}
+        full = {
+            side: full_snapshot(srv, client, side) for side in ("arrow strings", "object strings", "floor")
+        }
         for side, f in full.items():
             assert f.result["rows"] == n, f.result
             name = "floor (pipelined HGETALL)" if side == "floor" else f"frames.snapshot, {side}"
-            say(f"{name:>32}: {f.seconds:.2f}s, peak RSS +{f.result['rss'] / 2**20:,.0f} MiB, frame "
-                f"{f.result['memory'] / 2**20:,.0f} MiB, {f.pinged()}")
+            say(
+                f"{name:>32}: {f.seconds:.2f}s, peak RSS +{f.result['rss'] / 2**20:,.0f} MiB, frame "
+                f"{f.result['memory'] / 2**20:,.0f} MiB, {f.pinged()}"
+            )
         arrow, plain = full["arrow strings"].result, full["object strings"].result
-        say(f"Arrow-backed strings: frame {arrow['memory'] / plain['memory']:.2f}x, peak RSS "
-            f"{arrow['rss'] / plain['rss']:.2f}x the object-string frame's")
+        say(
+            f"Arrow-backed strings: frame {arrow['memory'] / plain['memory']:.2f}x, peak RSS "
+            f"{arrow['rss'] / plain['rss']:.2f}x the object-string frame's"
+        )
         ratio = full["arrow strings"].seconds / full["floor"].seconds
         say(f"snapshot/floor: {ratio:.2f} (target 1.25)")
         targets.append(("snapshot()/floor", ratio, 1.25))
@@ -359,9 +383,11 @@ def main() -> None:
             admin.pause(conn, Q)
             return admin.obliterate_all(conn, Q)
 
-        ours = {"drain": watched(srv, client, lambda: admin.drain(conn, Q)),
-                "reprocess_dead": watched(srv, client, lambda: admin.reprocess_dead(conn, Q)),
-                "obliterate_all": watched(srv, client, obliterate)}
+        ours = {
+            "drain": watched(srv, client, lambda: admin.drain(conn, Q)),
+            "reprocess_dead": watched(srv, client, lambda: admin.reprocess_dead(conn, Q)),
+            "obliterate_all": watched(srv, client, obliterate),
+        }
         assert ours["drain"].result == part["pending"] + part["grouped"]
         assert ours["reprocess_dead"].result == part["dead"]
         assert client.dbsize() == 0, sorted(client.scan_iter(count=1000))[:20]
@@ -370,37 +396,49 @@ def main() -> None:
         client.flushall()
         stage(conn, n, payloads)
         root = [base(Q)]
-        floors = {"drain": watched(srv, client, lambda: client.eval(FLOOR_DRAIN, 1, *root)),
-                  "reprocess_dead": watched(srv, client, lambda: client.eval(FLOOR_REPROCESS, 1, *root)),
-                  "obliterate_all": watched(srv, client, lambda: client.eval(FLOOR_OBLITERATE, 1, *root))}
+        floors = {
+            "drain": watched(srv, client, lambda: client.eval(FLOOR_DRAIN, 1, *root)),
+            "reprocess_dead": watched(srv, client, lambda: client.eval(FLOOR_REPROCESS, 1, *root)),
+            "obliterate_all": watched(srv, client, lambda: client.eval(FLOOR_OBLITERATE, 1, *root)),
+        }
         assert floors["drain"].result == ours["drain"].result
         assert client.dbsize() == 0, sorted(client.scan_iter(count=1000))[:20]
 
         # BullMQ on a queue of the same shape
         client.flushall()
-        peer = {phase: bullmq_phase(py, srv, client, phase, n)
-                for phase in ("add-dead", "fail", "add-rest", "drain", "retry", "obliterate")}
+        peer = {
+            phase: bullmq_phase(py, srv, client, phase, n)
+            for phase in ("add-dead", "fail", "add-rest", "drain", "retry", "obliterate")
+        }
         assert client.dbsize() == 0, client.dbsize()
 
     adds = peer["add-dead"].seconds + peer["add-rest"].seconds
-    say(f"bullmq addBulk (chunks of 1,000): {n / adds:,.0f} jobs/s ({adds:.1f}s), "
+    say(
+        f"bullmq addBulk (chunks of 1,000): {n / adds:,.0f} jobs/s ({adds:.1f}s), "
         f"{max(peer['add-dead'], peer['add-rest'], key=lambda f: f.ping).pinged()}, longest call "
         f"{ms(max(peer['add-dead'].longest, peer['add-rest'].longest))}   [set-up: a Worker failed "
-        f"{part['dead']:,} in {peer['fail'].seconds:.1f}s]")
-    say(f"{'':>16} {'ours':>9} {'worst PING':>11} {'longest call':>13} | {'floor':>9} {'PING':>10} "
-        f"| {'bullmq':>9} {'PING':>10}")
+        f"{part['dead']:,} in {peer['fail'].seconds:.1f}s]"
+    )
+    say(
+        f"{'':>16} {'ours':>9} {'worst PING':>11} {'longest call':>13} | {'floor':>9} {'PING':>10} "
+        f"| {'bullmq':>9} {'PING':>10}"
+    )
     for (verb, f), theirs in zip(ours.items(), ("drain", "retry", "obliterate"), strict=True):
         fl, bq = floors[verb], peer[theirs]
-        say(f"{verb:>16} {f.seconds:>8.2f}s {ms(f.ping):>11} {ms(f.longest):>13} | {fl.seconds:>8.2f}s "
-            f"{ms(fl.ping):>10} | {bq.seconds:>8.2f}s {ms(bq.ping):>10}   (bullmq {theirs})")
+        say(
+            f"{verb:>16} {f.seconds:>8.2f}s {ms(f.ping):>11} {ms(f.longest):>13} | {fl.seconds:>8.2f}s "
+            f"{ms(fl.ping):>10} | {bq.seconds:>8.2f}s {ms(bq.ping):>10}   (bullmq {theirs})"
+        )
         say(f"{'':>16} ours: {f.pinged()}; bullmq's longest call {ms(bq.longest)}")
         if bq.result["note"]:
             say(f"{'':>16} bullmq {theirs}: {bq.result['note']}")
         targets.append((f"{verb} worst PING", f.ping, 0.020))
         targets.append((f"{verb}/floor", f.seconds / fl.seconds, 2.0))
     total, floor_total = sum(f.seconds for f in ours.values()), sum(f.seconds for f in floors.values())
-    say(f"bulk verbs in all: ours {total:.2f}s, floor {floor_total:.2f}s: {total / floor_total:.2f}x "
-        f"(target 2.0), bullmq {sum(peer[p].seconds for p in ('drain', 'retry', 'obliterate')):.2f}s")
+    say(
+        f"bulk verbs in all: ours {total:.2f}s, floor {floor_total:.2f}s: {total / floor_total:.2f}x "
+        f"(target 2.0), bullmq {sum(peer[p].seconds for p in ('drain', 'retry', 'obliterate')):.2f}s"
+    )
     say("ratios to target (<= 1 meets it): " + ", ".join(f"{w} {v / t:.2f}" for w, v, t in targets))
     what, value, target = max(targets, key=lambda x: x[1] / x[2])
     print(f"worst ratio to target: {value / target:.2f} ({what})")

@@ -27,7 +27,7 @@ def floor(conn) -> pd.DataFrame:
     rows = []
     for start in range(0, len(ids), BATCH):
         pipe = conn.client.pipeline(transaction=False)
-        for job_id in ids[start:start + BATCH]:
+        for job_id in ids[start : start + BATCH]:
             pipe.hgetall(queue_key(Q, "job:" + job_id))
         rows.extend(pipe.execute())
     return pd.DataFrame.from_records(rows, index=ids)
@@ -40,8 +40,11 @@ def main() -> None:
         fill(conn, Q, a.jobs, delayed=a.jobs * 3 // 10, dead=a.jobs * 3 // 10)
         frame = frames.snapshot(conn, Q, STATES)
         assert len(frame) == len(floor(conn)) == a.jobs
-        ours, raw = side_by_side(a.repeat, lambda: best(lambda: frames.snapshot(conn, Q, STATES)),
-                                 lambda: best(lambda: floor(conn)))
+        ours, raw = side_by_side(
+            a.repeat,
+            lambda: best(lambda: frames.snapshot(conn, Q, STATES)),
+            lambda: best(lambda: floor(conn)),
+        )
     print(f"jobs: {a.jobs:,} (pending / schedule / dead: 40/30/30, 100-byte payloads)")
     print(f"frames.snapshot: {ours:.3f}s   floor (pipelined HGETALL into a DataFrame): {raw:.3f}s")
     print(ratio_line("snapshot/floor", ours / raw, "<= 1.25"))

@@ -41,12 +41,40 @@ from .worker import Worker
 
 __version__ = "0.1.0"
 
-__all__ = ["connect", "Connection", "admin", "jobs", "lanes", "repeat", "triage", "Worker",
-           "EMQError", "Refused", "Gone", "Locked", "NotDead", "NotPaused", "ActiveJobs",
-           "NotActive", "InvalidName", "UsageProblem", "BadInput", "WireError",
-           "NativeUnavailable", "NotOwner", "NotScheduled", "BadRow", "ReadOnly", "Halted", "QueueInUse",
-           "PreconditionFailed", "OutcomeNotReached", "runbook",
-           "load_ipython_extension", "current"]
+__all__ = [
+    "connect",
+    "Connection",
+    "admin",
+    "jobs",
+    "lanes",
+    "repeat",
+    "triage",
+    "Worker",
+    "EMQError",
+    "Refused",
+    "Gone",
+    "Locked",
+    "NotDead",
+    "NotPaused",
+    "ActiveJobs",
+    "NotActive",
+    "InvalidName",
+    "UsageProblem",
+    "BadInput",
+    "WireError",
+    "NativeUnavailable",
+    "NotOwner",
+    "NotScheduled",
+    "BadRow",
+    "ReadOnly",
+    "Halted",
+    "QueueInUse",
+    "PreconditionFailed",
+    "OutcomeNotReached",
+    "runbook",
+    "load_ipython_extension",
+    "current",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -47,8 +47,13 @@ def is_paused(conn: Connection, q: str) -> bool:
 
 
 @document
-def drain(conn: Connection, q: str, include_schedule: bool = False,
-          budget: int = DEFAULT_BUDGET, progress: Progress | None = None) -> int:
+def drain(
+    conn: Connection,
+    q: str,
+    include_schedule: bool = False,
+    budget: int = DEFAULT_BUDGET,
+    progress: Progress | None = None,
+) -> int:
     """Delete the pending backlog (lane backlogs too; the schedule set when asked).
 
     Answers the total count drained. Runs in calls of at most `budget` jobs, so a
@@ -84,12 +89,22 @@ def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFA
     while the queue stays paused can outlive it (obliterate again to be sure).
     """
     check_budget(budget)
-    return conn.run("obliterate", [queue_key(q, "meta"), base(q)],
-                    ["force" if force else "", budget], verb="obliterate", queue=q)
+    return conn.run(
+        "obliterate",
+        [queue_key(q, "meta"), base(q)],
+        ["force" if force else "", budget],
+        verb="obliterate",
+        queue=q,
+    )
 
 
-def obliterate_all(conn: Connection, q: str, force: bool = False, budget: int = DEFAULT_BUDGET,
-                   progress: Progress | None = None) -> int:
+def obliterate_all(
+    conn: Connection,
+    q: str,
+    force: bool = False,
+    budget: int = DEFAULT_BUDGET,
+    progress: Progress | None = None,
+) -> int:
     """Loop `obliterate` until `"ok"`; answers the number of calls.
 
     `progress(calls, jobs_left)` after each `"more"`. Refuses as `obliterate` does,
@@ -125,9 +140,18 @@ def _count(conn: Connection, q: str, states: Iterable[str]) -> int:
 
 
 @document
-def reprocess_dead(conn: Connection, q: str, budget: int = DEFAULT_BUDGET, limit: int | None = None,
-                   progress: Progress | None = None, *, rate: float | None = None, trial: int | None = None,
-                   stop_if_failing: float | None = None, watch_s: float = 30) -> int:
+def reprocess_dead(
+    conn: Connection,
+    q: str,
+    budget: int = DEFAULT_BUDGET,
+    limit: int | None = None,
+    progress: Progress | None = None,
+    *,
+    rate: float | None = None,
+    trial: int | None = None,
+    stop_if_failing: float | None = None,
+    watch_s: float = 30,
+) -> int:
     """Move dead jobs back (flat to pending, grouped to their lanes), oldest death first.
 
     Bounded calls of at most `budget` jobs; at most `limit` jobs in all. Counters
@@ -150,12 +174,22 @@ def reprocess_dead(conn: Connection, q: str, budget: int = DEFAULT_BUDGET, limit
         check_budget(limit, "limit")
     if rate is None and trial is None and stop_if_failing is None:
         return _reprocess_all(conn, q, budget, limit, progress)
-    return ControlledRetry(conn, q, budget, limit, progress, rate=rate, trial=trial,
-                           stop_if_failing=stop_if_failing, watch_s=watch_s).run()
+    return ControlledRetry(
+        conn,
+        q,
+        budget,
+        limit,
+        progress,
+        rate=rate,
+        trial=trial,
+        stop_if_failing=stop_if_failing,
+        watch_s=watch_s,
+    ).run()
 
 
-def _reprocess_all(conn: Connection, q: str, budget: int, limit: int | None,
-                   progress: Progress | None) -> int:
+def _reprocess_all(
+    conn: Connection, q: str, budget: int, limit: int | None, progress: Progress | None
+) -> int:
     keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
     total = calls = 0
     while limit is None or total < limit:
@@ -172,8 +206,12 @@ def _reprocess_all(conn: Connection, q: str, budget: int, limit: int | None,
 
 def _number(value: object, what: str, least: float, most: float) -> float:
     """A real number above `least` and at most `most`, else `BadInput`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not least < value <= most:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not least < value <= most
+    ):
         raise BadInput(f"{what} must be a number above {least:g} and at most {most:g}, not {value!r}")
     return float(value)
 
@@ -184,8 +222,19 @@ class ControlledRetry:
 
     POLL_S = 0.1
 
-    def __init__(self, conn: Connection, q: str, budget: int, limit: int | None, progress: Progress | None,
-                 *, rate: float | None, trial: int | None, stop_if_failing: float | None, watch_s: float):
+    def __init__(
+        self,
+        conn: Connection,
+        q: str,
+        budget: int,
+        limit: int | None,
+        progress: Progress | None,
+        *,
+        rate: float | None,
+        trial: int | None,
+        stop_if_failing: float | None,
+        watch_s: float,
+    ):
         self.rate = None if rate is None else _number(rate, "rate (jobs per second)", 0, 1_000_000)
         self.trial = None if trial is None else whole(trial, "trial")
         if stop_if_failing is not None:
@@ -207,9 +256,12 @@ class ControlledRetry:
             watched = self.step(self._room(self.trial))
             failed = self.watch(watched)
             if self.stop_if_failing is not None and watched and failed / len(watched) >= self.stop_if_failing:
-                raise Halted(f"reprocess {self.q} halted after its trial: {failed} of {len(watched)} jobs "
-                             f"dead again (stop at {self.stop_if_failing:g}); {self.moved} moved in all",
-                             moved=self.moved, failed_again=failed)
+                raise Halted(
+                    f"reprocess {self.q} halted after its trial: {failed} of {len(watched)} jobs "
+                    f"dead again (stop at {self.stop_if_failing:g}); {self.moved} moved in all",
+                    moved=self.moved,
+                    failed_again=failed,
+                )
         chunk = self.budget if self.rate is None else max(1, min(self.budget, math.ceil(self.rate / 10)))
         started, paced = time.monotonic(), 0
         while self._room(chunk):
@@ -233,7 +285,7 @@ class ControlledRetry:
         if not ids:
             return None
         fresh = [i for i in ids if i not in self.seen]
-        self.stayed += len(ids) - len(fresh)            # died again after it was moved: left be
+        self.stayed += len(ids) - len(fresh)  # died again after it was moved: left be
         self.seen.update(fresh)
         words = reprocess_jobs(self.conn, self.q, fresh, budget=self.budget) if fresh else {}
         moved = [i for i, w in words.items() if w == "reprocessed"]
@@ -258,8 +310,9 @@ class ControlledRetry:
                 pipe.exists(queue_key(self.q, "job:" + i))
             replies = pipe.execute()
             dead = sum(1 for s in replies[0::2] if s is not None)
-            done = sum(1 for s, row in zip(replies[0::2], replies[1::2], strict=True)
-                       if s is not None or not row)
+            done = sum(
+                1 for s, row in zip(replies[0::2], replies[1::2], strict=True) if s is not None or not row
+            )
             stop = self.stop_if_failing is not None and dead / len(ids) >= self.stop_if_failing
             if stop or done == len(ids) or time.monotonic() >= deadline:
                 return dead
@@ -277,15 +330,24 @@ def job_ids(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(check_name(i, "job id") for i in ids))
 
 
-def _bulk(conn: Connection, q: str, name: str, keys: list[str], ids: list[str], budget: int,
-          verb: str, rate: float | None = None, progress: Progress | None = None) -> dict[str, str]:
+def _bulk(
+    conn: Connection,
+    q: str,
+    name: str,
+    keys: list[str],
+    ids: list[str],
+    budget: int,
+    verb: str,
+    rate: float | None = None,
+    progress: Progress | None = None,
+) -> dict[str, str]:
     """Run script `name` over `ids` in calls of at most `budget` ids (and, with a `rate`,
     at most a tenth of a second's worth, paced to that many ids a second)."""
     words: dict[str, str] = {}
     step = budget if rate is None else max(1, min(budget, math.ceil(rate / 10)))
     began = time.monotonic()
     for calls, start in enumerate(range(0, len(ids), step), 1):
-        chunk = ids[start:start + step]
+        chunk = ids[start : start + step]
         words.update(conn.run(name, keys, chunk, verb=verb, queue=q))
         if progress:
             progress(calls, len(words))
@@ -297,9 +359,16 @@ def _bulk(conn: Connection, q: str, name: str, keys: list[str], ids: list[str], 
 
 
 @document
-def reprocess_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False,
-                   budget: int = DEFAULT_BUDGET, rate: float | None = None,
-                   progress: Progress | None = None) -> dict[str, str]:
+def reprocess_jobs(
+    conn: Connection,
+    q: str,
+    ids: Iterable[str],
+    *,
+    dry_run: bool = False,
+    budget: int = DEFAULT_BUDGET,
+    rate: float | None = None,
+    progress: Progress | None = None,
+) -> dict[str, str]:
     """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
     of at most `budget` ids: `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
     for a row no transition can read, left in dead).
@@ -316,8 +385,17 @@ def reprocess_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: boo
     chosen = job_ids(ids)
     if not dry_run:
         conn.refuse_writes(f"reprocess {q}")
-    return _bulk(conn, q, "reprocess_jobs_check" if dry_run else "reprocess_jobs", keys, chosen, budget,
-                 "reprocess", rate=None if dry_run else rate, progress=progress)
+    return _bulk(
+        conn,
+        q,
+        "reprocess_jobs_check" if dry_run else "reprocess_jobs",
+        keys,
+        chosen,
+        budget,
+        "reprocess",
+        rate=None if dry_run else rate,
+        progress=progress,
+    )
 
 
 @document
@@ -333,5 +411,6 @@ def remove_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool =
     chosen = job_ids(ids)
     if not dry_run:
         conn.refuse_writes(f"remove {q}")
-    return _bulk(conn, q, "remove_jobs_check" if dry_run else "remove_jobs", keys, chosen, DEFAULT_BUDGET,
-                 "remove")
+    return _bulk(
+        conn, q, "remove_jobs_check" if dry_run else "remove_jobs", keys, chosen, DEFAULT_BUDGET, "remove"
+    )

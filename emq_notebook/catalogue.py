@@ -19,8 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True)
 class Entry:
-    name: str          # the Python verb, module.function
-    script: str        # the Lua transition it runs
+    name: str  # the Python verb, module.function
+    script: str  # the Lua transition it runs
     precondition: str
     writes: str
     replies: str
@@ -36,16 +36,22 @@ _WAITING: dict[str, Callable[..., Any]] = {}
 def describe(name: str) -> str:
     """The catalogue entry as the console (and a docstring) shows it."""
     v = CATALOGUE[name]
-    return (f"{v.name} · {v.script}\n"
-            f"precondition: {v.precondition}\n"
-            f"writes: {v.writes}\n"
-            f"replies: {v.replies}\n"
-            f"native: {v.native}")
+    return (
+        f"{v.name} · {v.script}\n"
+        f"precondition: {v.precondition}\n"
+        f"writes: {v.writes}\n"
+        f"replies: {v.replies}\n"
+        f"native: {v.native}"
+    )
 
 
 def _append_doc(fn: Callable[..., Any], name: str) -> None:
-    fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\n" + "\n".join(
-        "    " + line for line in describe(name).splitlines()[1:]) + "\n"
+    fn.__doc__ = (
+        (fn.__doc__ or "").rstrip()
+        + "\n\n"
+        + "\n".join("    " + line for line in describe(name).splitlines()[1:])
+        + "\n"
+    )
 
 
 def add(entry: Entry) -> None:

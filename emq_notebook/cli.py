@@ -57,8 +57,9 @@ def say(text: object, **kw: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    top = argparse.ArgumentParser(prog="emq", description="EchoMQ operator plane (see `emq help`)",
-                                  add_help=False)
+    top = argparse.ArgumentParser(
+        prog="emq", description="EchoMQ operator plane (see `emq help`)", add_help=False
+    )
     top.add_argument("--url", help="redis://, rediss://, valkey://, unix:// (default: EMQ_URL)")
     top.add_argument("--embedded", choices=["valkey", "fake"])
     top.add_argument("--executor", choices=list(settings.EXECUTORS), default=None)
@@ -70,10 +71,13 @@ def main(argv: list[str] | None = None) -> int:
         ns = grammar.parse(rest or ["help"])
         shows_help = getattr(ns, "show_help", False)
         if registry.VERBS[ns.verb].needs_server and not shows_help:
-            session.conn = connect(opts.url, embedded=opts.embedded,
-                                   executor=opts.executor or session.settings.executor,
-                                   read_only=opts.read_only,
-                                   env=opts.env if opts.env is not None else session.settings.env)
+            session.conn = connect(
+                opts.url,
+                embedded=opts.embedded,
+                executor=opts.executor or session.settings.executor,
+                read_only=opts.read_only,
+                env=opts.env if opts.env is not None else session.settings.env,
+            )
         if ns.verb == "watch" and not shows_help:
             _watch(session, ns)
             return 0

@@ -13,8 +13,11 @@ from typing import Any
 from .registry import arg, verb
 
 
-@verb("dashboard", "every queue at a glance; click one to open its tabs",
-      arg("queue", nargs="?", help="open this queue's tabs at once"))
+@verb(
+    "dashboard",
+    "every queue at a glance; click one to open its tabs",
+    arg("queue", nargs="?", help="open this queue's tabs at once"),
+)
 def _dashboard(s: Any, ns: Namespace) -> Any:
     from .widgets import Dashboard
 

@@ -22,8 +22,11 @@ from .registry import arg, opt, verb
 PLOTS = ("throughput", "latency")
 
 
-@verb("health", "every queue's verdict (ok, idle, paused, stuck, failing, growing) and why",
-      arg("queue", nargs="?"))
+@verb(
+    "health",
+    "every queue's verdict (ok, idle, paused, stuck, failing, growing) and why",
+    arg("queue", nargs="?"),
+)
 def _health(s: Session, ns: Namespace) -> pd.DataFrame:
     h = frames.health(s.conn, None if ns.queue is None else [ns.queue])
     if h.empty:
@@ -33,16 +36,24 @@ def _health(s: Session, ns: Namespace) -> pd.DataFrame:
     return h
 
 
-@verb("latency", "wait and run percentiles (p50, p95, p99, ms) per minute", QUEUE,
-      opt("--since", type=duration, help="e.g. 1h"))
+@verb(
+    "latency",
+    "wait and run percentiles (p50, p95, p99, ms) per minute",
+    QUEUE,
+    opt("--since", type=duration, help="e.g. 1h"),
+)
 def _latency(s: Session, ns: Namespace) -> pd.DataFrame:
     return frames.latency(s.conn, ns.queue, since_ms=ns.since)
 
 
-@verb("plot", "a queue's throughput (the default) or latency over time, as a figure",
-      QUEUE, arg("what", nargs="?", choices=list(PLOTS), default="throughput"),
-      opt("--since", default="1h", help="the window, e.g. 30m, 1h, 2d (default 1h)"),
-      opt("--save", metavar="FILE", help="write the figure to FILE (.png, .svg, .pdf)"))
+@verb(
+    "plot",
+    "a queue's throughput (the default) or latency over time, as a figure",
+    QUEUE,
+    arg("what", nargs="?", choices=list(PLOTS), default="throughput"),
+    opt("--since", default="1h", help="the window, e.g. 30m, 1h, 2d (default 1h)"),
+    opt("--save", metavar="FILE", help="write the figure to FILE (.png, .svg, .pdf)"),
+)
 def _plot(s: Session, ns: Namespace) -> Any:
     draw = plots.throughput if ns.what == "throughput" else plots.latency
     fig = draw(s.conn, ns.queue, since=ns.since)
@@ -53,8 +64,7 @@ def _plot(s: Session, ns: Namespace) -> Any:
     try:
         return s.widget(lambda: _shown(fig))
     except EMQError:
-        raise EMQError("a plot needs a notebook: use %emq plot in Jupyter, "
-                       "or --save FILE.png here") from None
+        raise EMQError("a plot needs a notebook: use %emq plot in Jupyter, or --save FILE.png here") from None
 
 
 def _shown(fig: Any) -> Any:

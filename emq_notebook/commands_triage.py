@@ -27,13 +27,15 @@ from .grammar import duration, limit, whole
 from .keyspace import queue_key
 from .registry import arg, opt, verb
 
-SAMPLES = 3           # sample ids a preview shows per signature
+SAMPLES = 3  # sample ids a preview shows per signature
 
 
 def filtered(ns: Namespace) -> bool:
     """True when a `reprocess` / `remove` line is one of the forms handled here."""
-    return any(getattr(ns, name, None) not in (None, False) for name in
-               ("error", "payload", "signature", "dry_run", "rate", "trial", "stop_if_failing"))
+    return any(
+        getattr(ns, name, None) not in (None, False)
+        for name in ("error", "payload", "signature", "dry_run", "rate", "trial", "stop_if_failing")
+    )
 
 
 def _states(ns: Namespace) -> Any:
@@ -60,8 +62,16 @@ def _tally(words: dict[str, str]) -> str:
 
 
 def _find_for(s: Session, ns: Namespace, states: Any) -> pd.DataFrame:
-    return triage.find(s.conn, ns.queue, state=states, error=ns.error, payload=ns.payload,
-                       signature=ns.signature, limit=None, budget=s.settings.budget)
+    return triage.find(
+        s.conn,
+        ns.queue,
+        state=states,
+        error=ns.error,
+        payload=ns.payload,
+        signature=ns.signature,
+        limit=None,
+        budget=s.settings.budget,
+    )
 
 
 def _filter_given(ns: Namespace) -> bool:
@@ -72,8 +82,10 @@ def reprocess(s: Session, ns: Namespace) -> Any:
     """`reprocess QUEUE --error GLOB [--payload GLOB] [--dry-run | --yes]`, and
     `reprocess QUEUE --all [--rate R] [--trial N [--stop-if-failing F]] [--dry-run]`."""
     if ns.id is not None:
-        raise UsageProblem("reprocess takes a job id, or a filter (--error, --payload, --signature) or "
-                           "--all — not both; see %emq reprocess --help")
+        raise UsageProblem(
+            "reprocess takes a job id, or a filter (--error, --payload, --signature) or "
+            "--all — not both; see %emq reprocess --help"
+        )
     if (ns.trial is not None or ns.stop_if_failing is not None) and not ns.all_dead:
         raise UsageProblem("--trial and --stop-if-failing go with --all — see %emq reprocess --help")
     if ns.all_dead and _filter_given(ns):
@@ -81,8 +93,10 @@ def reprocess(s: Session, ns: Namespace) -> Any:
     if ns.all_dead:
         return _reprocess_all(s, ns)
     if not _filter_given(ns):
-        raise UsageProblem("reprocess takes a job id, a filter (--error, --payload, --signature) or --all "
-                           "— see %emq reprocess --help")
+        raise UsageProblem(
+            "reprocess takes a job id, a filter (--error, --payload, --signature) or --all "
+            "— see %emq reprocess --help"
+        )
     ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"))
     if ns.dry_run:
         words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=_budget(s, ns))
@@ -90,8 +104,14 @@ def reprocess(s: Session, ns: Namespace) -> Any:
         return words
     confirm(s, ns, len(ids), "reprocess")
     report = s.progress(f"reprocess {ns.queue}", len(ids)) if ns.rate is not None else None
-    words = admin.reprocess_jobs(s.conn, ns.queue, ids, budget=_budget(s, ns), rate=ns.rate,
-                                 progress=None if report is None else lambda calls, n: report(n))
+    words = admin.reprocess_jobs(
+        s.conn,
+        ns.queue,
+        ids,
+        budget=_budget(s, ns),
+        rate=ns.rate,
+        progress=None if report is None else lambda calls, n: report(n),
+    )
     s.say(f"reprocess {ns.queue}: {_tally(words)} (the {len(ids):,} previewed jobs)")
     return words
 
@@ -106,9 +126,17 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
         return errors
     confirm(s, ns, total, "reprocess")
     report = s.progress(f"reprocess {q}", total)
-    n = admin.reprocess_dead(s.conn, q, budget=_budget(s, ns),
-                             limit=ns.limit, progress=lambda calls, moved: report(moved), rate=ns.rate,
-                             trial=ns.trial, stop_if_failing=ns.stop_if_failing, watch_s=ns.watch / 1000)
+    n = admin.reprocess_dead(
+        s.conn,
+        q,
+        budget=_budget(s, ns),
+        limit=ns.limit,
+        progress=lambda calls, moved: report(moved),
+        rate=ns.rate,
+        trial=ns.trial,
+        stop_if_failing=ns.stop_if_failing,
+        watch_s=ns.watch / 1000,
+    )
     s.say(f"reprocessed {n} dead jobs of {q}")
     return None
 
@@ -118,8 +146,10 @@ def remove(s: Session, ns: Namespace) -> Any:
     if ns.id is not None:
         raise UsageProblem("remove takes a job id or a filter (--error, --payload), not both")
     if not _filter_given(ns):
-        raise UsageProblem("remove takes a job id or a filter (--error GLOB, --payload GLOB, --signature "
-                           "S) — see %emq remove --help")
+        raise UsageProblem(
+            "remove takes a job id or a filter (--error GLOB, --payload GLOB, --signature "
+            "S) — see %emq remove --help"
+        )
     ids = preview(s, "remove", ns.queue, _find_for(s, ns, _states(ns)))
     if ns.dry_run:
         words = admin.remove_jobs(s.conn, ns.queue, ids, dry_run=True)
@@ -133,37 +163,83 @@ def remove(s: Session, ns: Namespace) -> Any:
 
 # -- the verbs of this module -----------------------------------------------------------
 
-@verb("find", "search a set on the server: jobs whose fields match (a frame)",
-      QUEUE, STATE, ERROR, PAYLOAD, SIGNATURE, opt("--group"), opt("--min-attempts", type=whole),
-      opt("--since", type=duration, help="created within this long, e.g. 1h"),
-      opt("--limit", type=limit, help="at most N rows (0: all; default: %%config default_limit)"),
-      catalogue=Entry("triage.find", "@find", "none; bounded calls of `budget` members examined",
-                      "nothing (a read)", "DataFrame — frames.snapshot's columns, index id, at most `limit` "
-                      "rows, in set order", "none, a read-only script (FCALL_RO with the function executor)"))
+
+@verb(
+    "find",
+    "search a set on the server: jobs whose fields match (a frame)",
+    QUEUE,
+    STATE,
+    ERROR,
+    PAYLOAD,
+    SIGNATURE,
+    opt("--group"),
+    opt("--min-attempts", type=whole),
+    opt("--since", type=duration, help="created within this long, e.g. 1h"),
+    opt("--limit", type=limit, help="at most N rows (0: all; default: %%config default_limit)"),
+    catalogue=Entry(
+        "triage.find",
+        "@find",
+        "none; bounded calls of `budget` members examined",
+        "nothing (a read)",
+        "DataFrame — frames.snapshot's columns, index id, at most `limit` rows, in set order",
+        "none, a read-only script (FCALL_RO with the function executor)",
+    ),
+)
 def _find(s: Session, ns: Namespace) -> pd.DataFrame:
     rows = s.settings.default_limit if ns.limit is None else ns.limit
     after = None if ns.since is None else triage.server_ms(s.conn) - ns.since
-    frame = triage.find(s.conn, ns.queue, state=_states(ns), error=ns.error, payload=ns.payload,
-                        signature=ns.signature, group=ns.group, min_attempts=ns.min_attempts,
-                        created_after=after, limit=rows or None, budget=s.settings.budget)
+    frame = triage.find(
+        s.conn,
+        ns.queue,
+        state=_states(ns),
+        error=ns.error,
+        payload=ns.payload,
+        signature=ns.signature,
+        group=ns.group,
+        min_attempts=ns.min_attempts,
+        created_after=after,
+        limit=rows or None,
+        budget=s.settings.budget,
+    )
     if rows and len(frame) >= rows:
         s.say(f"showing the first {rows:,} matches; --limit 0 for all")
     return frame
 
 
-@verb("errors", "the failures grouped by error signature (a frame)", QUEUE, STATE,
-      catalogue=Entry("triage.errors", "@errors", "none; bounded calls of `budget` members",
-                      "nothing (a read)", "DataFrame by signature — count, first_seen, last_seen, sample_id, "
-                      "sample_error; count descending",
-                      "none, a read-only script (FCALL_RO with the function executor)"))
+@verb(
+    "errors",
+    "the failures grouped by error signature (a frame)",
+    QUEUE,
+    STATE,
+    catalogue=Entry(
+        "triage.errors",
+        "@errors",
+        "none; bounded calls of `budget` members",
+        "nothing (a read)",
+        "DataFrame by signature — count, first_seen, last_seen, sample_id, sample_error; count descending",
+        "none, a read-only script (FCALL_RO with the function executor)",
+    ),
+)
 def _errors(s: Session, ns: Namespace) -> pd.DataFrame:
     return triage.errors(s.conn, ns.queue, _states(ns), budget=s.settings.budget)
 
 
-@verb("promote", "run a scheduled job now (schedule -> pending)", QUEUE, JOB, writes=True,
-      catalogue=Entry("jobs.promote_job", "@promote_job", "the row exists and is in schedule",
-                      "ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
-                      "lane); publishes `promoted`", "None / Gone / NotScheduled", "none, a script only"))
+@verb(
+    "promote",
+    "run a scheduled job now (schedule -> pending)",
+    QUEUE,
+    JOB,
+    writes=True,
+    catalogue=Entry(
+        "jobs.promote_job",
+        "@promote_job",
+        "the row exists and is in schedule",
+        "ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
+        "lane); publishes `promoted`",
+        "None / Gone / NotScheduled",
+        "none, a script only",
+    ),
+)
 def _promote(s: Session, ns: Namespace) -> None:
     jobs.promote_job(s.conn, ns.queue, ns.id)
     s.say(f"promoted {ns.queue} {ns.id}: schedule -> pending")
@@ -174,20 +250,31 @@ def _repeats(s: Session, ns: Namespace) -> pd.DataFrame:
     records = repeat.registered(s.conn, ns.queue)
     frame = pd.DataFrame.from_records(
         [(r["name"], r["every_ms"], r["next_due_ms"], r["payload"], r["group"]) for r in records],
-        columns=["name", "every", "next_due", "payload", "group"]).set_index("name")
+        columns=["name", "every", "next_due", "payload", "group"],
+    ).set_index("name")
     frame["every"] = pd.to_timedelta(frame["every"].astype("float64"), unit="ms")
     frame["next_due"] = pd.to_datetime(frame["next_due"].astype("float64"), unit="ms", utc=True)
     return frame
 
 
-@verb("run-now", "one job from a repeatable now; its cadence is kept", QUEUE, arg("name"), writes=True,
-      catalogue=Entry("repeat.run_now", "@repeat_run_now", "the repeatable exists and its definition reads",
-                      "a new job (row, pending or its lane); the next due time unchanged; publishes `added`",
-                      "str — the new job's id / Gone / BadRow", "none, a script only"))
+@verb(
+    "run-now",
+    "one job from a repeatable now; its cadence is kept",
+    QUEUE,
+    arg("name"),
+    writes=True,
+    catalogue=Entry(
+        "repeat.run_now",
+        "@repeat_run_now",
+        "the repeatable exists and its definition reads",
+        "a new job (row, pending or its lane); the next due time unchanged; publishes `added`",
+        "str — the new job's id / Gone / BadRow",
+        "none, a script only",
+    ),
+)
 def _run_now(s: Session, ns: Namespace) -> str:
     job_id = repeat.run_now(s.conn, ns.queue, ns.name)
     due = next((r["next_due_ms"] for r in repeat.registered(s.conn, ns.queue) if r["name"] == ns.name), None)
     when = pd.to_datetime(due, unit="ms", utc=True) if due is not None else "unchanged"
     s.say(f"run-now {ns.queue} {ns.name}: {job_id} is pending; next due {when}, as before")
     return job_id
-

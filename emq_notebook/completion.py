@@ -25,8 +25,13 @@ CACHE_S = 5.0
 # job ids offered for one `id` slot, at most (per set and in all)
 MAX_IDS = 300
 # which sets a job verb's ids come from (others: every state set)
-ID_SETS = {"reprocess": ("dead",), "complete": ("active",), "fail": ("active",),
-           "progress": ("pending", "active"), "log": ("active", "pending", "dead", "schedule")}
+ID_SETS = {
+    "reprocess": ("dead",),
+    "complete": ("active",),
+    "fail": ("active",),
+    "progress": ("pending", "active"),
+    "log": ("active", "pending", "dead", "schedule"),
+}
 
 
 class Completer:
@@ -66,6 +71,7 @@ class Completer:
             for members in pipe.execute():
                 seen.update(dict.fromkeys(members))
             return list(seen)[:MAX_IDS]
+
         try:
             queue_key(q, "pending")
         except (EMQError, ValueError):
@@ -75,6 +81,7 @@ class Completer:
     def groups(self, q: str) -> list[str]:
         def fetch() -> list[str]:
             return sorted(self.session.conn.command("SMEMBERS", queue_key(q, "groups")) or [])
+
         try:
             queue_key(q, "pending")
         except (EMQError, ValueError):
@@ -101,8 +108,13 @@ class Completer:
             return [c for c in choices or [] if c.startswith(prefix)]
         if prefix.startswith("-"):
             used = set(after)
-            names = [n for a in v.args if a.is_option and not set(a.names) & used for n in a.names
-                     if n.startswith("--")]
+            names = [
+                n
+                for a in v.args
+                if a.is_option and not set(a.names) & used
+                for n in a.names
+                if n.startswith("--")
+            ]
             return [n for n in [*names, "--help"] if n.startswith(prefix)]
         _opts, pos, _asked = grammar._place(v, after)
         slots = v.positionals
@@ -131,7 +143,7 @@ def _command_text(context: CompletionContext) -> str | None:
     line = context.text_until_cursor
     stripped = line.lstrip()
     if stripped.startswith("%emq ") or stripped == "%emq":
-        return stripped[len("%emq"):].lstrip() if stripped != "%emq" else None
+        return stripped[len("%emq") :].lstrip() if stripped != "%emq" else None
     first = context.full_text.split("\n", 1)[0].strip()
     if context.cursor_line > 0 and (first == "%%emq" or first.startswith("%%emq ")):
         return line.lstrip()
@@ -147,8 +159,9 @@ def matcher_for(session: Any) -> Any:
         if text is None:
             return SimpleMatcherResult(completions=[], suppress=False)
         found = completer.words(text)
-        return SimpleMatcherResult(completions=[SimpleCompletion(text=w, type="emq") for w in found],
-                                   suppress=True, ordered=True)
+        return SimpleMatcherResult(
+            completions=[SimpleCompletion(text=w, type="emq") for w in found], suppress=True, ordered=True
+        )
 
     emq_matcher.completer = completer
     return emq_matcher

@@ -44,13 +44,50 @@ EXECUTORS = ("script", "function", "native")
 NATIVE = {t.name: t.native for t in transitions.TABLE.values() if t.native}
 
 # the plain commands a read-only connection sends: each only reads
-READING_COMMANDS = frozenset({
-    "HGET", "HGETALL", "HMGET", "HEXISTS", "HLEN", "HKEYS", "HVALS", "HSTRLEN", "HSCAN",
-    "ZRANGE", "ZREVRANGE", "ZCARD", "ZSCORE", "ZMSCORE", "ZRANK", "ZREVRANK", "ZRANGEBYSCORE",
-    "ZREVRANGEBYSCORE", "ZCOUNT", "ZSCAN", "SMEMBERS", "SCARD", "SISMEMBER", "SSCAN",
-    "LRANGE", "LLEN", "LINDEX", "GET", "MGET", "STRLEN", "TYPE", "EXISTS", "PTTL", "TTL",
-    "PING", "INFO", "SCAN", "TIME", "DBSIZE", "ECHO",
-})
+READING_COMMANDS = frozenset(
+    {
+        "HGET",
+        "HGETALL",
+        "HMGET",
+        "HEXISTS",
+        "HLEN",
+        "HKEYS",
+        "HVALS",
+        "HSTRLEN",
+        "HSCAN",
+        "ZRANGE",
+        "ZREVRANGE",
+        "ZCARD",
+        "ZSCORE",
+        "ZMSCORE",
+        "ZRANK",
+        "ZREVRANK",
+        "ZRANGEBYSCORE",
+        "ZREVRANGEBYSCORE",
+        "ZCOUNT",
+        "ZSCAN",
+        "SMEMBERS",
+        "SCARD",
+        "SISMEMBER",
+        "SSCAN",
+        "LRANGE",
+        "LLEN",
+        "LINDEX",
+        "GET",
+        "MGET",
+        "STRLEN",
+        "TYPE",
+        "EXISTS",
+        "PTTL",
+        "TTL",
+        "PING",
+        "INFO",
+        "SCAN",
+        "TIME",
+        "DBSIZE",
+        "ECHO",
+    }
+)
 # query-string parameters that carry a secret (redis-py reads `password` from the query)
 _SECRET_PARAMS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
 
@@ -169,16 +206,26 @@ class Connection:
     before any I/O; `env` ("production", or None) and `name` label the session.
     """
 
-    def __init__(self, client: redis.Redis, label: str, executor: str = "script",
-                 secret: str | Sequence[str] | None = None, cluster: bool = False, *,
-                 read_only: bool = False, env: str | None = None, name: str | None = None):
+    def __init__(
+        self,
+        client: redis.Redis,
+        label: str,
+        executor: str = "script",
+        secret: str | Sequence[str] | None = None,
+        cluster: bool = False,
+        *,
+        read_only: bool = False,
+        env: str | None = None,
+        name: str | None = None,
+    ):
         if executor not in EXECUTORS:
             raise BadInput(f"executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
         if not isinstance(read_only, bool):
             raise BadInput(f"read_only is True or False, not {read_only!r}")
         for what, value in (("env", env), ("name", name)):
-            if value is not None and (not isinstance(value, str) or not value.strip()
-                                      or not value.isprintable()):
+            if value is not None and (
+                not isinstance(value, str) or not value.strip() or not value.isprintable()
+            ):
                 raise BadInput(f"{what} is a short printable word, not {value!r}")
         self.client: Any = client
         self.label = label
@@ -187,7 +234,7 @@ class Connection:
         self.read_only = read_only
         self.env = env
         self.name = name
-        self._secrets: tuple[str, ...] = ((secret,) if isinstance(secret, str) else tuple(secret or ()))
+        self._secrets: tuple[str, ...] = (secret,) if isinstance(secret, str) else tuple(secret or ())
         self._scripts: dict[str, Any] = {}
         self._library_ready = False
         self.token = uuid.uuid4().hex
@@ -209,15 +256,25 @@ class Connection:
 
     def with_executor(self, executor: str) -> Connection:
         """The same client and server, another executor (read-only, env and name kept)."""
-        return Connection(self.client, self.label, executor, secret=self._secrets, cluster=self.cluster,
-                          read_only=self.read_only, env=self.env, name=self.name)
+        return Connection(
+            self.client,
+            self.label,
+            executor,
+            secret=self._secrets,
+            cluster=self.cluster,
+            read_only=self.read_only,
+            env=self.env,
+            name=self.name,
+        )
 
     def refuse_writes(self, what: str) -> None:
         """`ReadOnly` when this session is read-only (called before any I/O)."""
         if self.read_only:
             env = f" ({self.env})" if self.env else ""
-            raise ReadOnly(f"{what} writes, and {self.label}{env} is a read-only session: "
-                           "connect without read_only=True to change the queue")
+            raise ReadOnly(
+                f"{what} writes, and {self.label}{env} is a read-only session: "
+                "connect without read_only=True to change the queue"
+            )
 
     @property
     def folds_pause(self) -> bool:
@@ -225,9 +282,18 @@ class Connection:
         return transitions.get("claim2").folds(self.executor)
 
     # -- dispatch -----------------------------------------------------------
-    def run(self, name: str, keys: Sequence[str], args: Sequence[Any] = (), *,
-            verb: str = "", queue: str = "", job: str | None = None, folded: bool = False,
-            pipeline: Pipeline | None = None) -> Any:
+    def run(
+        self,
+        name: str,
+        keys: Sequence[str],
+        args: Sequence[Any] = (),
+        *,
+        verb: str = "",
+        queue: str = "",
+        job: str | None = None,
+        folded: bool = False,
+        pipeline: Pipeline | None = None,
+    ) -> Any:
         """Run transition `name` and answer its decoded reply (`transitions`): the
         table picks the body for the executor (`folded`: the twin that reads the
         paused field, under the script executor too) and the reply's decoder; an
@@ -290,8 +356,9 @@ class Connection:
             self.refuse_writes(str(parts[0]).upper())
         try:
             with self.wire():
-                return self.client.execute_command(*(decoding.wire(p) if isinstance(p, str) else p
-                                                     for p in parts))
+                return self.client.execute_command(
+                    *(decoding.wire(p) if isinstance(p, str) else p for p in parts)
+                )
         except redis.ResponseError as exc:
             raise self.typed(exc, str(parts[0]), "", None) from None
 
@@ -302,8 +369,9 @@ class Connection:
         try:
             yield self.client
         except redis.AuthenticationError as exc:
-            raise WireError(f"authentication failed at {self.label}: "
-                            f"{_scrub(str(exc), self._secrets)}") from None
+            raise WireError(
+                f"authentication failed at {self.label}: {_scrub(str(exc), self._secrets)}"
+            ) from None
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise self.wire_error(exc) from None
 
@@ -317,8 +385,9 @@ class Connection:
             return list(self.client.scan_iter(match=match, count=1000))
 
     def typed(self, exc: redis.ResponseError, verb: str, queue: str, job: str | None) -> EMQError:
-        return transitions.error(_scrub(str(exc), self._secrets), transitions.Call(verb, verb=verb,
-                                                                                   queue=queue, job=job))
+        return transitions.error(
+            _scrub(str(exc), self._secrets), transitions.Call(verb, verb=verb, queue=queue, job=job)
+        )
 
     def wire_error(self, exc: Exception) -> WireError:
         return WireError(f"lost the server at {self.label}: {_scrub(str(exc), self._secrets)}")
@@ -330,7 +399,8 @@ class Connection:
             if "unknown command" in str(exc).lower():
                 raise NativeUnavailable(
                     f"{command} is not a command on {self.label}: the server has no EchoMQ "
-                    "module; use executor='function' or 'script'") from None
+                    "module; use executor='function' or 'script'"
+                ) from None
             raise
 
     def _ensure_library(self) -> None:
@@ -349,8 +419,9 @@ class Connection:
             if self.cluster:
                 from redis.cluster import RedisCluster
 
-                answers = self.client.execute_command("FCALL_RO", "emq_version", 0,
-                                                      target_nodes=RedisCluster.PRIMARIES)
+                answers = self.client.execute_command(
+                    "FCALL_RO", "emq_version", 0, target_nodes=RedisCluster.PRIMARIES
+                )
                 return set(answers.values()) if isinstance(answers, dict) else {answers}
             return {self.client.fcall_ro("emq_version", 0)}
         except redis.ResponseError:
@@ -385,8 +456,15 @@ class Pipeline:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pipe, name)
 
-    def queue_run(self, how: str, body: str, keys: Sequence[Any], args: Sequence[Any],
-                  reply: transitions.Reply, call: transitions.Call) -> None:
+    def queue_run(
+        self,
+        how: str,
+        body: str,
+        keys: Sequence[Any],
+        args: Sequence[Any],
+        reply: transitions.Reply,
+        call: transitions.Call,
+    ) -> None:
         """Queue one transition's body (`Connection.run` chose it and checked read-only)."""
         at = len(self._pipe)
         if how == "native":
@@ -447,14 +525,24 @@ def _check_options(client: Any) -> None:
 def _normalise(url: str) -> str:
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme not in ("redis", "rediss", "valkey", "valkeys", "unix"):
-        raise BadInput(f"unsupported URL scheme {scheme or '(none)'!r}: use redis://, rediss://, "
-                       "valkey://, valkeys:// or unix://")
+        raise BadInput(
+            f"unsupported URL scheme {scheme or '(none)'!r}: use redis://, rediss://, "
+            "valkey://, valkeys:// or unix://"
+        )
     return re.sub(r"^valkey(s?)://", r"redis\1://", url, flags=re.I)
 
 
-def connect(url: str | None = None, *, read_only: bool = False, env: str | None = None,
-            name: str | None = None, embedded: str | None = None, executor: str = "script",
-            cluster: bool | None = None, **options: Any) -> Connection:
+def connect(
+    url: str | None = None,
+    *,
+    read_only: bool = False,
+    env: str | None = None,
+    name: str | None = None,
+    embedded: str | None = None,
+    executor: str = "script",
+    cluster: bool | None = None,
+    **options: Any,
+) -> Connection:
     """Open a connection.
 
     - no URL, no `EMQ_URL`: the embedded default (shared in-process fakeredis with Lua);
@@ -476,26 +564,34 @@ def connect(url: str | None = None, *, read_only: bool = False, env: str | None 
     if embedded not in (None, "fake", "valkey"):
         raise BadInput(f"embedded must be 'valkey' or 'fake', not {embedded!r}")
     if url is not None and embedded is not None:
-        raise UsageProblem(f"give a URL or embedded={embedded!r}, not both: "
-                           f"{redact(str(url))} would be ignored")
+        raise UsageProblem(
+            f"give a URL or embedded={embedded!r}, not both: {redact(str(url))} would be ignored"
+        )
     for fixed in ("decode_responses", "encoding", "encoding_errors"):
         if fixed in options:
-            raise BadInput(f"{fixed} is fixed by the toolkit's decoding policy "
-                           f"(UTF-8, {decoding.ERRORS}); do not pass it")
+            raise BadInput(
+                f"{fixed} is fixed by the toolkit's decoding policy "
+                f"(UTF-8, {decoding.ERRORS}); do not pass it"
+            )
     options.setdefault("retry", sent_once())
     session: dict[str, Any] = {"read_only": read_only, "env": env, "name": name}
     if url is None and embedded is None:
         url = os.environ.get("EMQ_URL") or None
     if embedded == "valkey":
         srv = valkey_server()
-        valkey: Any = redis.Redis(host=srv.host, port=srv.port, decode_responses=True,
-                             encoding_errors=decoding.ERRORS, **options)
+        valkey: Any = redis.Redis(
+            host=srv.host, port=srv.port, decode_responses=True, encoding_errors=decoding.ERRORS, **options
+        )
         return Connection(valkey, f"embedded valkey 127.0.0.1:{srv.port}", executor, **session)
     if url is None or embedded == "fake":
         import fakeredis
 
-        fake: Any = fakeredis.FakeRedis(server=fake_server(), decode_responses=True,
-                                     encoding_errors=decoding.ERRORS, retry=options["retry"])
+        fake: Any = fakeredis.FakeRedis(
+            server=fake_server(),
+            decode_responses=True,
+            encoding_errors=decoding.ERRORS,
+            retry=options["retry"],
+        )
         return Connection(fake, "embedded fakeredis", executor, **session)
 
     label = redact(url)
@@ -504,8 +600,9 @@ def connect(url: str | None = None, *, read_only: bool = False, env: str | None 
         secrets = (*secrets, options["password"])
     real = _normalise(url)
     try:
-        client: Any = redis.Redis.from_url(real, decode_responses=True,
-                                           encoding_errors=decoding.ERRORS, **options)
+        client: Any = redis.Redis.from_url(
+            real, decode_responses=True, encoding_errors=decoding.ERRORS, **options
+        )
         _check_options(client)
         if cluster is None:
             cluster = _is_cluster_node(client)
@@ -513,8 +610,9 @@ def connect(url: str | None = None, *, read_only: bool = False, env: str | None 
             from redis.cluster import RedisCluster
 
             # the cluster client connects now, to learn which node holds which slots
-            client = RedisCluster.from_url(real, decode_responses=True,
-                                           encoding_errors=decoding.ERRORS, **options)
+            client = RedisCluster.from_url(
+                real, decode_responses=True, encoding_errors=decoding.ERRORS, **options
+            )
     except (ValueError, TypeError, redis.ResponseError) as exc:
         raise BadInput(f"cannot use {label}: {_scrub(str(exc), secrets)}") from None
     except redis.AuthenticationError as exc:

@@ -45,7 +45,8 @@ def check_unused(conn: Connection, *queues: str) -> dict[str, int]:
             raise QueueInUse(
                 f"{q!r} on {conn.label} already holds {len(keys)} keys under {base(q)} and no "
                 "demo made it: a demo writes only to queues it made itself, so nothing was "
-                "written. Point EMQ_URL at an empty server, or unset it for the embedded default")
+                "written. Point EMQ_URL at an empty server, or unset it for the embedded default"
+            )
         held[q] = len(keys)
     return held
 
@@ -98,8 +99,9 @@ def main(out: Callable[[str], None] = print) -> int:
     for _ in range(2500):
         jobs.enqueue(conn, "scratch", "{}")
     admin.pause(conn, "scratch")
-    calls = admin.obliterate_all(conn, "scratch",
-                                 progress=lambda c, left: out(f"  obliterate call {c}: {left} jobs left"))
+    calls = admin.obliterate_all(
+        conn, "scratch", progress=lambda c, left: out(f"  obliterate call {c}: {left} jobs left")
+    )
     out(f"obliterated scratch in {calls} bounded calls; footprint now {len(footprint(conn, 'scratch'))} keys")
     return 0
 

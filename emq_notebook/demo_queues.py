@@ -22,11 +22,18 @@ def stage(conn: Connection) -> list[str]:
     """Stage the demo queues on an empty server; answers their names."""
     found = frames.queues(conn)
     if found:
-        raise UsageProblem(f"not staging the demo: {conn.label} already holds {len(found)} queues "
-                           f"({', '.join(found[:5])}{' …' if len(found) > 5 else ''})")
+        raise UsageProblem(
+            f"not staging the demo: {conn.label} already holds {len(found)} queues "
+            f"({', '.join(found[:5])}{' …' if len(found) > 5 else ''})"
+        )
     for i in range(1_240):
-        jobs.enqueue(conn, "mailers", json.dumps({"to": f"user{i}@example.com", "template": "welcome"}),
-                     id=f"j_mail_{i:04d}", max_attempts=1)
+        jobs.enqueue(
+            conn,
+            "mailers",
+            json.dumps({"to": f"user{i}@example.com", "template": "welcome"}),
+            id=f"j_mail_{i:04d}",
+            max_attempts=1,
+        )
     errors = ["SMTP 550: mailbox unavailable", "SMTP 553: bad recipient 'ops'"]
     for n in range(36):
         job = jobs.claim(conn, "mailers", 60_000)

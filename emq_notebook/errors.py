@@ -84,8 +84,9 @@ class Refused(EMQError):
 
     reason = "refused"
 
-    def __init__(self, verb: str = "", queue: str = "", job: str | None = None, detail: str = "",
-                 note: str = ""):
+    def __init__(
+        self, verb: str = "", queue: str = "", job: str | None = None, detail: str = "", note: str = ""
+    ):
         self.verb, self.queue, self.job, self.detail, self.note = verb, queue, job, detail, note
         super().__init__(self.line())
 
@@ -179,8 +180,8 @@ def refusal_for(message: str) -> tuple[type[Refused], str] | None:
     """(refusal class, note) for a server error text, or None when it is not EMQSTATE."""
     if not message.startswith("EMQSTATE"):
         return None
-    rest = message[len("EMQSTATE"):].strip()
+    rest = message[len("EMQSTATE") :].strip()
     for prefix, cls, note in _EMQSTATE:
         if rest.startswith(prefix):
-            return cls, note.format(rest=rest[len(prefix):].strip())
+            return cls, note.format(rest=rest[len(prefix) :].strip())
     return Refused, rest

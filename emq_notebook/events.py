@@ -38,8 +38,9 @@ def _decode(data: str) -> dict:
         return {"event": "unparsed", "raw": data}
 
 
-def follow(conn: Connection, q: str, seconds: float | None = None,
-           stop: threading.Event | None = None) -> Iterator[dict]:
+def follow(
+    conn: Connection, q: str, seconds: float | None = None, stop: threading.Event | None = None
+) -> Iterator[dict]:
     """Subscribe now; then yield each event until `seconds` pass or `stop` is set."""
     ps = subscribe(conn, q)
     deadline = None if seconds is None else time.monotonic() + seconds
@@ -61,8 +62,9 @@ def follow(conn: Connection, q: str, seconds: float | None = None,
 class Tail:
     """A background subscription calling `on_event(event)` until `stop()` (or `seconds`)."""
 
-    def __init__(self, conn: Connection, q: str, on_event: Callable[[dict], None],
-                 seconds: float | None = None):
+    def __init__(
+        self, conn: Connection, q: str, on_event: Callable[[dict], None], seconds: float | None = None
+    ):
         self._stop = threading.Event()
         self.error: Exception | None = None
         stream = follow(conn, q, seconds=seconds, stop=self._stop)

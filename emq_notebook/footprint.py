@@ -26,9 +26,13 @@ def keyspace(conn: Connection, match: str = "*", *, expiry: bool = False) -> dic
     for k in keys:
         pipe.type(k)
     kinds = pipe.execute()
-    read = {"hash": lambda p, k: p.hgetall(k), "zset": lambda p, k: p.zrange(k, 0, -1, withscores=True),
-            "list": lambda p, k: p.lrange(k, 0, -1), "set": lambda p, k: p.smembers(k),
-            "string": lambda p, k: p.get(k)}
+    read = {
+        "hash": lambda p, k: p.hgetall(k),
+        "zset": lambda p, k: p.zrange(k, 0, -1, withscores=True),
+        "list": lambda p, k: p.lrange(k, 0, -1),
+        "set": lambda p, k: p.smembers(k),
+        "string": lambda p, k: p.get(k),
+    }
     pipe = conn.pipeline()
     for k, kind in zip(keys, kinds, strict=True):
         read.get(kind, lambda p, k: p.type(k))(pipe, k)
@@ -36,10 +40,14 @@ def keyspace(conn: Connection, match: str = "*", *, expiry: bool = False) -> dic
             pipe.pttl(k)
     values = pipe.execute()
     if not expiry:
-        return {k: (kind, sorted(v) if kind == "set" else v)
-                for k, kind, v in zip(keys, kinds, values, strict=True)}
-    return {k: (kind, sorted(v) if kind == "set" else v, ttl > 0)
-            for k, kind, v, ttl in zip(keys, kinds, values[::2], values[1::2], strict=True)}
+        return {
+            k: (kind, sorted(v) if kind == "set" else v)
+            for k, kind, v in zip(keys, kinds, values, strict=True)
+        }
+    return {
+        k: (kind, sorted(v) if kind == "set" else v, ttl > 0)
+        for k, kind, v, ttl in zip(keys, kinds, values[::2], values[1::2], strict=True)
+    }
 
 
 def diff(before: dict, after: dict) -> list[str]:

@@ -24,8 +24,18 @@ BATCH = 1000
 # text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
 # str objects on a big frame (bench/scale.py measures it); `object` where needed
 TEXT: Any = "str"
-COLUMNS = ["state", "group", "priority", "at", "attempts", "failures", "stalled",
-           "last_error", "progress", "payload"]
+COLUMNS = [
+    "state",
+    "group",
+    "priority",
+    "at",
+    "attempts",
+    "failures",
+    "stalled",
+    "last_error",
+    "progress",
+    "payload",
+]
 _INTS = ("priority", "attempts", "failures", "stalled")
 # the row fields the frame shows
 FIELDS = ("group", "priority", "attempts", "failures", "stalled", "last_error", "progress", "payload")
@@ -59,14 +69,15 @@ def _with_scores(reply: list) -> tuple[list[str], list[float]]:
     return list(reply[0::2]), [float(s) for s in reply[1::2]]
 
 
-def _members(conn: Connection, q: str, states: tuple[str, ...], limit: int | None,
-             offset: int = 0) -> _Members:
+def _members(
+    conn: Connection, q: str, states: tuple[str, ...], limit: int | None, offset: int = 0
+) -> _Members:
     """The chosen states in order, then the lanes' backlogs (counted as pending):
     the first `offset` of that order skipped, then at most `limit` in all."""
     groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
     sets = [(queue_key(q, state), state, None) for state in states]
     sets += [(queue_key(q, f"g:{g}:pending"), "pending", g) for g in groups]
-    spans: list[tuple[int, int]] = [(0, -1)] * len(sets)        # (start, stop) of each set; -1: its end
+    spans: list[tuple[int, int]] = [(0, -1)] * len(sets)  # (start, stop) of each set; -1: its end
     if limit is not None or offset:
         # the sizes first (one round trip), so each set is read only where the page falls
         pipe = conn.pipeline()
@@ -101,8 +112,9 @@ def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELD
 
 def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]) -> Iterator[list]:
     for start in range(0, len(ids), BATCH):
-        yield conn.run("read_rows", [base(q)], [len(fields), *fields, *ids[start:start + BATCH]],
-                       verb="jobs", queue=q)
+        yield conn.run(
+            "read_rows", [base(q)], [len(fields), *fields, *ids[start : start + BATCH]], verb="jobs", queue=q
+        )
 
 
 class _Text:
@@ -161,8 +173,9 @@ def _joined(parts: list[Any]) -> Any:
     return pd.concat([pd.Series(p, dtype="Int64") for p in parts], ignore_index=True).array
 
 
-def snapshot(conn: Connection, q: str, states: str | Sequence[str] = STATES, limit: int | None = None,
-             offset: int = 0) -> pd.DataFrame:
+def snapshot(
+    conn: Connection, q: str, states: str | Sequence[str] = STATES, limit: int | None = None, offset: int = 0
+) -> pd.DataFrame:
     """One row per job, indexed by id: state, group, priority, `at` (the set's time
     score as a UTC timestamp: lease deadline, due, died at), counters, last_error,
     progress and payload.
@@ -184,17 +197,23 @@ def snapshot(conn: Connection, q: str, states: str | Sequence[str] = STATES, lim
     if limit is not None:
         whole(limit, "limit")
     members = _members(conn, q, tuple(states), limit, offset)
-    return frame(members.ids, members.states, members.scores, members.lanes,
-                 _row_batches(conn, q, members.ids, FIELDS))
+    return frame(
+        members.ids, members.states, members.scores, members.lanes, _row_batches(conn, q, members.ids, FIELDS)
+    )
 
 
-def frame(ids: list[str], states: list[str], scores: list[float], lanes: list[str | None],
-          batches: Iterable[list[list]]) -> pd.DataFrame:
+def frame(
+    ids: list[str],
+    states: list[str],
+    scores: list[float],
+    lanes: list[str | None],
+    batches: Iterable[list[list]],
+) -> pd.DataFrame:
     """The jobs frame, from each job's id, state, set score and lane (None outside a
     lane), and its row fields (`FIELDS`) in batches as `@read_rows` answers them: the
     one place that shapes it, for `snapshot` and `triage.find` alike. Built a batch at a
     time, so a million-row frame never holds every row's Python strings at once."""
-    if not ids:     # no rows: the same columns, and an index pandas reads as empty
+    if not ids:  # no rows: the same columns, and an index pandas reads as empty
         return _typed(pd.DataFrame.from_records([], columns=["id", *COLUMNS]).set_index("id"))
     texts = {f: _Text() for f in ("group", *FIELDS[5:])}
     wholes: dict[str, list] = {f: [] for f in FIELDS[1:5]}
@@ -208,8 +227,10 @@ def frame(ids: list[str], states: list[str], scores: list[float], lanes: list[st
         groups = columns["group"]
         if has_lanes:
             # a lane's job names its group on the row; the lane it sits in says the same
-            groups = tuple(g if g is not None else lane
-                           for g, lane in zip(groups, lanes[done:done + len(batch)], strict=True))
+            groups = tuple(
+                g if g is not None else lane
+                for g, lane in zip(groups, lanes[done : done + len(batch)], strict=True)
+            )
         texts["group"].add(groups)
         for f in FIELDS[5:]:
             texts[f].add(columns[f])
@@ -217,14 +238,17 @@ def frame(ids: list[str], states: list[str], scores: list[float], lanes: list[st
             wholes[f].append(_whole_column(columns[f]))
         done += len(batch)
     timed = [s if state in _TIMED else None for s, state in zip(scores, states, strict=True)]
-    out = pd.DataFrame({
-        "state": _text_column(states),
-        "group": texts["group"].column(),
-        "priority": _joined(wholes["priority"]),
-        "at": pd.to_datetime(pd.array(timed, dtype="float64"), unit="ms", utc=True),
-        **{f: _joined(wholes[f]) for f in FIELDS[2:5]},
-        **{f: texts[f].column() for f in FIELDS[5:]},
-    }, columns=COLUMNS)
+    out = pd.DataFrame(
+        {
+            "state": _text_column(states),
+            "group": texts["group"].column(),
+            "priority": _joined(wholes["priority"]),
+            "at": pd.to_datetime(pd.array(timed, dtype="float64"), unit="ms", utc=True),
+            **{f: _joined(wholes[f]) for f in FIELDS[2:5]},
+            **{f: texts[f].column() for f in FIELDS[5:]},
+        },
+        columns=COLUMNS,
+    )
     index = _text_column(ids)
     out.index = pd.Index(index.array, dtype=index.dtype, name="id")
     return out
@@ -284,12 +308,21 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
     lane_sizes = iter(lane_pipe.execute())
     records = []
     for i, q in enumerate(names):
-        r = replies[i * width:(i + 1) * width]
+        r = replies[i * width : (i + 1) * width]
         groups = r[len(STATES) + 1]
         lane_pending = sum(next(lane_sizes) for _ in groups)
-        records.append({"queue": q, "pending": r[0] + lane_pending, "active": r[1],
-                        "schedule": r[2], "dead": r[3], "paused": bool(r[4]),
-                        "lanes": len(groups), "repeatables": r[6]})
+        records.append(
+            {
+                "queue": q,
+                "pending": r[0] + lane_pending,
+                "active": r[1],
+                "schedule": r[2],
+                "dead": r[3],
+                "paused": bool(r[4]),
+                "lanes": len(groups),
+                "repeatables": r[6],
+            }
+        )
     cols = ["queue", "pending", "active", "schedule", "dead", "paused", "lanes", "repeatables"]
     return pd.DataFrame.from_records(records, columns=cols).set_index("queue")
 
@@ -306,9 +339,11 @@ def metrics(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFra
     if since_ms is not None:
         floor = (time.time() * 1000 - since_ms) // 60000
         minutes = [m for m in minutes if m >= floor]
-    frame = pd.DataFrame({
-        kind: [_count(counted[kind].get(str(m))) for m in minutes] for kind in METRIC_KINDS
-    }, index=pd.to_datetime([m * 60 for m in minutes], unit="s", utc=True), dtype="int64")
+    frame = pd.DataFrame(
+        {kind: [_count(counted[kind].get(str(m))) for m in minutes] for kind in METRIC_KINDS},
+        index=pd.to_datetime([m * 60 for m in minutes], unit="s", utc=True),
+        dtype="int64",
+    )
     frame.index.name = "minute"
     return frame
 
@@ -320,13 +355,16 @@ def _count(value: object) -> int:
 
 # -- health and latency (SPEC 9): computed in `health.py`, served here -----------
 
+
 def latency(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFrame:
     """Wait and run percentiles by minute: see `emq_notebook.health.latency`."""
     from . import health as _health
+
     return _health.latency(conn, q, since_ms)
 
 
 def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | None = None) -> pd.DataFrame:
     """One verdict per queue, with its counts and a `why`: see `emq_notebook.health.health`."""
     from . import health as _health
+
     return _health.health(conn, queues, now_ms=now_ms)

@@ -112,14 +112,17 @@ def fraction(text: str) -> float:
 # Each match is one run of the line, scanned once by the regex engine: the whole
 # split is linear in the line's length (shlex grows its token a character at a time,
 # which is quadratic on a megabyte payload).
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<space>\s+)
   | '(?P<single>[^']*)'
   | "(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"
   | \\(?P<escaped>.)
   | (?P<bare>[^\s'"\\]+)
   | (?P<open>['"\\])
-""", re.S | re.X)
+""",
+    re.S | re.X,
+)
 _IN_DOUBLE = re.compile(r"\\([\\\"])")
 
 
@@ -208,8 +211,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageProblem(message or "bad command")
 
 
-_KNOWN_METAVARS = {whole: "N", limit: "N", int: "N", float: "N", seconds: "SECONDS",
-                   delay: "DURATION", duration: "DURATION", rate: "RATE", fraction: "FRACTION"}
+_KNOWN_METAVARS = {
+    whole: "N",
+    limit: "N",
+    int: "N",
+    float: "N",
+    seconds: "SECONDS",
+    delay: "DURATION",
+    duration: "DURATION",
+    rate: "RATE",
+    fraction: "FRACTION",
+}
 
 
 def _metavar(a: Arg) -> str | None:
@@ -247,8 +259,13 @@ def _add(p: argparse.ArgumentParser, a: Arg) -> None:
 def _verb_parser(v: Verb, *, positionals: bool) -> _Parser:
     """The verb's parser: with its positionals for help, without them for parsing
     (the positionals are placed by `parse`, which knows which words are data)."""
-    p = _Parser(prog=f"emq {v.name}", add_help=False, allow_abbrev=False, description=v.summary,
-                usage=f"%%emq {usage(v.name)}")
+    p = _Parser(
+        prog=f"emq {v.name}",
+        add_help=False,
+        allow_abbrev=False,
+        description=v.summary,
+        usage=f"%%emq {usage(v.name)}",
+    )
     for a in v.args:
         if positionals or a.is_option:
             _add(p, a)
@@ -285,12 +302,14 @@ def grammar() -> str:
     for v in registry.VERBS.values():
         lines.append(f"  {usage(v.name)}")
         lines.append(f"      {v.summary}")
-    lines += ["",
-              "Durations: 250ms, 30s, 5m, 1h.  A refusal prints one line with its reason",
-              "(gone, locked, not_dead, not_paused, active) and is returned, not raised.",
-              "A word written {{name}} is the notebook variable `name` (a dict or list as JSON);",
-              "nothing else is expanded.  Payloads and free text are taken as written (`-h`",
-              "there is data).  A word starting with # begins a comment."]
+    lines += [
+        "",
+        "Durations: 250ms, 30s, 5m, 1h.  A refusal prints one line with its reason",
+        "(gone, locked, not_dead, not_paused, active) and is returned, not raised.",
+        "A word written {{name}} is the notebook variable `name` (a dict or list as JSON);",
+        "nothing else is expanded.  Payloads and free text are taken as written (`-h`",
+        "there is data).  A word starting with # begins a comment.",
+    ]
     return "\n".join(lines)
 
 
@@ -309,7 +328,7 @@ def _place(v: Verb, words: list[str]) -> tuple[list[str], list[str], bool]:
         i += 1
         slot = slots[min(len(pos), len(slots) - 1)] if slots else None
         if isinstance(w, Quoted):
-            pos.append(w)                                   # quoted or substituted: data
+            pos.append(w)  # quoted or substituted: data
             continue
         name = w.split("=", 1)[0] if w.startswith("--") else w
         if name in options:
@@ -319,12 +338,12 @@ def _place(v: Verb, words: list[str]) -> tuple[list[str], list[str], bool]:
                 i += 1
             continue
         if slot is not None and slot.literal and (len(pos) < len(slots) or slot.free):
-            pos.append(w)                                   # data, as written
+            pos.append(w)  # data, as written
             continue
         if w in HELP_WORDS:
             asked = True
         elif w.startswith("-") and len(w) > 1 and not _NUMBER.match(w):
-            opts.append(w)                                  # unknown: the parser says so
+            opts.append(w)  # unknown: the parser says so
         else:
             pos.append(w)
     return opts, pos, asked
@@ -335,20 +354,20 @@ def _assign(v: Verb, ns: argparse.Namespace, pos: list[str], p: _Parser) -> None
     fixed = [a for a in slots if not a.free]
     free = [a for a in slots if a.free]
     required = [a for a in fixed if a.kwargs.get("nargs") != "?"]
-    missing = [a for a in required[len(pos):]] + (free if len(pos) <= len(fixed) else [])
+    missing = [a for a in required[len(pos) :]] + (free if len(pos) <= len(fixed) else [])
     if missing:
         p.error("the following arguments are required: " + ", ".join(str(_metavar(a)) for a in missing))
     if not free and len(pos) > len(fixed):
-        p.error("unrecognized arguments: " + " ".join(pos[len(fixed):]))
+        p.error("unrecognized arguments: " + " ".join(pos[len(fixed) :]))
     for a, w in zip(fixed, pos, strict=False):
         choices = a.kwargs.get("choices")
         if choices is not None and w not in choices:
             p.error(f"argument {_metavar(a)}: invalid choice: {w!r} (choose from {', '.join(choices)})")
         setattr(ns, a.dest, w)
-    for a in fixed[len(pos):]:
+    for a in fixed[len(pos) :]:
         setattr(ns, a.dest, a.kwargs.get("default"))
     if free:
-        setattr(ns, free[0].dest, pos[len(fixed):])
+        setattr(ns, free[0].dest, pos[len(fixed) :])
 
 
 def parse(line: str | list[str], namespace: dict[str, Any] | None = None) -> argparse.Namespace:

@@ -22,13 +22,26 @@ from .connector import Connection
 from .keyspace import check_name, latency_index_key, latency_key, metrics_key, queue_key
 
 LATENCY_COLUMNS = ["wait_p50", "wait_p95", "wait_p99", "run_p50", "run_p95", "run_p99", "n"]
-HEALTH_COLUMNS = ["pending", "active", "schedule", "dead", "paused", "oldest_pending_s",
-                  "claimed_5m", "completed_5m", "failed_5m", "failure_rate_5m", "expired_leases",
-                  "wait_p95_5m", "verdict", "why"]
+HEALTH_COLUMNS = [
+    "pending",
+    "active",
+    "schedule",
+    "dead",
+    "paused",
+    "oldest_pending_s",
+    "claimed_5m",
+    "completed_5m",
+    "failed_5m",
+    "failure_rate_5m",
+    "expired_leases",
+    "wait_p95_5m",
+    "verdict",
+    "why",
+]
 VERDICTS = ("ok", "idle", "paused", "stuck", "failing", "growing")
-WINDOW_MS = 5 * 60_000          # "the last 5 minutes": every minute bucket that overlaps it
-STUCK_S = 300                   # a backlog with no claim for this long is stuck
-FAILING = 0.5                   # a failure rate at or above this is failing
+WINDOW_MS = 5 * 60_000  # "the last 5 minutes": every minute bucket that overlaps it
+STUCK_S = 300  # a backlog with no claim for this long is stuck
+FAILING = 0.5  # a failure rate at or above this is failing
 _QUANTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 
 
@@ -128,7 +141,7 @@ def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | N
     second = conn.pipeline()
     plan: list[tuple[str, int]] = []
     for i, q in enumerate(names):
-        r = replies[i * width:(i + 1) * width]
+        r = replies[i * width : (i + 1) * width]
         for m in r[3]:
             second.hgetall(latency_key(q, "wait", int(float(m))))
             plan.append(("wait", i))
@@ -152,7 +165,7 @@ def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | N
             last_claim[i] = max(done) if done else None
     records = []
     for i, q in enumerate(names):
-        r = replies[i * width:(i + 1) * width]
+        r = replies[i * width : (i + 1) * width]
         claimed, completed, failed = _sum(r[0]), _sum(r[1]), _sum(r[2])
         wait = histogram.merge(waits[i])
         made = [t for t in (enqueued_ms(h) for h in heads[i]) if t is not None]
@@ -162,7 +175,9 @@ def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | N
             **{k: int(c.at[q, k]) for k in ("pending", "active", "schedule", "dead")},  # type: ignore[arg-type]
             "paused": bool(c.at[q, "paused"]),
             "oldest_pending_s": oldest,
-            "claimed_5m": claimed, "completed_5m": completed, "failed_5m": failed,
+            "claimed_5m": claimed,
+            "completed_5m": completed,
+            "failed_5m": failed,
             "failure_rate_5m": failed / finished if finished else math.nan,
             "expired_leases": int(r[4]),
             "wait_p95_5m": histogram.percentile(wait, 0.95),
@@ -172,14 +187,30 @@ def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | N
         row["verdict"], row["why"] = judge(row, now, last_claim.get(i), age)
         records.append({"queue": q, **row})
     frame = pd.DataFrame.from_records(records, columns=["queue", *HEALTH_COLUMNS]).set_index("queue")
-    ints = ["pending", "active", "schedule", "dead", "claimed_5m", "completed_5m", "failed_5m",
-            "expired_leases"]
+    ints = [
+        "pending",
+        "active",
+        "schedule",
+        "dead",
+        "claimed_5m",
+        "completed_5m",
+        "failed_5m",
+        "expired_leases",
+    ]
     floats = ["oldest_pending_s", "failure_rate_5m", "wait_p95_5m"]
-    return frame.astype({**{k: "int64" for k in ints}, **{k: "float64" for k in floats},
-                         "paused": "bool", "verdict": "object", "why": "object"})
+    return frame.astype(
+        {
+            **{k: "int64" for k in ints},
+            **{k: "float64" for k in floats},
+            "paused": "bool",
+            "verdict": "object",
+            "why": "object",
+        }
+    )
 
 
 # -- the verdict and its sentence -----------------------------------------------
+
 
 def ago(seconds: float) -> str:
     """A duration as an operator says it: 40 s, 7 min, 5 h, 3 d."""
@@ -207,8 +238,9 @@ def _jobs(n: int, word: str = "pending") -> str:
     return f"{n:,} {word}"
 
 
-def judge(row: dict[str, Any], now: int, last_claim_minute: int | None,
-          queue_age_s: float) -> tuple[str, str]:
+def judge(
+    row: dict[str, Any], now: int, last_claim_minute: int | None, queue_age_s: float
+) -> tuple[str, str]:
     """(verdict, why) for one queue's health row. `last_claim_minute` is the latest
     minute with a claim when none fell in the window (None: no claim on record);
     `queue_age_s` is how long the queue has existed (NaN when unknown)."""
@@ -236,19 +268,27 @@ def judge(row: dict[str, Any], now: int, last_claim_minute: int | None,
             return "stuck", f"{what} and {quiet}; {in_flight}: are the workers running?"
     finished = completed + failed
     if finished and failed / finished >= FAILING:
-        return "failing", (f"{failed:,} of {finished:,} jobs finished in the last 5 min failed "
-                           f"({failed / finished:.0%}); {row['dead']:,} dead")
+        return "failing", (
+            f"{failed:,} of {finished:,} jobs finished in the last 5 min failed "
+            f"({failed / finished:.0%}); {row['dead']:,} dead"
+        )
     if pending > claimed:
         if claimed == 0:
-            return "growing", (f"{_jobs(pending)} and no claim in the last 5 min yet; "
-                               f"the oldest waited {ago(waited) if not math.isnan(waited) else 'unknown'}")
-        return "growing", (f"{_jobs(pending)}, more than the {claimed:,} claimed in the last 5 min: "
-                           f"the workers are not keeping up; wait p95 {ms_text(row['wait_p95_5m'])}")
+            return "growing", (
+                f"{_jobs(pending)} and no claim in the last 5 min yet; "
+                f"the oldest waited {ago(waited) if not math.isnan(waited) else 'unknown'}"
+            )
+        return "growing", (
+            f"{_jobs(pending)}, more than the {claimed:,} claimed in the last 5 min: "
+            f"the workers are not keeping up; wait p95 {ms_text(row['wait_p95_5m'])}"
+        )
     if not (pending or active or claimed or finished):
         later = f"; {row['schedule']:,} scheduled" if row["schedule"] else ""
         return "idle", f"nothing pending or in flight and no work in the last 5 min{later}"
-    return "ok", (f"{claimed:,} claimed, {completed:,} completed in the last 5 min; "
-                  f"wait p95 {ms_text(row['wait_p95_5m'])}; {_jobs(pending)}, {in_flight}")
+    return "ok", (
+        f"{claimed:,} claimed, {completed:,} completed in the last 5 min; "
+        f"wait p95 {ms_text(row['wait_p95_5m'])}; {_jobs(pending)}, {in_flight}"
+    )
 
 
 def verdict_lines(frame: pd.DataFrame) -> list[str]:

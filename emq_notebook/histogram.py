@@ -26,9 +26,9 @@ def value(b: int) -> float:
     """What bucket `b` reads back as, in ms: the geometric middle of its whole numbers."""
     if b <= 0:
         return 0.0
-    lo, hi = RATIO ** (b - 1), RATIO ** b
+    lo, hi = RATIO ** (b - 1), RATIO**b
     first, last = math.ceil(lo), math.ceil(hi) - 1
-    if last < first:          # no whole number inside: the middle of the bounds
+    if last < first:  # no whole number inside: the middle of the bounds
         return math.sqrt(lo * hi)
     return math.sqrt(first * last)
 
@@ -61,10 +61,10 @@ def percentile(h: Histogram, p: float) -> float:
     n = count(h)
     if n == 0:
         return math.nan
-    rank = max(1, math.ceil(p * n - 1e-9))     # 0.95 * 60 is 57, not 57.000...1
+    rank = max(1, math.ceil(p * n - 1e-9))  # 0.95 * 60 is 57, not 57.000...1
     seen = 0
     for b in sorted(h):
         seen += h[b]
         if seen >= rank:
             return value(b)
-    return value(max(h))     # not reached: the ranks add up to n
+    return value(max(h))  # not reached: the ranks add up to n

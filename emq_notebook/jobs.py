@@ -30,10 +30,20 @@ def _payload(value: object) -> str:
     return value
 
 
-def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
-            group: str | None = None, delay_ms: int = 0, priority: int = 0,
-            max_attempts: int = 3, dedup: str | None = None, backoff_ms: int = 1000,
-            pipeline: Pipeline | None = None) -> str:
+def enqueue(
+    conn: Connection,
+    q: str,
+    payload: str,
+    *,
+    id: str | None = None,
+    group: str | None = None,
+    delay_ms: int = 0,
+    priority: int = 0,
+    max_attempts: int = 3,
+    dedup: str | None = None,
+    backoff_ms: int = 1000,
+    pipeline: Pipeline | None = None,
+) -> str:
     """Add a job; answers its id.
 
     Every number is checked before any I/O (`BadInput`): `delay_ms` and
@@ -51,9 +61,16 @@ def enqueue(conn: Connection, q: str, payload: str, *, id: str | None = None,
         check_name(group, "group")
     if dedup is not None:
         check_text(dedup, "dedup key")
-    argv = [job_id, _payload(payload), group or "", whole(delay_ms, "delay_ms", least=0, most=MAX_MS),
-            whole(priority, "priority", least=0), whole(max_attempts, "max_attempts"),
-            dedup or "", whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS)]
+    argv = [
+        job_id,
+        _payload(payload),
+        group or "",
+        whole(delay_ms, "delay_ms", least=0, most=MAX_MS),
+        whole(priority, "priority", least=0),
+        whole(max_attempts, "max_attempts"),
+        dedup or "",
+        whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS),
+    ]
     return conn.run("enqueue", [base(q)], argv, verb="enqueue", queue=q, pipeline=pipeline)
 
 
@@ -63,10 +80,19 @@ CHUNK = 500
 MAX_CHUNK = 10_000
 
 
-def enqueue_many(conn: Connection, q: str, payloads: Sequence[str], *, group: str | None = None,
-                 delay: int | None = None, dedup: Sequence[str | None] | None = None,
-                 chunk: int = CHUNK, priority: int = 0, max_attempts: int = 3,
-                 backoff_ms: int = 1000) -> list[str]:
+def enqueue_many(
+    conn: Connection,
+    q: str,
+    payloads: Sequence[str],
+    *,
+    group: str | None = None,
+    delay: int | None = None,
+    dedup: Sequence[str | None] | None = None,
+    chunk: int = CHUNK,
+    priority: int = 0,
+    max_attempts: int = 3,
+    backoff_ms: int = 1000,
+) -> list[str]:
     """Add many jobs in bounded calls (one `@enqueue_many` script per `chunk`);
     answers one id per payload, in order.
 
@@ -90,13 +116,20 @@ def enqueue_many(conn: Connection, q: str, payloads: Sequence[str], *, group: st
         check_name(group, "group")
     if isinstance(dedup, (str, bytes)):
         raise BadInput("dedup is one key (or None) per payload, not one string")
-    keys = [""] * len(texts) if dedup is None else [
-        "" if k is None else check_text(k, "dedup key") for k in dedup]
+    keys = (
+        [""] * len(texts)
+        if dedup is None
+        else ["" if k is None else check_text(k, "dedup key") for k in dedup]
+    )
     if len(keys) != len(texts):
         raise BadInput(f"dedup holds {len(keys):,} keys for {len(texts):,} payloads: one per payload")
-    shared = [group or "", whole(0 if delay is None else delay, "delay", least=0, most=MAX_MS),
-              whole(priority, "priority", least=0), whole(max_attempts, "max_attempts"),
-              whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS)]
+    shared = [
+        group or "",
+        whole(0 if delay is None else delay, "delay", least=0, most=MAX_MS),
+        whole(priority, "priority", least=0),
+        whole(max_attempts, "max_attempts"),
+        whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS),
+    ]
     whole(chunk, "chunk", most=MAX_CHUNK)
     if not texts:
         return []
@@ -104,7 +137,7 @@ def enqueue_many(conn: Connection, q: str, payloads: Sequence[str], *, group: st
     answers: list[str] = []
     for start in range(0, len(texts), chunk):
         argv: list[object] = list(shared)
-        for payload, key in zip(texts[start:start + chunk], keys[start:start + chunk], strict=True):
+        for payload, key in zip(texts[start : start + chunk], keys[start : start + chunk], strict=True):
             argv += (new_id(), payload, key)
         answers += conn.run("enqueue_many", [base(q)], argv, verb="enqueue_many", queue=q)
     return answers
@@ -143,8 +176,7 @@ def gated_claim(conn: Connection, q: str, name: str, keys: list[str], lease_ms: 
         if paused:
             return None
         folded = paused is None
-    return conn.run(name, keys, [check_lease(lease_ms), conn.token], folded=folded,
-                    verb="claim", queue=q)
+    return conn.run(name, keys, [check_lease(lease_ms), conn.token], folded=folded, verb="claim", queue=q)
 
 
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
@@ -175,21 +207,40 @@ def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None)
     `BadRow` (a field no transition can read); each refusal writes nothing.
     `token` is the claim's token, the connection's own by default.
     """
-    conn.run("complete", [job_key(q, job_id), queue_key(q, "active"), base(q)],
-             [job_id, _token(conn, token)], verb="complete", queue=q, job=job_id)
+    conn.run(
+        "complete",
+        [job_key(q, job_id), queue_key(q, "active"), base(q)],
+        [job_id, _token(conn, token)],
+        verb="complete",
+        queue=q,
+        job=job_id,
+    )
 
 
-def fail(conn: Connection, q: str, job_id: str, error: str, *, token: str | None = None,
-         pipeline: Pipeline | None = None) -> str:
+def fail(
+    conn: Connection,
+    q: str,
+    job_id: str,
+    error: str,
+    *,
+    token: str | None = None,
+    pipeline: Pipeline | None = None,
+) -> str:
     """The job failed: `"retry"` (scheduled with exponential backoff) or `"dead"`.
 
     `failures` counted and `last_error` written either way. Refuses `Gone`,
     `NotActive`, `NotOwner` and `BadRow` as `complete` does, writing nothing.
     With `pipeline`, queued there as `enqueue` is (this call answers None).
     """
-    return conn.run("fail", [job_key(q, job_id), queue_key(q, "active"), base(q)],
-                    [job_id, str(error), _token(conn, token)], verb="fail", queue=q, job=job_id,
-                    pipeline=pipeline)
+    return conn.run(
+        "fail",
+        [job_key(q, job_id), queue_key(q, "active"), base(q)],
+        [job_id, str(error), _token(conn, token)],
+        verb="fail",
+        queue=q,
+        job=job_id,
+        pipeline=pipeline,
+    )
 
 
 def _token(conn: Connection, token: str | None) -> str:
@@ -213,9 +264,7 @@ def promote(conn: Connection, q: str, budget: int = 1000) -> int:
     Ghosts and bad rows are handled as in `expire_leases`.
     """
     admin.check_budget(budget)
-    return conn.run("promote", [queue_key(q, "schedule"), base(q)], [budget],
-                    verb="promote", queue=q)
-
+    return conn.run("promote", [queue_key(q, "schedule"), base(q)], [budget], verb="promote", queue=q)
 
 
 @document
@@ -223,23 +272,43 @@ def promote_job(conn: Connection, q: str, job_id: str) -> None:
     """One scheduled job (delayed, or waiting to retry) becomes ready now: pending, or its
     lane for a grouped job, at its priority. Refuses `Gone`, `NotScheduled` (a job not
     in the schedule set) and `BadRow`; a refusal writes nothing."""
-    conn.run("promote_job", [job_key(q, job_id), queue_key(q, "schedule"), base(q)], [job_id],
-             verb="promote", queue=q, job=job_id)
+    conn.run(
+        "promote_job",
+        [job_key(q, job_id), queue_key(q, "schedule"), base(q)],
+        [job_id],
+        verb="promote",
+        queue=q,
+        job=job_id,
+    )
+
 
 # -- the per-job operator verbs ---------------------------------------------
+
 
 @document
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     """Replace the row's payload. Refuses `Gone`."""
-    conn.run("update_data", [job_key(q, job_id), base(q)], [_payload(payload), job_id],
-             verb="data", queue=q, job=job_id)
+    conn.run(
+        "update_data",
+        [job_key(q, job_id), base(q)],
+        [_payload(payload), job_id],
+        verb="data",
+        queue=q,
+        job=job_id,
+    )
 
 
 @document
 def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> None:
     """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses `Gone`."""
-    conn.run("update_progress", [job_key(q, job_id)], [str(progress), job_id, base(q)],
-             verb="progress", queue=q, job=job_id)
+    conn.run(
+        "update_progress",
+        [job_key(q, job_id)],
+        [str(progress), job_id, base(q)],
+        verb="progress",
+        queue=q,
+        job=job_id,
+    )
 
 
 @document
@@ -247,15 +316,31 @@ def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None =
     """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses `Gone`."""
     if keep is not None:
         whole(keep, "keep")
-    return int(conn.run("add_log", [job_key(q, job_id), logs_key(q, job_id), base(q)],
-                        [str(line), "" if keep is None else keep], verb="log", queue=q, job=job_id))
+    return int(
+        conn.run(
+            "add_log",
+            [job_key(q, job_id), logs_key(q, job_id), base(q)],
+            [str(line), "" if keep is None else keep],
+            verb="log",
+            queue=q,
+            job=job_id,
+        )
+    )
 
 
 @document
 def get_job_logs(conn: Connection, q: str, job_id: str) -> list[str]:
     """The log lines in append order (`[]` when none). Refuses `Gone`."""
-    return list(conn.run("get_logs", [job_key(q, job_id), logs_key(q, job_id), base(q)], [],
-                         verb="logs", queue=q, job=job_id))
+    return list(
+        conn.run(
+            "get_logs",
+            [job_key(q, job_id), logs_key(q, job_id), base(q)],
+            [],
+            verb="logs",
+            queue=q,
+            job=job_id,
+        )
+    )
 
 
 @document
@@ -269,8 +354,14 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     """
     if dedup is not None:
         check_text(dedup, "dedup key")
-    conn.run("remove_job2", [job_key(q, job_id), base(q)], [job_id, dedup or ""],
-             verb="remove", queue=q, job=job_id)
+    conn.run(
+        "remove_job2",
+        [job_key(q, job_id), base(q)],
+        [job_id, dedup or ""],
+        verb="remove",
+        queue=q,
+        job=job_id,
+    )
 
 
 @document

@@ -27,8 +27,9 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
 
 def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> None:
     check_name(group, "group")
-    conn.run("lane_set", [lane_meta_key(q, group), base(q)], [group, what, limit],
-             verb=f"lane {what}", queue=q)
+    conn.run(
+        "lane_set", [lane_meta_key(q, group), base(q)], [group, what, limit], verb=f"lane {what}", queue=q
+    )
 
 
 def set_limit(conn: Connection, q: str, group: str, limit: int) -> None:
@@ -57,6 +58,10 @@ def lanes(conn: Connection, q: str) -> dict[str, dict]:
     out = {}
     for i, g in enumerate(groups):
         limit, active, paused = replies[2 * i + 1]
-        out[g] = {"pending": replies[2 * i], "active": int(active or 0),
-                  "limit": int(limit or 1), "paused": paused is not None}
+        out[g] = {
+            "pending": replies[2 * i],
+            "active": int(active or 0),
+            "limit": int(limit or 1),
+            "paused": paused is not None,
+        }
     return out

@@ -39,6 +39,7 @@ class NotebookSession(commands.Session):
 
         def report(done: int) -> None:
             bar.value = min(done, bar.max)
+
         return report
 
     def forget_printed(self, *_info: Any) -> None:
@@ -72,7 +73,7 @@ def run(line: str, cell: str | None = None, namespace: dict[str, Any] | None = N
 
 def _answer(result: Any) -> Any:
     if isinstance(result, Refused):
-        SESSION.printed.append(result)      # printed once by commands.execute
+        SESSION.printed.append(result)  # printed once by commands.execute
     return result
 
 
@@ -109,8 +110,9 @@ class EMQMagics(Magics):
     default_limit = Int(1000, help="rows a listing verb shows without --limit (0: all)").tag(config=True)
     budget = Int(1000, help="jobs per bounded call of drain, obliterate, reprocess").tag(config=True)
     refresh_s = Float(2.0, help="the panels' auto-refresh interval (seconds)").tag(config=True)
-    executor = TEnum(list(settings.EXECUTORS), "script",
-                     help="the executor of a connection opened without --executor").tag(config=True)
+    executor = TEnum(
+        list(settings.EXECUTORS), "script", help="the executor of a connection opened without --executor"
+    ).tag(config=True)
     env = Unicode(None, allow_none=True, help="the env label of a new connection").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any):

@@ -23,10 +23,22 @@ from .connector import Connection
 from .keyspace import check_name
 
 # one colour per meaning, the same in every plot and in HealthView
-COLOURS = {"claimed": "#1f77b4", "completed": "#2ca02c", "failed": "#d62728",
-           "p50": "#1f77b4", "p95": "#ff7f0e", "p99": "#d62728"}
-VERDICT_COLOURS = {"ok": "#2ca02c", "idle": "#7f7f7f", "paused": "#1f77b4",
-                   "stuck": "#d62728", "failing": "#e6550d", "growing": "#ffbf00"}
+COLOURS = {
+    "claimed": "#1f77b4",
+    "completed": "#2ca02c",
+    "failed": "#d62728",
+    "p50": "#1f77b4",
+    "p95": "#ff7f0e",
+    "p99": "#d62728",
+}
+VERDICT_COLOURS = {
+    "ok": "#2ca02c",
+    "idle": "#7f7f7f",
+    "paused": "#1f77b4",
+    "stuck": "#d62728",
+    "failing": "#e6550d",
+    "growing": "#ffbf00",
+}
 _LATENCY_LINES = (("p50", "median (p50)"), ("p95", "p95"), ("p99", "p99"))
 MINUTE = pd.Timedelta(minutes=1)
 
@@ -80,8 +92,15 @@ def throughput(conn: Connection, q: str, since: str = "1h") -> Figure:
     ax = fig.add_subplot()
     at = pd.DatetimeIndex(steps.index).to_pydatetime()
     for kind, style in (("completed", "-"), ("failed", "-"), ("claimed", "--")):
-        ax.plot(at, steps[kind].to_numpy(), label=kind, color=COLOURS[kind],
-                drawstyle="steps-post", linewidth=1.6, linestyle=style)
+        ax.plot(
+            at,
+            steps[kind].to_numpy(),
+            label=kind,
+            color=COLOURS[kind],
+            drawstyle="steps-post",
+            linewidth=1.6,
+            linestyle=style,
+        )
     ax.set_title(f"{q}: jobs per minute, {window}")
     ax.set_ylabel("jobs per minute")
     ax.set_xlabel("time (UTC)")
@@ -105,14 +124,17 @@ def latency(conn: Connection, q: str, since: str = "1h") -> Figure:
     fig.subplots_adjust(left=0.08, right=0.96, top=0.88, bottom=0.1, hspace=0.3)
     wait_ax, run_ax = fig.subplots(2, 1, sharex=True)
     fig.suptitle(f"{q}: wait and run time, {window}")
-    for ax, kind, title in ((wait_ax, "wait", "waiting for a worker (ready to claimed)"),
-                            (run_ax, "run", "running (claimed to completed or failed)")):
+    for ax, kind, title in (
+        (wait_ax, "wait", "waiting for a worker (ready to claimed)"),
+        (run_ax, "run", "running (claimed to completed or failed)"),
+    ):
         for p, label in _LATENCY_LINES:
             values = lat[f"{kind}_{p}"]
             # a minute's percentile sits in the middle of its minute
             at = (pd.DatetimeIndex(values.index) + pd.Timedelta(seconds=30)).to_pydatetime()
-            ax.plot(at, values.to_numpy(), marker="o", markersize=4,
-                    label=label, color=COLOURS[p], linewidth=1.4)
+            ax.plot(
+                at, values.to_numpy(), marker="o", markersize=4, label=label, color=COLOURS[p], linewidth=1.4
+            )
         ax.set_title(title, fontsize="medium")
         ax.set_ylabel("ms")
         ax.set_ylim(bottom=0)
@@ -131,7 +153,7 @@ def overview(conn: Connection) -> Figure:
     fig = Figure(figsize=(9, 1.6 + 0.45 * max(len(h), 1)), layout="constrained")
     backlog_ax, failing_ax = fig.subplots(1, 2, sharey=True)
     fig.suptitle("every queue: backlog and failure rate (colour: verdict)")
-    names = list(h.index)[::-1]          # the first queue on top
+    names = list(h.index)[::-1]  # the first queue on top
     colours = [VERDICT_COLOURS[v] for v in h["verdict"]][::-1]
     backlog_ax.barh(names, h["pending"].to_numpy()[::-1], color=colours)
     backlog_ax.set_title("backlog", fontsize="medium")
@@ -144,8 +166,15 @@ def overview(conn: Connection) -> Figure:
     for ax in (backlog_ax, failing_ax):
         ax.grid(True, axis="x", alpha=0.3)
     for name, verdict in zip(names, list(h["verdict"])[::-1], strict=True):
-        failing_ax.annotate(verdict, (100, name), xytext=(4, 0), textcoords="offset points",
-                            va="center", annotation_clip=False, color=VERDICT_COLOURS[verdict])
+        failing_ax.annotate(
+            verdict,
+            (100, name),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            annotation_clip=False,
+            color=VERDICT_COLOURS[verdict],
+        )
     if h.empty:
         _nothing(backlog_ax, "no queue on this server")
     return fig

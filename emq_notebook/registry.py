@@ -53,8 +53,8 @@ class Arg:
 
     names: tuple[str, ...]
     kwargs: dict[str, Any] = field(default_factory=dict, hash=False)
-    literal: bool = False      # data, taken as written (`-h` included)
-    free: bool = False         # free text: this word and every one after it
+    literal: bool = False  # data, taken as written (`-h` included)
+    free: bool = False  # free text: this word and every one after it
 
     @property
     def is_option(self) -> bool:
@@ -107,8 +107,14 @@ class Verb:
 VERBS: dict[str, Verb] = {}
 
 
-def verb(name: str, summary: str, *args: Arg, writes: bool = False, catalogue: Entry | tuple[Entry, ...] = (),
-         needs_server: bool = True) -> Callable[[Handler], Handler]:
+def verb(
+    name: str,
+    summary: str,
+    *args: Arg,
+    writes: bool = False,
+    catalogue: Entry | tuple[Entry, ...] = (),
+    needs_server: bool = True,
+) -> Callable[[Handler], Handler]:
     """Declare the verb `name` with the decorated function as its handler."""
     entries = (catalogue,) if isinstance(catalogue, Entry) else tuple(catalogue)
 

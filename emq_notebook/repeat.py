@@ -15,8 +15,15 @@ from .errors import BadInput
 from .keyspace import base, check_name, new_id, queue_key
 
 
-def register(conn: Connection, q: str, name: str, every_ms: int, payload: str,
-             group: str | None = None, max_attempts: int = 1) -> int:
+def register(
+    conn: Connection,
+    q: str,
+    name: str,
+    every_ms: int,
+    payload: str,
+    group: str | None = None,
+    max_attempts: int = 1,
+) -> int:
     """Register (or replace) repeatable `name`; answers its first due time (ms).
 
     Checked before any I/O (`BadInput`): `every_ms` from 1 ms to a year,
@@ -29,8 +36,9 @@ def register(conn: Connection, q: str, name: str, every_ms: int, payload: str,
     whole(max_attempts, "max_attempts")
     if not isinstance(payload, str):
         raise BadInput("a payload is a string (JSON text)")
-    return conn.run("repeat_add", [base(q)], [name, every_ms, payload, group or "", max_attempts],
-                    verb="repeat", queue=q)
+    return conn.run(
+        "repeat_add", [base(q)], [name, every_ms, payload, group or "", max_attempts], verb="repeat", queue=q
+    )
 
 
 def unregister(conn: Connection, q: str, name: str) -> bool:
@@ -46,8 +54,15 @@ def registered(conn: Connection, q: str) -> list[dict]:
     out = []
     for name, at in due:
         d = json.loads(defs.get(name, "{}"))
-        out.append({"name": name, "every_ms": d.get("every"), "payload": d.get("payload"),
-                    "group": d.get("group") or None, "next_due_ms": int(float(at))})
+        out.append(
+            {
+                "name": name,
+                "every_ms": d.get("every"),
+                "payload": d.get("payload"),
+                "group": d.get("group") or None,
+                "next_due_ms": int(float(at)),
+            }
+        )
     return out
 
 

@@ -51,7 +51,7 @@ def _show(value: Any) -> None:
     try:
         from IPython import get_ipython
         from IPython.display import display
-    except ImportError:                                   # pragma: no cover - IPython is a dependency
+    except ImportError:  # pragma: no cover - IPython is a dependency
         print(value)
         return
     if get_ipython() is None:
@@ -104,8 +104,13 @@ class Runbook:
         print(f"[{_clock()}] {printable(line)}")
 
     # -- the steps ------------------------------------------------------------------
-    def step(self, name: str, preview: Preview, apply: Callable[[], Any],
-             precheck: Callable[[], str | None] | None = None) -> Any:
+    def step(
+        self,
+        name: str,
+        preview: Preview,
+        apply: Callable[[], Any],
+        precheck: Callable[[], str | None] | None = None,
+    ) -> Any:
         """Show `preview`; with APPLY, re-check the precondition and do the step.
 
         Not needed (`preview.needed` false): nothing happens. APPLY = False: the preview
@@ -134,8 +139,16 @@ class Runbook:
         return result
 
     def _log(self, name: str, outcome: str, preview: Preview, result: str) -> None:
-        self.steps.append({"step": name, "outcome": outcome, "what": preview.what,
-                           "count": preview.count, "result": result, "at": _clock()})
+        self.steps.append(
+            {
+                "step": name,
+                "outcome": outcome,
+                "what": preview.what,
+                "count": preview.count,
+                "result": result,
+                "at": _clock(),
+            }
+        )
 
     def progress(self, label: str, total: int, left: bool = False) -> Callable[[int, int], None]:
         """A progress callback for a bounded loop, `(calls, n)`: n is the work done so far
@@ -152,6 +165,7 @@ class Runbook:
             if quarter > said[0]:
                 said[0] = quarter
                 self.say(f"{label}: call {calls}, {done:,} of {total:,}")
+
         return report
 
     # -- the closing check -------------------------------------------------------------
@@ -166,8 +180,10 @@ class Runbook:
         _show(record)
         if not self.apply:
             assert self.conn.read_only
-            self.say(f"APPLY = False: a read-only session, nothing written; {sum(held.values())} of "
-                     f"{len(held)} outcomes hold now. Set APPLY = True and run all to apply.")
+            self.say(
+                f"APPLY = False: a read-only session, nothing written; {sum(held.values())} of "
+                f"{len(held)} outcomes hold now. Set APPLY = True and run all to apply."
+            )
             return record
         missing = [what for what, ok in held.items() if not ok]
         if missing:
@@ -213,7 +229,7 @@ def _bar(label: str, total: int) -> Any:
     try:
         import ipywidgets as w
         from IPython import get_ipython
-    except ImportError:                                   # pragma: no cover
+    except ImportError:  # pragma: no cover
         return None
     if get_ipython() is None or getattr(get_ipython(), "kernel", None) is None:
         return None
@@ -222,8 +238,16 @@ def _bar(label: str, total: int) -> Any:
     return bar
 
 
-def start(name: str, url: str | None, queue: str, apply: bool, *, env: str | None = None,
-          executor: str = "script", **params: Any) -> Runbook:
+def start(
+    name: str,
+    url: str | None,
+    queue: str,
+    apply: bool,
+    *,
+    env: str | None = None,
+    executor: str = "script",
+    **params: Any,
+) -> Runbook:
     """The connect cell: connect (read-only unless `apply`), print the record's head.
 
     `url` None is `EMQ_URL`, else the embedded default. A queue with no key on the
@@ -243,20 +267,24 @@ def start(name: str, url: str | None, queue: str, apply: bool, *, env: str | Non
     knobs = ", ".join(f"{k}={v!r}" for k, v in params.items())
     print(f"queue: {queue}" + (f" · parameters: {knobs}" if knobs else ""))
     if conn.label == "embedded fakeredis":
-        print("note: the embedded default is an empty in-process server; set EMQ_URL (or the "
-              "EMQ_URL parameter) to reach the live one")
+        print(
+            "note: the embedded default is an empty in-process server; set EMQ_URL (or the "
+            "EMQ_URL parameter) to reach the live one"
+        )
     if not absent_ok and not conn.scan(base(queue) + "*"):
         known = ", ".join(frames.queues(conn)[:20]) or "none"
         raise BadInput(f"no queue {queue!r} on {conn.label} (queues there: {known})")
     try:
         from .magics import SESSION
-        SESSION.add(conn)                                 # `%emq ...` in this notebook uses it too
-    except ImportError:                                   # pragma: no cover
+
+        SESSION.add(conn)  # `%emq ...` in this notebook uses it too
+    except ImportError:  # pragma: no cover
         pass
     return Runbook(name, conn, queue, apply, {"QUEUE": queue, "APPLY": apply, **params})
 
 
 # -- readers the runbooks share ----------------------------------------------------------
+
 
 def server_ms(conn: Connection) -> int:
     """The server's clock in ms (the one every lease and due time is written in)."""
@@ -264,8 +292,9 @@ def server_ms(conn: Connection) -> int:
     return int(sec) * 1000 + int(usec) // 1000
 
 
-def members(conn: Connection, q: str, state: str, max_score: float | None = None,
-            n: int = SAMPLE) -> tuple[int, list[str]]:
+def members(
+    conn: Connection, q: str, state: str, max_score: float | None = None, n: int = SAMPLE
+) -> tuple[int, list[str]]:
     """(count, first `n` ids) of a state set, up to `max_score` (a time) when given."""
     key = queue_key(q, state)
     if max_score is None:
@@ -288,8 +317,9 @@ def lane_frame(conn: Connection, q: str) -> pd.DataFrame:
     """One row per lane: pending, active, limit, paused, and its share of the in-flight jobs."""
     known = lanes.lanes(conn, q)
     cols = ["pending", "active", "limit", "paused"]
-    frame = pd.DataFrame([[known[g][c] for c in cols] for g in known],
-                         index=pd.Index(list(known), name="group"), columns=cols)
+    frame = pd.DataFrame(
+        [[known[g][c] for c in cols] for g in known], index=pd.Index(list(known), name="group"), columns=cols
+    )
     frame = frame.astype({"pending": "int64", "active": "int64", "limit": "int64", "paused": "bool"})
     total = int(frame["active"].sum()) if len(frame) else 0
     frame["active_share"] = (frame["active"] / total).round(2) if total else 0.0
@@ -321,12 +351,14 @@ def in_dead(conn: Connection, q: str, ids: Iterable[str]) -> list[str]:
 
 # -- dead letters (emq_notebook.triage finds and groups them) -----------------------------------
 
+
 def choose(dead: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
     """The rows of `dead` (a `triage.find` frame) whose error signature
     (`triage.signature`) matches glob `pattern` (fnmatch, case-sensitive), with a
     `signature` column; no rows when `pattern` is None."""
-    dead = dead.assign(signature=[triage.signature(e) if isinstance(e, str) else ""
-                                  for e in dead["last_error"]])
+    dead = dead.assign(
+        signature=[triage.signature(e) if isinstance(e, str) else "" for e in dead["last_error"]]
+    )
     if not pattern:
         return dead.iloc[0:0]
     matches = [fnmatch.fnmatchcase(s, pattern) for s in dead["signature"]]
@@ -356,9 +388,17 @@ def reprocess_words(conn: Connection, q: str, ids: list[str], dry_run: bool = Fa
     return words
 
 
-def reprocess_chosen(conn: Connection, q: str, ids: list[str], *, rate: float | None = None,
-                     trial: int | None = None, stop_if_failing: float | None = None,
-                     watch_s: float = 30, say: Callable[[str], None] = print) -> dict[str, str]:
+def reprocess_chosen(
+    conn: Connection,
+    q: str,
+    ids: list[str],
+    *,
+    rate: float | None = None,
+    trial: int | None = None,
+    stop_if_failing: float | None = None,
+    watch_s: float = 30,
+    say: Callable[[str], None] = print,
+) -> dict[str, str]:
     """Move the chosen dead jobs back, a trial batch first, then at most `rate` a second.
 
     The trial (`trial` jobs) is watched for at most `watch_s` seconds: when at least
@@ -376,14 +416,17 @@ def reprocess_chosen(conn: Connection, q: str, ids: list[str], *, rate: float | 
         failed = _watch(conn, q, moved, watch_s)
         say(f"trial: {len(moved)} moved, {len(failed)} dead again after watching")
         if stop_if_failing is not None and moved and len(failed) / len(moved) >= stop_if_failing:
-            raise Halted(f"trial on {q}: {len(failed)} of {len(moved)} dead again "
-                         f"(stop at {stop_if_failing:.0%}); {len(ids) - len(first)} not moved",
-                         moved=len(moved), failed_again=len(failed))
-    rest = ids[len(first):]
+            raise Halted(
+                f"trial on {q}: {len(failed)} of {len(moved)} dead again "
+                f"(stop at {stop_if_failing:.0%}); {len(ids) - len(first)} not moved",
+                moved=len(moved),
+                failed_again=len(failed),
+            )
+    rest = ids[len(first) :]
     batch = max(1, int(rate)) if rate else 1000
     for start in range(0, len(rest), batch):
         began = time.monotonic()
-        words.update(reprocess_words(conn, q, rest[start:start + batch]))
+        words.update(reprocess_words(conn, q, rest[start : start + batch]))
         if rate and start + batch < len(rest):
             time.sleep(max(0.0, batch / rate - (time.monotonic() - began)))
     return words
@@ -398,4 +441,3 @@ def _watch(conn: Connection, q: str, moved: list[str], watch_s: float) -> list[s
         if len(dead | finished) == len(moved) or time.monotonic() >= deadline:
             return [i for i in moved if i in dead]
         time.sleep(0.2)
-

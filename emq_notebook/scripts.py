@@ -92,6 +92,7 @@ def contract(name: str) -> Contract:
 def markdown() -> str:
     """The table of every script, from their headers: lua/README.md holds it (a test
     keeps them equal; `python -c "from emq_notebook import scripts; print(scripts.markdown())"`)."""
+
     def cell(text: str) -> str:
         return text.replace("|", "\\|") or "none"
 
@@ -110,8 +111,10 @@ def read_only(name: str) -> bool:
 
 def _function(name: str) -> str:
     flags = ", flags={'no-writes'}" if read_only(name) else ""
-    return (f"redis.register_function{{function_name='emq_{name}', callback=function(KEYS, ARGV)\n"
-            f"{source(name)}\nend{flags}}}\n")
+    return (
+        f"redis.register_function{{function_name='emq_{name}', callback=function(KEYS, ARGV)\n"
+        f"{source(name)}\nend{flags}}}\n"
+    )
 
 
 @functools.cache

@@ -47,6 +47,7 @@ class Settings:
 
 def check(name: str, value: Any, where: str = "settings") -> Any:
     """`value` when it suits setting `name`, else `BadInput`."""
+
     def bad(why: str) -> BadInput:
         return BadInput(f"{where}: {name} {why}, not {value!r}")
 

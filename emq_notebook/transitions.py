@@ -70,12 +70,12 @@ class Call:
 
 @dataclass(frozen=True)
 class Transition:
-    name: str                    # the transition and its script, lua/<name>.lua
-    reply: Reply = AS_SENT       # the reply kind: one case of `decode`
-    twin: str | None = None      # the script with the native semantics, lua/<twin>.lua
-    native: str | None = None    # the native command of an EchoMQ node (EMQ.*), or None
-    folds_pause: bool = False    # the twin and the native command read the paused field
-    echomq: bool = False         # EchoMQ's own: its name, KEYS and ARGV are the wire contract
+    name: str  # the transition and its script, lua/<name>.lua
+    reply: Reply = AS_SENT  # the reply kind: one case of `decode`
+    twin: str | None = None  # the script with the native semantics, lua/<twin>.lua
+    native: str | None = None  # the native command of an EchoMQ node (EMQ.*), or None
+    folds_pause: bool = False  # the twin and the native command read the paused field
+    echomq: bool = False  # EchoMQ's own: its name, KEYS and ARGV are the wire contract
 
     @property
     def function(self) -> str:
@@ -99,43 +99,45 @@ class Transition:
         return self.folds_pause and (executor != "script" or folded)
 
 
-TABLE: dict[str, Transition] = {t.name: t for t in (
-    # EchoMQ's own transitions (the Elixir Admin and Jobs): names, KEYS and ARGV as they are
-    Transition("pause", echomq=True),
-    Transition("resume", echomq=True),
-    Transition("drain", COUNTED, echomq=True),
-    Transition("obliterate", MORE_OR_OK, echomq=True),
-    Transition("update_progress", FOUND, echomq=True),
-    Transition("reprocess2", FOUND, twin="native_reprocess", native="EMQ.REPROCESS", echomq=True),
-    Transition("remove_job2", FOUND, echomq=True),
-    Transition("claim2", CLAIMED, twin="native_claim", native="EMQ.CLAIM", folds_pause=True,
-               echomq=True),
-    Transition("gclaim2", CLAIMED, twin="native_gclaim", folds_pause=True, echomq=True),
-    # the rest (lua/README.md states their one convention)
-    Transition("enqueue", HOLDER),
-    Transition("enqueue_many"),
-    Transition("complete", FOUND),
-    Transition("fail", FOUND),
-    Transition("expire"),
-    Transition("promote"),
-    Transition("promote_job", FOUND),
-    Transition("update_data", FOUND),
-    Transition("add_log", FOUND),
-    Transition("get_logs", FOUND),
-    Transition("read_rows"),
-    Transition("lane_set"),
-    Transition("reprocess_dead", COUNTED),
-    Transition("reprocess_jobs", PER_ID),
-    Transition("reprocess_jobs_check", PER_ID),
-    Transition("remove_jobs", PER_ID),
-    Transition("remove_jobs_check", PER_ID),
-    Transition("repeat_add"),
-    Transition("repeat_remove"),
-    Transition("repeat_run_now", FOUND),
-    Transition("repeat_tick"),
-    Transition("find"),
-    Transition("errors"),
-)}
+TABLE: dict[str, Transition] = {
+    t.name: t
+    for t in (
+        # EchoMQ's own transitions (the Elixir Admin and Jobs): names, KEYS and ARGV as they are
+        Transition("pause", echomq=True),
+        Transition("resume", echomq=True),
+        Transition("drain", COUNTED, echomq=True),
+        Transition("obliterate", MORE_OR_OK, echomq=True),
+        Transition("update_progress", FOUND, echomq=True),
+        Transition("reprocess2", FOUND, twin="native_reprocess", native="EMQ.REPROCESS", echomq=True),
+        Transition("remove_job2", FOUND, echomq=True),
+        Transition("claim2", CLAIMED, twin="native_claim", native="EMQ.CLAIM", folds_pause=True, echomq=True),
+        Transition("gclaim2", CLAIMED, twin="native_gclaim", folds_pause=True, echomq=True),
+        # the rest (lua/README.md states their one convention)
+        Transition("enqueue", HOLDER),
+        Transition("enqueue_many"),
+        Transition("complete", FOUND),
+        Transition("fail", FOUND),
+        Transition("expire"),
+        Transition("promote"),
+        Transition("promote_job", FOUND),
+        Transition("update_data", FOUND),
+        Transition("add_log", FOUND),
+        Transition("get_logs", FOUND),
+        Transition("read_rows"),
+        Transition("lane_set"),
+        Transition("reprocess_dead", COUNTED),
+        Transition("reprocess_jobs", PER_ID),
+        Transition("reprocess_jobs_check", PER_ID),
+        Transition("remove_jobs", PER_ID),
+        Transition("remove_jobs_check", PER_ID),
+        Transition("repeat_add"),
+        Transition("repeat_remove"),
+        Transition("repeat_run_now", FOUND),
+        Transition("repeat_tick"),
+        Transition("find"),
+        Transition("errors"),
+    )
+}
 
 
 def get(name: str) -> Transition:
@@ -161,7 +163,7 @@ def decode(kind: Reply, reply: Any, call: Call) -> Any:
         case Reply.MORE_OR_OK:
             return "ok" if reply == 0 else "more"
         case Reply.COUNTED:
-            if not isinstance(reply, list):      # EchoMQ's own unbounded drain: the count
+            if not isinstance(reply, list):  # EchoMQ's own unbounded drain: the count
                 return int(reply), False
             n, more = reply
             return int(n), bool(more)

@@ -41,10 +41,10 @@ DEFAULT_BUDGET = 1000
 # -- globs as Lua patterns -----------------------------------------------------------
 # Text holding bytes past ASCII is sent as bytes (decoding.wire): a byte 0xNN
 # of a pattern is written here as the surrogate "\udcNN".
-_HIGH = "\udc80-\udcff"              # any byte past ASCII (a lead or a continuation byte)
-_CONTINUATION = "[\udc80-\udcbf]"    # a UTF-8 continuation byte
-_ANY = "." + _CONTINUATION + "*"     # one character: a byte and its continuation bytes
-_NEVER = "[^%z\x01-\udcff]"          # no byte at all
+_HIGH = "\udc80-\udcff"  # any byte past ASCII (a lead or a continuation byte)
+_CONTINUATION = "[\udc80-\udcbf]"  # a UTF-8 continuation byte
+_ANY = "." + _CONTINUATION + "*"  # one character: a byte and its continuation bytes
+_NEVER = "[^%z\x01-\udcff]"  # no byte at all
 
 
 def _literal(ch: str) -> str:
@@ -52,7 +52,7 @@ def _literal(ch: str) -> str:
     if ch == "\0":
         return "%z"
     if ord(ch) < 128 and not ch.isalnum():
-        return "%" + ch              # `%` before a punctuation mark makes it literal
+        return "%" + ch  # `%` before a punctuation mark makes it literal
     return ch
 
 
@@ -95,7 +95,7 @@ def _tokens(glob: str) -> Iterator[str | None]:
             if j >= n:
                 yield _literal("[")
             else:
-                yield _class(glob[i - 1:j + 1])
+                yield _class(glob[i - 1 : j + 1])
                 i = j + 1
         else:
             yield _literal(c)
@@ -118,11 +118,13 @@ def glob_spec(glob: str) -> str:
         else:
             pieces[-1].append(t)
     prefix, *middle, suffix = pieces
-    return "\0".join([whole_, "".join(prefix), "".join(suffix), str(len(suffix)),
-                      *("".join(p) for p in middle)])
+    return "\0".join(
+        [whole_, "".join(prefix), "".join(suffix), str(len(suffix)), *("".join(p) for p in middle)]
+    )
 
 
 # -- the sets a search reads -----------------------------------------------------------
+
 
 def _states(state: str | Iterable[str]) -> tuple[str, ...]:
     chosen = STATES if state == "all" else (state,) if isinstance(state, str) else tuple(state)
@@ -156,11 +158,21 @@ def _bound(value: object, what: str) -> str:
 
 
 @document
-def find(conn: Connection, q: str, *, state: str | Iterable[str] = "dead", error: str | None = None,
-         payload: str | None = None, group: str | None = None, min_attempts: int | None = None,
-         created_after: int | None = None, created_before: int | None = None,
-         limit: int | None = DEFAULT_LIMIT, budget: int = DEFAULT_BUDGET,
-         signature: str | None = None) -> pd.DataFrame:
+def find(
+    conn: Connection,
+    q: str,
+    *,
+    state: str | Iterable[str] = "dead",
+    error: str | None = None,
+    payload: str | None = None,
+    group: str | None = None,
+    min_attempts: int | None = None,
+    created_after: int | None = None,
+    created_before: int | None = None,
+    limit: int | None = DEFAULT_LIMIT,
+    budget: int = DEFAULT_BUDGET,
+    signature: str | None = None,
+) -> pd.DataFrame:
     """The jobs of `state` (a state, a tuple of states, or "all") that pass every filter
     given, as a frame with `frames.snapshot`'s columns indexed by id, at most `limit`
     rows (None: all), in set order.
@@ -184,15 +196,20 @@ def find(conn: Connection, q: str, *, state: str | Iterable[str] = "dead", error
         raise BadInput(f"a signature is a string, not {type(signature).__name__}")
     narrow = error if error is not None or signature is None else signature_glob(signature)
     specs = [glob_spec(g) if g is not None else "" for g in (narrow, payload)]
-    filters = [group or "", _bound(min_attempts, "min_attempts"), _bound(created_after, "created_after"),
-               _bound(created_before, "created_before")]
+    filters = [
+        group or "",
+        _bound(min_attempts, "min_attempts"),
+        _bound(created_after, "created_after"),
+        _bound(created_before, "created_before"),
+    ]
     found: dict[str, tuple[str, float, list]] = {}
     for st, key in _sets(conn, q, states):
         cursor = ["", ""]
         while limit is None or len(found) < limit:
             want = budget if limit is None else limit - len(found)
             score, member, more, *rows = conn.run(
-                "find", [key, base(q)], [*cursor, budget, want, *specs, *filters], verb="find", queue=q)
+                "find", [key, base(q)], [*cursor, budget, want, *specs, *filters], verb="find", queue=q
+            )
             for job_id, at, *fields in rows:
                 if job_id in found or not _still_matches(fields, narrow, payload, signature):
                     continue
@@ -208,23 +225,32 @@ def find(conn: Connection, q: str, *, state: str | Iterable[str] = "dead", error
 def _still_matches(fields: list, error: str | None, payload: str | None, sig: str | None) -> bool:
     """The exact check, here, of what the server's patterns let through."""
     last_error, text = fields[5], fields[7]
-    return ((error is None or (last_error is not None and fnmatch.fnmatchcase(last_error, error)))
-            and (payload is None or (text is not None and fnmatch.fnmatchcase(text, payload)))
-            and (sig is None or (last_error is not None and signature(last_error) == sig)))
+    return (
+        (error is None or (last_error is not None and fnmatch.fnmatchcase(last_error, error)))
+        and (payload is None or (text is not None and fnmatch.fnmatchcase(text, payload)))
+        and (sig is None or (last_error is not None and signature(last_error) == sig))
+    )
 
 
 def _frame(found: dict[str, tuple[str, float, list]]) -> pd.DataFrame:
     """The same frame `frames.snapshot` builds, from (state, score, row fields) by id."""
     ids = list(found)
-    return frames.frame(ids, [found[i][0] for i in ids], [found[i][1] for i in ids],
-                        [None] * len(ids), [[found[i][2] for i in ids]])
+    return frames.frame(
+        ids,
+        [found[i][0] for i in ids],
+        [found[i][1] for i in ids],
+        [None] * len(ids),
+        [[found[i][2] for i in ids]],
+    )
 
 
 # -- error signatures -----------------------------------------------------------------
 
 _QUOTED = re.compile(r"""'[^']*'|"[^"]*\"""")
-_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-"
-                  r"[0-9A-Fa-f]{12}|(?=[A-Fa-f]*[0-9])[0-9A-Fa-f]{8,})(?![0-9A-Fa-f])")
+_HEX = re.compile(
+    r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-"
+    r"[0-9A-Fa-f]{12}|(?=[A-Fa-f]*[0-9])[0-9A-Fa-f]{8,})(?![0-9A-Fa-f])"
+)
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _SPACE = re.compile(r"\s+")
 SIGNATURE_LENGTH = 200
@@ -266,8 +292,9 @@ ERROR_COLUMNS = ["count", "first_seen", "last_seen", "sample_id", "sample_error"
 
 
 @document
-def errors(conn: Connection, q: str, state: str | Iterable[str] = "dead",
-           budget: int = DEFAULT_BUDGET) -> pd.DataFrame:
+def errors(
+    conn: Connection, q: str, state: str | Iterable[str] = "dead", budget: int = DEFAULT_BUDGET
+) -> pd.DataFrame:
     """The `last_error` texts of `state`'s jobs grouped by `signature`: a frame indexed by
     signature with `count`, `first_seen` / `last_seen` (the least and greatest set score,
     as UTC times for the timed sets: died at, due, lease deadline), `sample_id` and
@@ -285,8 +312,9 @@ def errors(conn: Connection, q: str, state: str | Iterable[str] = "dead",
         timed = st in _TIMED
         cursor = ["", ""]
         while True:
-            score, member, more, *rows = conn.run("errors", [key, base(q)], [*cursor, budget],
-                                                  verb="errors", queue=q)
+            score, member, more, *rows = conn.run(
+                "errors", [key, base(q)], [*cursor, budget], verb="errors", queue=q
+            )
             for text_key, n, lo, hi, sample_id, sample_error in rows:
                 sig = sigs.get(text_key)
                 if sig is None:
@@ -308,7 +336,7 @@ def errors(conn: Connection, q: str, state: str | Iterable[str] = "dead",
     records = sorted(((s, *g) for s, g in groups.items()), key=lambda r: (-r[1], r[0]))
     try:
         frame = pd.DataFrame.from_records(records, columns=["signature", *ERROR_COLUMNS])
-    except UnicodeEncodeError:      # undecodable bytes, as in `_frame`
+    except UnicodeEncodeError:  # undecodable bytes, as in `_frame`
         frame = pd.DataFrame(records, columns=["signature", *ERROR_COLUMNS], dtype=object)
     frame["count"] = frame["count"].astype("int64")
     for col in ("first_seen", "last_seen"):

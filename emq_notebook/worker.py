@@ -41,8 +41,16 @@ class Worker:
 
     MAX_BACKOFF_S = 2.0
 
-    def __init__(self, conn: Connection, q: str, handler: Handler, *,
-                 lease_ms: int = 30_000, grouped: bool = False, idle_sleep: float = 0.05):
+    def __init__(
+        self,
+        conn: Connection,
+        q: str,
+        handler: Handler,
+        *,
+        lease_ms: int = 30_000,
+        grouped: bool = False,
+        idle_sleep: float = 0.05,
+    ):
         self.conn, self.q, self.handler = conn, q, handler
         self.lease_ms, self.grouped, self.idle_sleep = lease_ms, grouped, idle_sleep
         self.completed = 0
@@ -94,8 +102,9 @@ class Worker:
             return False
         return True
 
-    def run(self, max_jobs: int | None = None, until_empty: bool = False,
-            timeout: float | None = None) -> int:
+    def run(
+        self, max_jobs: int | None = None, until_empty: bool = False, timeout: float | None = None
+    ) -> int:
         """Process jobs; stop after `max_jobs`, when nothing is claimable
         (`until_empty`), or after `timeout` seconds. Answers the jobs processed."""
         done = 0

@@ -38,11 +38,13 @@ def opening(*queues: str) -> list:
     names = ", ".join(f'"{q}"' for q in queues)
     return [
         code("%load_ext emq_notebook\n%emq connect"),
-        md("`%emq connect` with no URL uses `EMQ_URL` when it is set, else the embedded "
-           "default (an in-process fakeredis with Lua). The next cell gives this demo its "
-           "own empty queues. A demo seeds and destroys, so it writes only to queues it "
-           "made itself: when the server already holds a queue of the same name that no "
-           "demo made, that cell stops with `QueueInUse` before writing anything."),
+        md(
+            "`%emq connect` with no URL uses `EMQ_URL` when it is set, else the embedded "
+            "default (an in-process fakeredis with Lua). The next cell gives this demo its "
+            "own empty queues. A demo seeds and destroys, so it writes only to queues it "
+            "made itself: when the server already holds a queue of the same name that no "
+            "demo made, that cell stops with `QueueInUse` before writing anything."
+        ),
         code(f"import emq_notebook as emq\n\nconn = emq.demo.fresh(emq.current(), {names})"),
     ]
 
@@ -58,7 +60,9 @@ real, fenced transition (a Lua script on the server) that either succeeds or ref
 with a typed reason. This notebook runs on the embedded default: nothing to install
 beyond the package."""),
     *opening("mailers"),
-    md("Enqueue three jobs. A payload is JSON text; here the ids are given so the story reads the same every run."),
+    md(
+        "Enqueue three jobs. A payload is JSON text; here the ids are given so the story reads the same every run."
+    ),
     code("""
 %emq enqueue mailers '{"to": "ana@example.com", "template": "welcome"}' --id j_welcome_ana
 for name in ("bo", "cy"):
@@ -66,9 +70,13 @@ for name in ("bo", "cy"):
 """),
     code("%emq status mailers"),
     code("%emq jobs mailers"),
-    md("A worker claims the head of pending: `(id, payload, attempts)`. The job moves to `active` with a lease deadline."),
+    md(
+        "A worker claims the head of pending: `(id, payload, attempts)`. The job moves to `active` with a lease deadline."
+    ),
     code("%emq claim mailers --lease 5m"),
-    code("active = %emq jobs mailers --state active\nactive.drop(columns='at')   # `at` is the lease deadline, a UTC time"),
+    code(
+        "active = %emq jobs mailers --state active\nactive.drop(columns='at')   # `at` is the lease deadline, a UTC time"
+    ),
     code("bool(active['at'].notna().all())"),
     md("""
 ## The claim gate
@@ -76,7 +84,7 @@ for name in ("bo", "cy"):
 Pause is a field on `emq:{mailers}:meta`, not a move on any set. The claim reads it
 first, in its own round trip; the claim script itself carries no pause logic. Toggle
 the gate, then run a claim (the cells below click it for you)."""),
-    code("gate = emq.widgets.ClaimGate(conn, \"mailers\")\ngate"),
+    code('gate = emq.widgets.ClaimGate(conn, "mailers")\ngate'),
     code("""
 gate.gate.value = True          # the Paused toggle
 gate.run_claim()
@@ -89,8 +97,10 @@ gate.run_claim()
 print(gate.status_text)
 print(gate.trips_text)
 """),
-    md("## The queue panel\n\nCounts, the pause toggle, a confirmed drain and a confirmed, bounded obliterate."),
-    code("panel = emq.widgets.QueuePanel(conn, \"mailers\")\npanel"),
+    md(
+        "## The queue panel\n\nCounts, the pause toggle, a confirmed drain and a confirmed, bounded obliterate."
+    ),
+    code('panel = emq.widgets.QueuePanel(conn, "mailers")\npanel'),
     code("panel.pause_button.click()\nprint(panel.status_text)\nprint(panel.snapshot)"),
     code("panel.pause_button.click()\nprint(panel.status_text)"),
     md("Every verb, one line each (`%emq VERB --help` for one verb's options):"),
@@ -119,9 +129,11 @@ in_flight
     code("%emq claim newsletters"),
     code("%emq status newsletters"),
     md("The same gate as a widget: run a claim while paused, and the backlog is untouched."),
-    code("gate = emq.widgets.ClaimGate(conn, \"newsletters\")\ngate"),
+    code('gate = emq.widgets.ClaimGate(conn, "newsletters")\ngate'),
     code("gate.run_claim()\nprint(gate.status_text)\nprint(gate.trips_text)"),
-    md("## 2. Drain\n\nBounded calls of `--budget` jobs each, so a huge backlog never blocks Valkey in one script."),
+    md(
+        "## 2. Drain\n\nBounded calls of `--budget` jobs each, so a huge backlog never blocks Valkey in one script."
+    ),
     code("%emq drain newsletters --budget 200"),
     code("%emq status newsletters"),
     md("The two in-flight jobs and the registered repeatable survived the drain:"),
@@ -186,12 +198,16 @@ while emq.admin.job_count(conn, "mailers") > conn.client.zcard("emq:{mailers}:de
     md("## The dead letters, grouped by the error"),
     code("dead = %emq jobs mailers --state dead\ndead[['attempts', 'failures', 'last_error', 'payload']]"),
     code("dead.groupby('last_error').size()"),
-    md("## Mend one payload, reprocess it\n\n`data` takes JSON and refuses malformed JSON before anything is written."),
+    md(
+        "## Mend one payload, reprocess it\n\n`data` takes JSON and refuses malformed JSON before anything is written."
+    ),
     code("""%emq data mailers j_mail1 '{"to": "bo@example.com", "template": "welcome"}'"""),
     code("%emq reprocess mailers j_mail1"),
     md("The counters stay (`attempts`, `failures`); `last_error` is gone and the state is pending:"),
     code("%emq job mailers j_mail1"),
-    md("A job that is not dead is refused, and nothing changes: the refusal is an answer, printed on one line."),
+    md(
+        "A job that is not dead is refused, and nothing changes: the refusal is an answer, printed on one line."
+    ),
     code("%emq reprocess mailers j_mail1"),
     code("%emq reprocess mailers j_mail0"),
     md("## Mend the rest, then reprocess all dead, bounded"),
@@ -202,7 +218,7 @@ for job_id, row in dead.drop(index="j_mail1").iterrows():
     msg["template"] = "welcome"
     emq.jobs.update_data(conn, "mailers", job_id, json.dumps(msg))
 """),
-    code("panel = emq.widgets.DeadLetterPanel(conn, \"mailers\")\npanel"),
+    code('panel = emq.widgets.DeadLetterPanel(conn, "mailers")\npanel'),
     code("%emq reprocess mailers --all-dead --budget 2"),
     code("%emq status mailers"),
     md("The fixed worker drains the queue; the metrics hashes record the incident per minute."),
@@ -226,7 +242,7 @@ the events live and keeps the log bounded with `--keep`."""),
 %emq claim reports --lease 10m
 """),
     md("The events view subscribes before it returns, so every event after this cell shows up in it."),
-    code("view = emq.widgets.EventsView(conn, \"reports\")\nview"),
+    code('view = emq.widgets.EventsView(conn, "reports")\nview'),
     code("""
 for pct in (25, 50, 75):
     emq.jobs.update_progress(conn, "reports", "j_nightly", str(pct))
@@ -275,10 +291,14 @@ emq.jobs.claim(conn, "legacy", 600_000)
     code("%emq obliterate legacy"),
     md("One bounded call, forced, answers `more` (a queue this big needs `--yes` for a single step too):"),
     code("%emq obliterate legacy --force --step --budget 500 --yes"),
-    md("The whole loop asks for confirmation on a queue this big, stating the count (this cell raises on purpose):"),
+    md(
+        "The whole loop asks for confirmation on a queue this big, stating the count (this cell raises on purpose):"
+    ),
     code("# raises on purpose: the confirmation\n%emq obliterate legacy --force --budget 500"),
     code("%emq obliterate legacy --force --budget 500 --yes"),
-    md("The footprint is zero: rows, logs, the lane, the repeatable, the dedup keys, the metrics and meta are gone."),
+    md(
+        "The footprint is zero: rows, logs, the lane, the repeatable, the dedup keys, the metrics and meta are gone."
+    ),
     code("sorted(conn.client.scan_iter(match='emq:{legacy}:*'))"),
     code("len(emq.footprint.footprint(conn, 'legacy'))"),
 ]
@@ -317,7 +337,9 @@ emq.jobs.fail(conn, "tenants", "j_globex0", "upstream 503")
 dead = %emq jobs tenants --state dead
 dead[["group", "attempts", "failures", "last_error"]]
 """),
-    md("The function executor carries the native twin's semantics, which refuse a grouped row; the script carries it to its lane:"),
+    md(
+        "The function executor carries the native twin's semantics, which refuse a grouped row; the script carries it to its lane:"
+    ),
     code("""
 native = conn.with_executor("function")
 try:
@@ -326,7 +348,9 @@ except emq.Refused as refusal:
     print(refusal)
 """),
     code("%emq reprocess tenants j_globex0"),
-    code("emq.lanes.lanes(conn, 'tenants')['globex'], conn.client.zrange('emq:{tenants}:g:globex:pending', 0, -1)"),
+    code(
+        "emq.lanes.lanes(conn, 'tenants')['globex'], conn.client.zrange('emq:{tenants}:g:globex:pending', 0, -1)"
+    ),
 ]
 
 
@@ -340,8 +364,10 @@ it became ready) into a per-minute histogram on the server; every complete or fa
 counts its **run** time. `frames.health` reads only counts, metrics and those
 histograms (never a job's row) and gives each queue a verdict and one sentence why."""),
     *opening("mailers", "billing", "exports", "reports"),
-    md("Four queues, four stories: a steady mailer, a billing worker that declines most "
-       "cards, an export backlog one worker cannot keep up with, and a paused report queue."),
+    md(
+        "Four queues, four stories: a steady mailer, a billing worker that declines most "
+        "cards, an export backlog one worker cannot keep up with, and a paused report queue."
+    ),
     code("""
 import random, time
 
@@ -369,8 +395,10 @@ emq.Worker(conn, "mailers", mailer).run(max_jobs=24)
 emq.Worker(conn, "billing", charge).run(until_empty=True)
 emq.Worker(conn, "exports", lambda *job: None).run(max_jobs=5)
 """),
-    md("## The verdicts\n\n`%emq health QUEUE` prints the verdict line first, then returns the frame; "
-       "without a queue it judges every queue on the server."),
+    md(
+        "## The verdicts\n\n`%emq health QUEUE` prints the verdict line first, then returns the frame; "
+        "without a queue it judges every queue on the server."
+    ),
     code("h = %emq health mailers"),
     code("""
 h = emq.frames.health(conn, QUEUES)
@@ -379,32 +407,44 @@ for q, row in h.iterrows():
 h[["pending", "active", "dead", "paused", "claimed_5m", "completed_5m", "failed_5m",
    "failure_rate_5m", "verdict"]]
 """),
-    md("The same queues judged ten minutes from now, had every worker stopped: the "
-       "backlogs are stuck (`now_ms` judges at another time than the server's clock)."),
+    md(
+        "The same queues judged ten minutes from now, had every worker stopped: the "
+        "backlogs are stuck (`now_ms` judges at another time than the server's clock)."
+    ),
     code("""
 later = emq.health.server_ms(conn) + 10 * 60_000
 for q, row in emq.frames.health(conn, ["mailers", "exports"], now_ms=later).iterrows():
     print(f"{q}: {row.verdict} — {row.why}")
 """),
-    md("## Wait and run time\n\nPercentiles per minute, in ms, from the histograms "
-       "(within 10% of the exact value). Every mail slept at least 20 ms, so its run "
-       "time is at least that:"),
+    md(
+        "## Wait and run time\n\nPercentiles per minute, in ms, from the histograms "
+        "(within 10% of the exact value). Every mail slept at least 20 ms, so its run "
+        "time is at least that:"
+    ),
     code("""
 lat = %emq latency mailers
 int(lat["n"].sum()), bool((lat["run_p50"] >= 19).all()), list(lat.columns)
 """),
-    md("## Plots\n\nThe figures are matplotlib `Figure`s: titles, units, UTC time on the x axis. "
-       "(nbval compares their text; an image is not compared.)"),
+    md(
+        "## Plots\n\nThe figures are matplotlib `Figure`s: titles, units, UTC time on the x axis. "
+        "(nbval compares their text; an image is not compared.)"
+    ),
     code("%emq plot mailers"),
     code("%emq plot mailers latency --since 30m"),
-    md("Every queue at once, coloured by verdict (its height follows the number of queues "
-       "on the server, so this cell's output is not compared):"),
+    md(
+        "Every queue at once, coloured by verdict (its height follows the number of queues "
+        "on the server, so this cell's output is not compared):"
+    ),
     code("# NBVAL_IGNORE_OUTPUT\nemq.plots.overview(conn)"),
-    md("## Live views\n\n`MetricsView` redraws both plots every few seconds in one "
-       "background thread, with a Stop button and the time of the last refresh; "
-       "`HealthView` shows every verdict, coloured. Their outputs carry the time they "
-       "were drawn, so the next cells check what they show instead."),
-    code("# NBVAL_IGNORE_OUTPUT\nmetrics_view = emq.widgets.MetricsView(conn, \"mailers\", refresh_every=5)\nmetrics_view"),
+    md(
+        "## Live views\n\n`MetricsView` redraws both plots every few seconds in one "
+        "background thread, with a Stop button and the time of the last refresh; "
+        "`HealthView` shows every verdict, coloured. Their outputs carry the time they "
+        "were drawn, so the next cells check what they show instead."
+    ),
+    code(
+        '# NBVAL_IGNORE_OUTPUT\nmetrics_view = emq.widgets.MetricsView(conn, "mailers", refresh_every=5)\nmetrics_view'
+    ),
     code("""
 metrics_view.stop()
 metrics_view.refreshes >= 1, [o["data"]["text/plain"] for o in metrics_view.out.outputs], metrics_view.summary["claimed"]
@@ -413,15 +453,18 @@ metrics_view.refreshes >= 1, [o["data"]["text/plain"] for o in metrics_view.out.
     code("health_view.verdicts"),
 ]
 
+
 def write(name: str, cells: list) -> Path:
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     path = OUT / f"{name}.ipynb"
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(OUT)}})
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(OUT)}}
+    )
     client.execute()
     for n, cell in enumerate(nb.cells):
-        cell.id = f"{name[:2]}-{n:02}"                     # stable ids: quiet diffs
+        cell.id = f"{name[:2]}-{n:02}"  # stable ids: quiet diffs
         if cell.cell_type == "code":
             cell.metadata = {k: v for k, v in cell.metadata.items() if k != "execution"}
     nbformat.write(nb, path)
@@ -429,6 +472,6 @@ def write(name: str, cells: list) -> Path:
 
 
 if __name__ == "__main__":
-    os.environ.pop("EMQ_URL", None)            # stored outputs come from the embedded default
+    os.environ.pop("EMQ_URL", None)  # stored outputs come from the embedded default
     for name in sys.argv[1:] or RUNBOOKS:
         print("wrote", write(name, RUNBOOKS[name]))

@@ -50,9 +50,11 @@ parameters, times and every step's preview and result."""
 
 def opening(name: str, knobs: str) -> list:
     return [
-        code("%load_ext emq_notebook\nimport emq_notebook as emq\n"
-             "from emq_notebook.runbook import Preview, need\n\n"
-             f'rb = emq.runbook.start("{name}", EMQ_URL, QUEUE, APPLY, env=ENV{knobs})\nconn = rb.conn'),
+        code(
+            "%load_ext emq_notebook\nimport emq_notebook as emq\n"
+            "from emq_notebook.runbook import Preview, need\n\n"
+            f'rb = emq.runbook.start("{name}", EMQ_URL, QUEUE, APPLY, env=ENV{knobs})\nconn = rb.conn'
+        ),
         code("rb.status();"),
     ]
 
@@ -63,12 +65,12 @@ def glance(about: str) -> list:
     return [md(f"## At a glance\n\n{about.strip()}"), code('rb.glance("throughput");')]
 
 
-PARAMS = '''
+PARAMS = """
 EMQ_URL = None      # the server: None reads the EMQ_URL environment variable, else the embedded default
 QUEUE = "{queue}"
 APPLY = False       # False: read only, show what each step would do; True: do it
 ENV = None          # what this server is, e.g. "production": printed in the record
-'''
+"""
 
 RUNBOOKS: dict[str, list] = {}
 
@@ -84,7 +86,9 @@ samples, optionally **mends** the payloads of the chosen signature (`MEND_FROM` 
 trial is dead again within `WATCH_S` seconds, it stops (`Halted`) and moves no more.
 It acts on nothing until `SIGNATURE` names a group (a glob, e.g. `*bad recipient*`)."""),
     md(how_to_run("10-triage-dead-letters", "mailers")),
-    code(PARAMS.format(queue="mailers") + '''
+    code(
+        PARAMS.format(queue="mailers")
+        + """
 SIGNATURE = None    # a glob over the signatures below, e.g. "*bad recipient*"; None: act on nothing
 MEND_FROM = None    # mend the chosen payloads: this text ...
 MEND_TO = None      # ... becomes this one (None: leave the payloads as they are)
@@ -93,9 +97,14 @@ TRIAL = 5           # move this many first and watch them (0: no trial)
 STOP_IF_FAILING = 0.5   # stop when this fraction of the trial is dead again
 WATCH_S = 30        # watch the trial at most this long
 LIMIT = 10_000      # read at most this many dead letters
-''', "parameters"),
-    *opening("10-triage-dead-letters", ", SIGNATURE=SIGNATURE, MEND_FROM=MEND_FROM, MEND_TO=MEND_TO, "
-             "RATE=RATE, TRIAL=TRIAL, STOP_IF_FAILING=STOP_IF_FAILING, WATCH_S=WATCH_S"),
+""",
+        "parameters",
+    ),
+    *opening(
+        "10-triage-dead-letters",
+        ", SIGNATURE=SIGNATURE, MEND_FROM=MEND_FROM, MEND_TO=MEND_TO, "
+        "RATE=RATE, TRIAL=TRIAL, STOP_IF_FAILING=STOP_IF_FAILING, WATCH_S=WATCH_S",
+    ),
     *glance("""
 The queue's verdict (`failing`: at least half of the jobs finished in the last 5 minutes
 failed) and its jobs per minute over the last hour. The red line is the failures: while
@@ -203,14 +212,20 @@ schedule), drains in bounded calls of `BUDGET` jobs, and **resumes** once the ba
 is back under `BACKLOG_ABOVE` (stop the producer first). Under `BACKLOG_ABOVE` it does
 nothing."""),
     md(how_to_run("11-runaway-producer", "newsletters")),
-    code(PARAMS.format(queue="newsletters") + '''
+    code(
+        PARAMS.format(queue="newsletters")
+        + """
 BACKLOG_ABOVE = 10_000  # a backlog above this is a runaway; at or under it, nothing to do
 INCLUDE_SCHEDULE = False    # drain the scheduled (delayed) jobs too
 RESUME = True           # resume after the drain
 BUDGET = 1000           # jobs per bounded drain call
-''', "parameters"),
-    *opening("11-runaway-producer", ", BACKLOG_ABOVE=BACKLOG_ABOVE, INCLUDE_SCHEDULE=INCLUDE_SCHEDULE, "
-             "RESUME=RESUME, BUDGET=BUDGET"),
+""",
+        "parameters",
+    ),
+    *opening(
+        "11-runaway-producer",
+        ", BACKLOG_ABOVE=BACKLOG_ABOVE, INCLUDE_SCHEDULE=INCLUDE_SCHEDULE, RESUME=RESUME, BUDGET=BUDGET",
+    ),
     code("""
 backlog = emq.admin.backlog(conn, QUEUE, include_schedule=INCLUDE_SCHEDULE)
 was_paused = emq.admin.is_paused(conn, QUEUE)
@@ -286,11 +301,15 @@ previewed: expire the leases, promote the overdue jobs, resume the lanes, raise 
 limits named in `LANE_LIMITS`, resume the queue. When none is found, look at the
 workers."""),
     md(how_to_run("12-stuck-queue", "reports")),
-    code(PARAMS.format(queue="reports") + '''
+    code(
+        PARAMS.format(queue="reports")
+        + """
 OVERDUE_S = 60      # a scheduled job due longer ago than this is overdue
 LANE_LIMITS = {}    # raise these lanes' limits, e.g. {"acme": 4}
 BUDGET = 1000       # jobs per bounded call
-''', "parameters"),
+""",
+        "parameters",
+    ),
     *opening("12-stuck-queue", ", OVERDUE_S=OVERDUE_S, LANE_LIMITS=LANE_LIMITS, BUDGET=BUDGET"),
     *glance("""
 The queue's verdict (`paused` by an operator; `stuck`: a backlog and no claim for 5
@@ -421,11 +440,15 @@ progress) and verify that no key is left under `emq:{QUEUE}:`. A queue still in 
 (jobs in flight, or work done in the last `IDLE_MINUTES`) is left as it is unless
 `FORCE = True`, which destroys the jobs in flight too."""),
     md(how_to_run("13-retire-a-queue", "legacy")),
-    code(PARAMS.format(queue="legacy") + '''
+    code(
+        PARAMS.format(queue="legacy")
+        + """
 FORCE = False       # True: retire it even with jobs in flight or recent work
 IDLE_MINUTES = 15   # no completion or failure for this long, else the queue is in use
 BUDGET = 1000       # jobs per bounded obliterate call
-''', "parameters"),
+""",
+        "parameters",
+    ),
     *opening("13-retire-a-queue", ", FORCE=FORCE, IDLE_MINUTES=IDLE_MINUTES, BUDGET=BUDGET, absent_ok=True"),
     md("## The footprint"),
     code("""
@@ -508,15 +531,21 @@ it to `LIMIT` (or **pauses** it, `ACTION = "pause"`), and verifies within `WATCH
 seconds that the other lanes are served. With no lane starving the others it does
 nothing."""),
     md(how_to_run("14-lane-hotspot", "tenants")),
-    code(PARAMS.format(queue="tenants") + '''
+    code(
+        PARAMS.format(queue="tenants")
+        + """
 HOT_LANE = None     # the lane to act on; None: the one holding the most jobs in flight
 HOT_SHARE = 0.5     # a lane holding at least this share of the in-flight jobs, others waiting, is hot
 ACTION = "limit"    # "limit" (to LIMIT) or "pause"
 LIMIT = 1           # the hot lane's new limit
 WATCH_S = 30        # how long the verify waits for the other lanes to be served
-''', "parameters"),
-    *opening("14-lane-hotspot", ", HOT_LANE=HOT_LANE, HOT_SHARE=HOT_SHARE, ACTION=ACTION, LIMIT=LIMIT, "
-             "WATCH_S=WATCH_S"),
+""",
+        "parameters",
+    ),
+    *opening(
+        "14-lane-hotspot",
+        ", HOT_LANE=HOT_LANE, HOT_SHARE=HOT_SHARE, ACTION=ACTION, LIMIT=LIMIT, WATCH_S=WATCH_S",
+    ),
     md("## The lanes"),
     code("""
 if ACTION not in ("limit", "pause"):
@@ -606,7 +635,7 @@ def build(name: str, cells: list) -> nbformat.NotebookNode:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     for n, cell in enumerate(nb.cells):
-        cell.id = f"rb{name[:2]}-{n:02}"                  # stable ids: quiet diffs
+        cell.id = f"rb{name[:2]}-{n:02}"  # stable ids: quiet diffs
     return nb
 
 

@@ -14,10 +14,19 @@ SLOTS = 16384
 
 class LocalCluster:
     def __init__(self, primaries: int = 3):
-        self.nodes = [ValkeyServer(host="127.0.0.1", config={
-            "cluster-enabled": "yes", "cluster-config-file": "nodes.conf",
-            "cluster-node-timeout": "5000", "save": "", "appendonly": "no"})
-            for _ in range(primaries)]
+        self.nodes = [
+            ValkeyServer(
+                host="127.0.0.1",
+                config={
+                    "cluster-enabled": "yes",
+                    "cluster-config-file": "nodes.conf",
+                    "cluster-node-timeout": "5000",
+                    "save": "",
+                    "appendonly": "no",
+                },
+            )
+            for _ in range(primaries)
+        ]
 
     @property
     def url(self) -> str:

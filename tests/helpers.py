@@ -49,10 +49,14 @@ def consistency_problems(conn, q: str) -> list[str]:
     lane's active count equals its jobs in flight, every dedup key held by a live job."""
     r, prefix = conn.client, f"emq:{{{q}}}:"
     keys = set(r.scan_iter(match=prefix + "*", count=1000))
-    rows = {k[len(prefix) + 4:] for k in keys
-            if k.startswith(prefix + "job:") and not k.endswith((":logs", ":lock"))}
-    problems = [f"orphan {k}" for k in keys
-                if k.endswith((":logs", ":lock")) and k[len(prefix) + 4:-5] not in rows]
+    rows = {
+        k[len(prefix) + 4 :]
+        for k in keys
+        if k.startswith(prefix + "job:") and not k.endswith((":logs", ":lock"))
+    }
+    problems = [
+        f"orphan {k}" for k in keys if k.endswith((":logs", ":lock")) and k[len(prefix) + 4 : -5] not in rows
+    ]
     # the reads go in a few pipelined round trips; what is read is the same
     pipe = r.pipeline(transaction=False)
     states = ("pending", "active", "schedule", "dead")
@@ -86,6 +90,5 @@ def consistency_problems(conn, q: str) -> list[str]:
     for g, counted in zip(groups, lane_reads[1::2], strict=True):
         if int(counted or 0) != in_flight.get(g, 0):
             problems.append(f"lane {g} counts {int(counted or 0)} in flight, holds {in_flight.get(g, 0)}")
-    problems += [f"dedup {k} held by {v}, which has no row"
-                 for k, v in dedup.items() if v not in rows]
+    problems += [f"dedup {k} held by {v}, which has no row" for k, v in dedup.items() if v not in rows]
     return problems

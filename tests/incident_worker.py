@@ -35,7 +35,8 @@ def tenant(job_id, payload, attempts):
 
 
 handler = {"hang": hang, "mailer": mailer, "tenant": tenant}[kind]
-worker = emq.Worker(emq.connect(url), queue, handler, lease_ms=int(lease_ms),
-                    grouped=grouped == "1", idle_sleep=0.02)
+worker = emq.Worker(
+    emq.connect(url), queue, handler, lease_ms=int(lease_ms), grouped=grouped == "1", idle_sleep=0.02
+)
 print("ready", flush=True)
 worker.run(timeout=seconds_f)

@@ -17,11 +17,13 @@ def dump(client: Any) -> dict[str, tuple[str, bytes, int]]:
         pipe.dump(k)
         pipe.execute_command("PEXPIRETIME", k)
     replies = pipe.execute()
-    return {k: tuple(replies[3 * i:3 * i + 3]) for i, k in enumerate(keys)}
+    return {k: tuple(replies[3 * i : 3 * i + 3]) for i, k in enumerate(keys)}
 
 
 def changed(before: dict, after: dict) -> list[str]:
     """The keys that differ, one word each: `+key`, `-key`, `~key`."""
-    return sorted([f"+{k}" for k in after.keys() - before.keys()]
-                  + [f"-{k}" for k in before.keys() - after.keys()]
-                  + [f"~{k}" for k in before.keys() & after.keys() if before[k] != after[k]])
+    return sorted(
+        [f"+{k}" for k in after.keys() - before.keys()]
+        + [f"-{k}" for k in before.keys() - after.keys()]
+        + [f"~{k}" for k in before.keys() & after.keys() if before[k] != after[k]]
+    )

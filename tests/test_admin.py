@@ -53,8 +53,9 @@ def test_pause_and_resume_are_a_field_and_idempotent(conn):
     assert admin.is_paused(conn, Q)
     after = dump(conn)
     # the only change is the paused field on meta: no set moved
-    assert {k: v for k, v in after.items() if not k.endswith(":meta")} == \
-           {k: v for k, v in before.items() if not k.endswith(":meta")}
+    assert {k: v for k, v in after.items() if not k.endswith(":meta")} == {
+        k: v for k, v in before.items() if not k.endswith(":meta")
+    }
     assert after[f"emq:{{{Q}}}:meta"][1]["paused"] == "1"
     admin.resume(conn, Q)
     admin.resume(conn, Q)
@@ -79,10 +80,10 @@ def test_drain_spares_active_lanes_in_flight_and_the_repeat_registry(conn):
     grouped = jobs.enqueue(conn, Q, "g", group="acme")
     later = jobs.enqueue(conn, Q, "later", delay_ms=60_000)
     repeat.register(conn, Q, "digest", 60_000, "{}")
-    assert admin.drain(conn, Q) == 6            # 5 pending + 1 lane backlog
+    assert admin.drain(conn, Q) == 6  # 5 pending + 1 lane backlog
     for p in pending + [grouped]:
         assert not conn.client.exists(f"emq:{{{Q}}}:job:{p}", f"emq:{{{Q}}}:job:{p}:logs")
-    assert conn.client.hlen(f"emq:{{{Q}}}:dedup") == 0       # dedup keys released
+    assert conn.client.hlen(f"emq:{{{Q}}}:dedup") == 0  # dedup keys released
     assert jobs.get_job(conn, Q, active)["state"] == "active"
     assert jobs.get_job(conn, Q, later)["state"] == "schedule"
     assert conn.client.zcard(f"emq:{{{Q}}}:active") == 2
@@ -127,8 +128,9 @@ def test_obliterate_refuses_jobs_in_flight_unless_forced(conn):
 def build_everything(conn, q, n):
     """A queue with something in every structure the toolkit writes."""
     for i in range(n):
-        jid = jobs.enqueue(conn, q, json.dumps({"i": i}), dedup=f"k{i}" if i % 3 == 0 else None,
-                           max_attempts=1)
+        jid = jobs.enqueue(
+            conn, q, json.dumps({"i": i}), dedup=f"k{i}" if i % 3 == 0 else None, max_attempts=1
+        )
         if i % 4 == 0:
             jobs.add_log(conn, q, jid, "line")
     for i in range(5):
@@ -153,8 +155,7 @@ def test_obliterate_all_leaves_a_zero_footprint(conn):
     jobs.enqueue(conn, "neighbour", "keep me", id="j_keep")
     admin.pause(conn, Q)
     seen = []
-    calls = admin.obliterate_all(conn, Q, force=True, budget=7,
-                                 progress=lambda c, left: seen.append(left))
+    calls = admin.obliterate_all(conn, Q, force=True, budget=7, progress=lambda c, left: seen.append(left))
     assert calls > 5 and seen == sorted(seen, reverse=True)
     assert keys_of(conn, Q) == []
     assert jobs.get_job(conn, "neighbour", "j_keep")["payload"] == "keep me"
@@ -185,9 +186,9 @@ def test_every_obliterate_call_leaves_a_consistent_queue(conn):
     flying = jobs.enqueue(conn, Q, "g", group="acme")
     lanes.claim(conn, Q, 60_000)
     admin.pause(conn, Q)
-    assert admin.obliterate(conn, Q, force=True, budget=1) == "more"     # the in-flight one
+    assert admin.obliterate(conn, Q, force=True, budget=1) == "more"  # the in-flight one
     assert conn.client.hget(f"emq:{{{Q}}}:g:acme:meta", "active") == "0"  # its slot given back
-    assert admin.obliterate(conn, Q, force=True, budget=1) == "more"     # the pending one
+    assert admin.obliterate(conn, Q, force=True, budget=1) == "more"  # the pending one
     assert not conn.client.exists(f"emq:{{{Q}}}:job:{old}", f"emq:{{{Q}}}:job:{flying}")
     fresh = jobs.enqueue(conn, Q, "new", dedup="invoice-7")
     assert fresh != old and jobs.get_job(conn, Q, fresh)["payload"] == "new"
@@ -207,7 +208,7 @@ def test_obliterate_publishes_and_the_queue_can_be_reused(conn):
     seen = events(conn, Q, lambda: admin.obliterate_all(conn, Q))
     assert seen[-1] == {"event": "obliterated"}
     jid = jobs.enqueue(conn, Q, "fresh")
-    assert jobs.claim(conn, Q, 1000)[0] == jid      # not paused any more: meta went too
+    assert jobs.claim(conn, Q, 1000)[0] == jid  # not paused any more: meta went too
 
 
 def test_reprocess_dead_in_bounded_calls(conn):
@@ -233,10 +234,14 @@ def test_reprocess_dead_in_bounded_calls(conn):
 def test_remove_jobs_answers_per_id(conn):
     a = jobs.enqueue(conn, Q, "a")
     b = jobs.enqueue(conn, Q, "b")
-    jobs.claim(conn, Q, 60_000)                     # a is now held
+    jobs.claim(conn, Q, 60_000)  # a is now held
     c = jobs.enqueue(conn, Q, "c", group="acme")
-    assert admin.remove_jobs(conn, Q, [a, b, c, "j_nope"]) == \
-        {a: "locked", b: "removed", c: "removed", "j_nope": "gone"}
+    assert admin.remove_jobs(conn, Q, [a, b, c, "j_nope"]) == {
+        a: "locked",
+        b: "removed",
+        c: "removed",
+        "j_nope": "gone",
+    }
     assert jobs.get_job(conn, Q, a)["state"] == "active"
     assert not conn.client.exists(f"emq:{{{Q}}}:job:{b}", f"emq:{{{Q}}}:job:{c}")
     assert conn.client.zcard(f"emq:{{{Q}}}:g:acme:pending") == 0
@@ -245,10 +250,16 @@ def test_remove_jobs_answers_per_id(conn):
 @pytest.mark.parametrize("loop", ["drain", "obliterate_all", "reprocess_dead"])
 def test_an_interrupt_between_calls_leaves_a_consistent_queue(conn, loop):
     for i in range(30):
-        jobs.enqueue(conn, Q, str(i), group="acme" if i % 3 == 0 else None,
-                     dedup=f"k{i}" if i % 2 else None, max_attempts=1)
+        jobs.enqueue(
+            conn,
+            Q,
+            str(i),
+            group="acme" if i % 3 == 0 else None,
+            dedup=f"k{i}" if i % 2 else None,
+            max_attempts=1,
+        )
     lanes.set_limit(conn, Q, "acme", 30)
-    for _ in range(12):                                  # some dead, some in flight
+    for _ in range(12):  # some dead, some in flight
         got = jobs.claim(conn, Q, 60_000) or lanes.claim(conn, Q, 60_000)
         jobs.fail(conn, Q, got[0], "boom")
     in_flight = [lanes.claim(conn, Q, 60_000)[0], jobs.claim(conn, Q, 60_000)[0]]
@@ -256,14 +267,17 @@ def test_an_interrupt_between_calls_leaves_a_consistent_queue(conn, loop):
 
     def interrupt(calls, _done):
         if calls == 2:
-            raise KeyboardInterrupt          # Ctrl-C / the notebook's stop button
-    run = {"drain": lambda p: admin.drain(conn, Q, budget=3, progress=p),
-           "obliterate_all": lambda p: admin.obliterate_all(conn, Q, force=True, budget=3, progress=p),
-           "reprocess_dead": lambda p: admin.reprocess_dead(conn, Q, budget=3, progress=p)}[loop]
+            raise KeyboardInterrupt  # Ctrl-C / the notebook's stop button
+
+    run = {
+        "drain": lambda p: admin.drain(conn, Q, budget=3, progress=p),
+        "obliterate_all": lambda p: admin.obliterate_all(conn, Q, force=True, budget=3, progress=p),
+        "reprocess_dead": lambda p: admin.reprocess_dead(conn, Q, budget=3, progress=p),
+    }[loop]
     with pytest.raises(KeyboardInterrupt):
         run(interrupt)
     assert consistency_problems(conn, Q) == []
-    run(None)                                            # and it converges when run again
+    run(None)  # and it converges when run again
     assert consistency_problems(conn, Q) == []
     if loop == "obliterate_all":
         assert keys_of(conn, Q) == []

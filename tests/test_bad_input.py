@@ -22,16 +22,20 @@ from emq_notebook.errors import BadInput, EMQError, InvalidName, UsageProblem
 
 EXAMPLES = 150
 SAFE = re.compile(r"[A-Za-z0-9_.@+\-]{1,128}\Z")
-on_a_backend = settings(max_examples=EXAMPLES, deadline=None,
-                        suppress_health_check=[HealthCheck.function_scoped_fixture])
+on_a_backend = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 # names that could escape their key: braces, colons, whitespace, control
 # characters, NUL, glob characters, unicode, empty, huge
 hostile = st.one_of(
     st.text(min_size=0, max_size=300).filter(lambda s: not SAFE.match(s)),
-    st.builds(lambda a, c, b: a + c + b, st.text(alphabet="abc", max_size=5),
-              st.sampled_from(list("{}:*?[] \t\n\r\x00\x7f") + ["é", "名", "\u200b", "🦄"]),
-              st.text(alphabet="abc", max_size=5)),
+    st.builds(
+        lambda a, c, b: a + c + b,
+        st.text(alphabet="abc", max_size=5),
+        st.sampled_from(list("{}:*?[] \t\n\r\x00\x7f") + ["é", "名", "\u200b", "🦄"]),
+        st.text(alphabet="abc", max_size=5),
+    ),
     st.text(alphabet="ab", min_size=129, max_size=5000),
     st.just(""),
 )
@@ -70,10 +74,10 @@ def nowhere():
 def test_the_gate_refuses_every_hostile_name_before_any_io(nowhere, bad, good, verb):
     call = VERBS[verb]
     with pytest.raises(InvalidName):
-        call(nowhere, bad, good)        # a hostile queue name
+        call(nowhere, bad, good)  # a hostile queue name
     if verb not in ("pause", "drain", "obliterate", "snapshot", "status", "claim"):
         with pytest.raises(InvalidName):
-            call(nowhere, good, bad)    # a hostile job id, group or id in a list
+            call(nowhere, good, bad)  # a hostile job id, group or id in a list
 
 
 @settings(max_examples=2 * EXAMPLES, deadline=None)
@@ -99,6 +103,7 @@ def _parses(text: str) -> bool:
 @given(text=not_json)
 def test_malformed_json_is_refused_and_nothing_written(conn, text):
     from emq_notebook import commands
+
     jid = jobs.enqueue(conn, "mail", '{"ok": 1}', id="j_1")
     session = commands.Session(say=lambda _line: None)
     session.conn = conn
@@ -111,8 +116,9 @@ def test_malformed_json_is_refused_and_nothing_written(conn, text):
     assert dump(conn) == before
 
 
-not_positive = st.one_of(st.integers(max_value=0), st.floats(allow_nan=True), st.booleans(),
-                         st.text(max_size=5), st.none())
+not_positive = st.one_of(
+    st.integers(max_value=0), st.floats(allow_nan=True), st.booleans(), st.text(max_size=5), st.none()
+)
 
 
 @on_a_backend
@@ -120,14 +126,16 @@ not_positive = st.one_of(st.integers(max_value=0), st.floats(allow_nan=True), st
 def test_budgets_leases_and_limits_must_be_whole_and_positive(conn, value):
     jobs.enqueue(conn, "mail", "{}", id="j_1")
     before = dump(conn)
-    calls = [lambda: admin.drain(conn, "mail", budget=value),
-             lambda: admin.obliterate(conn, "mail", budget=value),
-             lambda: admin.reprocess_dead(conn, "mail", budget=value),
-             lambda: jobs.claim(conn, "mail", value),
-             lambda: lanes.claim(conn, "mail", value),
-             lambda: jobs.expire_leases(conn, "mail", value),
-             lambda: lanes.set_limit(conn, "mail", "acme", value)]
-    if value is not None:                       # keep=None is "no trim", a real choice
+    calls = [
+        lambda: admin.drain(conn, "mail", budget=value),
+        lambda: admin.obliterate(conn, "mail", budget=value),
+        lambda: admin.reprocess_dead(conn, "mail", budget=value),
+        lambda: jobs.claim(conn, "mail", value),
+        lambda: lanes.claim(conn, "mail", value),
+        lambda: jobs.expire_leases(conn, "mail", value),
+        lambda: lanes.set_limit(conn, "mail", "acme", value),
+    ]
+    if value is not None:  # keep=None is "no trim", a real choice
         calls.append(lambda: jobs.add_log(conn, "mail", "j_1", "x", keep=value))
     for call in calls:
         with pytest.raises(BadInput):

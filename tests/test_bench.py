@@ -10,11 +10,15 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-SMALL = {"snapshot.py": ("5000", "snapshot/floor: "), "destroy.py": ("5000", "drain/floor: "),
-         "claim.py": ("2000", "function/script throughput: "),
-         "peers.py": ("2000", "ours/bullmq listing: "), "scale.py": ("2000", "worst ratio to target: "),
-         "find.py": ("5000", "find/(snapshot+filter): "),
-         "latency_cost.py": ("1000", "with/without seconds per cycle: ")}
+SMALL = {
+    "snapshot.py": ("5000", "snapshot/floor: "),
+    "destroy.py": ("5000", "drain/floor: "),
+    "claim.py": ("2000", "function/script throughput: "),
+    "peers.py": ("2000", "ours/bullmq listing: "),
+    "scale.py": ("2000", "worst ratio to target: "),
+    "find.py": ("5000", "find/(snapshot+filter): "),
+    "latency_cost.py": ("1000", "with/without seconds per cycle: "),
+}
 
 
 # shared code, and the peers' sides (run by peers.py and scale.py in their own venv)
@@ -29,21 +33,35 @@ def test_every_bench_script_is_covered():
 @pytest.mark.parametrize("script", sorted(SMALL))
 def test_a_small_run_prints_its_ratio(script):
     jobs, last = SMALL[script]
-    run = subprocess.run([sys.executable, str(BENCH / script), "--jobs", jobs, "--repeat", "1"],
-                         capture_output=True, text=True, timeout=600, cwd=BENCH,
-                         # this checkout's package, whatever the venv's editable install points at
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                             p for p in (str(BENCH), str(BENCH.parent), os.environ.get("PYTHONPATH")) if p)})
+    run = subprocess.run(
+        [sys.executable, str(BENCH / script), "--jobs", jobs, "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=BENCH,
+        # this checkout's package, whatever the venv's editable install points at
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(BENCH), str(BENCH.parent), os.environ.get("PYTHONPATH")) if p
+            ),
+        },
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     final = run.stdout.strip().splitlines()[-1]
     assert final.startswith(last), final
-    float(final[len(last):].split()[0].rstrip(","))       # a number, not a placeholder
+    float(final[len(last) :].split()[0].rstrip(","))  # a number, not a placeholder
 
 
 def test_a_short_soak_prints_its_figures():
     # three seconds on the fake (tests/test_soak.py runs the harness itself for 30 s on both)
-    run = subprocess.run([sys.executable, str(BENCH / "soak.py"), "--minutes", "0.05", "--backend", "fake"],
-                         capture_output=True, text=True, timeout=300, cwd=BENCH)
+    run = subprocess.run(
+        [sys.executable, str(BENCH / "soak.py"), "--minutes", "0.05", "--backend", "fake"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=BENCH,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout.strip().splitlines()
     assert out[-1] == "lost: 0, invariant violations: 0", out

@@ -35,8 +35,16 @@ pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
 Q = "browser"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 if not CHROMIUM.exists():
     if os.environ.get("CI"):
@@ -76,16 +84,33 @@ def lab(tmp_path, url):
     work.mkdir()
     # no news toast over the panels
     (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "HOME": str(home), "EMQ_URL": url,
-           "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
-           "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "EMQ_URL": url,
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
+        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+    }
     log = open(tmp_path / "lab.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-         f"--port={port}", f"--ServerApp.token={token}", f"--ServerApp.root_dir={work}"],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--ServerApp.token={token}",
+            f"--ServerApp.root_dir={work}",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
 
     def up():
@@ -94,6 +119,7 @@ def lab(tmp_path, url):
                 return r.status == 200
         except OSError:
             return False
+
     try:
         wait_for(up, "JupyterLab to answer", 60)
         yield base, token, work
@@ -127,18 +153,21 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
 
     base, token, work = lab
     conn = emq.connect(url)
-    spy = redis.Redis.from_url(url, decode_responses=True)      # a separate client
+    spy = redis.Redis.from_url(url, decode_responses=True)  # a separate client
     for i in range(3):
         jobs.enqueue(conn, Q, json.dumps({"to": f"user{i}@example.com"}), id=f"j_{i}")
     jobs.enqueue(conn, Q, '{"to": "bad address"}', id="j_bad", max_attempts=1, priority=0)
-    spy.zadd(f"emq:{{{Q}}}:pending", {"j_bad": -1})            # served first
+    spy.zadd(f"emq:{{{Q}}}:pending", {"j_bad": -1})  # served first
     assert jobs.claim(conn, Q, 60_000)[0] == "j_bad"
     jobs.fail(conn, Q, "j_bad", "SMTP 550: mailbox unavailable")
     assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad") is not None
 
-    notebook(work / "panels.ipynb", "%load_ext emq_notebook\n%emq connect",
-             f"emq_notebook.widgets.QueuePanel(emq_notebook.current(), {Q!r})",
-             f"emq_notebook.widgets.DeadLetterPanel(emq_notebook.current(), {Q!r})")
+    notebook(
+        work / "panels.ipynb",
+        "%load_ext emq_notebook\n%emq connect",
+        f"emq_notebook.widgets.QueuePanel(emq_notebook.current(), {Q!r})",
+        f"emq_notebook.widgets.DeadLetterPanel(emq_notebook.current(), {Q!r})",
+    )
     nb = json.loads((work / "panels.ipynb").read_text())
     nb["cells"][0]["source"] = "import emq_notebook\n" + "".join(nb["cells"][0]["source"])
     (work / "panels.ipynb").write_text(json.dumps(nb))
@@ -163,8 +192,9 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
             shots.mkdir(exist_ok=True)
             panels.nth(1).screenshot(path=str(shots / "dead-letter-panel.png"))
             page.get_by_role("button", name="Reprocess selected").click()
-            wait_for(lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad") is not None,
-                     "j_bad to move to pending")
+            wait_for(
+                lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad") is not None, "j_bad to move to pending"
+            )
             assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad") is None
             assert spy.hget(f"emq:{{{Q}}}:job:j_bad", "failures") == "1"
             page.get_by_text("1 reprocessed").wait_for()
@@ -179,12 +209,13 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
             page.locator("button.widget-button", has_text=re.compile(r"^\s*Preview\s*$")).click()
             page.get_by_text("Preview: 1 dead jobs").wait_for()
             page.get_by_role("button", name="Reprocess previewed").click()
-            wait_for(lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad2") is not None,
-                     "j_bad2 to move to pending")
+            wait_for(
+                lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad2") is not None, "j_bad2 to move to pending"
+            )
             assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad2") is None
             page.get_by_text("reprocess previewed: 1 reprocessed").wait_for()
 
-            page.get_by_role("button", name="Pause").click()            # shown paused
+            page.get_by_role("button", name="Pause").click()  # shown paused
             wait_for(lambda: spy.hexists(f"emq:{{{Q}}}:meta", "paused"), "paused again")
             page.get_by_text("paused browser").wait_for()
             panels.nth(0).screenshot(path=str(shots / "queue-panel.png"))
@@ -195,9 +226,8 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
 
 
-
 # -- the dashboard ------------------------------------------------------------------------
-HEADER_PX, ROW_PX = 28, 24          # emq_notebook.widgets.grid: a grid's header and row heights
+HEADER_PX, ROW_PX = 28, 24  # emq_notebook.widgets.grid: a grid's header and row heights
 
 
 def click_row(page, grid, row: int, *, add: bool = False, x: float = 300) -> None:
@@ -215,7 +245,7 @@ def stage_dead(conn, q: str, spy, errors: list[tuple[str, str]]) -> None:
     """Dead jobs in this order of death: (id, error) each."""
     for job_id, error in errors:
         jobs.enqueue(conn, q, json.dumps({"id": job_id}), id=job_id, max_attempts=1)
-        spy.zadd(f"emq:{{{q}}}:pending", {job_id: -1})             # served next
+        spy.zadd(f"emq:{{{q}}}:pending", {job_id: -1})  # served next
         assert jobs.claim(conn, q, 60_000)[0] == job_id
         jobs.fail(conn, q, job_id, error)
 
@@ -225,18 +255,28 @@ def test_the_dashboard_in_jupyterlab_reprocesses_two_selected_rows(lab, url):
 
     base, token, work = lab
     conn = emq.connect(url)
-    spy = redis.Redis.from_url(url, decode_responses=True)          # a separate client
+    spy = redis.Redis.from_url(url, decode_responses=True)  # a separate client
     smtp = [f"j_smtp_{i}" for i in range(4)]
     dns = [f"j_dns_{i}" for i in range(2)]
-    stage_dead(conn, Q, spy, [(dns[0], "DNS timeout: mx.example.net"),
-                              *[(j, f"SMTP 550: mailbox unavailable <user{i}>") for i, j in enumerate(smtp)],
-                              (dns[1], "DNS timeout: mx.example.org")])
+    stage_dead(
+        conn,
+        Q,
+        spy,
+        [
+            (dns[0], "DNS timeout: mx.example.net"),
+            *[(j, f"SMTP 550: mailbox unavailable <user{i}>") for i, j in enumerate(smtp)],
+            (dns[1], "DNS timeout: mx.example.org"),
+        ],
+    )
     for i in range(1_234):
         jobs.enqueue(conn, Q, json.dumps({"to": f"user{i}@example.com"}), id=f"j_{i:05d}")
     jobs.enqueue(conn, "reports", "{}", delay_ms=3_600_000)
     emq.admin.pause(conn, "reports")
-    notebook(work / "dashboard.ipynb", "import emq_notebook\n%load_ext emq_notebook\n%emq connect",
-             "%emq dashboard")
+    notebook(
+        work / "dashboard.ipynb",
+        "import emq_notebook\n%load_ext emq_notebook\n%emq connect",
+        "%emq dashboard",
+    )
 
     shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else work
     shots.mkdir(exist_ok=True)
@@ -251,9 +291,10 @@ def test_the_dashboard_in_jupyterlab_reprocesses_two_selected_rows(lab, url):
             dashboard = page.locator(".jp-OutputArea-output").last
             grids = dashboard.locator(".ipydatagrid-widget")
             grids.first.wait_for()
-            page.get_by_text("2 queues · 1,234 pending · 0 active · 1 schedule · 6 dead · 1 paused"
-                             ).wait_for()
-            click_row(page, grids.first, 0)                          # the first queue: browser
+            page.get_by_text(
+                "2 queues · 1,234 pending · 0 active · 1 schedule · 6 dead · 1 paused"
+            ).wait_for()
+            click_row(page, grids.first, 0)  # the first queue: browser
             page.get_by_text(f"queue {Q}", exact=True).wait_for()
             page.get_by_role("tab", name="Jobs", exact=True).click()
             page.get_by_text("rows 1–6 of 6 dead").wait_for()
@@ -267,8 +308,10 @@ def test_the_dashboard_in_jupyterlab_reprocesses_two_selected_rows(lab, url):
             page.wait_for_timeout(500)
             dashboard.screenshot(path=str(shots / "dashboard-jobs.png"))
             dashboard.get_by_role("button", name=re.compile(r"^\W*Reprocess selected$")).click()
-            wait_for(lambda: all(spy.zscore(f"emq:{{{Q}}}:pending", j) is not None for j in smtp[1:3]),
-                     "the two selected jobs to move to pending")
+            wait_for(
+                lambda: all(spy.zscore(f"emq:{{{Q}}}:pending", j) is not None for j in smtp[1:3]),
+                "the two selected jobs to move to pending",
+            )
             page.get_by_text("2 reprocessed").wait_for()
             assert set(spy.zrange(f"emq:{{{Q}}}:dead", 0, -1)) == {dns[0], smtp[0], smtp[3], dns[1]}
             assert spy.hget(f"emq:{{{Q}}}:job:{smtp[1]}", "failures") == "1"
@@ -292,8 +335,20 @@ def voila(tmp_path, url):
     env = {**os.environ, "HOME": str(home), "EMQ_URL": url, "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}
     log = open(tmp_path / "voila.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "voila", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
-         "notebooks/demos/dashboard.ipynb"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "voila",
+            "--no-browser",
+            f"--port={port}",
+            "--Voila.ip=127.0.0.1",
+            "notebooks/demos/dashboard.ipynb",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
 
     def up():
@@ -303,6 +358,7 @@ def voila(tmp_path, url):
             return True
         except OSError:
             return False
+
     try:
         wait_for(up, "Voilà to listen", 60)
         yield base
@@ -327,7 +383,7 @@ def test_the_dashboard_served_by_voila_lists_the_queues_and_pauses(voila, url):
         jobs.enqueue(conn, "reports", json.dumps({"report": i}), group=("acme", "globex")[i % 2])
     jobs.enqueue(conn, "thumbnails", "{}", delay_ms=3_600_000)
     emq.admin.pause(conn, "reports")
-    counts = emq.frames.counts(emq.connect(url))                     # what the page must say
+    counts = emq.frames.counts(emq.connect(url))  # what the page must say
     shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else voila_shots()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
@@ -336,12 +392,14 @@ def test_the_dashboard_served_by_voila_lists_the_queues_and_pauses(voila, url):
             page.goto(voila, timeout=90_000)
             page.locator(".ipydatagrid-widget").first.wait_for(timeout=90_000)
             total = {c: int(counts[c].sum()) for c in ("pending", "active", "schedule", "dead")}
-            page.get_by_text(f"3 queues · {total['pending']:,} pending · {total['active']:,} active · "
-                             f"{total['schedule']:,} schedule · {total['dead']:,} dead · 1 paused").wait_for()
+            page.get_by_text(
+                f"3 queues · {total['pending']:,} pending · {total['active']:,} active · "
+                f"{total['schedule']:,} schedule · {total['dead']:,} dead · 1 paused"
+            ).wait_for()
             picker = page.locator("select").first
             assert picker.locator("option").all_inner_texts()[-3:] == ["mailers", "reports", "thumbnails"]
-            assert emq.frames.counts(conn).equals(counts)             # the page staged nothing here
-            for q in ("reports", "thumbnails", "mailers"):              # each queue's counts, as chips
+            assert emq.frames.counts(conn).equals(counts)  # the page staged nothing here
+            for q in ("reports", "thumbnails", "mailers"):  # each queue's counts, as chips
                 picker.select_option(q)
                 page.get_by_text(f"queue {q}", exact=True).wait_for()
                 chips = page.locator(".emq-chips").first
@@ -354,12 +412,13 @@ def test_the_dashboard_served_by_voila_lists_the_queues_and_pauses(voila, url):
             page.get_by_role("button", name=re.compile(r"^\W*Resume$")).click()
             wait_for(lambda: not spy.hexists("emq:{mailers}:meta", "paused"), "mailers to run again")
             page.get_by_text("resumed mailers").wait_for()
-            page.wait_for_timeout(2_500)                                 # one refresh of the overview
+            page.wait_for_timeout(2_500)  # one refresh of the overview
             bottom = page.locator(".jp-OutputArea-output").last.bounding_box()
             assert bottom is not None
-            page.screenshot(path=str(shots / "dashboard-overview.png"),
-                            clip={"x": 0, "y": 0, "width": 1280,
-                                  "height": bottom["y"] + bottom["height"] + 16})
+            page.screenshot(
+                path=str(shots / "dashboard-overview.png"),
+                clip={"x": 0, "y": 0, "width": 1280, "height": bottom["y"] + bottom["height"] + 16},
+            )
         finally:
             browser.close()
     png = (shots / "dashboard-overview.png").read_bytes()
@@ -374,6 +433,7 @@ def voila_shots() -> Path:
 
 # -- health at a glance ----------------------------------------------------------------
 
+
 def test_the_metrics_and_health_views_in_jupyterlab(lab, url):
     """MetricsView draws both plots and says when, its Stop stops the refresh; HealthView
     colours each queue by the verdict a separate connection computes."""
@@ -387,8 +447,11 @@ def test_the_metrics_and_health_views_in_jupyterlab(lab, url):
     emq.Worker(conn, "mailers", lambda *job: time.sleep(rng.uniform(0.02, 0.08))).run(max_jobs=24)
     for i in range(8):
         jobs.enqueue(conn, "billing", json.dumps({"charge": i}), max_attempts=1)
-    emq.Worker(conn, "billing", lambda job_id, payload, attempts: (
-        None if json.loads(payload)["charge"] % 4 == 0 else 1 / 0)).run(until_empty=True)
+    emq.Worker(
+        conn,
+        "billing",
+        lambda job_id, payload, attempts: None if json.loads(payload)["charge"] % 4 == 0 else 1 / 0,
+    ).run(until_empty=True)
     for i in range(40):
         jobs.enqueue(conn, "exports", json.dumps({"export": i}))
     emq.Worker(conn, "exports", lambda *job: None).run(max_jobs=5)
@@ -398,9 +461,12 @@ def test_the_metrics_and_health_views_in_jupyterlab(lab, url):
     verdicts = emq.frames.health(emq.connect(url))["verdict"].to_dict()
     assert verdicts == {"billing": "failing", "exports": "growing", "mailers": "ok", "reports": "paused"}
 
-    notebook(work / "health.ipynb", "import emq_notebook\n%load_ext emq_notebook\n%emq connect",
-             "emq_notebook.widgets.MetricsView(emq_notebook.current(), 'mailers', refresh_every=2)",
-             "emq_notebook.widgets.HealthView(emq_notebook.current())")
+    notebook(
+        work / "health.ipynb",
+        "import emq_notebook\n%load_ext emq_notebook\n%emq connect",
+        "emq_notebook.widgets.MetricsView(emq_notebook.current(), 'mailers', refresh_every=2)",
+        "emq_notebook.widgets.HealthView(emq_notebook.current())",
+    )
     shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else work
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
@@ -410,12 +476,14 @@ def test_the_metrics_and_health_views_in_jupyterlab(lab, url):
             run_all(page, ready="Stop")
             views = page.locator(".jp-OutputArea-output .widget-vbox")
             metrics = views.nth(0)
-            metrics.locator("img").nth(1).wait_for(timeout=30_000)       # both plots drawn
+            metrics.locator("img").nth(1).wait_for(timeout=30_000)  # both plots drawn
             first = metrics.get_by_text(re.compile(r"last refreshed \d\d:\d\d:\d\d UTC · every 2s"))
             first.wait_for()
             said = first.inner_text()
-            wait_for(lambda: metrics.get_by_text(re.compile("last refreshed")).inner_text() != said,
-                     "a second refresh by the view's own thread")
+            wait_for(
+                lambda: metrics.get_by_text(re.compile("last refreshed")).inner_text() != said,
+                "a second refresh by the view's own thread",
+            )
             metrics.get_by_text("claimed").first.wait_for()
             health = views.nth(1)
             for q, verdict in verdicts.items():

@@ -9,7 +9,13 @@ import pytest
 import emq_notebook as emq
 from emq_notebook import admin, jobs
 
-EMQ = [shutil.which("emq") or "", ] if shutil.which("emq") else [sys.executable, "-m", "emq_notebook.cli"]
+EMQ = (
+    [
+        shutil.which("emq") or "",
+    ]
+    if shutil.which("emq")
+    else [sys.executable, "-m", "emq_notebook.cli"]
+)
 
 
 def run(*args, url):
@@ -22,20 +28,25 @@ def run(*args, url):
 # other start together.
 def run_together(*commands, **popen):
     """Run each argv side by side; their CompletedProcess, in order."""
-    started = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
-               for argv in commands]
+    started = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+        for argv in commands
+    ]
     try:
         outputs = [p.communicate(timeout=60) for p in started]
-        return [subprocess.CompletedProcess(p.args, p.returncode, *out)
-                for p, out in zip(started, outputs, strict=True)]
+        return [
+            subprocess.CompletedProcess(p.args, p.returncode, *out)
+            for p, out in zip(started, outputs, strict=True)
+        ]
     finally:
         for p in started:
-            p.kill()                # only one still running (a timeout) is signalled
+            p.kill()  # only one still running (a timeout) is signalled
 
 
 @pytest.fixture
 def url(valkey):
     import redis
+
     redis.Redis(port=valkey.port).flushall()
     return f"redis://127.0.0.1:{valkey.port}/0"
 
@@ -54,8 +65,10 @@ def test_a_shell_session(url):
 
 
 def test_usage_and_wire_errors_exit_2(url):
-    bad, gone = run_together([*EMQ, "--url", url, "frobnicate", "mail"],
-                             [*EMQ, "--url", "redis://:pw-secret@127.0.0.1:1/0", "pause", "mail"])
+    bad, gone = run_together(
+        [*EMQ, "--url", url, "frobnicate", "mail"],
+        [*EMQ, "--url", "redis://:pw-secret@127.0.0.1:1/0", "pause", "mail"],
+    )
     assert bad.returncode == 2 and "unknown verb 'frobnicate'" in bad.stderr
     assert gone.returncode == 2 and "WireError" in gone.stderr and "pw-secret" not in gone.stderr
 
@@ -67,6 +80,7 @@ def test_help_needs_no_server():
 
 def test_the_shell_reads_pyproject_and_gates_every_destructive_call(url, tmp_path):
     import redis
+
     (tmp_path / "pyproject.toml").write_text("[tool.emq_notebook]\nconfirm_above = 3\n")
     r = redis.Redis.from_url(url, decode_responses=True)
     conn = emq.connect(url)
@@ -75,12 +89,22 @@ def test_the_shell_reads_pyproject_and_gates_every_destructive_call(url, tmp_pat
     admin.pause(conn, "mail")
 
     def here(*args):
-        return subprocess.run([*EMQ, "--url", url, *args], capture_output=True, text=True, timeout=60,
-                              cwd=tmp_path)
+        return subprocess.run(
+            [*EMQ, "--url", url, *args], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
+
     # three refusals side by side: any that went ahead would empty the queue under the others
-    refused = run_together(*([*EMQ, "--url", url, *args] for args in (
-        ["obliterate", "mail", "--step", "--budget", "100000"], ["obliterate", "mail"], ["drain", "mail"])),
-        cwd=tmp_path)
+    refused = run_together(
+        *(
+            [*EMQ, "--url", url, *args]
+            for args in (
+                ["obliterate", "mail", "--step", "--budget", "100000"],
+                ["obliterate", "mail"],
+                ["drain", "mail"],
+            )
+        ),
+        cwd=tmp_path,
+    )
     for out in refused:
         assert out.returncode == 2 and "would destroy 5 jobs on default" in out.stderr, out
     assert r.zcard("emq:{mail}:pending") == 5
@@ -103,16 +127,22 @@ def test_foreign_bytes_print_as_escapes_on_a_strict_terminal(url):
     import os
 
     import redis
+
     r = redis.Redis.from_url(url)
     jobs.enqueue(emq.connect(url), "mail", "{}", id="j_1")
     r.hset("emq:{mail}:job:j_1", mapping={"payload": b'{"x": "\xff"}', "last_error": b"bad \xfe"})
     r.rpush("emq:{mail}:job:j_1:logs", b"line \xfd")
     strict = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
-    cases = (("job", ['payload: {"x": "\\xff"}', "last_error: bad \\xfe"]),
-             ("jobs", ['{"x": "\\xff"}', "bad \\xfe"]), ("logs", ["line \\xfd"]))
+    cases = (
+        ("job", ['payload: {"x": "\\xff"}', "last_error: bad \\xfe"]),
+        ("jobs", ['{"x": "\\xff"}', "bad \\xfe"]),
+        ("logs", ["line \\xfd"]),
+    )
     # three reads of a keyspace nothing changes meanwhile: run side by side
-    outs = run_together(*([*EMQ, "--url", url, verb, "mail", *(["j_1"] if verb != "jobs" else [])]
-                          for verb, _ in cases), env=strict)
+    outs = run_together(
+        *([*EMQ, "--url", url, verb, "mail", *(["j_1"] if verb != "jobs" else [])] for verb, _ in cases),
+        env=strict,
+    )
     for (verb, shown), out in zip(cases, outs, strict=True):
         assert (out.returncode, out.stderr) == (0, ""), out
         for text in shown:
@@ -121,7 +151,12 @@ def test_foreign_bytes_print_as_escapes_on_a_strict_terminal(url):
 
 def test_a_url_and_embedded_together_are_a_usage_error(url):
     import redis
-    out = subprocess.run([*EMQ, "--url", url.replace("redis://", "redis://u:pw-Kq7@"), "--embedded", "fake",
-                          "pause", "mail"], capture_output=True, text=True, timeout=60)
+
+    out = subprocess.run(
+        [*EMQ, "--url", url.replace("redis://", "redis://u:pw-Kq7@"), "--embedded", "fake", "pause", "mail"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "not both" in out.stderr and "pw-Kq7" not in out.stderr
     assert out.stdout == "" and redis.Redis.from_url(url).hget("emq:{mail}:meta", "paused") is None

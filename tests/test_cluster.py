@@ -41,7 +41,7 @@ def test_queues_and_counts_span_every_primary(conn):
     for i, q in enumerate(QUEUES):
         for _ in range(i % 3 + 1):
             jobs.enqueue(conn, q, "{}")
-    assert len(owners(conn, QUEUES)) == 3                    # spread over all three
+    assert len(owners(conn, QUEUES)) == 3  # spread over all three
     assert frames.queues(conn) == sorted(QUEUES)
     counts = frames.counts(conn)
     assert list(counts.index) == sorted(QUEUES)
@@ -70,7 +70,7 @@ def test_bulk_verbs_across_the_cluster(conn):
         for i in range(30):
             jobs.enqueue(conn, q, "{}", group="g" if i % 2 else None, max_attempts=1)
         lanes.set_limit(conn, q, "g", 30)
-        while (got := jobs.claim(conn, q, 60_000) or lanes.claim(conn, q, 60_000)):
+        while got := jobs.claim(conn, q, 60_000) or lanes.claim(conn, q, 60_000):
             jobs.fail(conn, q, got[0], "boom")
         assert admin.reprocess_dead(conn, q, budget=7) == 30
         assert admin.drain(conn, q, budget=7) == 30
@@ -96,7 +96,7 @@ def test_the_magic_connects_with_cluster(cluster, ip):
 
 
 def test_a_runbook_runs_on_the_cluster(cluster, tmp_path):
-    emq.connect(cluster.url).client.flushall()       # an empty server: the demo's queue is its own
+    emq.connect(cluster.url).client.flushall()  # an empty server: the demo's queue is its own
     demo = ROOT / "notebooks" / "demos" / "04-retire-a-queue.ipynb"
     run = runbooks([demo], tmp_path, {"EMQ_URL": cluster.url})
     assert run.returncode == 0, run.stdout[-4000:]

@@ -95,4 +95,3 @@ def test_the_shell_prints_health_and_saves_a_plot(conn, backend, valkey, tmp_pat
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert cli.main(["--url", url, "plot", "mail"]) == 2
     assert "a plot needs a notebook" in capsys.readouterr().err
-

@@ -18,6 +18,7 @@ def complete(ip, conn):
 
     def run(line: str) -> list[str]:
         return ip.complete("", line, len(line))[1]
+
     return run
 
 
@@ -50,7 +51,7 @@ def test_queue_names_are_cached_a_few_seconds(complete, conn, monkeypatch):
     jobs.enqueue(conn, "mailers", "{}")
     assert complete("%emq status ") == ["mailers"]
     jobs.enqueue(conn, "later", "{}")
-    assert complete("%emq status ") == ["mailers"]                  # from the cache
+    assert complete("%emq status ") == ["mailers"]  # from the cache
     real = completion.time.monotonic
     monkeypatch.setattr(completion.time, "monotonic", lambda: real() + completion.CACHE_S + 1)
     assert complete("%emq status ") == ["later", "mailers"]
@@ -60,8 +61,8 @@ def test_job_ids_for_job_verbs(complete, conn, ip):
     for i in range(3):
         jobs.enqueue(conn, "mail", "{}", id=f"j_{i}", max_attempts=1)
     got = jobs.claim(conn, "mail", 60_000)
-    jobs.fail(conn, "mail", got[0], "boom")                          # j_0 dead
-    jobs.claim(conn, "mail", 60_000)                                 # j_1 active
+    jobs.fail(conn, "mail", got[0], "boom")  # j_0 dead
+    jobs.claim(conn, "mail", 60_000)  # j_1 active
     assert complete("%emq job mail ") == ["j_2", "j_1", "j_0"]
     assert complete("%emq reprocess mail j") == ["j_0"]
     assert complete("%emq complete mail j_") == ["j_1"]
@@ -71,7 +72,7 @@ def test_job_ids_for_job_verbs(complete, conn, ip):
 
 def test_job_ids_are_bounded(complete, conn):
     pipe = conn.client.pipeline(transaction=False)
-    for i in range(completion.MAX_IDS + 50):          # ids in the pending set are what is offered
+    for i in range(completion.MAX_IDS + 50):  # ids in the pending set are what is offered
         pipe.zadd("emq:{big}:pending", {f"j_{i:04}": 0})
     pipe.hset("emq:{big}:meta", "created", 1)
     pipe.execute()
@@ -97,11 +98,12 @@ def test_a_cell_magic_line_completes_too(ip, conn):
 
 def test_an_unreachable_server_completes_nothing(ip):
     import emq_notebook as emq
+
     magics.SESSION.conn = emq.connect("redis://127.0.0.1:1/0")
     completer = emq_completer(ip)
     completer._cache.clear()
     assert completer.words("pause ") == [] and completer.words("job mail ") == []
-    ip.complete("", "%emq pause ", 11)                      # no error reaches the shell
+    ip.complete("", "%emq pause ", 11)  # no error reaches the shell
     assert ip.complete("", "%emq pa", 7)[1] == ["pause", "panel"]
 
 

@@ -28,8 +28,15 @@ def test_emq_url_is_used_when_set(monkeypatch: Any, valkey: Any) -> None:
     assert conn.client.ping()
 
 
-@pytest.mark.parametrize("url", ["redis://u:s3cr3t-pw@127.0.0.1:1/0", "rediss://:s3cr3t-pw@h:6380",
-                                 "valkey://u:s3cr3t-pw@127.0.0.1:1", "valkeys://u:s3cr3t-pw@h"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://u:s3cr3t-pw@127.0.0.1:1/0",
+        "rediss://:s3cr3t-pw@h:6380",
+        "valkey://u:s3cr3t-pw@127.0.0.1:1",
+        "valkeys://u:s3cr3t-pw@h",
+    ],
+)
 def test_password_never_shown(url: Any) -> None:
     conn = emq.connect(url)
     assert "s3cr3t-pw" not in repr(conn) and "s3cr3t-pw" not in str(conn)
@@ -58,9 +65,11 @@ def test_wrong_password_on_a_real_server_is_not_echoed(valkey: Any) -> None:
             admin.pause(conn, "q")
         assert "wrong-pw-xyz" not in str(info.value)
         # the line says what happened: the server is there, the password is not right
-        assert str(info.value).startswith(f"authentication failed at redis://default:***@127.0.0.1:{valkey.port}")
+        assert str(info.value).startswith(
+            f"authentication failed at redis://default:***@127.0.0.1:{valkey.port}"
+        )
         with pytest.raises(emq.WireError, match="^authentication failed"):
-            emq.connect(f"redis://127.0.0.1:{valkey.port}").command("PING")   # none given: NOAUTH
+            emq.connect(f"redis://127.0.0.1:{valkey.port}").command("PING")  # none given: NOAUTH
     finally:
         emq.connect(f"redis://default:right-pw@127.0.0.1:{valkey.port}").client.config_set("requirepass", "")
 
@@ -80,8 +89,11 @@ def test_function_library_loads_and_upgrades(conn: Any, connect_as: Any) -> None
     version, _ = scripts.library()
     assert fn.client.fcall_ro("emq_version", 0) == version
     # an older library on the server is replaced on first use
-    fn.client.function_load("#!lua name=emq_notebook\nredis.register_function{function_name='emq_version',"
-                            " callback=function() return 'old' end, flags={'no-writes'}}", replace=True)
+    fn.client.function_load(
+        "#!lua name=emq_notebook\nredis.register_function{function_name='emq_version',"
+        " callback=function() return 'old' end, flags={'no-writes'}}",
+        replace=True,
+    )
     fresh = connect_as("function")
     assert (jobs.claim(fresh, "q", 1000) or ("",))[0] == "j_a"
     assert fresh.client.fcall_ro("emq_version", 0) == version
@@ -95,20 +107,38 @@ def test_native_executor_says_when_the_module_is_missing(conn: Any, connect_as: 
 
 
 def test_embedded_valkey_is_a_real_server() -> None:
-    code = ("import emq_notebook as e; c = e.connect(embedded='valkey'); "
-            "print(c.client.info('server')['valkey_version'] if 'valkey_version' in "
-            "c.client.info('server') else c.client.info('server')['redis_version']); "
-            "e.jobs.enqueue(c, 'q', '{}', id='j_1'); print(e.jobs.claim(c, 'q', 1000)[0])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "EMQ_URL": ""})
+    code = (
+        "import emq_notebook as e; c = e.connect(embedded='valkey'); "
+        "print(c.client.info('server')['valkey_version'] if 'valkey_version' in "
+        "c.client.info('server') else c.client.info('server')['redis_version']); "
+        "e.jobs.enqueue(c, 'q', '{}', id='j_1'); print(e.jobs.claim(c, 'q', 1000)[0])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "EMQ_URL": ""},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] == "j_1"
 
 
 def test_scripts_ship_one_per_transition() -> None:
     names = scripts.names()
-    for n in ("pause", "resume", "drain", "obliterate", "claim2", "gclaim2", "reprocess2",
-              "remove_job2", "update_progress", "update_data", "add_log"):
+    for n in (
+        "pause",
+        "resume",
+        "drain",
+        "obliterate",
+        "claim2",
+        "gclaim2",
+        "reprocess2",
+        "remove_job2",
+        "update_progress",
+        "update_data",
+        "add_log",
+    ):
         assert n in names
     for n in names:
         src = scripts.source(n)

@@ -43,9 +43,18 @@ def dead(conn, q, n, error="SMTP 550", start=0):
 
 def click(grid, row, column="state"):
     """The message a browser sends for a click on a body cell of `row`."""
-    grid._handle_custom_msg({"event_type": "cell-click", "region": "body", "column": column,
-                             "column_index": 0, "row": row, "primary_key_row": row,
-                             "cell_value": None}, [])
+    grid._handle_custom_msg(
+        {
+            "event_type": "cell-click",
+            "region": "body",
+            "column": column,
+            "column_index": 0,
+            "row": row,
+            "primary_key_row": row,
+            "cell_value": None,
+        },
+        [],
+    )
 
 
 def select(grid, *rows):
@@ -96,7 +105,7 @@ def test_a_new_queue_shows_on_refresh(conn, stage):
     jobs.enqueue(conn, "fresh", "{}")
     d.refresh_button.click()
     assert "fresh" in d.overview.index and "fresh" in d.picker.options
-    assert d.picker.value is None and d.q is None           # replacing the options opened nothing
+    assert d.picker.value is None and d.q is None  # replacing the options opened nothing
     d.close()
 
 
@@ -110,16 +119,21 @@ def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
         overview = d.parts["Overview"]
         assert isinstance(overview, QueuePanel) and overview.owned and overview.q == "mail"
         assert "pending <b>2</b>" in overview.counts.value and "dead <b>3</b>" in overview.counts.value
-        assert set(d.parts) == {"Overview"}                  # the other tabs wait to be shown
-        kinds = {"Jobs": JobsView, "Dead letters": DeadLetterPanel, "Lanes": LanesView,
-                 "Repeatables": RepeatablesView, "Events": EventsView}
+        assert set(d.parts) == {"Overview"}  # the other tabs wait to be shown
+        kinds = {
+            "Jobs": JobsView,
+            "Dead letters": DeadLetterPanel,
+            "Lanes": LanesView,
+            "Repeatables": RepeatablesView,
+            "Events": EventsView,
+        }
         for name, kind in kinds.items():
             assert isinstance(d.tab(name), kind), name
-        assert d.parts["Jobs"].state.value == "dead"         # opens on the dead jobs
+        assert d.parts["Jobs"].state.value == "dead"  # opens on the dead jobs
         assert d.parts["Dead letters"].summary.value.startswith("<div>3 dead")
         events = d.parts["Events"]
         assert events.running and events.owned
-        d.picker.value = "reports"                            # another queue: the tabs of mail close
+        d.picker.value = "reports"  # another queue: the tabs of mail close
         assert not events.running and events.comm is None
         assert d.q == "reports" and set(d.parts) == {"Overview"}
         assert d.parts["Overview"].paused
@@ -153,9 +167,9 @@ def test_selected_rows_reprocess_exactly_those_ids(conn):
     d = Dashboard(conn, auto=False, queue=Q)
     try:
         view = d.tab("Jobs")
-        view.grid.select(1, 0)                                # the Python API selects as well
+        view.grid.select(1, 0)  # the Python API selects as well
         assert view.selected() == [ids[1]]
-        select(view.grid, (1, 1), (5, 4))                     # a rectangle: rows 4 and 5
+        select(view.grid, (1, 1), (5, 4))  # a rectangle: rows 4 and 5
         assert view.selected() == [ids[1], ids[4], ids[5]]
         assert "3 selected" in view.selection_label.value
         before = {i: conn.client.hgetall(f"emq:{{{Q}}}:job:{i}") for i in ids}
@@ -166,9 +180,9 @@ def test_selected_rows_reprocess_exactly_those_ids(conn):
         assert "<td>reprocessed</td>" in view.outcome.value
         assert sorted(conn.client.zrange(f"emq:{{{Q}}}:pending", 0, -1)) == moved
         assert conn.client.zrange(f"emq:{{{Q}}}:dead", 0, -1) == [i for i in ids if i not in moved]
-        for i in moved:                                       # counters stay
+        for i in moved:  # counters stay
             assert conn.client.hget(f"emq:{{{Q}}}:job:{i}", "failures") == before[i]["failures"]
-        assert view.frame.index.tolist() == [i for i in ids if i not in moved]   # the page re-read
+        assert view.frame.index.tolist() == [i for i in ids if i not in moved]  # the page re-read
         assert view.selected() == []
     finally:
         d.close()
@@ -178,7 +192,7 @@ def test_selection_follows_the_browsers_sort(conn):
     ids = dead(conn, Q, 5)
     d = Dashboard(conn, auto=False, queue=Q)
     view = d.tab("Jobs")
-    view.grid._visible_rows = [4, 3, 2, 1, 0]              # the browser sorted the page backwards
+    view.grid._visible_rows = [4, 3, 2, 1, 0]  # the browser sorted the page backwards
     view.grid.select(0, 0)
     assert view.selected() == [ids[4]]
     d.close()
@@ -189,7 +203,7 @@ def test_an_id_that_left_the_dead_set_answers_its_refusal(conn):
     d = Dashboard(conn, auto=False, queue=Q)
     view = d.tab("Jobs")
     view.grid.select(0, 0, 2, 0)
-    jobs.reprocess_job(conn, Q, ids[0])                      # another operator was first
+    jobs.reprocess_job(conn, Q, ids[0])  # another operator was first
     jobs.remove_job(conn, Q, ids[1])
     view.reprocess_button.click()
     assert view.results[ids[2]] == "reprocessed"
@@ -207,7 +221,7 @@ def test_remove_asks_first_and_removes_only_what_it_named(conn):
         assert "Remove <b>2</b> selected jobs from <b>mail</b>" in view.confirm_text.value
         assert view.confirming and d.confirming
         assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 4
-        select(view.grid, (0, 0), (2, 3))                     # the selection grew meanwhile
+        select(view.grid, (0, 0), (2, 3))  # the selection grew meanwhile
         before = dump(conn)
         view.confirm_remove_button.click()
         assert dump(conn) == before
@@ -235,7 +249,7 @@ def test_filter_by_error_and_payload_glob(conn):
         view.payload_glob.value = '{"n": [12]}'
         view.filter_button.click()
         assert view.frame.index.tolist() == smtp[1:]
-        view.error_glob.value = "dns*"                        # case-sensitive, whole field
+        view.error_glob.value = "dns*"  # case-sensitive, whole field
         view.payload_glob.value = ""
         view.filter_button.click()
         assert view.frame.empty and view.page_label.value.startswith("no dead job matches")
@@ -244,7 +258,7 @@ def test_filter_by_error_and_payload_glob(conn):
         view.error_glob.value = "DNS *"
         view.filter_button.click()
         view.grid.select(1, 0)
-        view.reprocess_button.click()                         # the row of the filtered page
+        view.reprocess_button.click()  # the row of the filtered page
         assert view.results == {dns[1]: "reprocessed"}
     finally:
         d.close()
@@ -258,14 +272,23 @@ def test_a_row_click_opens_the_job_panel_in_the_job_tab(conn):
         click(view.grid, 2, column="last_error")
         panel = d.parts["Job"]
         assert isinstance(panel, JobPanel) and panel.job_id == ids[2]
-        assert d.tabs.titles[2] == f"Job {ids[2]}" and d.tabs.selected_index == 1   # Jobs stays
+        assert d.tabs.titles[2] == f"Job {ids[2]}" and d.tabs.selected_index == 1  # Jobs stays
         assert panel.row["last_error"] == "SMTP 550 user2"
         click(view.grid, 0)
-        assert d.parts["Job"].job_id == ids[0] and panel.comm is None               # replaced
+        assert d.parts["Job"].job_id == ids[0] and panel.comm is None  # replaced
         # a header click (a sort) opens nothing
-        view.grid._handle_custom_msg({"event_type": "cell-click", "region": "column-header",
-                                      "column": "state", "column_index": 0, "row": 0,
-                                      "primary_key_row": 0, "cell_value": "state"}, [])
+        view.grid._handle_custom_msg(
+            {
+                "event_type": "cell-click",
+                "region": "column-header",
+                "column": "state",
+                "column_index": 0,
+                "row": 0,
+                "primary_key_row": 0,
+                "cell_value": "state",
+            },
+            [],
+        )
         assert d.parts["Job"].job_id == ids[0]
         d.parts["Job"].reprocess_button.click()
         assert conn.client.zscore(f"emq:{{{Q}}}:pending", ids[0]) is not None
@@ -306,13 +329,13 @@ def test_overview_tab_pauses_and_its_drain_holds_the_refresh(conn):
         panel = d.parts["Overview"]
         panel.pause_button.click()
         assert conn.client.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
-        assert until(lambda: d.grid.data.loc[Q, "state"] == "paused")   # the loop saw it
-        panel.drain_button.click()                                        # a confirmation opens
+        assert until(lambda: d.grid.data.loc[Q, "state"] == "paused")  # the loop saw it
+        panel.drain_button.click()  # a confirmation opens
         assert d.confirming
         assert until(lambda: "waits while a confirmation is open" in d.updated.value)
         held = d.refreshes
         jobs.enqueue(conn, Q, "late")
-        time.sleep(1.2)                                                   # two intervals
+        time.sleep(1.2)  # two intervals
         assert d.refreshes == held and "Drain <b>3</b>" in panel.confirm_text.value
         panel.cancel_button.click()
         assert until(lambda: d.refreshes > held and d.grid.data.loc[Q, "pending"] == 4)
@@ -326,8 +349,11 @@ def test_read_only_greys_every_writing_button_and_refuses_before_io(conn, backen
     jobs.enqueue(conn, Q, "{}", group="acme")
     srv = request.getfixturevalue("valkey") if backend == "valkey" else None
     url = f"redis://127.0.0.1:{srv.port}/0" if srv else None
-    ro = emq.connect(url, read_only=True, env="production") if url else \
-        emq.connect(embedded="fake", read_only=True, env="production")
+    ro = (
+        emq.connect(url, read_only=True, env="production")
+        if url
+        else emq.connect(embedded="fake", read_only=True, env="production")
+    )
     d = Dashboard(ro, auto=False, queue=Q)
     try:
         assert "production</span>" in d.heading.value and "read-only</span>" in d.heading.value
@@ -336,14 +362,24 @@ def test_read_only_greys_every_writing_button_and_refuses_before_io(conn, backen
         lane_view, deadp = d.tab("Lanes"), d.tab("Dead letters")
         click(view.grid, 0)
         job = d.parts["Job"]
-        for b in (overview.pause_button, overview.drain_button, view.reprocess_button,
-                  view.remove_button, view.confirm_remove_button, lane_view.pause_button,
-                  lane_view.limit_button, job.remove_button, job.reprocess_button,
-                  d.tab("Repeatables").run_button, deadp.reprocess_button, deadp.remove_button):
+        for b in (
+            overview.pause_button,
+            overview.drain_button,
+            view.reprocess_button,
+            view.remove_button,
+            view.confirm_remove_button,
+            lane_view.pause_button,
+            lane_view.limit_button,
+            job.remove_button,
+            job.reprocess_button,
+            d.tab("Repeatables").run_button,
+            deadp.reprocess_button,
+            deadp.remove_button,
+        ):
             assert b.disabled, b.description
         before = dump(conn)
         view.grid.select(0, 0)
-        view.reprocess_selected()                             # a click that got through anyway
+        view.reprocess_selected()  # a click that got through anyway
         assert view.status_text.startswith("ReadOnly: reprocess writes")
         lane_view.lane.value = "acme"
         lane_view.pause()
@@ -369,7 +405,7 @@ def test_rebuilding_the_dashboard_ten_times_leaves_one_loop(conn):
     assert sorted(t.name for t in extra) == ["emq-dashboard-refresh", f"emq-events-{Q}"]
     assert [p for p in live_panels() if isinstance(p, Dashboard)] == [d]
     jobs.enqueue(conn, "later", "{}")
-    assert until(lambda: "later" in d.overview.index)          # the last one still refreshes
+    assert until(lambda: "later" in d.overview.index)  # the last one still refreshes
     d.close()
     assert set(threading.enumerate()) - before == set()
     assert not [p for p in live_panels() if isinstance(p, Dashboard)]
@@ -479,7 +515,7 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
         assert scans <= keys // 1000 + 2
         assert len(names) - scans <= 20 + 12, names
         assert not runs and not {"HGETALL", "EVALSHA", "FCALL_RO"} & set(names)
-        assert [c for c in sent if any(":job:" in str(part) for part in c)] == []    # no row read
+        assert [c for c in sent if any(":job:" in str(part) for part in c)] == []  # no row read
         if backend == "valkey":
             stats = conn.client.info("commandstats")
             assert not {"cmdstat_hgetall"} & set(stats)
@@ -487,14 +523,14 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
             assert stats.get("cmdstat_hmget", {"calls": 0})["calls"] <= 3
         assert d.overview.loc[BIG, "dead"] == N
 
-        d.open_queue(BIG)                                     # the Overview tab: one queue's counts
+        d.open_queue(BIG)  # the Overview tab: one queue's counts
         sent, runs = spy.take()
         assert len(sent) <= 20 and not runs, sent
 
-        view = d.tab("Jobs")                                  # one page of rows
+        view = d.tab("Jobs")  # one page of rows
         sent, runs = spy.take()
         assert [n for n, _ in runs] == ["read_rows"]
-        assert runs[0][1] == 1 + len(frames.FIELDS) + 100     # the page's ids, no more
+        assert runs[0][1] == 1 + len(frames.FIELDS) + 100  # the page's ids, no more
         ranges = [c for c in sent if str(c[0]).upper() == "ZRANGE"]
         assert len(ranges) == 1 and (int(ranges[0][2]), int(ranges[0][3])) == (0, 99)
         assert len(sent) <= 10
@@ -536,9 +572,13 @@ def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
 
     def health(c, queues=None):
         assert c is conn and queues == ["mail", "reports"]
-        return pd.DataFrame({"verdict": ["failing", "paused"],
-                             "why": ["3 of 3 failed in 5 minutes", "paused by an operator"]},
-                            index=pd.Index(queues, name="queue"))
+        return pd.DataFrame(
+            {
+                "verdict": ["failing", "paused"],
+                "why": ["3 of 3 failed in 5 minutes", "paused by an operator"],
+            },
+            index=pd.Index(queues, name="queue"),
+        )
 
     monkeypatch.setattr(frames, "health", health)
     d = Dashboard(conn, auto=False)
@@ -574,7 +614,7 @@ def test_find_filters_on_the_server_and_bulk_reprocess_is_used(conn, monkeypatch
     select(view.grid, (1, 1))
     view.reprocess_button.click()
     assert calls[1] == ("bulk", [ids[3]]) and view.results == {ids[3]: "reprocessed"}
-    assert calls[2][0] == "find"                                # the filtered page read again
+    assert calls[2][0] == "find"  # the filtered page read again
     assert view.frame.index.tolist() == [ids[1]]
     d.close()
 

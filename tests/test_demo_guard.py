@@ -25,14 +25,14 @@ def real_queue(conn, q="newsletters"):
 def test_a_real_queue_of_the_demos_name_is_left_byte_for_byte(conn):
     real_queue(conn)
     before = dump(conn.client)
-    assert any(k.endswith(":lock") and v[2] > 0 for k, v in before.items())   # a TTL to keep
+    assert any(k.endswith(":lock") and v[2] > 0 for k, v in before.items())  # a TTL to keep
     with pytest.raises(emq.QueueInUse, match=r"'newsletters' .* holds \d+ keys .* nothing was written"):
-        demo.fresh(conn, "console", "newsletters")        # the first name is free: still nothing written
+        demo.fresh(conn, "console", "newsletters")  # the first name is free: still nothing written
     assert changed(before, dump(conn.client)) == []
 
 
 def test_an_empty_paused_queue_is_a_real_queue_too(conn):
-    admin.pause(conn, "newsletters")                      # one key: meta {paused: 1}
+    admin.pause(conn, "newsletters")  # one key: meta {paused: 1}
     before = dump(conn.client)
     with pytest.raises(emq.QueueInUse):
         demo.fresh(conn, "newsletters")
@@ -50,9 +50,9 @@ def test_the_refusal_is_one_line_naming_the_server(conn):
 def test_a_demo_runs_again_on_the_queues_it_made(conn):
     demo.fresh(conn, "mailers", "scratch")
     assert demo.made_by_a_demo(conn, "mailers") and demo.made_by_a_demo(conn, "scratch")
-    real_queue(conn, "mailers")                           # what the demo seeds
+    real_queue(conn, "mailers")  # what the demo seeds
     admin.pause(conn, "scratch")
-    demo.fresh(conn, "mailers", "scratch")                # its own: emptied, marked again
+    demo.fresh(conn, "mailers", "scratch")  # its own: emptied, marked again
     for q in ("mailers", "scratch"):
         assert conn.scan(f"emq:{{{q}}}:*") == [f"emq:{{{q}}}:meta"]
         assert conn.client.hgetall(f"emq:{{{q}}}:meta") == {"created_by": "emq_notebook.demo"}
@@ -63,8 +63,8 @@ def test_a_demo_queue_obliterated_mid_way_is_still_the_demos(conn):
     for n in range(50):
         jobs.enqueue(conn, "legacy", "{}", id=f"j_{n:02}")
     admin.pause(conn, "legacy")
-    assert admin.obliterate(conn, "legacy", budget=10) == "more"   # interrupted after one call
-    demo.fresh(conn, "legacy")                            # meta, the mark with it, goes last
+    assert admin.obliterate(conn, "legacy", budget=10) == "more"  # interrupted after one call
+    demo.fresh(conn, "legacy")  # meta, the mark with it, goes last
     assert admin.job_count(conn, "legacy") == 0
 
 

@@ -15,7 +15,7 @@ COMBOS = [(v, s) for v in oc.VERBS for s in oc.STATES]
 def test_the_claim_gate_matches_jobs_claim(conn, connect_as):
     ids = [jobs.enqueue(conn, "gate", f'{{"n": {i}}}') for i in range(3)]
     gate = ClaimGate(conn, "gate")
-    gate.gate.value = True                                   # pause through the toggle
+    gate.gate.value = True  # pause through the toggle
     assert admin.is_paused(conn, "gate")
     assert gate.run_claim() is None
     assert "claim answered empty (paused); the backlog is untouched: 3 pending" == gate.status_text
@@ -45,12 +45,13 @@ def test_every_console_combination_shows_the_real_reply(conn, verb, state):
     clock = re.compile(r"'(created_at|claimed_at|due_at)': '\d+'")
     assert clock.sub("", shown) == clock.sub("", real.replace("direct", "console"))
     if shown.startswith("refused"):
-        assert changes == []                                  # a refusal changes nothing
+        assert changes == []  # a refusal changes nothing
     assert html.escape(catalogue.describe(oc.VERBS[verb][0])) in console.about.value
 
 
 def test_the_catalogue_feeds_the_docstrings():
     from emq_notebook import jobs as j
+
     for name, entry in catalogue.CATALOGUE.items():
         mod, fn = name.split(".")
         doc = getattr(__import__(f"emq_notebook.{mod}", fromlist=[fn]), fn).__doc__

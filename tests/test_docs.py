@@ -15,8 +15,11 @@ OUTSIDE = re.compile(r"\.\./shared|JUPYTER\.md|SPEC\.md|\bthe seed\b|\bseed's\b|
 
 @pytest.mark.parametrize("path", SOURCES, ids=[str(p.relative_to(ROOT)) for p in SOURCES])
 def test_no_reference_outside_the_repository(path):
-    found = [f"{n}: {line.strip()}" for n, line in enumerate(path.read_text().splitlines(), 1)
-             if OUTSIDE.search(line)]
+    found = [
+        f"{n}: {line.strip()}"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
     assert found == []
 
 

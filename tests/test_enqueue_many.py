@@ -29,13 +29,18 @@ def normalised(conn) -> dict:
     scheduled job's due time (its score and its row's `due_at`) as its delay from its
     own `created_at`."""
     fp = footprint.footprint(conn, Q)
-    created = {k[len(base(Q)) + 4:]: int(v["created_at"])
-               for k, (kind, v) in fp.items() if kind == "hash" and k.startswith(base(Q) + "job:")}
+    created = {
+        k[len(base(Q)) + 4 :]: int(v["created_at"])
+        for k, (kind, v) in fp.items()
+        if kind == "hash" and k.startswith(base(Q) + "job:")
+    }
     out = {}
     for key, (kind, value) in fp.items():
         if kind == "hash":
-            at = {"created_at": lambda v: "<t>",
-                  "due_at": lambda v, row=value: int(v) - int(row["created_at"])}
+            at = {
+                "created_at": lambda v: "<t>",
+                "due_at": lambda v, row=value: int(v) - int(row["created_at"]),
+            }
             value = {f: at[f](v) if f in at else v for f, v in value.items()}
         elif key == base(Q) + "schedule":
             value = [(m, score - created[m]) for m, score in value]
@@ -45,12 +50,12 @@ def normalised(conn) -> dict:
 
 # each batch: (payloads, options) as given to enqueue_many, in order
 BATCHES = [
-    (["{\"n\": 1}", "{\"n\": 2}", "{\"n\": 3}"], {}),
-    (["{\"d\": 1}", "{\"d\": 2}", "{\"d\": 3}", "{\"d\": 4}"], {"dedup": ["k1", "k1", None, "k2"]}),
-    (["{\"g\": 1}", "{\"g\": 2}"], {"group": "acme"}),
-    (["{\"g\": 3}"], {"group": "acme", "delay": 60_000}),
-    (["{\"s\": 1}", "{\"s\": 2}"], {"delay": 3_600_000, "dedup": ["k2", "k3"]}),
-    (["{\"p\": 1}"], {"priority": 5, "max_attempts": 1, "backoff_ms": 250}),
+    (['{"n": 1}', '{"n": 2}', '{"n": 3}'], {}),
+    (['{"d": 1}', '{"d": 2}', '{"d": 3}', '{"d": 4}'], {"dedup": ["k1", "k1", None, "k2"]}),
+    (['{"g": 1}', '{"g": 2}'], {"group": "acme"}),
+    (['{"g": 3}'], {"group": "acme", "delay": 60_000}),
+    (['{"s": 1}', '{"s": 2}'], {"delay": 3_600_000, "dedup": ["k2", "k3"]}),
+    (['{"p": 1}'], {"priority": 5, "max_attempts": 1, "backoff_ms": 250}),
 ]
 
 
@@ -60,10 +65,20 @@ def singles(conn, ids_by_batch):
     for (payloads, opts), ids in zip(BATCHES, ids_by_batch, strict=True):
         keys = opts.get("dedup") or [None] * len(payloads)
         for payload, key, jid in zip(payloads, keys, ids, strict=True):
-            answers.append(jobs.enqueue(conn, Q, payload, id=jid, group=opts.get("group"),
-                                        delay_ms=opts.get("delay", 0), priority=opts.get("priority", 0),
-                                        max_attempts=opts.get("max_attempts", 3), dedup=key,
-                                        backoff_ms=opts.get("backoff_ms", 1000)))
+            answers.append(
+                jobs.enqueue(
+                    conn,
+                    Q,
+                    payload,
+                    id=jid,
+                    group=opts.get("group"),
+                    delay_ms=opts.get("delay", 0),
+                    priority=opts.get("priority", 0),
+                    max_attempts=opts.get("max_attempts", 3),
+                    dedup=key,
+                    backoff_ms=opts.get("backoff_ms", 1000),
+                )
+            )
     return answers
 
 
@@ -101,7 +116,7 @@ def test_delay_schedules_and_group_fills_one_lane(conn, many):
     assert sorted(scores) == sorted(due)
     assert all(t + 90_000 - 5_000 <= s <= t + 90_000 + 60_000 for s in scores.values())
     assert all(conn.client.hget(base(Q) + "job:" + i, "state") == "schedule" for i in due)
-    assert conn.client.zrange(base(Q) + "g:acme:pending", 0, -1) == lane   # id order is enqueue order
+    assert conn.client.zrange(base(Q) + "g:acme:pending", 0, -1) == lane  # id order is enqueue order
     assert conn.client.smembers(base(Q) + "groups") == {"acme"}
     assert conn.client.lrange(base(Q) + "wake", 0, -1) == ["acme"]
     assert not conn.client.exists(base(Q) + "pending")
@@ -136,9 +151,9 @@ def test_calls_are_bounded_by_the_chunk(conn, many):
     ids = jobs.enqueue_many(many, Q, [str(i) for i in range(7)], chunk=3)
     assert sent == [("enqueue_many", 5 + 9), ("enqueue_many", 5 + 9), ("enqueue_many", 5 + 3)]
     assert len(set(ids)) == 7 and conn.client.zrange(base(Q) + "pending", 0, -1) == ids
-    assert jobs.enqueue_many(many, Q, []) == [] and len(sent) == 3      # nothing to send
+    assert jobs.enqueue_many(many, Q, []) == [] and len(sent) == 3  # nothing to send
     sent.clear()
-    jobs.enqueue_many(many, Q, ["{}"] * (jobs.CHUNK + 1))                # the default chunk
+    jobs.enqueue_many(many, Q, ["{}"] * (jobs.CHUNK + 1))  # the default chunk
     assert [n for _, n in sent] == [5 + 3 * jobs.CHUNK, 5 + 3]
 
 
@@ -179,11 +194,15 @@ def test_a_read_only_session_refuses_before_any_write(conn):
     assert dump(conn) == before
 
 
-@pytest.mark.parametrize("argv", [
-    ["", "soon", "0", "3", "1000", "j_a", "{}", ""],             # a delay that is not whole
-    ["", "0", "0", "three", "1000", "j_a", "{}", ""],           # attempts that are not whole
-    ["", "0", "0", "3", "1000", "j_a", "{}", "", "j_b", "{}"],   # a job without its dedup slot
-], ids=["delay", "attempts", "broken triple"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["", "soon", "0", "3", "1000", "j_a", "{}", ""],  # a delay that is not whole
+        ["", "0", "0", "three", "1000", "j_a", "{}", ""],  # attempts that are not whole
+        ["", "0", "0", "3", "1000", "j_a", "{}", "", "j_b", "{}"],  # a job without its dedup slot
+    ],
+    ids=["delay", "attempts", "broken triple"],
+)
 def test_the_script_checks_its_whole_chunk_before_the_first_write(conn, many, argv):
     before = dump(conn)
     with pytest.raises(EMQError):

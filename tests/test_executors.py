@@ -71,8 +71,11 @@ def strip_volatile(snapshot):
         if kind == "hash" and "claimed_at" in v:
             return {**v, "claimed_at": "<time>"}
         return v
-    return {re.sub(r":lat:(\w+):\d+$", r":lat:\1:<minute>", k): (kind, steady(k, kind, v), ttl)
-            for k, (kind, v, ttl) in snapshot.items()}
+
+    return {
+        re.sub(r":lat:(\w+):\d+$", r":lat:\1:<minute>", k): (kind, steady(k, kind, v), ttl)
+        for k, (kind, v, ttl) in snapshot.items()
+    }
 
 
 @pytest.mark.parametrize("name,call", CASES, ids=[c[0] for c in CASES])
@@ -84,7 +87,7 @@ def test_function_executor_matches_the_script_for_flat_rows(conn, connect_as, na
     restore(conn, start)
     assert dump(conn) == start
     fn = connect_as("function")
-    fn.token = conn.token                      # the same worker identity on the lock
+    fn.token = conn.token  # the same worker identity on the lock
     function_reply = outcome(call, fn)
     fn.client.function_flush()
     function_after = dump(conn)
@@ -95,7 +98,7 @@ def test_function_executor_matches_the_script_for_flat_rows(conn, connect_as, na
 def test_function_claim_is_one_round_trip(conn, connect_as):
     fn = connect_as("function")
     jobs.enqueue(fn, Q, "x")
-    jobs.claim(fn, Q, 1000)                    # loads the library
+    jobs.claim(fn, Q, 1000)  # loads the library
     jobs.enqueue(fn, Q, "y")
     sent = []
     real = fn.client.execute_command
@@ -126,7 +129,7 @@ def test_function_reprocess_refuses_a_grouped_dead_row(conn, connect_as):
         jobs.reprocess_job(fn, Q, jid)
     assert "reprocess lane not native" in info.value.detail
     assert dump(conn) == before
-    jobs.reprocess_job(connect_as("script"), Q, jid)   # the script carries it to its lane
+    jobs.reprocess_job(connect_as("script"), Q, jid)  # the script carries it to its lane
     assert conn.client.zrange(f"emq:{{{Q}}}:g:acme:pending", 0, -1) == [jid]
 
 
@@ -140,7 +143,10 @@ def test_native_line_is_echomqs_own_byte_for_byte(conn, connect_as):
 
     native.client.execute_command = record
     from emq_notebook.errors import NativeUnavailable
+
     with pytest.raises(NativeUnavailable):
         jobs.reprocess_job(native, Q, "j_01ABC")
-    assert " ".join(map(str, sent[0])) == \
-        "EMQ.REPROCESS 4 emq:{mail}:job:j_01ABC emq:{mail}:dead emq:{mail}:pending emq:{mail}: j_01ABC"
+    assert (
+        " ".join(map(str, sent[0]))
+        == "EMQ.REPROCESS 4 emq:{mail}:job:j_01ABC emq:{mail}:dead emq:{mail}:pending emq:{mail}: j_01ABC"
+    )

@@ -31,8 +31,7 @@ N = 3000
 @pytest.fixture
 def server(tmp_path):
     """A Valkey with AOF on, its data in tmp_path, so a restart finds every acknowledged write."""
-    srv = ValkeyServer(host="127.0.0.1", data_dir=tmp_path, save="", appendonly="yes",
-                       appendfsync="always")
+    srv = ValkeyServer(host="127.0.0.1", data_dir=tmp_path, save="", appendonly="yes", appendfsync="always")
     srv.start()
     yield srv
     if srv.is_running():
@@ -42,7 +41,7 @@ def server(tmp_path):
 def restart(srv: ValkeyServer) -> None:
     port = srv.port
     srv.terminate()
-    srv._desired_port = port          # the same address, so the client reconnects by itself
+    srv._desired_port = port  # the same address, so the client reconnects by itself
     srv.start()
 
 
@@ -76,6 +75,7 @@ def kill_after(srv: ValkeyServer, calls: int):
         seen["calls"] = call
         if call == calls:
             threading.Thread(target=os.kill, args=(pid, signal.SIGKILL)).start()
+
     return progress, seen
 
 
@@ -93,8 +93,8 @@ def test_obliterate_all_killed_midway_converges(server):
     assert seen["calls"] >= 3
     restart(server)
     left = admin.job_count(conn, Q)
-    assert 0 < left < N                        # some calls landed, the rest did not
-    assert admin.is_paused(conn, Q)            # the gate survived the crash
+    assert 0 < left < N  # some calls landed, the rest did not
+    assert admin.is_paused(conn, Q)  # the gate survived the crash
     admin.obliterate_all(conn, Q, budget=100)
     assert keys_of(conn, Q) == []
     assert jobs.get_job(conn, NEIGHBOUR, "j_keep")["payload"] == "keep me"
@@ -126,8 +126,9 @@ def test_bulk_reprocess_killed_midway_loses_no_job(server):
     n = 1200
     with unsynced(conn):
         for i in range(n):
-            jobs.enqueue(conn, Q, str(i), id=f"j{i:05d}", max_attempts=1,
-                         group="acme" if i % 7 == 0 else None)
+            jobs.enqueue(
+                conn, Q, str(i), id=f"j{i:05d}", max_attempts=1, group="acme" if i % 7 == 0 else None
+            )
         lanes.set_limit(conn, Q, "acme", n)
         for _ in range(n):
             got = jobs.claim(conn, Q, 60_000) or lanes.claim(conn, Q, 60_000)
@@ -168,6 +169,7 @@ def test_a_magic_losing_its_server_says_one_line_and_recovers(server, ip):
         assert result.error_in_exec is None and result.result["payload"] == "{}"
     finally:
         from emq_notebook.magics import SESSION
+
         SESSION.conn = emq.connect(embedded="fake")
 
 
@@ -191,7 +193,7 @@ def test_a_worker_outlives_a_server_restart(server):
         time.sleep(0.01)
     os.kill(server._process.pid, signal.SIGKILL)
     server._process.wait(5)
-    time.sleep(0.5)                                  # the worker meets the fault, more than once
+    time.sleep(0.5)  # the worker meets the fault, more than once
     restart(server)
     thread.join(60)
     assert not thread.is_alive() and worker.wire_faults >= 1

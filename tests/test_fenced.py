@@ -29,7 +29,7 @@ P = f"emq:{{{Q}}}:"
 EXECUTORS = ("script", "function")
 FIELDS = ("attempts", "failures", "stalled", "max_attempts", "backoff", "priority")
 BAD = ("three", "", "1e999", "nan")
-SHORT = 1          # a lease (or a delay) that is over a moment later: see `until_past`
+SHORT = 1  # a lease (or a delay) that is over a moment later: see `until_past`
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +86,7 @@ def refused_unchanged(conn, call, cls=BadRow):
 
 
 # -- 1. a bad row refuses before the first write --------------------------------
+
 
 @pytest.mark.parametrize("field", FIELDS)
 @pytest.mark.parametrize("value", BAD)
@@ -153,8 +154,11 @@ def test_the_issue_example_a_bad_max_attempts_is_never_lost(conn, ex):
 def test_a_bad_lane_meta_or_metrics_keep_refuses_complete_and_fail(conn, ex, verb):
     jobs.enqueue(conn, Q, "x", id="j_1", group="acme")
     lanes.claim(ex, Q, 60_000)
-    finish = (lambda: jobs.complete(ex, Q, "j_1")) if verb == "complete" else \
-        (lambda: jobs.fail(ex, Q, "j_1", "boom"))
+    finish = (
+        (lambda: jobs.complete(ex, Q, "j_1"))
+        if verb == "complete"
+        else (lambda: jobs.fail(ex, Q, "j_1", "boom"))
+    )
     conn.client.hset(P + "g:acme:meta", "active", "lots")
     refused_unchanged(conn, finish)
     conn.client.hset(P + "g:acme:meta", "active", "1")
@@ -303,8 +307,12 @@ def test_repeat_tick_skips_a_bad_definition(conn, ex):
     repeat.register(ex, Q, "good", 1, "{}")
     repeat.register(ex, Q, "bad", 1, "{}")
     defs = P + "repeat:defs"
-    for bad in ('{"every": "soon", "payload": "{}"}', "not json", '{"every": 1}',
-                '{"every": 1, "payload": "{}", "max_attempts": "three"}'):
+    for bad in (
+        '{"every": "soon", "payload": "{}"}',
+        "not json",
+        '{"every": 1}',
+        '{"every": 1, "payload": "{}", "max_attempts": "three"}',
+    ):
         conn.client.hset(defs, "bad", bad)
         conn.client.zadd(P + "repeat", {"bad": 0})
         until_past(conn, P + "repeat")
@@ -374,6 +382,7 @@ def test_a_claim_script_called_with_a_bad_lease_writes_nothing(conn, ex):
 
 # -- 3. a stale worker cannot win ---------------------------------------------------
 
+
 @pytest.mark.parametrize("verb", ("complete", "fail"))
 @pytest.mark.parametrize("group", (None, "acme"))
 def test_a_worker_whose_lease_was_lost_is_refused_not_owner(conn, connect_as, verb, group):
@@ -386,8 +395,11 @@ def test_a_worker_whose_lease_was_lost_is_refused_not_owner(conn, connect_as, ve
         until_past(conn, P + "active")
         assert jobs.expire_leases(conn, Q) == 1
         assert claim(second, Q, 60_000) == ("j_1", "x", 2)
-        stale = (lambda first=first: jobs.complete(first, Q, "j_1")) if verb == "complete" else \
-            (lambda first=first: jobs.fail(first, Q, "j_1", "late"))
+        stale = (
+            (lambda first=first: jobs.complete(first, Q, "j_1"))
+            if verb == "complete"
+            else (lambda first=first: jobs.fail(first, Q, "j_1", "late"))
+        )
         refused_unchanged(conn, stale, NotOwner)
         jobs.complete(second, Q, "j_1")
         assert consistency_problems(conn, Q) == []
@@ -397,7 +409,7 @@ def test_the_owner_is_on_the_row_so_an_expired_lock_key_does_not_open_the_fence(
     other = ex.with_executor(ex.executor)
     jobs.enqueue(conn, Q, "x", id="j_1")
     jobs.claim(ex, Q, 60_000)
-    conn.client.delete(P + "job:j_1:lock")     # the PX lock key gone, the job still in active
+    conn.client.delete(P + "job:j_1:lock")  # the PX lock key gone, the job still in active
     refused_unchanged(conn, lambda: jobs.fail(other, Q, "j_1", "late"), NotOwner)
     assert jobs.fail(ex, Q, "j_1", "boom") == "retry"
 
@@ -415,11 +427,11 @@ def test_worker_survives_a_lost_lease_and_a_vanished_job(conn, connect_as, caplo
         jobs.enqueue(conn, Q, str(i), id=f"j_{i}", max_attempts=5)
 
     def handler(job_id, payload, attempts):
-        if job_id == "j_0":            # the lease runs out and another worker takes it
+        if job_id == "j_0":  # the lease runs out and another worker takes it
             until_past(conn, P + "active")
             jobs.expire_leases(thief, Q)
             jobs.claim(thief, Q, 60_000)
-        elif job_id == "j_1":          # an operator finished it under the worker
+        elif job_id == "j_1":  # an operator finished it under the worker
             jobs.complete(conn, Q, job_id)
             raise RuntimeError("and then the handler failed")
 
@@ -440,6 +452,7 @@ def test_worker_survives_a_claim_refused_bad_row(conn, caplog):
 
 
 # -- 5. ghosts ------------------------------------------------------------------------
+
 
 def test_remove_cleans_a_ghost_and_still_answers_gone(conn, ex):
     for state in ("pending", "active", "schedule", "dead"):
@@ -462,13 +475,18 @@ def test_remove_jobs_cleans_ghosts(conn, ex):
 
 # -- 7. an id given twice ------------------------------------------------------------------
 
+
 def test_remove_jobs_answers_what_happened_to_an_id_given_twice(conn, ex):
     jobs.enqueue(conn, Q, "x", id="a")
     jobs.enqueue(conn, Q, "y", id="b")
-    jobs.claim(conn, Q, 60_000)                      # a is held now
+    jobs.claim(conn, Q, 60_000)  # a is held now
     jobs.enqueue(conn, Q, "z", id="c")
-    assert admin.remove_jobs(ex, Q, ["c", "a", "c", "b", "a", "none", "none"]) == \
-        {"c": "removed", "a": "locked", "b": "removed", "none": "gone"}
+    assert admin.remove_jobs(ex, Q, ["c", "a", "c", "b", "a", "none", "none"]) == {
+        "c": "removed",
+        "a": "locked",
+        "b": "removed",
+        "none": "gone",
+    }
     assert list(admin.remove_jobs(ex, Q, ["c", "a", "c"])) == ["c", "a"]
     assert consistency_problems(conn, Q) == []
 
@@ -509,6 +527,7 @@ def test_expire_and_promote_drop_ghosts_uncounted(conn, ex):
 
 # -- 4. obliterate: "ok" means nothing is left -------------------------------------------
 
+
 def _filler(conn, n: int) -> None:
     """Keys of another queue, so the keyspace is larger than one call's SCAN pass."""
     pipe = conn.client.pipeline(transaction=False)
@@ -538,6 +557,7 @@ def test_obliterate_finds_keys_made_between_bounded_calls(conn, ex, filler):
 
 
 # -- 1. (again) the metrics record never fails a transition half-way ----------------------
+
 
 @pytest.mark.parametrize("verb", ("complete", "fail"))
 @pytest.mark.parametrize("damage", ("bucket", "type"))

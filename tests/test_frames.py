@@ -17,7 +17,7 @@ def test_snapshot_has_one_row_per_job_with_its_set_and_row(conn):
     s = jobs.enqueue(conn, Q, '{"s": 1}', id="j_s", delay_ms=60_000)
     d = jobs.enqueue(conn, Q, '{"d": 1}', id="j_0d", max_attempts=1)
     a = jobs.enqueue(conn, Q, '{"a": 1}', id="j_a")
-    assert jobs.claim(conn, Q, 60_000)[0] == d      # priority 0, first id
+    assert jobs.claim(conn, Q, 60_000)[0] == d  # priority 0, first id
     jobs.fail(conn, Q, d, "boom")
     assert jobs.claim(conn, Q, 60_000)[0] == a
     jobs.update_progress(conn, Q, a, "30")
@@ -35,7 +35,7 @@ def test_snapshot_has_one_row_per_job_with_its_set_and_row(conn):
     assert snap.loc[a, "at"] > pd.Timestamp.now(tz="UTC")
     dead = frames.snapshot(conn, Q, states="dead")
     assert list(dead.index) == [d]
-    assert list(frames.snapshot(conn, Q, states=("pending",), limit=1).index) == [p]   # flat before lanes
+    assert list(frames.snapshot(conn, Q, states=("pending",), limit=1).index) == [p]  # flat before lanes
 
 
 def plain(frame):
@@ -49,7 +49,7 @@ def test_limit_caps_the_rows_in_all_in_snapshot_order(conn):
     lane_b = [jobs.enqueue(conn, Q, "{}", id=f"j_b{i}", group="b") for i in range(2)]
     later = [jobs.enqueue(conn, Q, "{}", id=f"j_s{i}", delay_ms=60_000) for i in range(2)]
     everything = frames.snapshot(conn, Q)
-    assert list(everything.index) == flat + later + lane_a + lane_b     # states, then the lanes
+    assert list(everything.index) == flat + later + lane_a + lane_b  # states, then the lanes
     for n in (1, 3, 4, 6, 9, 50):
         capped = frames.snapshot(conn, Q, limit=n)
         # (a text column with no text is object, as pandas infers it: dtypes may differ)
@@ -59,13 +59,14 @@ def test_limit_caps_the_rows_in_all_in_snapshot_order(conn):
 
 
 def test_a_limited_snapshot_reads_only_the_rows_it_shows(conn):
-    ids = [jobs.enqueue(conn, Q, "{}") for _ in range(30)] + \
-        [jobs.enqueue(conn, Q, "{}", group=f"g{i % 3}") for i in range(30)]
+    ids = [jobs.enqueue(conn, Q, "{}") for _ in range(30)] + [
+        jobs.enqueue(conn, Q, "{}", group=f"g{i % 3}") for i in range(30)
+    ]
     asked = []
     real = conn.run
 
     def recorded(name, keys, args=(), **kw):
-        asked.append(list(args[1 + len(frames.FIELDS):]))       # the ids after the fields
+        asked.append(list(args[1 + len(frames.FIELDS) :]))  # the ids after the fields
         return real(name, keys, args, **kw)
 
     conn.run = recorded
@@ -97,8 +98,15 @@ def test_queues_and_counts(conn):
     admin.pause(conn, "b")
     assert frames.queues(conn) == ["a", "b"]
     c = frames.counts(conn)
-    assert c.loc["a"].to_dict() == {"pending": 4, "active": 0, "schedule": 0, "dead": 0,
-                                    "paused": False, "lanes": 1, "repeatables": 0}
+    assert c.loc["a"].to_dict() == {
+        "pending": 4,
+        "active": 0,
+        "schedule": 0,
+        "dead": 0,
+        "paused": False,
+        "lanes": 1,
+        "repeatables": 0,
+    }
     assert c.loc["b", "schedule"] == 1 and bool(c.loc["b", "paused"]) and c.loc["b", "repeatables"] == 1
 
 
@@ -119,7 +127,7 @@ def test_snapshot_pages_with_offset_cover_each_set_once_in_set_order(conn):
     lane = [jobs.enqueue(conn, Q, str(i), id=f"j_g{i}", group="acme") for i in range(3)]
     pages = [frames.snapshot(conn, Q, states="schedule", limit=10, offset=o) for o in (0, 10, 20, 30)]
     assert [len(p) for p in pages] == [10, 10, 3, 0]
-    assert [i for p in pages for i in p.index] == ids           # due order, no overlap, no gap
+    assert [i for p in pages for i in p.index] == ids  # due order, no overlap, no gap
     assert list(pages[3].columns) == frames.COLUMNS
     # pending: the flat backlog, then each lane, paged as one order
     page = frames.snapshot(conn, Q, states="pending", limit=2, offset=1)
@@ -148,16 +156,23 @@ def test_a_resp2_client_reads_the_same_snapshot(conn, backend, request):
     import redis
 
     from emq_notebook import connector, decoding
+
     jobs.enqueue(conn, Q, "{}", id="j_p", priority=3)
     jobs.enqueue(conn, Q, "{}", id="j_s", delay_ms=60_000)
     jobs.enqueue(conn, Q, "{}", id="j_g", group="acme")
     if backend == "fake":
-        client = fakeredis.FakeRedis(server=connector.fake_server(), decode_responses=True,
-                                     encoding_errors=decoding.ERRORS, protocol=2)
+        client = fakeredis.FakeRedis(
+            server=connector.fake_server(), decode_responses=True, encoding_errors=decoding.ERRORS, protocol=2
+        )
     else:
         kw = conn.client.connection_pool.connection_kwargs
-        client = redis.Redis(host=kw["host"], port=kw["port"], decode_responses=True,
-                             encoding_errors=decoding.ERRORS, protocol=2)
+        client = redis.Redis(
+            host=kw["host"],
+            port=kw["port"],
+            decode_responses=True,
+            encoding_errors=decoding.ERRORS,
+            protocol=2,
+        )
     resp2 = connector.Connection(client, "resp2")
     assert plain(frames.snapshot(resp2, Q)) == plain(frames.snapshot(conn, Q))
     assert plain(frames.snapshot(resp2, Q, limit=2)) == plain(frames.snapshot(conn, Q).head(2))

@@ -44,6 +44,7 @@ def test_percentiles_are_within_ten_percent_of_the_exact_ones(conn, connect_as, 
 
     def handler(job_id, payload, attempts):
         import time
+
         time.sleep(sleeps[job_id])
         raise RuntimeError("planned")
 
@@ -71,7 +72,8 @@ def test_percentiles_are_within_ten_percent_of_the_exact_ones(conn, connect_as, 
     # the run times are the handler's sleeps (a run is at least its sleep)
     every_run = [r for rs in runs.values() for r in rs]
     assert min(every_run) >= 20 and exact(every_run, 0.5) >= 0.9 * exact(
-        [round(s * 1000) for s in sleeps.values()], 0.5)
+        [round(s * 1000) for s in sleeps.values()], 0.5
+    )
 
 
 def test_completed_runs_are_within_ten_percent(conn):
@@ -83,13 +85,14 @@ def test_completed_runs_are_within_ten_percent(conn):
         jobs.enqueue(conn, Q, "{}", id=f"j_{i:03d}")
     while (got := jobs.claim(conn, Q, 60_000)) is not None:
         import time
+
         time.sleep(rng.uniform(0.02, 0.2))
         claimed = int(conn.client.hget(P + "job:" + got.id, "claimed_at"))
         before = health.server_ms(conn)
         jobs.complete(conn, Q, got.id)
         bounds.append((before - claimed, health.server_ms(conn) - claimed))
     lat = frames.latency(conn, Q)
-    if len(lat) == 1:        # one minute: the whole run is in its histogram
+    if len(lat) == 1:  # one minute: the whole run is in its histogram
         for name, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
             lo, hi = exact([b[0] for b in bounds], p), exact([b[1] for b in bounds], p)
             assert lo * 0.9 <= lat.iloc[0][f"run_{name}"] <= hi * 1.1
@@ -114,6 +117,7 @@ def test_the_histogram_reads_back_within_five_percent():
 
 
 # -- the verdicts: one staged queue each ------------------------------------------
+
 
 def run_jobs(conn, q, n, fail=0):
     """Enqueue `n` jobs and work them: the first `fail` raise (one attempt, so dead)."""

@@ -51,12 +51,15 @@ def work(conn, q=Q, n=4, fail=0):
 
 # -- MetricsView -----------------------------------------------------------------
 
+
 def test_metrics_view_shows_both_plots_and_when(conn):
     work(conn, n=5, fail=1)
     view = MetricsView(conn, Q, refresh_every=0.5, auto=False)
     outs = view.out.outputs
-    assert [o["data"]["text/plain"] for o in outs] == [f"{Q}: jobs per minute, last 1 h",
-                                                       f"{Q}: wait and run time, last 1 h"]
+    assert [o["data"]["text/plain"] for o in outs] == [
+        f"{Q}: jobs per minute, last 1 h",
+        f"{Q}: wait and run time, last 1 h",
+    ]
     assert all(base64.b64decode(o["data"]["image/png"])[:4] == b"\x89PNG" for o in outs)
     assert view.summary["claimed"] == 5 and view.summary["failed"] == 1
     assert view.summary["completed"] == 4
@@ -74,12 +77,12 @@ def test_metrics_view_refreshes_in_one_thread_until_stopped(conn):
     assert view.running and threads() == [f"emq-metrics-{Q}"]
     assert "every 0.5s" in view.refreshed.value and view.stop_button.description == "Stop"
     work(conn, n=3)
-    assert until(lambda: view.summary.get("claimed") == 3)        # the thread drew it
+    assert until(lambda: view.summary.get("claimed") == 3)  # the thread drew it
     view.stop_button.click()
     assert not view.running and threads() == [] and view.stop_button.description == "Start"
     seen = view.refreshes
     time.sleep(1.2)
-    assert view.refreshes == seen                                   # stopped means stopped
+    assert view.refreshes == seen  # stopped means stopped
     view.stop_button.click()
     assert view.running and threads() == [f"emq-metrics-{Q}"]
     view.close()
@@ -108,7 +111,7 @@ def test_a_metrics_view_that_loses_the_server_says_so(backend, capfd):
         assert view.status_text.startswith("error: lost the server at ")
         view.say("")
         assert until(lambda: view.status_text.startswith("error: lost the server at "))
-        assert view.running                                          # it keeps trying
+        assert view.running  # it keeps trying
     finally:
         connector.fake_server().connected = True
     view.close()
@@ -126,15 +129,16 @@ def test_a_bad_window_or_interval_is_refused_before_any_io():
 
 # -- HealthView ------------------------------------------------------------------
 
+
 def test_health_view_colours_every_queue_by_its_verdict(conn):
-    work(conn, "mail", n=4, fail=3)             # failing
-    work(conn, "fine", n=3)                      # ok
+    work(conn, "mail", n=4, fail=3)  # failing
+    work(conn, "fine", n=3)  # ok
     jobs.enqueue(conn, "held", "x")
-    admin.pause(conn, "held")                   # paused
+    admin.pause(conn, "held")  # paused
     view = HealthView(conn)
     assert view.verdicts == {"fine": "ok", "held": "paused", "mail": "failing"}
     for q, verdict in view.verdicts.items():
-        badge = f'background:{VERDICT_COLOURS[verdict]};color:white'
+        badge = f"background:{VERDICT_COLOURS[verdict]};color:white"
         row = next(r for r in view.table.value.split("<tr>") if r.startswith(f"<td>{q}</td>"))
         assert badge in row and f">{verdict}</span>" in row
     assert view.status_text == "needs a look: mail"

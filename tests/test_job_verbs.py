@@ -44,7 +44,7 @@ def test_a_missing_row_refuses_gone_and_writes_nothing(conn, name, call):
     with pytest.raises(Gone) as info:
         call(conn)
     assert info.value.reason == "gone" and info.value.job == "j_none"
-    assert dump(conn) == before             # no stray :logs list, no row
+    assert dump(conn) == before  # no stray :logs list, no row
 
 
 def test_update_data_replaces_the_payload(conn):
@@ -93,14 +93,14 @@ def test_remove_job_from_any_set(conn, where):
 
 def test_remove_refuses_a_locked_job_untouched(conn):
     jid = jobs.enqueue(conn, Q, "x")
-    jobs.claim(conn, Q, 60_000)                 # the :lock key is held
+    jobs.claim(conn, Q, 60_000)  # the :lock key is held
     before = dump(conn)
     with pytest.raises(Locked) as info:
         jobs.remove_job(conn, Q, jid)
     assert info.value.reason == "locked"
     assert dump(conn) == before
     other = jobs.enqueue(conn, Q, "y")
-    conn.client.hset(f"emq:{{{Q}}}:job:{other}", "lock", "worker-7")   # a lock field
+    conn.client.hset(f"emq:{{{Q}}}:job:{other}", "lock", "worker-7")  # a lock field
     before = dump(conn)
     with pytest.raises(Locked):
         jobs.remove_job(conn, Q, other)
@@ -111,7 +111,7 @@ def test_removing_an_in_flight_grouped_job_gives_its_slot_back(conn):
     jid = jobs.enqueue(conn, Q, "x", group="acme")
     waiting = jobs.enqueue(conn, Q, "y", group="acme")
     lanes.claim(conn, Q, 60_000)
-    assert lanes.claim(conn, Q, 60_000) is None          # limit 1: the lane is full
+    assert lanes.claim(conn, Q, 60_000) is None  # limit 1: the lane is full
     # the worker died; its lock lapsed before the lease sweep ran
     conn.client.delete(f"emq:{{{Q}}}:job:{jid}:lock")
     jobs.remove_job(conn, Q, jid)

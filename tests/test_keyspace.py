@@ -21,14 +21,19 @@ def test_keys_are_byte_exact():
     assert keyspace.latency_key("mail", "wait", 29_000_000) == "emq:{mail}:lat:wait:29000000"
     assert keyspace.latency_key("mail", "run", 7) == "emq:{mail}:lat:run:7"
     assert keyspace.latency_index_key("mail") == "emq:{mail}:lat:minutes"
-    for bad in (lambda: keyspace.metrics_key("mail", "x"), lambda: keyspace.latency_key("mail", "x", 1),
-                lambda: keyspace.latency_key("mail", "wait", "1}")):
+    for bad in (
+        lambda: keyspace.metrics_key("mail", "x"),
+        lambda: keyspace.latency_key("mail", "x", 1),
+        lambda: keyspace.latency_key("mail", "wait", "1}"),
+    ):
         with pytest.raises(InvalidName):
             bad()
 
 
-@pytest.mark.parametrize("bad", ["", "a{b", "a}b", "a:b", "a b", "a\tb", "a\nb", "a\x00b",
-                                 "a*b", "a?b", "a[b]", "é", "x" * 129, None, 7])
+@pytest.mark.parametrize(
+    "bad",
+    ["", "a{b", "a}b", "a:b", "a b", "a\tb", "a\nb", "a\x00b", "a*b", "a?b", "a[b]", "é", "x" * 129, None, 7],
+)
 def test_gate_refuses_bad_names(bad):
     with pytest.raises(InvalidName) as info:
         keyspace.queue_key(bad, "meta")
@@ -47,12 +52,14 @@ def test_ids_are_branded_and_sort_in_the_order_made():
 def test_gate_runs_before_any_io():
     # nothing listens on port 1: a verb that reached the wire would raise WireError
     conn = emq.connect("redis://127.0.0.1:1/0")
-    for call in (lambda: admin.pause(conn, "bad:name"),
-                 lambda: admin.drain(conn, "{x}"),
-                 lambda: jobs.enqueue(conn, "mail", "{}", id="a b"),
-                 lambda: jobs.reprocess_job(conn, "mail", "j\x00"),
-                 lambda: jobs.get_job(conn, "", "j_1"),
-                 lambda: admin.remove_jobs(conn, "mail", ["ok", "bad:id"])):
+    for call in (
+        lambda: admin.pause(conn, "bad:name"),
+        lambda: admin.drain(conn, "{x}"),
+        lambda: jobs.enqueue(conn, "mail", "{}", id="a b"),
+        lambda: jobs.reprocess_job(conn, "mail", "j\x00"),
+        lambda: jobs.get_job(conn, "", "j_1"),
+        lambda: admin.remove_jobs(conn, "mail", ["ok", "bad:id"]),
+    ):
         with pytest.raises(InvalidName):
             call()
     with pytest.raises(emq.WireError):

@@ -1,6 +1,5 @@
 """Grouped lanes on both backends: limits, round-robin, lane pause, the slot accounting."""
 
-
 from emq_notebook import admin, jobs, lanes
 
 Q = "work"
@@ -14,7 +13,7 @@ def test_grouped_jobs_wait_in_their_lane(conn):
     jid = jobs.enqueue(conn, Q, "x", group="acme")
     assert conn.client.zrange(f"emq:{{{Q}}}:g:acme:pending", 0, -1) == [jid]
     assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 0
-    assert jobs.claim(conn, Q, 1000) is None      # the flat claim does not see lanes
+    assert jobs.claim(conn, Q, 1000) is None  # the flat claim does not see lanes
     assert lanes.claim(conn, Q, 1000)[0] == jid
     assert lane_active(conn, "acme") == 1
 
@@ -34,7 +33,7 @@ def test_lane_limit_holds_and_complete_gives_the_slot_back(conn):
     lanes.set_limit(conn, Q, "acme", 2)
     a = lanes.claim(conn, Q, 1000)
     b = lanes.claim(conn, Q, 1000)
-    assert lanes.claim(conn, Q, 1000) is None      # at its limit
+    assert lanes.claim(conn, Q, 1000) is None  # at its limit
     assert lane_active(conn, "acme") == 2
     jobs.complete(conn, Q, a[0])
     assert lane_active(conn, "acme") == 1
@@ -51,6 +50,7 @@ def test_fail_and_expiry_keep_the_count_balanced(conn):
     jobs.fail(conn, Q, x, "bad")
     assert lane_active(conn, "acme") == 1
     import time
+
     time.sleep(0.05)
     assert jobs.expire_leases(conn, Q) == 1
     assert lane_active(conn, "acme") == 0
@@ -65,7 +65,7 @@ def test_lane_pause_and_queue_pause(conn):
     assert lanes.claim(conn, Q, 1000) is None
     lanes.resume_lane(conn, Q, "a")
     admin.pause(conn, Q)
-    assert lanes.claim(conn, Q, 1000) is None       # the queue-wide gate covers lanes
+    assert lanes.claim(conn, Q, 1000) is None  # the queue-wide gate covers lanes
     admin.resume(conn, Q)
     assert lanes.claim(conn, Q, 1000)[1] == "a"
     info = lanes.lanes(conn, Q)
@@ -77,6 +77,7 @@ def test_a_retried_grouped_job_returns_to_its_lane(conn):
     lanes.claim(conn, Q, 1000)
     assert jobs.fail(conn, Q, jid, "once") == "retry"
     import time
+
     time.sleep(0.02)
     jobs.promote(conn, Q)
     assert conn.client.zrange(f"emq:{{{Q}}}:g:acme:pending", 0, -1) == [jid]

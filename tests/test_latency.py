@@ -34,6 +34,7 @@ def samples(conn, kind: str) -> dict[str, int]:
 def bucket_of(ms: int) -> int:
     """The bucket the scripts put `ms` in: 0 for 0 ms, else 1 + floor(log_1.1 ms)."""
     import math
+
     return 0 if ms < 1 else math.floor(math.log(ms) / math.log(1.1)) + 1
 
 
@@ -146,15 +147,17 @@ def test_a_damaged_histogram_never_fails_a_transition(conn, ex):
     jobs.enqueue(conn, Q, "x", id="j_1")
     jobs.enqueue(conn, Q, "y", id="j_2")
     minute = int(conn.client.time()[0]) // 60
-    for m in (minute, minute + 1):                    # the claim may fall in the next minute
+    for m in (minute, minute + 1):  # the claim may fall in the next minute
         conn.client.set(P + f"lat:wait:{m}", "not a hash")
         conn.client.hset(P + f"lat:run:{m}", mapping={str(b): "lots" for b in range(80)})
     assert jobs.claim(ex, Q, 60_000).id == "j_1"
     jobs.complete(ex, Q, "j_1")
-    assert conn.client.get(P + f"lat:wait:{minute}") == "not a hash" or \
-        conn.client.get(P + f"lat:wait:{minute + 1}") == "not a hash"
+    assert (
+        conn.client.get(P + f"lat:wait:{minute}") == "not a hash"
+        or conn.client.get(P + f"lat:wait:{minute + 1}") == "not a hash"
+    )
     runs = [conn.client.hgetall(P + f"lat:run:{m}") for m in (minute, minute + 1)]
-    assert sum(1 for h in runs for v in h.values() if v == "1") == 1   # restarted at 1
+    assert sum(1 for h in runs for v in h.values() if v == "1") == 1  # restarted at 1
     conn.client.delete(P + "lat:minutes")
     conn.client.set(P + "lat:minutes", "not a zset")
     assert jobs.claim(ex, Q, 60_000).id == "j_2"

@@ -24,11 +24,10 @@ def test_connect_never_echoes_the_password(ip, capsys, valkey):
 
 
 def test_actions_print_one_line_and_queries_return_values(emq, conn, capsys):
-    jid = emq("enqueue mail '{\"to\": \"a\"}' --id j_1")
+    jid = emq('enqueue mail \'{"to": "a"}\' --id j_1')
     assert jid == "j_1"
     assert emq("pause mail") is None
-    assert capsys.readouterr().out.strip() == \
-        "paused mail: claims answer empty; the backlog is untouched"
+    assert capsys.readouterr().out.strip() == "paused mail: claims answer empty; the backlog is untouched"
     status = emq("status mail")
     assert isinstance(status, pd.DataFrame) and bool(status.loc["mail", "paused"])
     assert emq("claim mail") is None
@@ -107,8 +106,11 @@ def test_big_obliterate_asks_for_yes(emq, conn, confirm_above_3):
     for _ in range(5):
         jobs.enqueue(conn, "mail", "{}")
     emq("pause mail")
-    with pytest.raises(UsageProblem, match="obliterate mail would destroy 5 jobs on default "
-                                           r"\(.*, env not set\): add --yes"):
+    with pytest.raises(
+        UsageProblem,
+        match="obliterate mail would destroy 5 jobs on default "
+        r"\(.*, env not set\): add --yes",
+    ):
         emq("obliterate mail")
     assert conn.client.zcard("emq:{mail}:pending") == 5
     emq("obliterate mail --yes")
@@ -117,6 +119,7 @@ def test_big_obliterate_asks_for_yes(emq, conn, confirm_above_3):
 
 def test_big_drain_asks_for_yes_stating_the_count(emq, conn, confirm_above_3):
     from helpers import dump
+
     for _ in range(3):
         jobs.enqueue(conn, "mail", "{}")
     jobs.enqueue(conn, "mail", "{}", group="acme")
@@ -131,16 +134,26 @@ def test_big_drain_asks_for_yes_stating_the_count(emq, conn, confirm_above_3):
     assert conn.client.zcard("emq:{mail}:pending") == 0 and conn.client.zcard("emq:{mail}:schedule") == 1
 
 
-@pytest.mark.parametrize("line,error", [
-    ("frobnicate mail", UsageProblem), ("drain", UsageProblem),
-    ("drain mail --budget 0", UsageProblem), ("drain mail --bogus", UsageProblem),
-    ("jobs mail --state zombie", UsageProblem), ("enqueue mail '{}' --delay 5 parsecs", UsageProblem),
-    ("enqueue mail '{}' --delay fortnight", UsageProblem), ("data mail j_1 '{not json'", BadInput),
-    ("pause bad:name", InvalidName), ("reprocess mail", UsageProblem),
-    ("enqueue mail '{' ", BadInput), ("pause 'unclosed", UsageProblem),
-])
+@pytest.mark.parametrize(
+    "line,error",
+    [
+        ("frobnicate mail", UsageProblem),
+        ("drain", UsageProblem),
+        ("drain mail --budget 0", UsageProblem),
+        ("drain mail --bogus", UsageProblem),
+        ("jobs mail --state zombie", UsageProblem),
+        ("enqueue mail '{}' --delay 5 parsecs", UsageProblem),
+        ("enqueue mail '{}' --delay fortnight", UsageProblem),
+        ("data mail j_1 '{not json'", BadInput),
+        ("pause bad:name", InvalidName),
+        ("reprocess mail", UsageProblem),
+        ("enqueue mail '{' ", BadInput),
+        ("pause 'unclosed", UsageProblem),
+    ],
+)
 def test_errors_are_emq_errors_with_one_line(emq, conn, line, error):
     from helpers import dump
+
     before = dump(conn)
     with pytest.raises(error) as info:
         emq(line)
@@ -164,12 +177,13 @@ def test_help_and_the_docstring(ip, capsys):
 
 def test_cell_magic_stops_at_the_first_refusal(ip, conn, capsys):
     magics.SESSION.conn = conn
-    result = ip.run_cell_magic("emq", "", "enqueue mail '{}' --id j_c\n# a comment\n"
-                                          "reprocess mail j_c\npause mail\n")
+    result = ip.run_cell_magic(
+        "emq", "", "enqueue mail '{}' --id j_c\n# a comment\nreprocess mail j_c\npause mail\n"
+    )
     out = capsys.readouterr().out
     assert result[0] == "j_c" and result[-1].reason == "not_dead" and len(result) == 2
     assert "stopped at step 2 of 3: reprocess mail j_c" in out
-    assert not conn.client.hexists("emq:{mail}:meta", "paused")   # step 3 never ran
+    assert not conn.client.hexists("emq:{mail}:meta", "paused")  # step 3 never ran
 
 
 def test_cell_magic_error_names_the_step(ip, conn):
@@ -180,9 +194,10 @@ def test_cell_magic_error_names_the_step(ip, conn):
 
 # -- literal lines and {{name}} (#15.1) ----------------------------------------------
 
+
 def test_a_line_is_taken_literally(ip, emq, conn):
     ip.user_ns.update(price=5, y="EXPANDED", x="NO")
-    ip.run_cell("%emq enqueue mail '{\"cost\": \"$price\", \"a\": {\"b\": \"{y}\"}}' --id j_1")
+    ip.run_cell('%emq enqueue mail \'{"cost": "$price", "a": {"b": "{y}"}}\' --id j_1')
     assert conn.client.hget("emq:{mail}:job:j_1", "payload") == '{"cost": "$price", "a": {"b": "{y}"}}'
     ip.run_cell("%emq log mail j_1 cost $price {x} $$ {{")
     assert jobs.get_job_logs(conn, "mail", "j_1") == ["cost $price {x} $$ {{"]
@@ -191,13 +206,13 @@ def test_a_line_is_taken_literally(ip, emq, conn):
 
 
 def test_a_name_in_double_braces_is_the_variable(ip, emq, conn):
-    ip.user_ns.update(payload={"to": "ana@example.org", "n": [1, 2]}, jid="j_sub", note="a $b {c}",
-                      n=7)
+    ip.user_ns.update(payload={"to": "ana@example.org", "n": [1, 2]}, jid="j_sub", note="a $b {c}", n=7)
     ip.run_cell("%emq enqueue mail {{payload}} --id {{jid}}")
     assert conn.client.hget("emq:{mail}:job:j_sub", "payload") == '{"to": "ana@example.org", "n": [1, 2]}'
     ip.run_cell("%emq log mail j_sub {{note}} and {{n}}")
     assert jobs.get_job_logs(conn, "mail", "j_sub") == ["a $b {c} and 7"]
     from helpers import dump
+
     before = dump(conn)
     with pytest.raises(UsageProblem, match="no variable 'nope'") as info:
         emq("data mail j_sub {{nope}}")
@@ -205,6 +220,7 @@ def test_a_name_in_double_braces_is_the_variable(ip, emq, conn):
 
 
 # -- help (#15.2) and free text (#22.10) ----------------------------------------------
+
 
 @pytest.mark.parametrize("line", ["", "-h", "--help", "help", "   # only a comment"])
 def test_every_way_to_ask_shows_the_grammar(ip, capsys, line):
@@ -226,6 +242,7 @@ def test_one_verbs_help(ip, capsys, line):
 
 def test_help_words_in_free_text_and_payloads_are_data(emq, conn, capsys):
     from helpers import dump
+
     emq("enqueue mail '{}' --id j_1")
     emq("log mail j_1 the flag is --help and -h")
     emq("log mail j_1 trimmed --keep 1")
@@ -249,18 +266,20 @@ def test_a_cell_stops_at_a_line_that_did_not_run(ip, conn, capsys):
     out = capsys.readouterr().out
     assert "usage: %emq drain" in out and "stopped at step 2 of 3: drain mail -h" in out
     assert result == [None, None]
-    assert conn.client.hexists("emq:{mail}:meta", "paused")          # step 3 never ran
+    assert conn.client.hexists("emq:{mail}:meta", "paused")  # step 3 never ran
 
 
 def test_a_cell_returns_its_lines_results(ip, conn):
     magics.SESSION.conn = conn
-    result = ip.run_cell_magic("emq", "", "enqueue mail '{}' --id j_1\n\n# why\nstatus mail\n"
-                                          "logs mail j_1  # none yet\n")
+    result = ip.run_cell_magic(
+        "emq", "", "enqueue mail '{}' --id j_1\n\n# why\nstatus mail\nlogs mail j_1  # none yet\n"
+    )
     assert isinstance(result, magics.Steps) and result[0] == "j_1" and result[2] == []
     assert isinstance(result[1], pd.DataFrame) and result[1].loc["mail", "pending"] == 1
 
 
 # -- %config and limits (#15.3) -------------------------------------------------------
+
 
 @pytest.fixture
 def limit_5(ip):
@@ -287,6 +306,7 @@ def test_config_values_are_checked(ip):
     from traitlets import TraitError
 
     from emq_notebook.magics import EMQMagics
+
     magics_ = next(c for c in ip.configurables if isinstance(c, EMQMagics))
     for name, bad in (("budget", 0), ("confirm_above", -1), ("refresh_s", 0.0), ("executor", "lua")):
         with pytest.raises((TraitError, EMQError)):
@@ -296,6 +316,7 @@ def test_config_values_are_checked(ip):
 
 def test_config_budget_and_executor_are_the_defaults(ip, emq, conn, capsys):
     from emq_notebook import admin
+
     calls = []
     real = admin.drain
     ip.run_line_magic("config", "EMQMagics.budget = 2")
@@ -314,9 +335,11 @@ def test_config_budget_and_executor_are_the_defaults(ip, emq, conn, capsys):
 
 # -- named connections (#15.5) ----------------------------------------------------------
 
+
 def test_named_connections(ip, valkey, capsys):
     import emq_notebook
     from emq_notebook.errors import ReadOnly
+
     r = ip.run_line_magic
     url = f"redis://default:pw-hidden@127.0.0.1:{valkey.port}/0"
     r("emq", "connect --embedded fake --name staging --env staging")
@@ -346,21 +369,31 @@ def test_a_confirmation_names_the_connection_and_its_env(ip, conn, confirm_above
     for _ in range(5):
         jobs.enqueue(magics.SESSION.conn, "mail", "{}")
     label = re.escape(conn.label)
-    with pytest.raises(UsageProblem, match=rf"drain mail would destroy 5 jobs on ops \({label}, "
-                                           r"env production\): add --yes"):
+    with pytest.raises(
+        UsageProblem,
+        match=rf"drain mail would destroy 5 jobs on ops \({label}, "
+        r"env production\): add --yes",
+    ):
         ip.run_line_magic("emq", "drain mail")
 
 
 # -- one confirmation gate (#22.8) and small defects (#22.17) --------------------------
 
+
 def test_every_destructive_path_is_gated(emq, conn, confirm_above_3):
     from helpers import dump
+
     for _ in range(5):
         jobs.enqueue(conn, "mail", "{}", max_attempts=1)
     emq("pause mail")
     before = dump(conn)
-    for line in ("obliterate mail --step --budget 100000", "obliterate mail --force --step",
-                 "obliterate mail", "drain mail", "drain mail --include-schedule --budget 1"):
+    for line in (
+        "obliterate mail --step --budget 100000",
+        "obliterate mail --force --step",
+        "obliterate mail",
+        "drain mail",
+        "drain mail --include-schedule --budget 1",
+    ):
         with pytest.raises(UsageProblem, match="would destroy 5 jobs on default .*: add --yes"):
             emq(line)
     assert dump(conn) == before
@@ -371,7 +404,7 @@ def test_every_destructive_path_is_gated(emq, conn, confirm_above_3):
     before = dump(conn)
     with pytest.raises(UsageProblem, match="would reprocess 5 jobs"):
         emq("reprocess mail --all-dead")
-    assert emq("reprocess mail --all-dead --limit 3") is None        # 3 is not above the threshold
+    assert emq("reprocess mail --all-dead --limit 3") is None  # 3 is not above the threshold
     assert conn.client.zcard("emq:{mail}:dead") == 2
     emq("pause mail")
     assert emq("obliterate mail --step --budget 100000 --yes") is None
@@ -380,8 +413,9 @@ def test_every_destructive_path_is_gated(emq, conn, confirm_above_3):
 
 def test_obliterate_on_a_running_queue_draws_no_progress_bar(emq, conn, monkeypatch, capsys):
     drawn = []
-    monkeypatch.setattr(magics.SESSION, "progress",
-                        lambda label, total: drawn.append(label) or (lambda done: None))
+    monkeypatch.setattr(
+        magics.SESSION, "progress", lambda label, total: drawn.append(label) or (lambda done: None)
+    )
     jobs.enqueue(conn, "mail", "{}")
     result = emq("obliterate mail")
     assert result.reason == "not_paused" and drawn == []
@@ -410,6 +444,7 @@ def test_watch_seconds_must_be_positive(emq, value):
 
 # -- display of a refusal (#15.6) -------------------------------------------------------
 
+
 def test_a_refusal_shows_once_in_its_cell_and_again_later(ip, conn, capfd):
     magics.SESSION.conn = conn
     line = "refused: reprocess mail j_live — not_dead"
@@ -419,7 +454,7 @@ def test_a_refusal_shows_once_in_its_cell_and_again_later(ip, conn, capfd):
     assert capfd.readouterr().out.count(line) == 1
     ip.run_cell("r = %emq reprocess mail j_live", store_history=True)
     assert capfd.readouterr().out.count(line) == 1
-    ip.run_cell("r", store_history=True)                  # a later cell: shown again
+    ip.run_cell("r", store_history=True)  # a later cell: shown again
     assert capfd.readouterr().out.count(line) == 1
     ip.run_cell("display(r)", store_history=True)
     assert capfd.readouterr().out.count(line) == 1
@@ -427,7 +462,7 @@ def test_a_refusal_shows_once_in_its_cell_and_again_later(ip, conn, capfd):
     data, _ = refusal._repr_mimebundle_()
     assert data == {"text/plain": line, "text/html": f"<pre>{line}</pre>"}
     shown, _ = ip.display_formatter.format(NotDead("reprocess", "mail", "j_<x>"))
-    assert shown == {}          # published by the extension, not a bare repr
+    assert shown == {}  # published by the extension, not a bare repr
 
 
 def test_a_url_and_embedded_together_are_refused_by_the_magic(emq, conn, valkey):

@@ -35,15 +35,15 @@ PREFIX = f"emq:{{{Q}}}:"
 
 @dataclass
 class Job:
-    state: str                   # pending | active | schedule | dead
+    state: str  # pending | active | schedule | dead
     group: str | None
     dedup: str | None
     priority: int
     max_attempts: int
     backoff: int
-    score: int = 0               # its score in pending / its lane
-    due: bool = False            # in schedule and due after WAIT
-    short: bool = False          # in flight on a SHORT lease
+    score: int = 0  # its score in pending / its lane
+    due: bool = False  # in schedule and due after WAIT
+    short: bool = False  # in flight on a SHORT lease
     attempts: int = 0
     failures: int = 0
     stalled: int = 0
@@ -102,8 +102,13 @@ class QueueModel(RuleBasedStateMachine):
         return sum(1 for j in self.jobs.values() if j.group == g and j.state == "active")
 
     def runnable(self) -> list[str]:
-        return [g for g in GROUPS if not self.lane_paused[g] and self.lane_active(g) < self.limits[g]
-                and any(j.group == g and j.state == "pending" for j in self.jobs.values())]
+        return [
+            g
+            for g in GROUPS
+            if not self.lane_paused[g]
+            and self.lane_active(g) < self.limits[g]
+            and any(j.group == g and j.state == "pending" for j in self.jobs.values())
+        ]
 
     def head(self, group: str | None) -> str | None:
         waiting = [(j.score, i) for i, j in self.jobs.items() if j.state == "pending" and j.group == group]
@@ -116,24 +121,47 @@ class QueueModel(RuleBasedStateMachine):
         assert got == (expected_id, job.payload, job.attempts)
         job.state, job.short = "active", lease == SHORT
         if job.short:
-            time.sleep(WAIT)     # its lock is over before the next step reads the keyspace
+            time.sleep(WAIT)  # its lock is over before the next step reads the keyspace
 
     # -- the queue underneath -------------------------------------------------
-    @rule(group=st.sampled_from((None, *GROUPS)), delay=st.sampled_from((0, 0, SHORT, LONG)),
-          dedup=st.sampled_from((None, None, *DEDUPS)), priority=st.integers(0, 1),
-          max_attempts=st.integers(1, 2), backoff=st.sampled_from((0, LONG)))
+    @rule(
+        group=st.sampled_from((None, *GROUPS)),
+        delay=st.sampled_from((0, 0, SHORT, LONG)),
+        dedup=st.sampled_from((None, None, *DEDUPS)),
+        priority=st.integers(0, 1),
+        max_attempts=st.integers(1, 2),
+        backoff=st.sampled_from((0, LONG)),
+    )
     def enqueue(self, group, delay, dedup, priority, max_attempts, backoff):
         self.serial += 1
         job_id = f"j{self.serial:04d}"
-        got = jobs.enqueue(self.conn, Q, f'{{"n": {self.serial}}}', id=job_id, group=group,
-                           delay_ms=delay, priority=priority, max_attempts=max_attempts,
-                           dedup=dedup, backoff_ms=backoff)
+        got = jobs.enqueue(
+            self.conn,
+            Q,
+            f'{{"n": {self.serial}}}',
+            id=job_id,
+            group=group,
+            delay_ms=delay,
+            priority=priority,
+            max_attempts=max_attempts,
+            dedup=dedup,
+            backoff_ms=backoff,
+        )
         if dedup in self.dedup:
             assert got == self.dedup[dedup]
             return
         assert got == job_id
-        job = Job("schedule" if delay else "pending", group, dedup, priority, max_attempts, backoff,
-                  score=priority, due=delay == SHORT, payload=f'{{"n": {self.serial}}}')
+        job = Job(
+            "schedule" if delay else "pending",
+            group,
+            dedup,
+            priority,
+            max_attempts,
+            backoff,
+            score=priority,
+            due=delay == SHORT,
+            payload=f'{{"n": {self.serial}}}',
+        )
         self.jobs[job_id] = job
         if dedup:
             self.dedup[dedup] = job_id
@@ -195,7 +223,7 @@ class QueueModel(RuleBasedStateMachine):
     def expire(self):
         over = sorted(i for i, j in self.jobs.items() if j.state == "active" and j.short)
         if over:
-            time.sleep(WAIT)     # with none expected, the answer is 0 however long we wait
+            time.sleep(WAIT)  # with none expected, the answer is 0 however long we wait
         assert jobs.expire_leases(self.conn, Q) == len(over)
         for i in over:
             self.jobs[i].stalled += 1
@@ -205,7 +233,7 @@ class QueueModel(RuleBasedStateMachine):
     def promote(self):
         due = sorted(i for i, j in self.jobs.items() if j.state == "schedule" and j.due)
         if due:
-            time.sleep(WAIT)     # with none expected, the answer is 0 however long we wait
+            time.sleep(WAIT)  # with none expected, the answer is 0 however long we wait
         assert jobs.promote(self.conn, Q) == len(due)
         for i in due:
             self.ready(i, self.jobs[i].priority)
@@ -228,8 +256,11 @@ class QueueModel(RuleBasedStateMachine):
 
     @rule(include_schedule=st.booleans(), budget=st.integers(1, 4))
     def drain(self, include_schedule, budget):
-        gone = [i for i, j in self.jobs.items()
-                if j.state == "pending" or (include_schedule and j.state == "schedule")]
+        gone = [
+            i
+            for i, j in self.jobs.items()
+            if j.state == "pending" or (include_schedule and j.state == "schedule")
+        ]
         assert admin.drain(self.conn, Q, include_schedule=include_schedule, budget=budget) == len(gone)
         for i in gone:
             self.drop(i)
@@ -329,8 +360,9 @@ class QueueModel(RuleBasedStateMachine):
         want = {}
         for i in ids:
             job = self.jobs.get(i)
-            want[i] = ("gone" if job is None else
-                       "locked" if job.state == "active" and not job.short else "removed")
+            want[i] = (
+                "gone" if job is None else "locked" if job.state == "active" and not job.short else "removed"
+            )
         assert admin.remove_jobs(self.conn, Q, ids) == want
         for i, word in want.items():
             if word == "removed":
@@ -341,8 +373,11 @@ class QueueModel(RuleBasedStateMachine):
     def keyspace_matches_the_model(self):
         r = self.conn.client
         assert consistency_problems(self.conn, Q) == []
-        rows = {k[len(PREFIX) + 4:] for k in r.scan_iter(match=PREFIX + "job:*", count=1000)
-                if not k.endswith((":logs", ":lock"))}
+        rows = {
+            k[len(PREFIX) + 4 :]
+            for k in r.scan_iter(match=PREFIX + "job:*", count=1000)
+            if not k.endswith((":logs", ":lock"))
+        }
         assert rows == set(self.jobs), "rows on the server differ from the model"
         # everything else in one pipelined round trip (the same reads, fewer waits)
         states, ids = ("pending", "active", "schedule", "dead"), sorted(self.jobs)
@@ -359,7 +394,7 @@ class QueueModel(RuleBasedStateMachine):
         pipe.hvals(PREFIX + "metrics:completed")
         pipe.hvals(PREFIX + "metrics:failed")
         got = pipe.execute()
-        sets, lanes_, per_job = got[:4], got[4:4 + len(GROUPS)], got[4 + len(GROUPS):-4]
+        sets, lanes_, per_job = got[:4], got[4 : 4 + len(GROUPS)], got[4 + len(GROUPS) : -4]
         dedup, paused, completed_by_minute, failed_by_minute = got[-4:]
         place = {m: state for state, members in zip(states, sets, strict=True) for m in members}
         place.update({m: "lane " + g for g, members in zip(GROUPS, lanes_, strict=True) for m in members})
@@ -368,8 +403,11 @@ class QueueModel(RuleBasedStateMachine):
             where = "lane " + job.group if job.state == "pending" and job.group else job.state
             assert place[job_id] == where, (job_id, place[job_id], where)
             assert row["state"] == job.state
-            assert (int(row["attempts"]), int(row["failures"]), int(row["stalled"])) == \
-                   (job.attempts, job.failures, job.stalled)
+            assert (int(row["attempts"]), int(row["failures"]), int(row["stalled"])) == (
+                job.attempts,
+                job.failures,
+                job.stalled,
+            )
             assert row["payload"] == job.payload and row.get("progress") == job.progress
             assert logs == job.logs
             assert ("last_error" in row) == job.last_error
@@ -394,6 +432,12 @@ def machine_for(conn):
 @pytest.mark.parametrize("executor", ["script", "function"])
 def test_the_queue_follows_the_model(backend, valkey, executor):
     conn = open_conn(backend, valkey if backend == "valkey" else None, executor=executor)
-    run_state_machine_as_test(machine_for(conn), settings=settings(
-        max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+    run_state_machine_as_test(
+        machine_for(conn),
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=STEPS,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )

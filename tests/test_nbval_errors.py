@@ -11,19 +11,26 @@ from nbtools import execute, nbval, notebook
 LOAD = "%load_ext emq_notebook"
 
 
-@pytest.mark.parametrize("line", [
-    "%emq frobnicate somequeue",                 # unknown verb
-    "%emq drain somequeue --bogus-option",       # bad option
-    "%emq enqueue somequeue '{}' --delay soon",  # bad duration
-    "%emq data somequeue j_1 '{broken'",         # bad JSON
-    "%emq pause bad:queue",                      # invalid name
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "%emq frobnicate somequeue",  # unknown verb
+        "%emq drain somequeue --bogus-option",  # bad option
+        "%emq enqueue somequeue '{}' --delay soon",  # bad duration
+        "%emq data somequeue j_1 '{broken'",  # bad JSON
+        "%emq pause bad:queue",  # invalid name
+    ],
+)
 def test_a_broken_line_fails_nbval(tmp_path, line):
     nb = notebook(tmp_path / "broken.ipynb", LOAD, "%emq connect --embedded fake", line)
     run = nbval(nb, "--nbval-lax")
     assert run.returncode != 0, run.stdout
-    assert "EMQError" in run.stdout or "Problem" in run.stdout or "InvalidName" in run.stdout \
+    assert (
+        "EMQError" in run.stdout
+        or "Problem" in run.stdout
+        or "InvalidName" in run.stdout
         or "BadInput" in run.stdout
+    )
 
 
 def test_a_verb_on_an_unreachable_server_fails_nbval(tmp_path):
@@ -42,15 +49,19 @@ def test_the_error_shows_one_line_without_a_traceback(tmp_path):
 
 
 def test_a_refusal_cell_passes_and_its_line_is_compared(tmp_path):
-    cells = (LOAD, "%emq connect --embedded fake",
-             "%emq enqueue mail '{}' --id j_live",
-             "%emq reprocess mail j_live")
+    cells = (
+        LOAD,
+        "%emq connect --embedded fake",
+        "%emq enqueue mail '{}' --id j_live",
+        "%emq reprocess mail j_live",
+    )
     nb = notebook(tmp_path / "refusal.ipynb", *cells)
     stored = execute(nb)
     assert stored.cells[3].outputs[0].text == "refused: reprocess mail j_live — not_dead\n"
     assert nbval(nb).returncode == 0
     # change the behaviour the runbook recorded: nbval must notice
     import nbformat
+
     changed = nbformat.read(nb, 4)
     changed.cells[3].outputs[0].text = "reprocessed mail j_live: dead -> pending\n"
     nbformat.write(changed, nb)

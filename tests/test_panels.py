@@ -70,15 +70,19 @@ def test_queue_panel_bundle_keeps_the_view_and_shows_the_counts(conn, ip):
     again = shown(ip, QueuePanel(conn, Q))
     assert (again["text/plain"], again["text/html"]) == (text, data["text/html"])
     assert model_id not in text + data["text/html"] and "0x" not in text
-    assert panel.comm is None                         # the rebuilt panel replaced (closed) it
+    assert panel.comm is None  # the rebuilt panel replaced (closed) it
 
 
 def test_every_panel_has_a_static_fallback(conn, ip):
     ids = dead(conn, 2, error="SMTP 550") + dead(conn, 1, error="timeout")
     jobs.add_log(conn, Q, ids[0], "retried by hand")
     panels = {
-        JobPanel(conn, Q, ids[0]): ["state | dead", "last_error | SMTP 550", "retried by hand",
-                                    'payload: {"n": 0}'],
+        JobPanel(conn, Q, ids[0]): [
+            "state | dead",
+            "last_error | SMTP 550",
+            "retried by hand",
+            'payload: {"n": 0}',
+        ],
         DeadLetterPanel(conn, Q): ["3 dead", "SMTP 550 | 2", "timeout | 1"],
         ClaimGate(conn, "gate"): ["state: running", "pending: 0"],
         OperatorConsole(conn, "console"): ["verb: pause", "precondition"],
@@ -130,7 +134,7 @@ def test_rebuilding_a_refreshing_panel_leaves_one_thread(conn):
     extra = set(threading.enumerate()) - before
     assert len(extra) <= 1 and all(t.is_alive() for t in extra)
     jobs.enqueue(conn, Q, "x")
-    assert until(lambda: panel.snapshot["pending"] == 1)          # the last one still refreshes
+    assert until(lambda: panel.snapshot["pending"] == 1)  # the last one still refreshes
     panel.close()
     assert set(threading.enumerate()) - before == set()
 
@@ -195,13 +199,19 @@ def exits(valkey):
     """One interpreter per backend, both started at once (each takes seconds to import
     the package): it opens a refreshing panel and an events view, then exits."""
     urls = {"fake": "None", "valkey": repr(f"redis://127.0.0.1:{valkey.port}/0")}
-    started = {b: subprocess.Popen([sys.executable, "-c", EXIT_SCRIPT.format(url=url)], text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   cwd=Path(__file__).resolve().parent.parent)
-               for b, url in urls.items()}
+    started = {
+        b: subprocess.Popen(
+            [sys.executable, "-c", EXIT_SCRIPT.format(url=url)],
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        for b, url in urls.items()
+    }
     yield started
     for proc in started.values():
-        proc.kill()                 # only one still running (a failed test) is signalled
+        proc.kill()  # only one still running (a failed test) is signalled
 
 
 def test_panel_threads_stop_at_interpreter_exit(backend, exits):
@@ -229,7 +239,7 @@ def test_events_view_says_when_its_thread_dies(conn, backend):
             server.connected = True
     assert view.status_text.startswith("stopped by an error after 0 events: WireError: lost the server at ")
     assert "listening" not in view.status.value and view.stop_button.description == "Start"
-    view.stop_button.click()                                       # Start again
+    view.stop_button.click()  # Start again
     assert view.running and view.status_text == f"listening on {CHANNEL}"
     jobs.enqueue(conn, Q, "x")
     assert until(lambda: view.seen == 1)
@@ -247,7 +257,7 @@ def test_drain_recounts_at_confirm_and_asks_again(conn):
         jobs.enqueue(conn, Q, f"late {i}")
     before = dump(conn)
     panel.confirm_drain_button.click()
-    assert dump(conn) == before                                   # 500 were never shown
+    assert dump(conn) == before  # 500 were never shown
     assert "The backlog changed (the confirmation said 3). Drain <b>500</b>" in panel.confirm_text.value
     assert panel.status_text == "not drained: 500 jobs wait now; confirm again"
     assert panel.confirm_row.layout.display == "flex"
@@ -261,7 +271,7 @@ def test_drain_of_fewer_than_shown_goes_ahead(conn):
         jobs.enqueue(conn, Q, str(i))
     panel = QueuePanel(conn, Q)
     panel.drain_button.click()
-    jobs.claim(conn, Q, 60_000)                                     # a worker took one meanwhile
+    jobs.claim(conn, Q, 60_000)  # a worker took one meanwhile
     panel.confirm_drain_button.click()
     assert panel.status_text == "drained 2 jobs from mail"
     assert conn.client.zcard(f"emq:{{{Q}}}:active") == 1
@@ -294,8 +304,10 @@ def test_obliterate_states_its_count_and_recounts(conn):
     before = dump(conn)
     panel.obliterate_button.click()
     assert dump(conn) == before
-    assert "The queue changed (the line said 5). Obliterate <b>mail</b>: <b>8</b> jobs" \
+    assert (
+        "The queue changed (the line said 5). Obliterate <b>mail</b>: <b>8</b> jobs"
         in panel.obliterate_text.value
+    )
     assert panel.status_text == "not obliterated: 8 jobs now; click Obliterate again"
     panel.obliterate_button.click()
     assert panel.status_text == "obliterated mail: 8 jobs in 1 calls"
@@ -317,8 +329,14 @@ def labelled(backend, conn, request):
 def test_every_header_names_the_connection_and_env(conn, ip, labelled):
     prod = labelled(env="production")
     jid = jobs.enqueue(conn, Q, "{}")
-    panels = [QueuePanel(prod, Q), JobPanel(prod, Q, jid), EventsView(prod, Q), ClaimGate(prod, Q),
-              OperatorConsole(prod), DeadLetterPanel(prod, Q)]
+    panels = [
+        QueuePanel(prod, Q),
+        JobPanel(prod, Q, jid),
+        EventsView(prod, Q),
+        ClaimGate(prod, Q),
+        OperatorConsole(prod),
+        DeadLetterPanel(prod, Q),
+    ]
     try:
         for panel in panels:
             head = panel.children[0]
@@ -326,7 +344,8 @@ def test_every_header_names_the_connection_and_env(conn, ip, labelled):
             assert "production</span>" in head.value and "#cf222e" in head.value, panel
             assert f"connected: {conn.label}" in head.value, panel
             assert shown(ip, panel)["text/plain"].startswith(
-                f"{panel!r} · env production · connected: {conn.label}")
+                f"{panel!r} · env production · connected: {conn.label}"
+            )
     finally:
         for panel in panels:
             panel.close()
@@ -348,8 +367,12 @@ def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, labelled):
     jid = dead(conn, 1)[0]
     jobs.enqueue(conn, Q, "{}")
     ro = labelled(read_only=True, env="production")
-    panels = {QueuePanel: QueuePanel(ro, Q), JobPanel: JobPanel(ro, Q, jid), ClaimGate: ClaimGate(ro, Q),
-              OperatorConsole: OperatorConsole(ro)}
+    panels = {
+        QueuePanel: QueuePanel(ro, Q),
+        JobPanel: JobPanel(ro, Q, jid),
+        ClaimGate: ClaimGate(ro, Q),
+        OperatorConsole: OperatorConsole(ro),
+    }
     queue_panel = panels[QueuePanel]
     queue_panel.typed_name.value = Q
     panels[JobPanel].payload.value = '{"edited": true}'
@@ -364,14 +387,14 @@ def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, labelled):
             if name == "gate":
                 button.value = not button.value
             else:
-                button.click()                              # a handler called anyway
+                button.click()  # a handler called anyway
             assert panel.status_text.startswith("ReadOnly: "), (kind.__name__, name, panel.status_text)
             assert "read-only session" in panel.status_text and "(production)" in panel.status_text
     # the refresh and the reads still work
     queue_panel.refresh_button.click()
     assert queue_panel.snapshot["pending"] == 1 and queue_panel.snapshot["dead"] == 1
     assert not queue_panel.refresh_button.disabled and not queue_panel.auto.disabled
-    assert panels[ClaimGate].gate.value is False                   # the toggle follows the queue
+    assert panels[ClaimGate].gate.value is False  # the toggle follows the queue
     assert dump(conn) == before
     for panel in panels.values():
         panel.close()
@@ -381,8 +404,9 @@ def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, labelled):
 def unsendable(widget):
     """Synced text traits holding a lone surrogate (they would fail to reach the browser)."""
     texts = {k: getattr(widget, k) for k in widget.keys if isinstance(getattr(widget, k), str)}
-    found = [(type(widget).__name__, k) for k, v in texts.items()
-             if any("\udc80" <= c <= "\udcff" for c in v)]
+    found = [
+        (type(widget).__name__, k) for k, v in texts.items() if any("\udc80" <= c <= "\udcff" for c in v)
+    ]
     for child in getattr(widget, "children", ()):
         found += unsendable(child)
     return found
@@ -453,7 +477,7 @@ def test_a_refresh_thread_that_loses_the_server_says_so_and_prints_nothing(backe
         ticks = panel.status.value
         panel.say("")
         assert until(lambda: panel.status_text.startswith("error: lost the server at "))
-        assert panel.status.value == ticks and panel.auto.value    # it keeps trying, quietly
+        assert panel.status.value == ticks and panel.auto.value  # it keeps trying, quietly
     finally:
         connector.fake_server().connected = True
     panel.close()
@@ -463,13 +487,13 @@ def test_a_refresh_thread_that_loses_the_server_says_so_and_prints_nothing(backe
 
 def test_a_refresh_that_meets_a_foreign_key_says_so_and_prints_nothing(conn, capfd):
     panel = QueuePanel(conn, Q, refresh_every=0.5, auto=True)
-    conn.client.set(f"emq:{{{Q}}}:pending", "not a sorted set")       # written by someone else
+    conn.client.set(f"emq:{{{Q}}}:pending", "not a sorted set")  # written by someone else
     assert until(lambda: panel.status_text.startswith("error: ") and "WRONGTYPE" in panel.status_text)
-    panel.refresh_button.click()                                       # a click: the same line
+    panel.refresh_button.click()  # a click: the same line
     assert panel.status_text.startswith("error: ") and panel.auto.value
     conn.client.delete(f"emq:{{{Q}}}:pending")
     jobs.enqueue(conn, Q, "x")
-    assert until(lambda: panel.snapshot["pending"] == 1)               # the next tick reads again
+    assert until(lambda: panel.snapshot["pending"] == 1)  # the next tick reads again
     panel.close()
     assert not emq_threads()
     assert capfd.readouterr() == ("", "")

@@ -81,33 +81,36 @@ def test_latency_draws_wait_and_run_percentiles(conn):
         lines = lines_by_label(ax)
         assert set(lines) == {"median (p50)", "p95", "p99"}
         assert list(lines["p95"].get_ydata()) == list(lat[f"{kind}_p95"])
-        assert not ax.texts          # measured: no "no job measured" note
+        assert not ax.texts  # measured: no "no job measured" note
 
 
 def test_latency_of_an_unmeasured_queue_says_so(conn):
     fig = rendered(plots.latency(conn, "quiet", since="15m"))
-    assert all(any("no job measured in the last 15 min" in t.get_text() for t in ax.texts)
-               for ax in fig.axes)
+    assert all(any("no job measured in the last 15 min" in t.get_text() for t in ax.texts) for ax in fig.axes)
 
 
 def test_overview_has_a_bar_per_queue_coloured_by_verdict(conn):
-    staged(conn, failing=3, total=4)                       # mail: failing
+    staged(conn, failing=3, total=4)  # mail: failing
     for i in range(3):
         jobs.enqueue(conn, "held", str(i))
-    admin.pause(conn, "held")                              # held: paused
+    admin.pause(conn, "held")  # held: paused
     fig = rendered(plots.overview(conn))
     backlog_ax, failing_ax = fig.axes
     assert fig.get_suptitle().startswith("every queue: backlog and failure rate")
     assert backlog_ax.get_xlabel() == "pending jobs"
     assert failing_ax.get_title() == "failure rate, last 5 min"
     h = frames.health(conn)
-    bars = {label.get_text(): bar for label, bar in
-            zip(backlog_ax.get_yticklabels(), backlog_ax.patches, strict=True)}
+    bars = {
+        label.get_text(): bar
+        for label, bar in zip(backlog_ax.get_yticklabels(), backlog_ax.patches, strict=True)
+    }
     assert set(bars) == set(h.index) == {"held", Q}
     assert bars["held"].get_width() == 3
     # the two panels share the queue axis (its labels are on the left one)
-    rates = {label.get_text(): bar.get_width() for label, bar in
-             zip(backlog_ax.get_yticklabels(), failing_ax.patches, strict=True)}
+    rates = {
+        label.get_text(): bar.get_width()
+        for label, bar in zip(backlog_ax.get_yticklabels(), failing_ax.patches, strict=True)
+    }
     assert rates[Q] == 75.0
     colour = {bar: matplotlib.colors.to_hex(b.get_facecolor()) for bar, b in bars.items()}
     assert colour == {q: plots.VERDICT_COLOURS[h.loc[q, "verdict"]] for q in h.index}
@@ -123,6 +126,6 @@ def test_overview_of_an_empty_server(conn):
 def test_a_bad_window_is_refused_before_any_io(since):
     import emq_notebook as emq
 
-    conn = emq.connect("redis://127.0.0.1:1/0")       # nothing listens there
+    conn = emq.connect("redis://127.0.0.1:1/0")  # nothing listens there
     with pytest.raises(UsageProblem):
         plots.throughput(conn, Q, since=since)

@@ -45,6 +45,7 @@ def test_pause_gate_answers_none_and_keeps_the_backlog(conn):
 
 def test_claim_scripts_carry_no_pause_logic(conn):
     from emq_notebook import scripts
+
     for name in ("claim2", "gclaim2"):
         code = [line for line in scripts.source(name).splitlines() if not line.lstrip().startswith("--")]
         # the queue's meta hash (where `paused` lives) is read by a claim script only
@@ -65,7 +66,7 @@ def test_fail_retries_with_backoff_then_dead(conn):
     assert jobs.fail(conn, Q, jid, "boom 1") == "retry"
     row = jobs.get_job(conn, Q, jid)
     assert row["state"] == "schedule" and row["failures"] == "1" and row["last_error"] == "boom 1"
-    assert jobs.promote(conn, Q) == 0          # not due yet
+    assert jobs.promote(conn, Q) == 0  # not due yet
     time.sleep(0.08)
     assert jobs.promote(conn, Q) == 1
     assert jobs.claim(conn, Q, 1000) == (jid, "x", 2)
@@ -83,8 +84,9 @@ def test_complete_deletes_the_row_and_refuses_when_not_in_flight(conn):
     jobs.claim(conn, Q, 1000)
     jobs.add_log(conn, Q, jid, "working")
     jobs.complete(conn, Q, jid)
-    assert not conn.client.exists(f"emq:{{{Q}}}:job:{jid}", f"emq:{{{Q}}}:job:{jid}:logs",
-                                  f"emq:{{{Q}}}:job:{jid}:lock")
+    assert not conn.client.exists(
+        f"emq:{{{Q}}}:job:{jid}", f"emq:{{{Q}}}:job:{jid}:logs", f"emq:{{{Q}}}:job:{jid}:lock"
+    )
     with pytest.raises(Gone):
         jobs.complete(conn, Q, jid)
 
@@ -175,17 +177,20 @@ def test_repeatables_produce_and_survive(conn):
     time.sleep(0.35)
     made = repeat.tick(conn, Q)
     assert len(made) == 1 and jobs.get_job(conn, Q, made[0])["payload"] == '{"kind": "digest"}'
-    assert repeat.tick(conn, Q) == []           # next beat is in the future
+    assert repeat.tick(conn, Q) == []  # next beat is in the future
     [entry] = repeat.registered(conn, Q)
     assert entry["name"] == "digest" and entry["every_ms"] == 300
     assert repeat.unregister(conn, Q, "digest") and repeat.registered(conn, Q) == []
 
 
 def test_bad_arguments_are_typed(conn):
-    for call in (lambda: jobs.claim(conn, Q, 0), lambda: jobs.claim(conn, Q, -5),
-                 lambda: jobs.enqueue(conn, Q, {"not": "a string"}),
-                 lambda: jobs.enqueue(conn, Q, "x", max_attempts=0),
-                 lambda: admin.drain(conn, Q, budget=0)):
+    for call in (
+        lambda: jobs.claim(conn, Q, 0),
+        lambda: jobs.claim(conn, Q, -5),
+        lambda: jobs.enqueue(conn, Q, {"not": "a string"}),
+        lambda: jobs.enqueue(conn, Q, "x", max_attempts=0),
+        lambda: admin.drain(conn, Q, budget=0),
+    ):
         with pytest.raises(BadInput):
             call()
     assert conn.client.dbsize() == 0
@@ -231,6 +236,7 @@ def test_a_wire_fault_on_the_pause_read_reads_as_not_paused(conn, monkeypatch):
     # (on a paused queue the claim that goes on reads the field itself and serves
     # nothing: tests/test_soak_regressions.py)
     import redis as redis_py
+
     jid = jobs.enqueue(conn, Q, "x")
     real = conn.client.execute_command
 
@@ -238,6 +244,7 @@ def test_a_wire_fault_on_the_pause_read_reads_as_not_paused(conn, monkeypatch):
         if args[:1] == ("HGET",) and args[-1] == "paused":
             raise redis_py.ConnectionError("injected: connection reset during the pause read")
         return real(*args, **kwargs)
+
     monkeypatch.setattr(conn.client, "execute_command", flaky)
     assert jobs.claim(conn, Q, 1000)[0] == jid
 
@@ -246,6 +253,7 @@ def test_a_server_gone_at_the_pause_read_is_never_a_blind_claim():
     # the fault persists: the claim script meets it too and raises, it never answers "empty"
     import emq_notebook as emq
     from emq_notebook.errors import WireError
+
     nowhere = emq.connect("redis://127.0.0.1:1/0")
     with pytest.raises(WireError):
         jobs.claim(nowhere, Q, 1000)

@@ -27,8 +27,14 @@ def test_the_first_command_runs_without_a_warning():
     import sys
 
     import emq_notebook as emq
-    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "emq_notebook.demo"],
-                         capture_output=True, text=True, timeout=300, env={**os.environ, "EMQ_URL": ""})
+
+    out = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "emq_notebook.demo"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "EMQ_URL": ""},
+    )
     assert (out.returncode, out.stderr) == (0, "")
     assert "footprint now 0 keys" in out.stdout
     assert callable(emq.demo.fresh)
@@ -36,6 +42,7 @@ def test_the_first_command_runs_without_a_warning():
 
 def test_readme_acl_line_is_the_one_tested():
     from test_secrets import ACL
+
     line = " ".join(ACL).replace(ACL[4], ">PASSWORD")
     assert f"`{line}`" in README
 
@@ -60,6 +67,7 @@ def session_on(conn, monkeypatch, ip):
 def test_the_magic_session_runs_as_written(ip, session_on, capfd):
     import emq_notebook
     from emq_notebook import magics
+
     lines = [ln for ln in SESSION_BLOCK.strip().splitlines() if ln.strip()]
     assert len(lines) >= 15
     for line in lines:
@@ -69,14 +77,16 @@ def test_the_magic_session_runs_as_written(ip, session_on, capfd):
         assert result.error_before_exec is None and result.error_in_exec is None, (line, out)
         comment = line.split("  #", 1)[1].strip() if "  #" in line else ""
         if comment.startswith(ANSWERS):
-            expected = comment.replace("default: embedded fakeredis (executor=script)",
-                                       f"default: {session_on.describe()}")
+            expected = comment.replace(
+                "default: embedded fakeredis (executor=script)", f"default: {session_on.describe()}"
+            )
             assert expected in out, (line, out)
     conn = emq_notebook.current()
     row = emq_notebook.jobs.get_job(conn, "mailers", "j_1")
     assert row["payload"] == '{"to": "ana@example.org"}'
     assert emq_notebook.jobs.get_job_logs(conn, "mailers", "j_1") == [
-        "payload mended, see --help of the mailer"]
+        "payload mended, see --help of the mailer"
+    ]
     assert magics.SESSION.settings.default_limit == 50
     table = ip.run_line_magic("emq", "connections")
     assert table.loc["scratch", "env"] == "staging" and table.loc["scratch", "read_only"]
@@ -90,12 +100,16 @@ def test_the_first_payload_keeps_its_dollar_and_braces(ip, session_on):
     line = next(ln for ln in SESSION_BLOCK.splitlines() if ln.startswith("%emq enqueue"))
     ip.run_cell(line)
     import emq_notebook
-    assert '"note": "$5 {promo}"' in emq_notebook.jobs.get_job(emq_notebook.current(), "mailers",
-                                                                "j_1")["payload"]
+
+    assert (
+        '"note": "$5 {promo}"'
+        in emq_notebook.jobs.get_job(emq_notebook.current(), "mailers", "j_1")["payload"]
+    )
 
 
 def test_the_settings_paragraph_names_each_setting_and_its_default(ip):
     from emq_notebook.magics import EMQMagics
+
     text = README.split("**Settings.**", 1)[1].split("**Named connections.**", 1)[0]
     for name, trait in EMQMagics.class_traits(config=True).items():
         default = trait.default_value
@@ -105,6 +119,7 @@ def test_the_settings_paragraph_names_each_setting_and_its_default(ip):
 
 def test_the_completion_examples(ip, conn):
     from emq_notebook import jobs, magics
+
     text = README.split("**Completion.**", 1)[1].split("\n\n", 1)[0]
     assert "`%emq rep` + Tab gives `reprocess` and `repeats`" in text and "`--state d` gives `dead`" in text
     magics.SESSION.conn = conn
@@ -127,23 +142,24 @@ def test_the_foreign_row_section_is_what_happens(ip, conn, capsys):
     import re
 
     from emq_notebook import decoding, jobs, magics
+
     magics.SESSION.conn = conn
     jobs.enqueue(conn, "mail", "{}", id="j_1")
     jobs.enqueue(conn, "mail", "{}", id="j_2")
     conn.client.hset("emq:{mail}:job:j_1", "attempts", "three")
     refusal = re.search(r"\(`(refused: claim mail .*?)`\)", FOREIGN).group(1)
-    for _ in range(2):                                   # it blocks: the same answer again
+    for _ in range(2):  # it blocks: the same answer again
         capsys.readouterr()
         ip.run_line_magic("emq", "claim mail")
         assert capsys.readouterr().out.strip() == refusal
     assert conn.client.zrange("emq:{mail}:pending", 0, -1) == ["j_1", "j_2"]
     mend = re.search(r"`(HSET emq:\{mail\}:job:j_1 attempts 0)`", FOREIGN).group(1).split()
     conn.client.execute_command(*mend)
-    assert ip.run_line_magic("emq", "claim mail").id == "j_1"       # mended: served
+    assert ip.run_line_magic("emq", "claim mail").id == "j_1"  # mended: served
     conn.client.hset("emq:{mail}:job:j_2", "priority", "1e999")
     jobs.enqueue(conn, "mail", "{}", id="j_3")
     assert "`%emq remove mail j_1`" in FOREIGN
-    ip.run_line_magic("emq", "remove mail j_2")                     # removed: the next is served
+    ip.run_line_magic("emq", "remove mail j_2")  # removed: the next is served
     assert ip.run_line_magic("emq", "claim mail").id == "j_3"
     # the decoding paragraph's example: bytes shown as \xNN, written back as they were
     jobs.enqueue(conn, "mail", "{}", id="j_4")
@@ -151,8 +167,10 @@ def test_the_foreign_row_section_is_what_happens(ip, conn, capsys):
     text = jobs.get_job(conn, "mail", "j_4")["payload"]
     assert "`\\xNN`" in FOREIGN and decoding.printable(text) == "\\xff"
     jobs.update_data(conn, "mail", "j_4", text)
-    assert conn.client.connection_pool.get_encoder().encode(
-        jobs.get_job(conn, "mail", "j_4")["payload"]) == b"\xff"
+    assert (
+        conn.client.connection_pool.get_encoder().encode(jobs.get_job(conn, "mail", "j_4")["payload"])
+        == b"\xff"
+    )
 
 
 # -- "Using a runbook in an incident", run as written on a real Valkey ------------------------
@@ -183,13 +201,15 @@ def test_the_papermill_line_runs_as_written(valkey, tmp_path):
     from test_runbooks_live import said
 
     line = INCIDENT.split("```bash", 1)[1].split("```", 1)[0].strip()
-    assert line == ("papermill notebooks/runbooks/11-runaway-producer.ipynb out.ipynb -p EMQ_URL redis://... "
-                    "-p QUEUE newsletters -p APPLY True")
+    assert line == (
+        "papermill notebooks/runbooks/11-runaway-producer.ipynb out.ipynb -p EMQ_URL redis://... "
+        "-p QUEUE newsletters -p APPLY True"
+    )
     url, conn = runaway(valkey)
     root = Path(__file__).resolve().parent.parent
     words = [url if w == "redis://..." else w for w in shlex.split(line)]
-    words[0] = str(Path(sys.executable).parent / "papermill")          # the one installed with the package
-    try:                                                                # from the repository root, as written
+    words[0] = str(Path(sys.executable).parent / "papermill")  # the one installed with the package
+    try:  # from the repository root, as written
         done = subprocess.run(words, cwd=root, timeout=300, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-3000:]
         record = said(nbformat.read(root / "out.ipynb", 4))
@@ -202,6 +222,7 @@ def test_the_papermill_line_runs_as_written(valkey, tmp_path):
 
 def emq_backlog(conn):
     from emq_notebook import admin
+
     return admin.backlog(conn, "newsletters")
 
 
@@ -213,8 +234,11 @@ def test_the_jupyter_way_runs_as_written(valkey):
     from nbclient import NotebookClient
     from test_runbooks_live import said
 
-    steps = [ln for ln in INCIDENT.split("In Jupyter:", 1)[1].split("In automation", 1)[0].splitlines()
-             if re.match(r"\d\. ", ln)]
+    steps = [
+        ln
+        for ln in INCIDENT.split("In Jupyter:", 1)[1].split("In automation", 1)[0].splitlines()
+        if re.match(r"\d\. ", ln)
+    ]
     assert [s.split(".")[0] for s in steps] == ["1", "2", "3", "4", "5", "6"]
     url, conn = runaway(valkey)
     root = Path(__file__).resolve().parent.parent
@@ -223,7 +247,7 @@ def test_the_jupyter_way_runs_as_written(valkey):
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     runs = []
     for step in steps:
-        for assignment in re.findall(r"`([A-Z_]+ = [^`]+)`", step):     # set a parameter, as a person would
+        for assignment in re.findall(r"`([A-Z_]+ = [^`]+)`", step):  # set a parameter, as a person would
             name = assignment.split(" = ")[0]
             assignment = assignment.replace('"redis://..."', repr(url))
             lines = params.source.splitlines()
@@ -232,10 +256,14 @@ def test_the_jupyter_way_runs_as_written(valkey):
             params.source = "\n".join(lines)
         if "Run all" in step:
             before = dump(conn.client)
-            NotebookClient(nb, timeout=300, kernel_name="python3",
-                           resources={"metadata": {"path": str(root / "notebooks" / "runbooks")}}).execute()
+            NotebookClient(
+                nb,
+                timeout=300,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(root / "notebooks" / "runbooks")}},
+            ).execute()
             runs.append((said(nb), changed(before, dump(conn.client))))
-        if step.startswith("4."):                                       # read the previews
+        if step.startswith("4."):  # read the previews
             text, diff = runs[-1]
             assert diff == [] and f"server: {url} · env production · executor script" in text
             assert "step drain: drain 10,050 jobs from newsletters" in text
@@ -252,9 +280,10 @@ HEALTH_BLOCK = README.split("## Health\n", 1)[1].split("```python", 1)[1].split(
 
 def test_the_health_block_runs_as_written(ip, session_on, capfd):
     from emq_notebook.widgets.base import close_all
+
     lines: list[str] = []
     for ln in HEALTH_BLOCK.strip().splitlines():
-        if ln.startswith(" ") and lines:                    # a loop's body runs with its head
+        if ln.startswith(" ") and lines:  # a loop's body runs with its head
             lines[-1] += "\n" + ln
         elif ln.strip():
             lines.append(ln)
@@ -265,13 +294,20 @@ def test_the_health_block_runs_as_written(ip, session_on, capfd):
             out = capfd.readouterr().out
             assert result.error_before_exec is None and result.error_in_exec is None, (line, out)
             comment = line.split("  #", 1)[1].strip() if "  #" in line else ""
-            if comment.startswith("-> "):                      # the line's value, as written
+            if comment.startswith("-> "):  # the line's value, as written
                 assert repr(result.result) == comment[3:], (line, result.result)
-            if comment.startswith("prints "):                  # the line's printed answer
-                assert comment[len("prints "):] in out, (line, out)
+            if comment.startswith("prints "):  # the line's printed answer
+                assert comment[len("prints ") :] in out, (line, out)
         ns = ip.user_ns
-        assert list(ns["lat"].columns) == ["wait_p50", "wait_p95", "wait_p99",
-                                           "run_p50", "run_p95", "run_p99", "n"]
+        assert list(ns["lat"].columns) == [
+            "wait_p50",
+            "wait_p95",
+            "wait_p99",
+            "run_p50",
+            "run_p95",
+            "run_p99",
+            "n",
+        ]
         assert ns["fig"].axes[0].get_title() == "mailers: jobs per minute, last 1 h"
         assert ns["view"].running and ns["board"].verdicts == {"mailers": "ok"}
     finally:

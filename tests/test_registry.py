@@ -12,16 +12,26 @@ VERBS = list(registry.VERBS.values())
 
 
 def test_the_registry_holds_the_verbs():
-    assert {"connect", "use", "connections", "pause", "drain", "obliterate", "jobs", "reprocess",
-            "help"} <= set(registry.VERBS)
+    assert {
+        "connect",
+        "use",
+        "connections",
+        "pause",
+        "drain",
+        "obliterate",
+        "jobs",
+        "reprocess",
+        "help",
+    } <= set(registry.VERBS)
 
 
 @pytest.mark.parametrize("v", VERBS, ids=[v.name for v in VERBS])
 def test_every_verb_has_a_handler_help_and_its_readme_rows(v):
     # declared in commands.py or in a verb module of its own imported there (commands_*.py)
     module = v.handler.__module__
-    assert callable(v.handler) and (module == "emq_notebook.commands" or
-                                    module.startswith("emq_notebook.commands_"))
+    assert callable(v.handler) and (
+        module == "emq_notebook.commands" or module.startswith("emq_notebook.commands_")
+    )
     assert v.summary.strip()
     text = grammar.verb_help(v.name)
     assert v.summary in text
@@ -60,8 +70,12 @@ def shout():
 
 def test_a_new_verb_is_one_declaration(shout):
     # declared in a test, then gone: the grammar, help and completion see it at once
-    @registry.verb("shout", "say a queue's name loudly", registry.arg("queue"),
-                   registry.opt("--times", type=grammar.whole, default=1))
+    @registry.verb(
+        "shout",
+        "say a queue's name loudly",
+        registry.arg("queue"),
+        registry.opt("--times", type=grammar.whole, default=1),
+    )
     def _shout(s, ns):
         s.say(" ".join([ns.queue.upper()] * ns.times))
 

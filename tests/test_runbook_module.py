@@ -31,7 +31,7 @@ def test_start_connects_read_only_unless_apply_and_prints_the_record_head(conn, 
     with pytest.raises(emq.ReadOnly):
         admin.pause(rb.conn, "mail")
     assert not runbook.start("11-x", url_of, "mail", True).conn.read_only
-    assert emq.current().name == "runbook"                  # `%emq` in the runbook uses it
+    assert emq.current().name == "runbook"  # `%emq` in the runbook uses it
 
 
 def test_start_refuses_a_bad_apply_and_an_absent_queue(conn, url_of):
@@ -51,8 +51,13 @@ def test_the_password_stays_out_of_the_record(valkey, capsys):
 
 
 def book(conn, apply):
-    return runbook.Runbook("t", conn.with_executor("script") if apply else emq.Connection(
-        conn.client, conn.label, read_only=True), "q", apply, {})
+    return runbook.Runbook(
+        "t",
+        conn.with_executor("script") if apply else emq.Connection(conn.client, conn.label, read_only=True),
+        "q",
+        apply,
+        {},
+    )
 
 
 def test_a_step_not_needed_or_previewed_never_calls_apply(conn, capsys):
@@ -70,12 +75,20 @@ def test_a_step_rechecks_its_precondition_before_it_writes(conn):
     jobs.enqueue(conn, "q", "{}", id="j_1")
     before = dump(conn.client)
     with pytest.raises(emq.PreconditionFailed, match="step drain stopped before writing anything: q is runn"):
-        rb.step("drain", Preview("drain 1", count=1), lambda: admin.drain(conn, "q"),
-                precheck=lambda: need(admin.is_paused(conn, "q"), "q is running"))
+        rb.step(
+            "drain",
+            Preview("drain 1", count=1),
+            lambda: admin.drain(conn, "q"),
+            precheck=lambda: need(admin.is_paused(conn, "q"), "q is running"),
+        )
     assert changed(before, dump(conn.client)) == []
     admin.pause(conn, "q")
-    got = rb.step("drain", Preview("drain 1", count=1), lambda: f"drained {admin.drain(conn, 'q')}",
-                  precheck=lambda: need(admin.is_paused(conn, "q"), "q is running"))
+    got = rb.step(
+        "drain",
+        Preview("drain 1", count=1),
+        lambda: f"drained {admin.drain(conn, 'q')}",
+        precheck=lambda: need(admin.is_paused(conn, "q"), "q is running"),
+    )
     assert got == "drained 1" and admin.backlog(conn, "q") == 0
     assert list(rb.record()["outcome"]) == ["stopped", "done"]
 
@@ -85,7 +98,7 @@ def test_verify_fails_the_notebook_only_when_applied(conn, capsys):
         book(conn, True).verify({"the backlog is gone": lambda: False, "fine": lambda: True})
     book(conn, False).verify({"the backlog is gone": lambda: False})
     assert "0 of 1 outcomes hold now" in capsys.readouterr().out
-    with pytest.raises(AssertionError):                     # a preview run must have been read-only
+    with pytest.raises(AssertionError):  # a preview run must have been read-only
         runbook.Runbook("t", conn, "q", False, {}).verify({})
 
 
@@ -108,20 +121,26 @@ def test_the_readers(conn):
     now = runbook.server_ms(conn)
     for i in range(3):
         jobs.enqueue(conn, "q", "{}", id=f"j_{i}")
-    jobs.claim(conn, "q", 1)                                  # a lease of 1 ms: expired at once
+    jobs.claim(conn, "q", 1)  # a lease of 1 ms: expired at once
     jobs.claim(conn, "q", 600_000)
     jobs.enqueue(conn, "q", "{}", id="j_due", delay_ms=1)
     jobs.enqueue(conn, "q", "{}", id="j_later", delay_ms=3_600_000)
     jobs.enqueue(conn, "q", "{}", id="j_lane", group="acme")
     lanes.set_limit(conn, "q", "acme", 2)
     import time
+
     time.sleep(0.01)
     assert runbook.expired_leases(conn, "q") == (1, ["j_0"])
     assert runbook.overdue(conn, "q") == (1, ["j_due"])
     assert runbook.overdue(conn, "q", now - 60_000) == (0, [])
     frame = runbook.lane_frame(conn, "q")
-    assert frame.loc["acme"].to_dict() == {"pending": 1, "active": 0, "limit": 2, "paused": False,
-                                           "active_share": 0.0}
+    assert frame.loc["acme"].to_dict() == {
+        "pending": 1,
+        "active": 0,
+        "limit": 2,
+        "paused": False,
+        "active_share": 0.0,
+    }
     assert runbook.lane_frame(conn, "empty").empty
     assert runbook.gone(conn, "q", ["j_0", "j_x"]) == ["j_x"]
 
@@ -171,7 +190,7 @@ def test_a_failing_trial_halts_and_moves_no_more(conn):
         runbook.reprocess_chosen(conn, "mail", ids, trial=2, stop_if_failing=0.5, watch_s=10)
     t.join()
     assert (caught.value.moved, caught.value.failed_again) == (2, 2)
-    assert sorted(conn.client.zrange("emq:{mail}:dead", 0, -1)) == ids       # the rest never moved
+    assert sorted(conn.client.zrange("emq:{mail}:dead", 0, -1)) == ids  # the rest never moved
 
 
 def test_a_good_trial_then_the_rest_at_a_rate(conn, capsys):
@@ -183,8 +202,9 @@ def test_a_good_trial_then_the_rest_at_a_rate(conn, capsys):
     assert "trial: 2 moved, 0 dead again after watching" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("bad", [dict(rate=0), dict(rate=-1), dict(stop_if_failing=0),
-                                 dict(stop_if_failing=2)])
+@pytest.mark.parametrize(
+    "bad", [dict(rate=0), dict(rate=-1), dict(stop_if_failing=0), dict(stop_if_failing=2)]
+)
 def test_reprocess_chosen_checks_its_knobs_before_any_write(conn, bad):
     ids = fail_all(conn, n=2)
     before = dump(conn.client)
@@ -203,10 +223,19 @@ def test_five_runbooks_are_shipped_and_match_their_script():
     import subprocess
     import sys
 
-    assert [p.stem for p in SHIPPED] == ["10-triage-dead-letters", "11-runaway-producer", "12-stuck-queue",
-                                         "13-retire-a-queue", "14-lane-hotspot"]
-    check = subprocess.run([sys.executable, str(ROOT / "notebooks" / "make_runbooks.py"), "--check"],
-                           capture_output=True, text=True, timeout=60)
+    assert [p.stem for p in SHIPPED] == [
+        "10-triage-dead-letters",
+        "11-runaway-producer",
+        "12-stuck-queue",
+        "13-retire-a-queue",
+        "14-lane-hotspot",
+    ]
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "notebooks" / "make_runbooks.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert check.returncode == 0, check.stderr
 
 
@@ -223,6 +252,6 @@ def test_a_runbook_opens_with_its_parameters_and_stores_no_outputs(path):
     assert first["EMQ_URL"] is None and first["APPLY"] is False and isinstance(first["QUEUE"], str)
     assert all(not c.outputs and c.execution_count is None for c in code)
     assert "emq.runbook.start(" in code[1].source and "rb.verify(" in code[-1].source
-    for c in code:                                            # it never enqueues or seeds
+    for c in code:  # it never enqueues or seeds
         for word in ("enqueue(", "repeat.register(", "run_now(", "demo.fresh(", "Worker(", "flush"):
             assert word not in c.source, (word, c.source)

@@ -18,9 +18,16 @@ NOTEBOOKS = sorted((ROOT / "notebooks" / "demos").glob("*.ipynb"))
 
 
 def test_the_demos_are_shipped():
-    assert [p.stem for p in NOTEBOOKS] == ["00-quickstart", "01-pause-and-drain", "02-dead-letters",
-                                           "03-progress-and-logs", "04-retire-a-queue",
-                                           "05-grouped-lanes", "06-health-at-a-glance", "dashboard"]
+    assert [p.stem for p in NOTEBOOKS] == [
+        "00-quickstart",
+        "01-pause-and-drain",
+        "02-dead-letters",
+        "03-progress-and-logs",
+        "04-retire-a-queue",
+        "05-grouped-lanes",
+        "06-health-at-a-glance",
+        "dashboard",
+    ]
 
 
 def test_the_demos_run_on_a_real_valkey(valkey, tmp_path):
@@ -39,6 +46,7 @@ def test_the_binder_link_opens_a_shipped_demo():
 
 def test_the_pytest_config_collects_the_demos_and_not_the_runbooks():
     import tomllib
+
     ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert "notebooks/demos" in ini["testpaths"] and "notebooks" not in ini["testpaths"]
     assert "notebooks/demos/sanitize.cfg" in ini["addopts"]
@@ -49,8 +57,9 @@ def test_the_pytest_config_collects_the_demos_and_not_the_runbooks():
 def test_binder_config_in_a_fresh_venv(tmp_path):
     # the repository as a clone sees it (tracked files only), outside this tree
     repo = tmp_path / "repo"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     for f in files:
         if (ROOT / f).is_file():
             (repo / f).parent.mkdir(parents=True, exist_ok=True)
@@ -70,13 +79,22 @@ def test_binder_config_in_a_fresh_venv(tmp_path):
     sh(str(py), "-m", "pip", "install", "-q", "ipykernel", "nbclient", "nbformat")
     sh(str(py), "-m", "pip", "install", "-q", "-r", "binder/requirements.txt")
     assert "emq_notebook ready" in sh("bash", "binder/postBuild")
-    where = sh(str(py), "-c", "import emq_notebook, emq_notebook.scripts as s; "
-                              "print(emq_notebook.__file__); print(s.lua_dir())", cwd=tmp_path)
+    where = sh(
+        str(py),
+        "-c",
+        "import emq_notebook, emq_notebook.scripts as s; print(emq_notebook.__file__); print(s.lua_dir())",
+        cwd=tmp_path,
+    )
     assert str(env_dir) in where and "site-packages/emq_notebook/lua" in where
-    run = sh(str(py), "-c", (
-        "import nbformat, sys; from nbclient import NotebookClient\n"
-        "nb = nbformat.read('notebooks/demos/00-quickstart.ipynb', 4)\n"
-        "NotebookClient(nb, timeout=300, kernel_name='python3',"
-        " resources={'metadata': {'path': 'notebooks/demos'}}).execute()\n"
-        "print('quickstart ran', len(nb.cells), 'cells')"))
+    run = sh(
+        str(py),
+        "-c",
+        (
+            "import nbformat, sys; from nbclient import NotebookClient\n"
+            "nb = nbformat.read('notebooks/demos/00-quickstart.ipynb', 4)\n"
+            "NotebookClient(nb, timeout=300, kernel_name='python3',"
+            " resources={'metadata': {'path': 'notebooks/demos'}}).execute()\n"
+            "print('quickstart ran', len(nb.cells), 'cells')"
+        ),
+    )
     assert "quickstart ran" in run

@@ -85,13 +85,19 @@ def run(url, tmp_path):
                 if not fired and marker in cell.source:
                     fired.append(cell_index)
                     action()
+
             hooks["on_cell_execute"] = hook
         error = None
         try:
-            papermill.execute_notebook(str(RUNBOOKS / f"{name}.ipynb"), str(out),
-                                       parameters={"EMQ_URL": url, "APPLY": apply, **params},
-                                       kernel_name="python3", progress_bar=False, cwd=str(tmp_path),
-                                       **hooks)
+            papermill.execute_notebook(
+                str(RUNBOOKS / f"{name}.ipynb"),
+                str(out),
+                parameters={"EMQ_URL": url, "APPLY": apply, **params},
+                kernel_name="python3",
+                progress_bar=False,
+                cwd=str(tmp_path),
+                **hooks,
+            )
         except papermill.PapermillExecutionError as exc:
             error = exc
         run.nb = nbformat.read(out, 4)
@@ -114,9 +120,23 @@ def workers(url):
     started: list[subprocess.Popen] = []
 
     def start(q, handler, *, lease_ms=60_000, grouped=False, seconds=60, n=1):
-        procs = [subprocess.Popen([sys.executable, str(ROOT / "tests" / "incident_worker.py"), url, q,
-                                   handler, str(lease_ms), "1" if grouped else "0", str(seconds)],
-                                  stdout=subprocess.PIPE, text=True) for _ in range(n)]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(ROOT / "tests" / "incident_worker.py"),
+                    url,
+                    q,
+                    handler,
+                    str(lease_ms),
+                    "1" if grouped else "0",
+                    str(seconds),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(n)
+        ]
         started.extend(procs)
         for p in procs:
             assert p.stdout.readline().strip() == "ready"
@@ -167,6 +187,7 @@ def head_of_record(text, url, queue, apply):
 
 # -- 11: a runaway producer ---------------------------------------------------------------
 
+
 def stage_runaway(conn, q="newsletters", n=3000):
     for i in range(2):
         jobs.enqueue(conn, q, f'{{"copy": "early-{i}"}}', id=f"j_flight{i}")
@@ -197,9 +218,11 @@ def test_11_runaway_producer(run, live, url):
     def resumed():
         admin.resume(live, q)
         held.append(dump(live.client))
+
     held: list = []
-    text = run("11-runaway-producer", True, fails="PreconditionFailed", before=('rb.step("drain"', resumed),
-               **params)
+    text = run(
+        "11-runaway-producer", True, fails="PreconditionFailed", before=('rb.step("drain"', resumed), **params
+    )
     assert "step drain stopped before writing anything: newsletters is running" in text
     assert changed(held[0], dump(live.client)) == [] and admin.backlog(live, q) == made
 
@@ -210,7 +233,7 @@ def test_11_runaway_producer(run, live, url):
     drained = {f"emq:{{{q}}}:job:{i}" for i in pending} | {f"emq:{{{q}}}:job:{i}:logs" for i in pending[:1]}
     gone_keys = drained | {f"emq:{{{q}}}:pending", f"emq:{{{q}}}:dedup"}
     assert set(before) - set(after) == gone_keys and set(after) <= set(before)
-    assert live.client.hgetall(f"emq:{{{q}}}:meta").keys() == {"created_at"}      # paused, then resumed
+    assert live.client.hgetall(f"emq:{{{q}}}:meta").keys() == {"created_at"}  # paused, then resumed
     for key in set(after) - {f"emq:{{{q}}}:meta"}:
         # in flight, their locks, the schedule, the repeatable: byte-identical
         assert after[key] == before[key], key
@@ -228,16 +251,17 @@ def test_11_runaway_producer(run, live, url):
 
 # -- 12: nothing moves ---------------------------------------------------------------------
 
+
 def stage_stuck(conn, workers, q="reports"):
     for i in range(5):
         jobs.enqueue(conn, q, f'{{"report": {i}}}', id=f"j_report{i}")
     procs = workers(q, "hang", lease_ms=800, n=2)
     until(lambda: conn.client.zcard(f"emq:{{{q}}}:active") == 2)
-    for p in procs:                                   # the workers die holding their jobs
+    for p in procs:  # the workers die holding their jobs
         p.send_signal(signal.SIGKILL)
         p.wait()
     held = conn.client.zrange(f"emq:{{{q}}}:active", 0, -1)
-    admin.pause(conn, q)                              # paused during a deploy, never resumed
+    admin.pause(conn, q)  # paused during a deploy, never resumed
     for i in range(3):
         jobs.enqueue(conn, q, f'{{"tenant": "acme", "n": {i}}}', id=f"j_acme{i}", group="acme")
     lanes.pause_lane(conn, q, "acme")
@@ -256,7 +280,7 @@ def test_12_stuck_queue(run, live, url, workers):
     text = run("12-stuck-queue", False, **params)
     assert changed(before, dump(live.client)) == []
     head_of_record(text, url, q, False)
-    assert glanced(run.nb, q).startswith("paused — paused by an operator")    # the stage paused it
+    assert glanced(run.nb, q).startswith("paused — paused by an operator")  # the stage paused it
     assert "put 2 jobs whose lease passed back to pending" in text
     assert "make 3 overdue scheduled jobs ready" in text
     assert "resume 1 paused lanes holding 3 jobs" in text and f"resume {q}: 6 waiting jobs" in text
@@ -265,10 +289,16 @@ def test_12_stuck_queue(run, live, url, workers):
     def expired_by_someone():
         jobs.expire_leases(live, q)
         snap.append(dump(live.client))
+
     snap: list = []
     before = dump(live.client)
-    text = run("12-stuck-queue", True, fails="PreconditionFailed",
-               before=('rb.step("expire leases"', expired_by_someone), **params)
+    text = run(
+        "12-stuck-queue",
+        True,
+        fails="PreconditionFailed",
+        before=('rb.step("expire leases"', expired_by_someone),
+        **params,
+    )
     assert "no lease is expired any more" in text
     assert changed(snap[0], dump(live.client)) == []
     live.client.flushall()
@@ -280,14 +310,16 @@ def test_12_stuck_queue(run, live, url, workers):
     base = f"emq:{{{q}}}:"
     assert live.client.zcard(base + "active") == 0 and live.client.zcard(base + "schedule") == 0
     assert sorted(live.client.zrange(base + "pending", 0, -1)) == sorted(
-        [f"j_report{i}" for i in range(5)] + [f"j_due{i}" for i in range(3)])
+        [f"j_report{i}" for i in range(5)] + [f"j_due{i}" for i in range(3)]
+    )
     for i in held:
         assert live.client.hget(base + f"job:{i}", "stalled") == "1"
     assert not admin.is_paused(live, q) and not lanes.lanes(live, q)["acme"]["paused"]
     assert live.client.zrange(base + "g:acme:pending", 0, -1) == ["j_acme0", "j_acme1", "j_acme2"]
     moved = {base + f"job:{i}" for i in held} | {base + f"job:j_due{i}" for i in range(3)}
-    touched = moved | {base + k for k in ("active", "schedule", "pending", "meta", "g:acme:meta", "ring",
-                                          "wake")}
+    touched = moved | {
+        base + k for k in ("active", "schedule", "pending", "meta", "g:acme:meta", "ring", "wake")
+    }
     for key in set(before) - touched:
         assert after.get(key) == before[key], key
     for key in (base + f"job:j_report{i}" for i in range(5) if f"j_report{i}" not in held):
@@ -305,6 +337,7 @@ def test_12_stuck_queue(run, live, url, workers):
 
 # -- 13: retire a queue ------------------------------------------------------------------------
 
+
 def stage_retired(conn, q="legacy", n=2000):
     for i in range(n):
         jobs.enqueue(conn, q, f'{{"n": {i}}}', id=f"j_old{i:04}", dedup=f"order-{i}" if i % 10 == 0 else None)
@@ -314,7 +347,7 @@ def stage_retired(conn, q="legacy", n=2000):
     lanes.set_limit(conn, q, "acme", 3)
     jobs.enqueue(conn, q, "{}", id="j_later", delay_ms=3_600_000)
     repeat.register(conn, q, "hourly", 3_600_000, "{}")
-    jobs.enqueue(conn, "bystander", '{"keep": true}', id="j_keep")     # another queue, never touched
+    jobs.enqueue(conn, "bystander", '{"keep": true}', id="j_keep")  # another queue, never touched
 
 
 def test_13_retire_a_queue(run, live, url):
@@ -331,9 +364,15 @@ def test_13_retire_a_queue(run, live, url):
     def resumed():
         admin.resume(live, q)
         snap.append(dump(live.client))
+
     snap: list = []
-    text = run("13-retire-a-queue", True, fails="PreconditionFailed",
-               before=('rb.step("obliterate"', resumed), **params)
+    text = run(
+        "13-retire-a-queue",
+        True,
+        fails="PreconditionFailed",
+        before=('rb.step("obliterate"', resumed),
+        **params,
+    )
     assert "legacy is running: it was resumed after the pause" in text
     assert changed(snap[0], dump(live.client)) == []
 
@@ -356,6 +395,7 @@ def test_13_retire_a_queue(run, live, url):
 
 # -- 14: one lane starves the others ----------------------------------------------------------
 
+
 def stage_hotspot(conn, workers, q="tenants"):
     lanes.set_limit(conn, q, "acme", 10)
     for i in range(60):
@@ -367,7 +407,7 @@ def stage_hotspot(conn, workers, q="tenants"):
     procs = workers(q, "tenant", grouped=True, n=3, lease_ms=300_000)
     # every worker ends up holding a slow acme job while the others wait
     until(lambda: lanes.lanes(conn, q)["acme"]["active"] == 3)
-    freeze(procs)                       # and stays there (their acme jobs are long)
+    freeze(procs)  # and stays there (their acme jobs are long)
     return procs
 
 
@@ -386,9 +426,15 @@ def test_14_lane_hotspot(run, live, url, workers):
     def limited_by_someone():
         lanes.set_limit(live, q, "acme", 5)
         snap.append(dump(live.client))
+
     snap: list = []
-    text = run("14-lane-hotspot", True, fails="PreconditionFailed",
-               before=("rb.step(ACTION", limited_by_someone), **params)
+    text = run(
+        "14-lane-hotspot",
+        True,
+        fails="PreconditionFailed",
+        before=("rb.step(ACTION", limited_by_someone),
+        **params,
+    )
     assert "lane acme was changed since the preview: limit 5" in text
     assert changed(snap[0], dump(live.client)) == []
 
@@ -430,8 +476,9 @@ def stage_dead_letters(conn, q="mailers"):
     """The mailer kills every job without an @ (16) and the two with a misspelt template."""
     for i, to in enumerate(RECIPIENTS):
         template = "weclome" if i in (3, 9) else "welcome"
-        jobs.enqueue(conn, q, f'{{"to": "{to}", "template": "{template}"}}', id=f"j_mail{i:02}",
-                     max_attempts=1)
+        jobs.enqueue(
+            conn, q, f'{{"to": "{to}", "template": "{template}"}}', id=f"j_mail{i:02}", max_attempts=1
+        )
     emq.Worker(conn, q, mailer).run(until_empty=True)
     dead = conn.client.zrange(f"emq:{{{q}}}:dead", 0, -1)
     assert len(dead) == 18
@@ -441,8 +488,16 @@ def stage_dead_letters(conn, q="mailers"):
 def test_10_triage_dead_letters(run, live, url, workers):
     q = "mailers"
     chosen = stage_dead_letters(live)
-    params = dict(QUEUE=q, ENV="production", SIGNATURE="*bad recipient*", MEND_FROM=".example",
-                  MEND_TO="@example", TRIAL=3, RATE=100, WATCH_S=20)
+    params = dict(
+        QUEUE=q,
+        ENV="production",
+        SIGNATURE="*bad recipient*",
+        MEND_FROM=".example",
+        MEND_TO="@example",
+        TRIAL=3,
+        RATE=100,
+        WATCH_S=20,
+    )
     before = dump(live.client)
     text = run("10-triage-dead-letters", False, **params)
     assert changed(before, dump(live.client)) == []
@@ -459,9 +514,15 @@ def test_10_triage_dead_letters(run, live, url, workers):
     def reprocessed_by_someone():
         jobs.reprocess_job(live, q, chosen[0])
         snap.append(dump(live.client))
+
     snap: list = []
-    text = run("10-triage-dead-letters", True, fails="PreconditionFailed",
-               before=('rb.step("mend"', reprocessed_by_someone), **params)
+    text = run(
+        "10-triage-dead-letters",
+        True,
+        fails="PreconditionFailed",
+        before=('rb.step("mend"', reprocessed_by_someone),
+        **params,
+    )
     assert "1 of the chosen jobs left the dead set" in text
     assert changed(snap[0], dump(live.client)) == []
 
@@ -469,15 +530,15 @@ def test_10_triage_dead_letters(run, live, url, workers):
     stage_dead_letters(live)
     base = f"emq:{{{q}}}:"
     before = dump(live.client)
-    procs = workers(q, "mailer", seconds=120)         # the same buggy mailer keeps running
+    procs = workers(q, "mailer", seconds=120)  # the same buggy mailer keeps running
     text = run("10-triage-dead-letters", True, **params)
     assert "trial: 3 moved, 0 dead again after watching" in text
     assert "step reprocess: done — 16 reprocessed" in text and "outcome reached (2 checks)" in text
-    until(lambda: not any(live.client.exists(base + f"job:{i}") for i in chosen))     # mended: delivered
+    until(lambda: not any(live.client.exists(base + f"job:{i}") for i in chosen))  # mended: delivered
     after = dump(live.client)
     assert live.client.zrange(base + "dead", 0, -1) == ["j_mail03", "j_mail09"]
     for i in ("j_mail03", "j_mail09"):
-        assert after[base + f"job:{i}"] == before[base + f"job:{i}"]       # left alone, byte for byte
+        assert after[base + f"job:{i}"] == before[base + f"job:{i}"]  # left alone, byte for byte
     for p in procs:
         p.kill()
         p.wait()
@@ -492,11 +553,12 @@ def test_10_triage_dead_letters(run, live, url, workers):
 
 # -- a demo on a server that holds a real queue of its name -----------------------------------------
 
+
 def test_a_demo_stops_at_its_first_writing_cell_on_a_real_queue(live, url, monkeypatch):
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    stage_runaway(live, n=50)                         # a real `newsletters` queue, jobs in flight
+    stage_runaway(live, n=50)  # a real `newsletters` queue, jobs in flight
     before = dump(live.client)
     nb = nbformat.read(ROOT / "notebooks" / "demos" / "01-pause-and-drain.ipynb", 4)
     monkeypatch.setenv("EMQ_URL", url)
@@ -505,6 +567,6 @@ def test_a_demo_stops_at_its_first_writing_cell_on_a_real_queue(live, url, monke
     assert caught.value.ename == "QueueInUse"
     code = [c for c in nb.cells if c.cell_type == "code"]
     failed = next(i for i, c in enumerate(code) if any(o.get("output_type") == "error" for o in c.outputs))
-    assert failed == 1 and "emq.demo.fresh" in code[1].source              # the first cell that writes
+    assert failed == 1 and "emq.demo.fresh" in code[1].source  # the first cell that writes
     assert "'newsletters' on " + url in said(nb) and "nothing was written" in said(nb)
     assert changed(before, dump(live.client)) == []

@@ -23,8 +23,19 @@ from emq_notebook.errors import EMQError, WireError
 SECRET = "pw-7Hq2-never-shown"
 USER = "operator"
 # the README's line, byte for byte (tests/test_readme.py checks it is there)
-ACL = ["ACL", "SETUSER", USER, "on", f">{SECRET}", "resetkeys", "~emq:*",
-       "resetchannels", "&emq:*", "+@all", "-@dangerous"]
+ACL = [
+    "ACL",
+    "SETUSER",
+    USER,
+    "on",
+    f">{SECRET}",
+    "resetkeys",
+    "~emq:*",
+    "resetchannels",
+    "&emq:*",
+    "+@all",
+    "-@dangerous",
+]
 
 
 @pytest.fixture
@@ -41,7 +52,7 @@ def test_an_acl_user_limited_to_emq_keys_and_channels_runs_every_verb(operator_u
         conn = emq.connect(operator_url, executor=executor)
         q = f"acl-{executor}"
         seen: list[dict] = []
-        tail = events.Tail(conn, q, seen.append, seconds=5)    # needs &emq:*
+        tail = events.Tail(conn, q, seen.append, seconds=5)  # needs &emq:*
         dead = jobs.enqueue(conn, q, "{}", id="j_dead", max_attempts=1, dedup="once")
         jobs.enqueue(conn, q, "{}", id="j_lane", group="acme")
         assert (jobs.claim(conn, q, 60_000) or ("",))[0] == dead
@@ -51,7 +62,7 @@ def test_an_acl_user_limited_to_emq_keys_and_channels_runs_every_verb(operator_u
         jobs.update_data(conn, q, dead, '{"mended": true}')
         jobs.update_progress(conn, q, dead, 50)
         assert jobs.add_log(conn, q, dead, "line", keep=1) == 1
-        assert q in frames.counts(conn).index                 # SCAN under ~emq:*
+        assert q in frames.counts(conn).index  # SCAN under ~emq:*
         assert len(frames.snapshot(conn, q)) == 2
         admin.drain(conn, q)
         admin.pause(conn, q)
@@ -68,7 +79,8 @@ def test_an_acl_user_limited_to_emq_keys_and_channels_runs_every_verb(operator_u
 
 
 def test_a_password_never_appears_anywhere(
-        operator_url: Any, valkey: Any, tmp_path: Any, caplog: Any, ip: Any) -> None:
+    operator_url: Any, valkey: Any, tmp_path: Any, caplog: Any, ip: Any
+) -> None:
     caplog.set_level(logging.DEBUG)
     said: list[str] = []
     port = valkey.port
@@ -91,10 +103,18 @@ def test_a_password_never_appears_anywhere(
     from IPython.utils.capture import capture_output
 
     from emq_notebook.magics import SESSION
+
     try:
         with capture_output() as out:
-            for line in (f"%emq connect {operator_url}", "%emq status mail", f"%emq connect {wrong}",
-                         "%emq pause mail", f"%emq connect {nowhere}", "%emq queues", "%emq?"):
+            for line in (
+                f"%emq connect {operator_url}",
+                "%emq status mail",
+                f"%emq connect {wrong}",
+                "%emq pause mail",
+                f"%emq connect {nowhere}",
+                "%emq queues",
+                "%emq?",
+            ):
                 ip.run_cell(line)
         said += [out.stdout, out.stderr]
     finally:
@@ -102,17 +122,29 @@ def test_a_password_never_appears_anywhere(
 
     # the shell command: the three runs start now and are read after the notebook below
     # (each is a fresh interpreter; side by side with the kernel they cost one wait)
-    shells = [subprocess.Popen([sys.executable, "-m", "emq_notebook.cli", "--url", url, "status", "mail"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-              for url in (operator_url, wrong, nowhere)]
+    shells = [
+        subprocess.Popen(
+            [sys.executable, "-m", "emq_notebook.cli", "--url", url, "status", "mail"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for url in (operator_url, wrong, nowhere)
+    ]
 
     said += [r.getMessage() for r in caplog.records]
 
     # a saved notebook, its outputs stored as a person's "Run all" stores them (the
     # cell sources hold what the operator typed; the outputs are ours)
-    nb = notebook(tmp_path / "secret.ipynb", "%load_ext emq_notebook",
-                  f"%emq connect {operator_url}", "%emq status mail", "import emq_notebook as e; e.current()",
-                  f"%emq connect {wrong}", "%emq pause mail")
+    nb = notebook(
+        tmp_path / "secret.ipynb",
+        "%load_ext emq_notebook",
+        f"%emq connect {operator_url}",
+        "%emq status mail",
+        "import emq_notebook as e; e.current()",
+        f"%emq connect {wrong}",
+        "%emq pause mail",
+    )
     outputs = json.dumps([c.get("outputs") for c in execute(nb, env={"EMQ_URL": ""}).cells])
     assert "authentication failed" in outputs and "connected: redis://operator:***@" in outputs
     said.append(outputs)
@@ -121,7 +153,7 @@ def test_a_password_never_appears_anywhere(
             said += shell.communicate(timeout=60)
     finally:
         for shell in shells:
-            shell.kill()            # only one still running (a failed test) is signalled
+            shell.kill()  # only one still running (a failed test) is signalled
     leaks = [s for s in said if SECRET in s]
     assert leaks == []
     assert any(f"operator:***@127.0.0.1:{port}" in s for s in said)
@@ -139,8 +171,9 @@ def said_by(url: str) -> list[str]:
     return [*said, str(info.value), repr(info.value), *info.value._render_traceback_()]
 
 
-@pytest.mark.parametrize("query", ["password={}", "db=0&password={}", "password={}&db=0",
-                                   "socket_timeout=5&password={}"])
+@pytest.mark.parametrize(
+    "query", ["password={}", "db=0&password={}", "password={}&db=0", "socket_timeout=5&password={}"]
+)
 def test_a_query_string_password_is_never_shown(query: Any) -> None:
     url = f"redis://127.0.0.1:1/0?{query.format(QUERY_SECRET)}"
     said = said_by(url)
@@ -154,12 +187,14 @@ def test_a_query_string_password_is_used_and_a_wrong_one_reads_authentication_fa
     try:
         right = f"redis://127.0.0.1:{valkey.port}/0?password={QUERY_SECRET}"
         conn = emq.connect(right)
-        admin.pause(conn, "mail")                    # redis-py reads the query credential
+        admin.pause(conn, "mail")  # redis-py reads the query credential
         assert admin.is_paused(conn, "mail")
         assert conn.label == f"redis://127.0.0.1:{valkey.port}/0?password=***"
-        for url in (right.replace(QUERY_SECRET, QUERY_SECRET + "-wrong"),
-                    right.replace(QUERY_SECRET, "x" + QUERY_SECRET),
-                    f"redis://127.0.0.1:{valkey.port}/0"):           # none at all: NOAUTH
+        for url in (
+            right.replace(QUERY_SECRET, QUERY_SECRET + "-wrong"),
+            right.replace(QUERY_SECRET, "x" + QUERY_SECRET),
+            f"redis://127.0.0.1:{valkey.port}/0",
+        ):  # none at all: NOAUTH
             said = said_by(url)
             assert [s for s in said if QUERY_SECRET in s] == []
             assert "authentication failed" in said[4] and "lost the server" not in said[4]
@@ -169,11 +204,18 @@ def test_a_query_string_password_is_used_and_a_wrong_one_reads_authentication_fa
         redis.Redis(port=valkey.port, password=QUERY_SECRET).config_set("requirepass", "")
 
 
-@pytest.mark.parametrize("url", [f"redis://u:{SECRET}@[::1/0", f"redis://:{SECRET}@[::1:6379",
-                                 f"redis://u:{SECRET}@h:port/0", f"valkey://[::1/0?password={SECRET}",
-                                 f"rediss://u:{SECRET.replace('-', '%2D')}@[::1/0",
-                                 f"redis://127.0.0.1:1/0?Password={SECRET}",        # not an option
-                                 f"redis://127.0.0.1:1/0?db=0&passwd={SECRET}"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"redis://u:{SECRET}@[::1/0",
+        f"redis://:{SECRET}@[::1:6379",
+        f"redis://u:{SECRET}@h:port/0",
+        f"valkey://[::1/0?password={SECRET}",
+        f"rediss://u:{SECRET.replace('-', '%2D')}@[::1/0",
+        f"redis://127.0.0.1:1/0?Password={SECRET}",  # not an option
+        f"redis://127.0.0.1:1/0?db=0&passwd={SECRET}",
+    ],
+)
 def test_a_malformed_url_is_one_typed_line_without_the_password(url: Any) -> None:
     with pytest.raises(emq.BadInput) as info:
         emq.connect(url)

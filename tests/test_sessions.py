@@ -18,7 +18,7 @@ from emq_notebook.connector import READING_COMMANDS
 from emq_notebook.errors import ReadOnly
 
 Q = "mail"
-NOWHERE = "redis://127.0.0.1:1/0"      # nothing listens on port 1
+NOWHERE = "redis://127.0.0.1:1/0"  # nothing listens on port 1
 
 # Every writing verb of the operator plane, called as an operator would call it.
 WRITING = {
@@ -73,11 +73,17 @@ READING = {
     "frames.latency": (lambda c: int(frames.latency(c, Q)["n"].sum()), 2),
     "frames.health": (lambda c: frames.health(c, [Q]).loc[Q, "claimed_5m"], 2),
 }
-NOT_VERBS = {"admin.check_budget", "jobs.claimed", "jobs.check_lease",    # a check and a reply decoder
-             "admin.job_ids", "triage.signature", "triage.glob_spec",     # pure: no server
-             "triage.signature_glob",
-             "frames.frame",                                              # builds a frame from rows read
-             "jobs.gated_claim"}                              # the claim gate both claims go through
+NOT_VERBS = {
+    "admin.check_budget",
+    "jobs.claimed",
+    "jobs.check_lease",  # a check and a reply decoder
+    "admin.job_ids",
+    "triage.signature",
+    "triage.glob_spec",  # pure: no server
+    "triage.signature_glob",
+    "frames.frame",  # builds a frame from rows read
+    "jobs.gated_claim",
+}  # the claim gate both claims go through
 
 
 def stage(conn: emq.Connection) -> None:
@@ -103,16 +109,19 @@ def read_only_twin(backend: str, request: Any, executor: str = "script", **sessi
 
 def test_every_verb_is_classified_as_writing_or_reading() -> None:
     """A new public verb must be listed above, so it is tested read-only too."""
-    verbs = {f"{m.__name__.rsplit('.', 1)[1]}.{n}"
-             for m in (admin, jobs, lanes, repeat, frames, triage)
-             for n, f in vars(m).items()
-             if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")}
+    verbs = {
+        f"{m.__name__.rsplit('.', 1)[1]}.{n}"
+        for m in (admin, jobs, lanes, repeat, frames, triage)
+        for n, f in vars(m).items()
+        if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")
+    }
     assert verbs == set(WRITING) | set(READING) | NOT_VERBS
 
 
 @pytest.mark.parametrize("executor", ["script", "function"])
 def test_a_read_only_connection_refuses_every_writing_verb_and_changes_nothing(
-        conn: emq.Connection, backend: str, request: Any, executor: str) -> None:
+    conn: emq.Connection, backend: str, request: Any, executor: str
+) -> None:
     stage(conn)
     before = dump(conn)
     ro = read_only_twin(backend, request, executor)
@@ -144,8 +153,9 @@ READ_FIRST = {"jobs.claim", "lanes.claim"}
 
 
 @pytest.mark.parametrize("executor", ["script", "function", "native"])
-def test_a_writing_verb_sends_no_write_at_all(conn: emq.Connection, backend: str, request: Any,
-                                              executor: str) -> None:
+def test_a_writing_verb_sends_no_write_at_all(
+    conn: emq.Connection, backend: str, request: Any, executor: str
+) -> None:
     stage(conn)
     ro = read_only_twin(backend, request, executor)
     sent: list[str] = []
@@ -193,8 +203,9 @@ def test_the_function_library_flags_read_only_scripts_no_writes() -> None:
     _, body = scripts.library()
     for name in scripts.names():
         opening = body.index(f"function_name='emq_{name}'")
-        closing = body.index("redis.register_function", opening + 1) if name != scripts.names()[-1] \
-            else len(body)
+        closing = (
+            body.index("redis.register_function", opening + 1) if name != scripts.names()[-1] else len(body)
+        )
         flagged = "flags={'no-writes'}" in body[opening:closing]
         assert flagged == scripts.read_only(name), name
 
@@ -222,8 +233,13 @@ def test_plain_commands_on_a_read_only_connection(conn: emq.Connection, backend:
     ro = read_only_twin(backend, request)
     assert ro.command("HGET", f"emq:{{{Q}}}:job:j_pending", "payload") == '{"p": 1}'
     assert ro.command("ping") is True
-    for parts in (("HSET", f"emq:{{{Q}}}:meta", "paused", "1"), ("DEL", f"emq:{{{Q}}}:pending"),
-                  ("FLUSHALL",), ("EVAL", "return 1", 0), ("FCALL", "emq_pause", 0)):
+    for parts in (
+        ("HSET", f"emq:{{{Q}}}:meta", "paused", "1"),
+        ("DEL", f"emq:{{{Q}}}:pending"),
+        ("FLUSHALL",),
+        ("EVAL", "return 1", 0),
+        ("FCALL", "emq_pause", 0),
+    ):
         with pytest.raises(ReadOnly):
             ro.command(*parts)
     pipe = ro.pipeline()
@@ -239,22 +255,31 @@ def test_a_read_only_connection_to_nowhere_refuses_plain_writes_without_io() -> 
     with pytest.raises(ReadOnly):
         ro.command("HSET", "emq:{q}:meta", "paused", "1")
     with pytest.raises(emq.WireError):
-        ro.command("HGET", "emq:{q}:meta", "paused")     # a read goes out (and meets nothing)
+        ro.command("HGET", "emq:{q}:meta", "paused")  # a read goes out (and meets nothing)
 
 
 def test_env_name_and_the_describe_line() -> None:
     plain = emq.connect(embedded="fake")
     assert (plain.read_only, plain.env, plain.name) == (False, None, None)
     assert plain.describe() == "embedded fakeredis (executor=script)"
-    prod = emq.connect("redis://u:s3cret@127.0.0.1:1/0", read_only=True, env="production", name="prod",
-                       executor="function", cluster=False)
+    prod = emq.connect(
+        "redis://u:s3cret@127.0.0.1:1/0",
+        read_only=True,
+        env="production",
+        name="prod",
+        executor="function",
+        cluster=False,
+    )
     line = prod.describe()
     assert line == "redis://u:***@127.0.0.1:1/0 (env=production, executor=function, read-only)"
     assert "s3cret" not in repr(prod) and "prod: " in repr(prod) and line in repr(prod)
     twin = prod.with_executor("script")
     assert (twin.read_only, twin.env, twin.name, twin.executor) == (True, "production", "prod", "script")
-    with pytest.raises(ReadOnly, match=r"^pause q writes, and redis://u:\*\*\*@127.0.0.1:1/0 \(production\) "
-                                        r"is a read-only session"):
+    with pytest.raises(
+        ReadOnly,
+        match=r"^pause q writes, and redis://u:\*\*\*@127.0.0.1:1/0 \(production\) "
+        r"is a read-only session",
+    ):
         admin.pause(twin, "q")
     for bad in ({"env": ""}, {"env": "a\nb"}, {"name": 3}, {"read_only": "yes"}):
         with pytest.raises(emq.BadInput):

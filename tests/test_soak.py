@@ -37,8 +37,10 @@ def soaks(tmp_path):
         s.__exit__(None, None, None)
 
 
-FAULTS = {"valkey": {"kill_worker", "client_kill", "server_kill", "proxy_cut"},
-          "fake": {"kill_worker", "client_kill"}}
+FAULTS = {
+    "valkey": {"kill_worker", "client_kill", "server_kill", "proxy_cut"},
+    "fake": {"kill_worker", "client_kill"},
+}
 
 
 @pytest.mark.fault
@@ -62,6 +64,7 @@ def test_a_soak_under_faults_loses_nothing(backend, soaks):
 
 
 # -- the reconciliation catches what it must ----------------------------------------
+
 
 def rec(k: str, src: str = "w", **kw) -> dict:
     kw.setdefault("t", kw.get("t1", kw.get("t0", 0.0)))
@@ -105,7 +108,7 @@ def test_a_drain_explains_a_job_only_when_it_ran_after_the_job_was_seen_and_its_
     drain = verb("drain", 5.0, r=1, budget=100)
     assert settle([enq("j_1"), drain]).fates == {"drained": 1}
     checker = Checker(None)
-    checker.seen[(Q1, "j_1")] = 6.0               # seen alive after the drain ended
+    checker.seen[(Q1, "j_1")] = 6.0  # seen alive after the drain ended
     assert settle([enq("j_1"), drain], checker=checker).lost == 1
     # the drain said it deleted two jobs: only one can have gone that way
     over = settle([enq("j_1"), verb("drain", 5.0, r=2, budget=100)])
@@ -116,12 +119,19 @@ def test_a_drain_explains_a_job_only_when_it_ran_after_the_job_was_seen_and_its_
 
 def test_an_unknown_outcome_is_reconciled_with_the_final_state():
     # a complete whose reply was lost, and a job that is gone: the complete landed
-    report = settle([enq("j_1"), claim("j_1", 2.0, 1), rec("done", "worker0.0", q=Q1, id="j_1", att=1),
-                     finish("j_1", 2.1, r="maybe")])
+    report = settle(
+        [
+            enq("j_1"),
+            claim("j_1", 2.0, 1),
+            rec("done", "worker0.0", q=Q1, id="j_1", att=1),
+            finish("j_1", 2.1, r="maybe"),
+        ]
+    )
     assert report.fates == {"completed (reply lost)": 1} and report.ok
     # a removal answered "removed" for a job still there is a violation, not a maybe
-    report = settle([enq("j_1"), verb("remove_jobs", 2.0, r={"j_1": "removed"}, ids=["j_1"])],
-                    state(j_1="pending"))
+    report = settle(
+        [enq("j_1"), verb("remove_jobs", 2.0, r={"j_1": "removed"}, ids=["j_1"])], state(j_1="pending")
+    )
     assert report.violations == [f"{Q1} j_1 is in pending after a reply said it was removed"]
 
 
@@ -137,8 +147,10 @@ def test_a_claim_from_a_paused_queue_or_lane_is_caught():
 def test_a_second_execution_needs_a_fail_an_expired_lease_or_a_killed_worker():
     twice = [enq("j_1"), claim("j_1", 2.0, 1), claim("j_1", 2.5, 2, src="worker1.0")]
     assert "served again" in settle(twice, state(j_1="active")).violations[0]
-    expired = twice[:2] + [rec("expired", "housekeeper.0", q=Q1, n=1, t0=4.1, t1=4.12),
-                           claim("j_1", 4.2, 2, src="worker1.0")]
+    expired = twice[:2] + [
+        rec("expired", "housekeeper.0", q=Q1, n=1, t0=4.1, t1=4.12),
+        claim("j_1", 4.2, 2, src="worker1.0"),
+    ]
     report = settle(expired, state(j_1="active"))
     assert report.ok and report.duplicates == {"lease expired": 1}
     retried = twice[:2] + [finish("j_1", 2.2, how="fail"), claim("j_1", 2.5, 2, src="worker1.0")]
@@ -148,24 +160,40 @@ def test_a_second_execution_needs_a_fail_an_expired_lease_or_a_killed_worker():
 
 
 def test_obliterate_leaving_keys_and_a_role_dying_are_violations():
-    report = settle([rec("obl_check", "operator.0", q=Q2, n=2, keys=["emq:{x}:a"]),
-                     rec("crash", "producer.0", role="producer.0", err="Traceback\nKeyError: 'x'")])
+    report = settle(
+        [
+            rec("obl_check", "operator.0", q=Q2, n=2, keys=["emq:{x}:a"]),
+            rec("crash", "producer.0", role="producer.0", err="Traceback\nKeyError: 'x'"),
+        ]
+    )
     left = f"{Q2}: 2 keys left after obliterate said ok: ['emq:{{x}}:a']"
     assert sorted(report.violations) == sorted([left, "producer.0 died: KeyError: 'x'"])
 
 
 def test_the_snapshot_checks_catch_a_broken_queue():
     checker = Checker(None, grace=2.0)
-    snap = {"place": {"j_1": ["pending", "dead"], "j_2": ["active"], "j_ghost": ["pending"]},
-            "rows": {"j_1": "", "j_2": "g0", "j_home": ""}, "orphans": ["j_x:logs"], "logs": {"j_1": 4},
-            "lane_active": {"g0": 0}, "dedup": {"d1": "j_gone"}, "active": ["j_2"], "paused": ""}
+    snap = {
+        "place": {"j_1": ["pending", "dead"], "j_2": ["active"], "j_ghost": ["pending"]},
+        "rows": {"j_1": "", "j_2": "g0", "j_home": ""},
+        "orphans": ["j_x:logs"],
+        "logs": {"j_1": 4},
+        "lane_active": {"g0": 0},
+        "dedup": {"d1": "j_gone"},
+        "active": ["j_2"],
+        "paused": "",
+    }
     checker.check(Q1, snap, at=10.0)
-    assert sorted(checker.violations) == sorted([
-        f"{Q1} j_1 is in pending and dead", f"{Q1} j_ghost is in pending but has no row",
-        f"{Q1} lane g0 counts 0 in flight, holds 1 (at 10.0)", f"{Q1} orphan key job:j_x:logs",
-        f"{Q1} dedup key d1 points at j_gone, which has no row",
-        f"{Q1} j_1 keeps 4 log lines, more than add_log's keep=3"])
-    checker.check(Q1, snap, at=11.0)              # a row in no set, but not for long yet
+    assert sorted(checker.violations) == sorted(
+        [
+            f"{Q1} j_1 is in pending and dead",
+            f"{Q1} j_ghost is in pending but has no row",
+            f"{Q1} lane g0 counts 0 in flight, holds 1 (at 10.0)",
+            f"{Q1} orphan key job:j_x:logs",
+            f"{Q1} dedup key d1 points at j_gone, which has no row",
+            f"{Q1} j_1 keeps 4 log lines, more than add_log's keep=3",
+        ]
+    )
+    checker.check(Q1, snap, at=11.0)  # a row in no set, but not for long yet
     assert not any("j_home" in v for v in checker.violations)
     checker.check(Q1, snap, at=12.5)
     assert f"{Q1} row j_home has been in no set since 10.0" in checker.violations
@@ -181,11 +209,11 @@ def test_the_proxy_cuts_a_call_mid_way(valkey):
         proxy.cut("reply")
         with pytest.raises(redis.ConnectionError):
             r.incr("soak:n")
-        assert int(r.get("soak:n")) == 1              # the call ran; only its reply was lost
+        assert int(r.get("soak:n")) == 1  # the call ran; only its reply was lost
         proxy.cut("request")
         with pytest.raises(redis.ConnectionError):
             r.incr("soak:n")
-        assert int(r.get("soak:n")) == 1              # the call never reached the server
+        assert int(r.get("soak:n")) == 1  # the call never reached the server
     finally:
         proxy.close()
 
@@ -193,9 +221,12 @@ def test_the_proxy_cuts_a_call_mid_way(valkey):
 def test_a_cut_expiry_may_land_after_its_error():
     # the housekeeper's expiry was cut before the lease ran out, and ran on the server
     # once a stall ended, after the deadline: the second claim is explained by it
-    late = [enq("j_1"), claim("j_1", 2.0, 1),
-            rec("expired", "housekeeper.0", q=Q1, n="maybe", t0=3.3, t1=3.35),
-            claim("j_1", 4.9, 2, src="worker1.0")]
+    late = [
+        enq("j_1"),
+        claim("j_1", 2.0, 1),
+        rec("expired", "housekeeper.0", q=Q1, n="maybe", t0=3.3, t1=3.35),
+        claim("j_1", 4.9, 2, src="worker1.0"),
+    ]
     report = settle(late, state(j_1="active"))
     assert report.ok and report.duplicates == {"lease expired": 1}
     # a definite expiry that ended before the deadline explains nothing

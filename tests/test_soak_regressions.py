@@ -59,13 +59,18 @@ def active(conn) -> list[str]:
 # count was lost. Every client `connect` builds now sends a transition once; the
 # tests on `conn` hold it for the URL and the fake.
 
+
 @pytest.mark.parametrize("kind", ["embedded valkey", "url", "embedded fake"])
 def test_every_client_connect_builds_sends_a_transition_once(kind, valkey, monkeypatch):
     import emq_notebook as emq
 
-    conn = (emq.connect(embedded="valkey") if kind == "embedded valkey"
-            else emq.connect(f"redis://127.0.0.1:{valkey.port}/0") if kind == "url"
-            else emq.connect(embedded="fake"))
+    conn = (
+        emq.connect(embedded="valkey")
+        if kind == "embedded valkey"
+        else emq.connect(f"redis://127.0.0.1:{valkey.port}/0")
+        if kind == "url"
+        else emq.connect(embedded="fake")
+    )
     conn.client.delete(*[queue_key(Q, s) for s in ("pending", "active", "meta")])
     for i in range(2):
         conn.client.delete(queue_key(Q, f"job:j_{i}"))
@@ -74,6 +79,7 @@ def test_every_client_connect_builds_sends_a_transition_once(kind, valkey, monke
     with pytest.raises(WireError):
         jobs.claim(conn, Q, 60_000)
     assert active(conn) == ["j_0"]
+
 
 def test_a_claim_whose_reply_is_lost_is_not_sent_again(conn, monkeypatch):
     for i in range(3):
@@ -91,9 +97,9 @@ def test_a_complete_whose_reply_is_lost_raises_rather_than_answering_gone(conn, 
     jobs.enqueue(conn, Q, "x", id="j_1")
     jobs.claim(conn, Q, 60_000)
     lose_replies(conn, monkeypatch)
-    with pytest.raises(WireError):           # unknown outcome, not a false `Gone`
+    with pytest.raises(WireError):  # unknown outcome, not a false `Gone`
         jobs.complete(conn, Q, "j_1")
-    assert not conn.client.exists(queue_key(Q, "job:j_1"))      # it did complete, once
+    assert not conn.client.exists(queue_key(Q, "job:j_1"))  # it did complete, once
 
 
 def test_a_removal_whose_reply_is_lost_is_never_reported_gone(conn, monkeypatch):
@@ -101,7 +107,7 @@ def test_a_removal_whose_reply_is_lost_is_never_reported_gone(conn, monkeypatch)
     lose_replies(conn, monkeypatch)
     with pytest.raises(WireError):
         admin.remove_jobs(conn, Q, ["j_1"])
-    assert admin.remove_jobs(conn, Q, ["j_1"]) == {"j_1": "gone"}   # asked again, knowingly
+    assert admin.remove_jobs(conn, Q, ["j_1"]) == {"j_1": "gone"}  # asked again, knowingly
 
 
 def test_a_drain_whose_reply_is_lost_does_not_lose_its_count_silently(conn, monkeypatch):
@@ -121,6 +127,7 @@ def test_a_drain_whose_reply_is_lost_does_not_lose_its_count_silently(conn, monk
 # paused?/2), and the gate-less @claim2 then served a PAUSED queue once the fault
 # had passed. The claim that goes on now reads the paused field itself.
 
+
 @pytest.mark.parametrize("grouped", [False, True], ids=["flat", "grouped"])
 def test_a_faulted_pause_read_never_serves_a_paused_queue(conn, monkeypatch, grouped):
     jobs.enqueue(conn, Q, "x", id="j_1", group="acme" if grouped else None)
@@ -139,6 +146,6 @@ def test_a_faulted_pause_read_on_a_running_queue_still_claims(conn, monkeypatch,
     # EchoMQ's own rule stands: the fault reads as not paused and the claim goes on
     jobs.enqueue(conn, Q, "x", id="j_1", group="acme" if grouped else None)
     fail_pause_reads(conn, monkeypatch)
-    assert jobs.paused_for_claim(conn, Q) is None          # faulted: falsy, "not paused"
+    assert jobs.paused_for_claim(conn, Q) is None  # faulted: falsy, "not paused"
     claim = lanes.claim if grouped else jobs.claim
     assert claim(conn, Q, 60_000)[0] == "j_1"

@@ -19,13 +19,16 @@ from emq_notebook.errors import UsageProblem
 EXAMPLES = 200
 hostile_text = st.one_of(
     st.text(max_size=60),
-    st.builds("".join, st.lists(st.sampled_from(list("{}$'\"#\\ \t\n-h") + ["--help", "{{x}}", "$price"]),
-                                max_size=12)),
+    st.builds(
+        "".join,
+        st.lists(st.sampled_from(list("{}$'\"#\\ \t\n-h") + ["--help", "{{x}}", "$price"]), max_size=12),
+    ),
 )
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10)),
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
     max_leaves=10,
 )
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
@@ -42,20 +45,26 @@ def test_a_str_variable_arrives_as_written(name, value):
 @given(name=names, value=hostile_text)
 def test_a_str_variable_in_free_text_arrives_as_written(name, value):
     ns = grammar.parse(f"log q j_1 {{{{{name}}}}}", {name: value})
-    assert ns.line == [value]                  # one word of the free text, kept whole
+    assert ns.line == [value]  # one word of the free text, kept whole
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(name=names, value=st.one_of(st.lists(json_values, max_size=4),
-                                   st.dictionaries(st.text(max_size=6), json_values, max_size=4)))
+@given(
+    name=names,
+    value=st.one_of(
+        st.lists(json_values, max_size=4), st.dictionaries(st.text(max_size=6), json_values, max_size=4)
+    ),
+)
 def test_a_dict_or_list_arrives_as_its_json(name, value):
     ns = grammar.parse(f"data q j_1 {{{{{name}}}}}", {name: value})
     assert json.loads(ns.json) == value
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(payload=hostile_text.filter(lambda t: "'" not in t and not re.search(r"\{\{\w+\}\}", t)),
-       namespace=st.dictionaries(names, hostile_text, max_size=4))
+@given(
+    payload=hostile_text.filter(lambda t: "'" not in t and not re.search(r"\{\{\w+\}\}", t)),
+    namespace=st.dictionaries(names, hostile_text, max_size=4),
+)
 def test_a_line_without_a_placeholder_ignores_the_namespace(payload, namespace):
     line = f"data q j_1 '{payload}'"
     assert vars(grammar.parse(line, namespace)) == vars(grammar.parse(line))

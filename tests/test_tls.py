@@ -37,7 +37,8 @@ class TLSTerminator:
     def _run(self, started: threading.Event) -> None:
         asyncio.set_event_loop(self.loop)
         self.server = self.loop.run_until_complete(
-            asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.context))
+            asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.context)
+        )
         self.port = self.server.sockets[0].getsockname()[1]
         started.set()
         self.loop.run_forever()
@@ -54,6 +55,7 @@ class TLSTerminator:
                 pass
             finally:
                 dst.close()
+
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
     def stop(self) -> None:
@@ -78,8 +80,12 @@ def tls(valkey, tmp_path):
 
 def test_rediss_with_client_certificates_runs_the_verbs(tls):
     port, f = tls
-    conn = emq.connect(f"rediss://127.0.0.1:{port}/0", ssl_ca_certs=str(f["ca"]),
-                       ssl_certfile=str(f["cert"]), ssl_keyfile=str(f["key"]))
+    conn = emq.connect(
+        f"rediss://127.0.0.1:{port}/0",
+        ssl_ca_certs=str(f["ca"]),
+        ssl_certfile=str(f["cert"]),
+        ssl_keyfile=str(f["key"]),
+    )
     jid = jobs.enqueue(conn, "tls", '{"to": "a"}', id="j_1", max_attempts=1)
     assert jobs.claim(conn, "tls", 60_000)[0] == jid
     assert jobs.fail(conn, "tls", jid, "boom") == "dead"
@@ -100,7 +106,11 @@ def test_a_server_certificate_from_another_ca_is_refused(tls, tmp_path):
     port, f = tls
     other = trustme.CA()
     other.cert_pem.write_to_path(str(tmp_path / "other.pem"))
-    conn = emq.connect(f"rediss://127.0.0.1:{port}/0", ssl_ca_certs=str(tmp_path / "other.pem"),
-                       ssl_certfile=str(f["cert"]), ssl_keyfile=str(f["key"]))
+    conn = emq.connect(
+        f"rediss://127.0.0.1:{port}/0",
+        ssl_ca_certs=str(tmp_path / "other.pem"),
+        ssl_certfile=str(f["cert"]),
+        ssl_keyfile=str(f["key"]),
+    )
     with pytest.raises(WireError, match="(?i)certificate"):
         admin.pause(conn, "tls")

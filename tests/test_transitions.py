@@ -42,22 +42,37 @@ def test_every_row_names_scripts_that_exist():
 def test_a_script_with_no_row_runs_its_own_body_everywhere():
     t = transitions.get("a_new_script")
     assert t == transitions.Transition("a_new_script")
-    assert [t.body(e) for e in ("script", "function", "native")] == \
-        [("script", "a_new_script"), ("function", "a_new_script"), ("script", "a_new_script")]
+    assert [t.body(e) for e in ("script", "function", "native")] == [
+        ("script", "a_new_script"),
+        ("function", "a_new_script"),
+        ("script", "a_new_script"),
+    ]
     assert transitions.decode(t.reply, [1, "x"], Call("a_new_script")) == [1, "x"]
 
 
 BODIES = {
     # transition: (script, script after a faulted pause read, function, native)
     "claim2": ("EVALSHA claim2", "EVALSHA native_claim", "FCALL emq_native_claim", "EMQ.CLAIM"),
-    "gclaim2": ("EVALSHA gclaim2", "EVALSHA native_gclaim", "FCALL emq_native_gclaim",
-                "EVALSHA native_gclaim"),
-    "reprocess2": ("EVALSHA reprocess2", "EVALSHA native_reprocess", "FCALL emq_native_reprocess",
-                   "EMQ.REPROCESS"),
+    "gclaim2": (
+        "EVALSHA gclaim2",
+        "EVALSHA native_gclaim",
+        "FCALL emq_native_gclaim",
+        "EVALSHA native_gclaim",
+    ),
+    "reprocess2": (
+        "EVALSHA reprocess2",
+        "EVALSHA native_reprocess",
+        "FCALL emq_native_reprocess",
+        "EMQ.REPROCESS",
+    ),
     "drain": ("EVALSHA drain", "EVALSHA drain", "FCALL emq_drain", "EVALSHA drain"),
 }
-KEYS = {"claim2": ["pending", "active", ""], "gclaim2": ["ring", "active", ""],
-        "reprocess2": ["job:j_1", "dead", "pending", ""], "drain": ["", "pending"]}
+KEYS = {
+    "claim2": ["pending", "active", ""],
+    "gclaim2": ["ring", "active", ""],
+    "reprocess2": ["job:j_1", "dead", "pending", ""],
+    "drain": ["", "pending"],
+}
 ARGS = {"claim2": [60_000, "tok"], "gclaim2": [60_000, "tok"], "reprocess2": ["j_1"], "drain": [10]}
 
 
@@ -84,20 +99,22 @@ def sent_by(conn: emq.Connection) -> list[str]:
 
 def scripts_sha(name: str) -> str:
     import hashlib
+
     return hashlib.sha1(scripts.source(name).encode()).hexdigest()
 
 
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_each_executor_runs_the_body_its_row_names(conn, connect_as, name):
     keys = [queue_key(Q, k) if k else base(Q) for k in KEYS[name]]
-    for i, (executor, folded) in enumerate((("script", False), ("script", True), ("function", False),
-                                            ("native", False))):
+    for i, (executor, folded) in enumerate(
+        (("script", False), ("script", True), ("function", False), ("native", False))
+    ):
         c = connect_as(executor)
         sent = sent_by(c)
         try:
             c.run(name, keys, ARGS[name], folded=folded)
         except (NativeUnavailable, Gone):
-            pass                       # no EchoMQ module here; no row: the body was still sent
+            pass  # no EchoMQ module here; no row: the body was still sent
         # (EVALSHA goes twice the first time: NOSCRIPT, then the script is loaded)
         assert set(sent) == {BODIES[name][i]}, (executor, folded, sent)
 
@@ -111,14 +128,14 @@ def test_every_reply_kind_is_decoded_in_one_place():
     assert transitions.decode(Reply.FOUND, "retry", call) == "retry"
     assert [transitions.decode(Reply.MORE_OR_OK, r, call) for r in (1, 0)] == ["more", "ok"]
     assert transitions.decode(Reply.COUNTED, [5, 1], call) == (5, True)
-    assert transitions.decode(Reply.COUNTED, 7, call) == (7, False)       # EchoMQ's unbounded drain
+    assert transitions.decode(Reply.COUNTED, 7, call) == (7, False)  # EchoMQ's unbounded drain
     assert transitions.decode(Reply.PER_ID, ["removed", "gone"], call) == {"a": "removed", "b": "gone"}
     assert transitions.decode(Reply.HOLDER, ["j_9", 0], call) == "j_9"
     assert transitions.decode(Reply.AS_SENT, {"k": 1}, call) == {"k": 1}
     refused = transitions.error("EMQSTATE not active", call)
     assert isinstance(refused, NotActive) and refused.reason == "not_active"
     assert str(transitions.error("ERR wrong", call)) == "server error in remove: ERR wrong"
-    assert set(Reply) == {t.reply for t in transitions.TABLE.values()}   # every case is used
+    assert set(Reply) == {t.reply for t in transitions.TABLE.values()}  # every case is used
 
 
 @pytest.mark.parametrize("executor", ["script", "function"])
@@ -126,15 +143,24 @@ def test_a_pipeline_takes_transitions_and_answers_their_results(conn, connect_as
     c = connect_as(executor)
     pipe = c.pipeline()
     for i in range(3):
-        assert jobs.enqueue(c, Q, f'{{"n": {i}}}', id=f"j_{i}", dedup="one" if i else None,
-                            pipeline=pipe) is None
+        assert (
+            jobs.enqueue(c, Q, f'{{"n": {i}}}', id=f"j_{i}", dedup="one" if i else None, pipeline=pipe)
+            is None
+        )
     keys = [queue_key(Q, "pending"), queue_key(Q, "active"), base(Q)]
     c.run("claim2", keys, [60_000, c.token], verb="claim", queue=Q, pipeline=pipe)
-    pipe.zcard(queue_key(Q, "active"))                   # a plain command in the same batch
+    pipe.zcard(queue_key(Q, "active"))  # a plain command in the same batch
     c.run("claim2", keys, [60_000, c.token], verb="claim", queue=Q, pipeline=pipe)
     jobs.fail(c, Q, "j_0", "boom", pipeline=pipe)
-    assert pipe.execute() == ["j_0", "j_1", "j_1", Claimed("j_0", '{"n": 0}', 1), 1,
-                              Claimed("j_1", '{"n": 1}', 1), "retry"]
+    assert pipe.execute() == [
+        "j_0",
+        "j_1",
+        "j_1",
+        Claimed("j_0", '{"n": 0}', 1),
+        1,
+        Claimed("j_1", '{"n": 1}', 1),
+        "retry",
+    ]
     # a refusal in a batch is the typed answer of that call; the batch ran
     pipe = c.pipeline()
     jobs.fail(c, Q, "j_1", "boom", pipeline=pipe)
@@ -155,27 +181,32 @@ def test_a_pipeline_takes_transitions_and_answers_their_results(conn, connect_as
 
 def test_a_read_only_pipeline_refuses_a_writing_transition_before_any_io(conn, backend, request):
     from helpers import server_for, server_url
+
     srv = server_for(backend, request)
-    ro = emq.connect(embedded="fake", read_only=True) if backend == "fake" else \
-        emq.connect(server_url(backend, srv), read_only=True)
+    ro = (
+        emq.connect(embedded="fake", read_only=True)
+        if backend == "fake"
+        else emq.connect(server_url(backend, srv), read_only=True)
+    )
     jobs.enqueue(conn, Q, "{}", id="j_1")
     before = dump(conn)
     pipe = ro.pipeline()
     with pytest.raises(ReadOnly):
         jobs.enqueue(ro, Q, "{}", id="j_2", pipeline=pipe)
     ro.run("read_rows", [base(Q)], [1, "payload", "j_1"], pipeline=pipe)
-    ro.run("get_logs", [queue_key(Q, "job:j_1"), queue_key(Q, "job:j_1:logs"), base(Q)], [],
-           pipeline=pipe)
+    ro.run("get_logs", [queue_key(Q, "job:j_1"), queue_key(Q, "job:j_1:logs"), base(Q)], [], pipeline=pipe)
     assert pipe.execute() == [[["{}"]], []]
     assert dump(conn) == before
 
 
 # -- nobody else picks a body or lays out a script's call by hand --------------------------
 
+
 def test_no_module_picks_a_body_by_executor():
     chosen = re.compile(r'run\(\s*"native_|executor\s*==|\.evalsha\(|register_script\(')
-    for path in sorted([*ROOT.glob("emq_notebook/**/*.py"), ROOT / "bench" / "common.py",
-                        ROOT / "bench" / "scale.py"]):
+    for path in sorted(
+        [*ROOT.glob("emq_notebook/**/*.py"), ROOT / "bench" / "common.py", ROOT / "bench" / "scale.py"]
+    ):
         if path.name in ("transitions.py", "connector.py"):
             continue
         assert not chosen.search(path.read_text()), (path, chosen.search(path.read_text()))
@@ -186,6 +217,7 @@ def test_a_reader_follows_each_verb_to_its_script_in_three_files():
     (`conn.run("drain", ...)`), lua/drain.lua. The same for every verb whose
     catalogue entry names its scripts."""
     import importlib
+
     followed = 0
     for v in registry.VERBS.values():
         for entry in v.entries:
@@ -204,12 +236,14 @@ def test_a_reader_follows_each_verb_to_its_script_in_three_files():
     assert followed >= 15
     # the issue's example, strictly: the handler names admin.drain, which names the script
     from emq_notebook import commands
+
     assert "admin.drain(" in inspect.getsource(commands._drain)
     assert 'conn.run("drain"' in inspect.getsource(admin.drain)
     assert catalogue.CATALOGUE["admin.drain"].script == "@drain" and (ROOT / "lua" / "drain.lua").is_file()
 
 
 # -- lua/README.md: the convention and the table of every script ----------------------------
+
 
 def test_the_lua_readme_table_is_read_from_the_headers():
     assert scripts.markdown() in (ROOT / "lua" / "README.md").read_text()
@@ -220,8 +254,20 @@ def test_every_script_beyond_echomqs_own_takes_the_base_root_last():
     base root. EchoMQ's own transitions and their twins keep EchoMQ's layout."""
     own = {t.name for t in transitions.TABLE.values() if t.echomq}
     own |= {transitions.TABLE[n].twin for n in own if transitions.TABLE[n].twin}
-    assert own == {"pause", "resume", "drain", "obliterate", "update_progress", "reprocess2", "remove_job2",
-                   "claim2", "gclaim2", "native_claim", "native_gclaim", "native_reprocess"}
+    assert own == {
+        "pause",
+        "resume",
+        "drain",
+        "obliterate",
+        "update_progress",
+        "reprocess2",
+        "remove_job2",
+        "claim2",
+        "gclaim2",
+        "native_claim",
+        "native_gclaim",
+        "native_reprocess",
+    }
     checked = 0
     for name in sorted(set(scripts.names()) - own):
         keys = dict(re.findall(r"KEYS\[(\d+)\] = ([^,;]+)", scripts.contract(name).keys))

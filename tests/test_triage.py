@@ -27,10 +27,19 @@ def put_dead(conn, rows: dict[str, tuple[str, str]], score=lambda i: 1_000 + i) 
     """Rows written straight to the keyspace (the contract's fields), all in dead."""
     pipe = conn.client.pipeline(transaction=False)
     for i, (job_id, (error, payload)) in enumerate(rows.items()):
-        pipe.hset(f"emq:{{{Q}}}:job:{job_id}", mapping={
-            "payload": decoding.wire(payload), "last_error": decoding.wire(error), "state": "dead",
-            "attempts": str(i % 4), "failures": "1", "stalled": "0", "priority": "0",
-            "created_at": str(5_000 + i)})
+        pipe.hset(
+            f"emq:{{{Q}}}:job:{job_id}",
+            mapping={
+                "payload": decoding.wire(payload),
+                "last_error": decoding.wire(error),
+                "state": "dead",
+                "attempts": str(i % 4),
+                "failures": "1",
+                "stalled": "0",
+                "priority": "0",
+                "created_at": str(5_000 + i),
+            },
+        )
         pipe.zadd(DEAD, {job_id: score(i)})
     pipe.execute()
     return list(rows)
@@ -43,6 +52,7 @@ def clear(conn) -> None:
 
 
 # -- globs against fnmatch.fnmatchcase -------------------------------------------------
+
 
 def canonical(text: str) -> str:
     """Text as the server hands it back: undecodable bytes are surrogates, the rest UTF-8."""
@@ -88,8 +98,11 @@ def case(draw):
     return fields, which, draw(glob_from(source)), draw(st.integers(1, 4))
 
 
-on_a_backend = settings(max_examples=150, deadline=None,
-                        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+on_a_backend = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @on_a_backend
@@ -119,30 +132,53 @@ def test_the_server_pattern_lets_through_every_match(text, data):
     if fnmatch.fnmatchcase(text, glob):
         assert said == 1, (text, glob, spec)
     elif text.isascii():
-        assert said == 0, (text, glob, spec)             # exact on ASCII text
+        assert said == 0, (text, glob, spec)  # exact on ASCII text
 
 
 GLOBS = [  # (glob, text, fnmatch's answer): Lua's magic characters taken as written
-    ("50%", "50%", True), ("a.b", "axb", False), ("(x)", "(x)", True), ("a+", "aa", False),
-    ("a-b", "a-b", True), ("$5", "$5", True), ("^up", "^up", True), ("[^a]", "^", True),
-    ("[^a]", "b", False), ("[!a]", "b", True), ("[!a]", "a", False), ("[]]", "]", True),
-    ("[!]]", "]", False), ("[a-c]x", "bx", True), ("[c-a]", "b", False), ("[", "[", True),
-    ("a[", "a[", True), ("*.log", "x.log", True), ("*.log", "x.log.1", False), ("?", "é", True),
-    ("??", "é", False), ("[é]", "é", True), ("[!é]", "e", True), ("[!é]", "é", False),
-    ("SMTP 5?? *", "SMTP 550 mailbox", True), ("*a*a*a*b", "a" * 3000, False),
-    ("", "", True), ("*", "", True), ("a\0b", "a\0b", True), ("x%dy", "x5y", False),
+    ("50%", "50%", True),
+    ("a.b", "axb", False),
+    ("(x)", "(x)", True),
+    ("a+", "aa", False),
+    ("a-b", "a-b", True),
+    ("$5", "$5", True),
+    ("^up", "^up", True),
+    ("[^a]", "^", True),
+    ("[^a]", "b", False),
+    ("[!a]", "b", True),
+    ("[!a]", "a", False),
+    ("[]]", "]", True),
+    ("[!]]", "]", False),
+    ("[a-c]x", "bx", True),
+    ("[c-a]", "b", False),
+    ("[", "[", True),
+    ("a[", "a[", True),
+    ("*.log", "x.log", True),
+    ("*.log", "x.log.1", False),
+    ("?", "é", True),
+    ("??", "é", False),
+    ("[é]", "é", True),
+    ("[!é]", "e", True),
+    ("[!é]", "é", False),
+    ("SMTP 5?? *", "SMTP 550 mailbox", True),
+    ("*a*a*a*b", "a" * 3000, False),
+    ("", "", True),
+    ("*", "", True),
+    ("a\0b", "a\0b", True),
+    ("x%dy", "x5y", False),
 ]
 
 
 @pytest.mark.parametrize(("glob", "text", "matches"), GLOBS)
 def test_globs_as_fnmatch_reads_them(conn, glob, text, matches):
-    assert fnmatch.fnmatchcase(text, glob) is matches           # the table is fnmatch's
+    assert fnmatch.fnmatchcase(text, glob) is matches  # the table is fnmatch's
     put_dead(conn, {"j_1": (text, text)})
     assert list(triage.find(conn, Q, error=glob).index) == (["j_1"] if matches else [])
     assert list(triage.find(conn, Q, payload=glob).index) == (["j_1"] if matches else [])
 
 
 # -- filters, states, lanes, frames ------------------------------------------------------
+
 
 def staged(conn) -> dict[str, str]:
     """Jobs through the real transitions: dead with two errors, scheduled (a retry), a
@@ -173,19 +209,25 @@ def test_find_filters_and_frames(conn):
     lane = triage.find(conn, Q, state="all", group="acme")
     assert list(lane.index) == ["j_lane"] and lane.loc["j_lane", "group"] == "acme"
     assert list(triage.find(conn, Q, payload='{"to": "u[24]@*"}').index) == ["j_d2", "j_d4"]
-    assert list(triage.find(conn, Q, state="all", min_attempts=1).index) == \
-        ["j_retry", "j_d0", "j_d1", "j_d2", "j_d3", "j_d4"]          # pending, active, schedule, dead
+    assert list(triage.find(conn, Q, state="all", min_attempts=1).index) == [
+        "j_retry",
+        "j_d0",
+        "j_d1",
+        "j_d2",
+        "j_d3",
+        "j_d4",
+    ]  # pending, active, schedule, dead
     assert triage.find(conn, Q, state="all", min_attempts=2).empty
     assert list(triage.find(conn, Q, limit=2).index) == ["j_d0", "j_d1"]
     assert list(triage.find(conn, Q, limit=None, budget=1).index) == [f"j_d{i}" for i in range(5)]
 
 
 def test_created_bounds(conn):
-    put_dead(conn, {f"j_{i}": ("e", "p") for i in range(6)})          # created_at 5000 .. 5005
+    put_dead(conn, {f"j_{i}": ("e", "p") for i in range(6)})  # created_at 5000 .. 5005
     assert list(triage.find(conn, Q, created_after=5_002).index) == ["j_2", "j_3", "j_4", "j_5"]
     assert list(triage.find(conn, Q, created_before=5_002).index) == ["j_0", "j_1"]
     assert list(triage.find(conn, Q, created_after=5_001, created_before=5_003).index) == ["j_1", "j_2"]
-    conn.client.hdel(f"emq:{{{Q}}}:job:j_3", "created_at")               # a foreign row
+    conn.client.hdel(f"emq:{{{Q}}}:job:j_3", "created_at")  # a foreign row
     assert "j_3" not in triage.find(conn, Q, created_after=0).index
     assert "j_3" in triage.find(conn, Q).index
 
@@ -200,8 +242,16 @@ def test_ghosts_and_absent_fields_never_match(conn):
 
 def test_bad_arguments_are_refused_before_any_io():
     nowhere = emq.connect("redis://127.0.0.1:1/0", cluster=False)
-    for kwargs in ({"state": "finished"}, {"state": ()}, {"budget": 0}, {"limit": 0}, {"min_attempts": -1},
-                   {"created_after": "yesterday"}, {"error": 5}, {"budget": True}):
+    for kwargs in (
+        {"state": "finished"},
+        {"state": ()},
+        {"budget": 0},
+        {"limit": 0},
+        {"min_attempts": -1},
+        {"created_after": "yesterday"},
+        {"error": 5},
+        {"budget": True},
+    ):
         with pytest.raises(BadInput):
             triage.find(nowhere, Q, **kwargs)
     for kwargs in ({"group": "a:b"},):
@@ -215,12 +265,14 @@ def test_bad_arguments_are_refused_before_any_io():
 
 # -- a scan while the queue moves ----------------------------------------------------------
 
+
 def test_a_scan_while_members_come_and_go_between_calls(conn):
     """Between every two calls, members leave (the cursor's own member among them) and
     arrive (at the cursor's score too): none is returned twice, none that stayed is missed."""
     rng = random.Random(7)
-    ids = put_dead(conn, {f"j_{i:04d}": ("boom", "{}") for i in range(600)},
-                   score=lambda i: 1_000 + i // 25)              # runs of equal scores
+    ids = put_dead(
+        conn, {f"j_{i:04d}": ("boom", "{}") for i in range(600)}, score=lambda i: 1_000 + i // 25
+    )  # runs of equal scores
     stayed, arrived, removed = set(ids), set(), set()
     real = conn.run
 
@@ -234,9 +286,17 @@ def test_a_scan_while_members_come_and_go_between_calls(conn):
         for _ in range(2):
             new = f"j_n{len(arrived):04d}"
             score = float(args[0]) if args and args[0] else 1_000
-            conn.client.hset(f"emq:{{{Q}}}:job:{new}", mapping={
-                "last_error": "boom", "payload": "{}", "priority": "0", "attempts": "1", "failures": "1",
-                "stalled": "0"})
+            conn.client.hset(
+                f"emq:{{{Q}}}:job:{new}",
+                mapping={
+                    "last_error": "boom",
+                    "payload": "{}",
+                    "priority": "0",
+                    "attempts": "1",
+                    "failures": "1",
+                    "stalled": "0",
+                },
+            )
             conn.client.zadd(DEAD, {new: score + rng.choice([-1, 0, 0, 1])})
             arrived.add(new)
         return real(name, keys, args, **kw)
@@ -247,7 +307,7 @@ def test_a_scan_while_members_come_and_go_between_calls(conn):
     assert stayed <= set(got)
     assert set(got) <= set(ids) | arrived
     in_order = [i for i in got if i in stayed]
-    assert in_order == sorted(in_order)                       # set order: score, then id
+    assert in_order == sorted(in_order)  # set order: score, then id
 
 
 def test_a_scan_while_another_client_moves_jobs(conn, connect_as):
@@ -288,6 +348,7 @@ def test_a_scan_while_another_client_moves_jobs(conn, connect_as):
 
 # -- executors and sessions ----------------------------------------------------------------
 
+
 def test_function_executor_and_read_only_session(conn, backend, request):
     staged(conn)
     srv = server_for(backend, request)
@@ -302,8 +363,9 @@ def test_function_executor_and_read_only_session(conn, backend, request):
             return real(*a, **k)
 
         ro.client.execute_command = record
-        pd.testing.assert_frame_equal(triage.find(ro, Q, error="SMTP*", state="all"),
-                                      triage.find(conn, Q, error="SMTP*", state="all"))
+        pd.testing.assert_frame_equal(
+            triage.find(ro, Q, error="SMTP*", state="all"), triage.find(conn, Q, error="SMTP*", state="all")
+        )
         pd.testing.assert_frame_equal(triage.errors(ro, Q), triage.errors(conn, Q))
         if executor == "function":
             assert "FCALL_RO" in sent and "FCALL" not in sent
@@ -340,11 +402,20 @@ def test_signature(text, expected):
     assert triage.signature(text) == expected
 
 
-ERROR_TEXT = st.lists(st.one_of(
-    st.text(st.sampled_from(list("0123456789abcdefABCXYZ-'\" .\t_<>") + ["é", "\udcff"]), max_size=8),
-    st.uuids().map(str), st.uuids().map(lambda u: str(u).upper()[:-1]),
-    st.from_regex(r"[0-9a-fA-F]{6,10}", fullmatch=True), st.sampled_from(["'", '"', "1.5", "..", "-", " "]),
-), max_size=8).map("".join).map(canonical)
+ERROR_TEXT = (
+    st.lists(
+        st.one_of(
+            st.text(st.sampled_from(list("0123456789abcdefABCXYZ-'\" .\t_<>") + ["é", "\udcff"]), max_size=8),
+            st.uuids().map(str),
+            st.uuids().map(lambda u: str(u).upper()[:-1]),
+            st.from_regex(r"[0-9a-fA-F]{6,10}", fullmatch=True),
+            st.sampled_from(["'", '"', "1.5", "..", "-", " "]),
+        ),
+        max_size=8,
+    )
+    .map("".join)
+    .map(canonical)
+)
 
 
 @on_a_backend
@@ -366,8 +437,10 @@ def test_errors_agree_with_pandas_over_the_snapshot(conn):
     rows = {}
     for i in range(300):
         shape = rng.choice(shapes)
-        rows[f"j_{i:03d}"] = (shape.format(n=rng.randrange(1000), w=rng.choice("abc") * 3,
-                                           h=f"{rng.getrandbits(64):016x}"), "{}")
+        rows[f"j_{i:03d}"] = (
+            shape.format(n=rng.randrange(1000), w=rng.choice("abc") * 3, h=f"{rng.getrandbits(64):016x}"),
+            "{}",
+        )
     put_dead(conn, rows, score=lambda i: 10_000 + rng.randrange(50))
     conn.client.hdel(f"emq:{{{Q}}}:job:j_000", "last_error")
     got = triage.errors(conn, Q, budget=13)
@@ -393,7 +466,7 @@ def test_errors_of_a_moving_set_count_each_stayer_once(conn):
     def moving(name, keys, args=(), **kw):
         calls.append(name)
         if len(calls) % 2 == 0:
-            conn.client.zrem(DEAD, ids[len(calls)])          # one leaves, it was counted or not
+            conn.client.zrem(DEAD, ids[len(calls)])  # one leaves, it was counted or not
         return real(name, keys, args, **kw)
 
     conn.run = moving
@@ -410,8 +483,15 @@ def test_every_text_matches_the_glob_of_its_signature(text):
 
 
 def test_find_by_signature(conn):
-    put_dead(conn, {"j_1": ("SMTP 550 mailbox 'ana' gone", "{}"), "j_2": ("SMTP 421 mailbox 'bo' gone", "{}"),
-                    "j_3": ("SMTP 550 mailbox gone", "{}"), "j_4": ("SMTP 550 mailbox 'x' gone now", "{}")})
+    put_dead(
+        conn,
+        {
+            "j_1": ("SMTP 550 mailbox 'ana' gone", "{}"),
+            "j_2": ("SMTP 421 mailbox 'bo' gone", "{}"),
+            "j_3": ("SMTP 550 mailbox gone", "{}"),
+            "j_4": ("SMTP 550 mailbox 'x' gone now", "{}"),
+        },
+    )
     sig = triage.signature("SMTP 550 mailbox 'ana' gone")
     assert list(triage.find(conn, Q, signature=sig).index) == ["j_1", "j_2"]
     assert list(triage.find(conn, Q, signature=sig, error="*421*").index) == ["j_2"]

@@ -32,7 +32,7 @@ def stage(conn) -> None:
     kill(conn, "j_bad")
     conn.client.hset(K + "job:j_bad", "attempts", "three")
     jobs.enqueue(conn, Q, "{}", id="j_active")
-    assert jobs.claim(conn, Q, 60_000).id == "j_active"       # in flight: its lock is held
+    assert jobs.claim(conn, Q, 60_000).id == "j_active"  # in flight: its lock is held
     jobs.enqueue(conn, Q, "{}", id="j_pending")
     conn.client.zadd(K + "dead", {"j_ghost": 1})
 
@@ -51,14 +51,21 @@ def test_reprocess_dry_run_writes_nothing_then_the_real_call_answers_the_same(ex
     before, prints = dump(conn), footprint.footprint(conn, Q)
     preview = admin.reprocess_jobs(conn, Q, IDS, dry_run=True)
     assert dump(conn) == before and footprint.footprint(conn, Q) == prints
-    assert preview == {"j_flat": "reprocessed", "j_lane": "reprocessed", "j_bad": "bad_row",
-                       "j_active": "not_dead", "j_pending": "not_dead", "j_ghost": "gone", "j_never": "gone"}
+    assert preview == {
+        "j_flat": "reprocessed",
+        "j_lane": "reprocessed",
+        "j_bad": "bad_row",
+        "j_active": "not_dead",
+        "j_pending": "not_dead",
+        "j_ghost": "gone",
+        "j_never": "gone",
+    }
     assert admin.reprocess_jobs(conn, Q, IDS) == preview
     assert conn.client.zscore(K + "pending", "j_flat") == 0
-    assert conn.client.zscore(K + "g:acme:pending", "j_lane") == 0       # back to its lane
+    assert conn.client.zscore(K + "g:acme:pending", "j_lane") == 0  # back to its lane
     assert conn.client.lrange(K + "ring", 0, -1) == ["acme"]
-    assert conn.client.zscore(K + "dead", "j_bad") is not None           # left where it was
-    assert jobs.get_job(conn, Q, "j_flat")["failures"] == "1"            # counters stay
+    assert conn.client.zscore(K + "dead", "j_bad") is not None  # left where it was
+    assert jobs.get_job(conn, Q, "j_flat")["failures"] == "1"  # counters stay
     assert "last_error" not in jobs.get_job(conn, Q, "j_flat")
     # on the new state the dry run answers what a second real call would
     again = admin.reprocess_jobs(conn, Q, IDS, dry_run=True)
@@ -72,8 +79,15 @@ def test_remove_dry_run_writes_nothing_then_the_real_call_answers_the_same(execu
     before = dump(conn)
     preview = admin.remove_jobs(conn, Q, IDS, dry_run=True)
     assert dump(conn) == before
-    assert preview == {"j_flat": "removed", "j_lane": "removed", "j_bad": "removed", "j_active": "locked",
-                       "j_pending": "removed", "j_ghost": "gone", "j_never": "gone"}
+    assert preview == {
+        "j_flat": "removed",
+        "j_lane": "removed",
+        "j_bad": "removed",
+        "j_active": "locked",
+        "j_pending": "removed",
+        "j_ghost": "gone",
+        "j_never": "gone",
+    }
     assert admin.remove_jobs(conn, Q, IDS) == preview
     assert not conn.client.exists(K + "job:j_flat") and conn.client.exists(K + "job:j_active")
     assert consistency_problems(conn, Q) == []
@@ -82,8 +96,10 @@ def test_remove_dry_run_writes_nothing_then_the_real_call_answers_the_same(execu
 def test_refusals_keep_the_keyspace_byte_identical(conn):
     stage(conn)
     before = dump(conn)
-    assert set(admin.reprocess_jobs(conn, Q, ["j_pending", "j_active", "j_never"]).values()) == \
-        {"not_dead", "gone"}
+    assert set(admin.reprocess_jobs(conn, Q, ["j_pending", "j_active", "j_never"]).values()) == {
+        "not_dead",
+        "gone",
+    }
     assert admin.remove_jobs(conn, Q, ["j_active", "j_never"]) == {"j_active": "locked", "j_never": "gone"}
     assert dump(conn) == before
 
@@ -100,11 +116,17 @@ def test_a_frames_index_and_chunks_and_duplicates(conn):
         return real(name, keys, args, **kw)
 
     conn.run = count
-    assert admin.reprocess_jobs(conn, Q, found.index, dry_run=True, budget=2) == \
-        {"j_1": "reprocessed", "j_3": "reprocessed", "j_5": "reprocessed"}
+    assert admin.reprocess_jobs(conn, Q, found.index, dry_run=True, budget=2) == {
+        "j_1": "reprocessed",
+        "j_3": "reprocessed",
+        "j_5": "reprocessed",
+    }
     assert sent == [2, 1]
-    assert admin.reprocess_jobs(conn, Q, found) == {"j_1": "reprocessed", "j_3": "reprocessed",
-                                                    "j_5": "reprocessed"}          # a frame: its index
+    assert admin.reprocess_jobs(conn, Q, found) == {
+        "j_1": "reprocessed",
+        "j_3": "reprocessed",
+        "j_5": "reprocessed",
+    }  # a frame: its index
     assert sorted(conn.client.zrange(K + "pending", 0, -1)) == ["j_1", "j_3", "j_5"]
     twice = admin.reprocess_jobs(conn, Q, ["j_0", "j_0", "j_2"])
     assert twice == {"j_0": "reprocessed", "j_2": "reprocessed"}

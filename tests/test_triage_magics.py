@@ -100,13 +100,13 @@ def test_with_yes_it_acts_on_exactly_the_previewed_ids(emq_line, conn, monkeypat
 
     def preview_then_one_more_dies(s, doing, q, found):
         ids = shown(s, doing, q, found)
-        kill(conn, "j_late", "SMTP 550 mailbox 9 unavailable")       # after the preview
+        kill(conn, "j_late", "SMTP 550 mailbox 9 unavailable")  # after the preview
         return ids
 
     monkeypatch.setattr(commands_triage, "preview", preview_then_one_more_dies)
     words = emq_line("reprocess mailq --error 'SMTP*' --yes")
     assert words == {f"j_smtp{i}": "reprocessed" for i in range(5)}
-    assert conn.client.zscore(K + "dead", "j_late") is not None               # not touched
+    assert conn.client.zscore(K + "dead", "j_late") is not None  # not touched
     monkeypatch.undo()
     # reprocessed jobs have no last_error any more: found by payload, in pending
     words = emq_line("remove mailq --payload '*smtp*' --state pending --state dead --yes")
@@ -124,13 +124,21 @@ def test_the_single_id_forms_still_work(emq_line, conn, capsys):
     assert "reprocessed 2 dead jobs of mailq" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("line", [
-    "reprocess mailq --rate 50/s", "reprocess mailq --trial 3", "reprocess mailq --error x --trial 2",
-    "reprocess mailq j_1 --error x",
-    "reprocess mailq --all --error x", "reprocess mailq --dry-run", "remove mailq",
-    "remove mailq j_1 --error x",
-    "reprocess mailq --all --rate fast", "reprocess mailq --all --trial 2 --stop-if-failing 2",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "reprocess mailq --rate 50/s",
+        "reprocess mailq --trial 3",
+        "reprocess mailq --error x --trial 2",
+        "reprocess mailq j_1 --error x",
+        "reprocess mailq --all --error x",
+        "reprocess mailq --dry-run",
+        "remove mailq",
+        "remove mailq j_1 --error x",
+        "reprocess mailq --all --rate fast",
+        "reprocess mailq --all --trial 2 --stop-if-failing 2",
+    ],
+)
 def test_usage_problems(emq_line, conn, line):
     stage(conn)
     before = dump(conn)
@@ -194,15 +202,20 @@ def test_a_read_only_session_finds_and_dry_runs_but_acts_on_nothing(ip, conn, ba
     before = dump(conn)
     url = None if backend == "fake" else server_url(backend, server_for(backend, request))
     magics.SESSION.conn = emq.connect(url, embedded="fake" if url is None else None, read_only=True)
-    line = lambda text: ip.run_line_magic("emq", text)     # noqa: E731
+    line = lambda text: ip.run_line_magic("emq", text)  # noqa: E731
     assert len(line("find mailq --error 'SMTP*'")) == 5
     assert line("errors mailq")["count"].sum() == 7
     words = line("reprocess mailq --error 'SMTP*' --dry-run")
     assert words == {f"j_smtp{i}": "reprocessed" for i in range(5)}
     assert set(line("remove mailq --error '*' --dry-run").values()) == {"removed"}
     assert isinstance(line("reprocess mailq --all --dry-run"), pd.DataFrame)
-    for text in ("reprocess mailq --error 'SMTP*' --yes", "remove mailq --error '*'", "promote mailq j_tls",
-                 "run-now mailq nightly", "reprocess mailq --all --rate 5/s"):
+    for text in (
+        "reprocess mailq --error 'SMTP*' --yes",
+        "remove mailq --error '*'",
+        "promote mailq j_tls",
+        "run-now mailq nightly",
+        "reprocess mailq --all --rate 5/s",
+    ):
         with pytest.raises(ReadOnly):
             line(text)
     assert dump(conn) == before

@@ -13,8 +13,13 @@ from emq_notebook.widgets import DeadLetterPanel
 
 Q = "dlq"
 K = f"emq:{{{Q}}}:"
-WRITING = ["reprocess_preview_button", "remove_preview_button", "reprocess_button", "remove_button",
-           "reprocess_all_button"]
+WRITING = [
+    "reprocess_preview_button",
+    "remove_preview_button",
+    "reprocess_button",
+    "remove_button",
+    "reprocess_all_button",
+]
 
 
 def kill(conn, job_id: str, error: str, to: str = "a@example.com") -> str:
@@ -47,12 +52,12 @@ def test_filter_errors_view_preview_and_reprocess_exactly_the_previewed(conn):
     assert "Preview: <b>4</b> dead jobs" in panel.preview_view.value
     assert "samples: j_smtp0, j_smtp1, j_smtp2, j_smtp3" in panel.preview_view.value
     assert not panel.reprocess_preview_button.disabled
-    kill(conn, "j_late", "SMTP 550 mailbox 9 unavailable")            # died after the preview
+    kill(conn, "j_late", "SMTP 550 mailbox 9 unavailable")  # died after the preview
     panel.rate.value = 1000
     panel.reprocess_preview_button.click()
     assert panel.status_text == "reprocess previewed: 4 reprocessed"
     assert sorted(conn.client.zrange(K + "pending", 0, -1)) == [f"j_smtp{i}" for i in range(4)]
-    assert conn.client.zscore(K + "dead", "j_late") is not None       # not touched
+    assert conn.client.zscore(K + "dead", "j_late") is not None  # not touched
     assert panel.previewed == [] and panel.reprocess_preview_button.disabled
     panel.close()
 
@@ -60,7 +65,7 @@ def test_filter_errors_view_preview_and_reprocess_exactly_the_previewed(conn):
 def test_remove_previewed_and_an_error_glob(conn):
     stage(conn)
     panel = DeadLetterPanel(conn, Q)
-    panel.error_glob.value = "[Tt][LIi]*"                   # globs are case-sensitive
+    panel.error_glob.value = "[Tt][LIi]*"  # globs are case-sensitive
     panel.preview_button.click()
     assert panel.previewed == ["j_tls", "j_to"]
     panel.remove_preview_button.click()
@@ -80,7 +85,7 @@ def test_a_read_only_session_previews_but_writes_nothing(conn, backend, request)
     panel.preview_button.click()
     assert len(panel.previewed) == 6 and panel.reprocess_preview_button.disabled
     for b in WRITING:
-        getattr(panel, b).click()                  # a click that reaches the handler anyway
+        getattr(panel, b).click()  # a click that reaches the handler anyway
         assert "read-only session" in panel.status_text, b
     assert dump(conn) == before
     panel.close()
@@ -95,8 +100,16 @@ def test_errors_and_undecodable_text_reach_the_status_line_and_display():
 
 
 def test_undecodable_bytes_are_shown_escaped(conn):
-    conn.client.hset(K + "job:j_raw", mapping={"payload": b"\xff", "last_error": b"bad \xfe byte 7",
-                                               "state": "dead", "attempts": "1", "failures": "1"})
+    conn.client.hset(
+        K + "job:j_raw",
+        mapping={
+            "payload": b"\xff",
+            "last_error": b"bad \xfe byte 7",
+            "state": "dead",
+            "attempts": "1",
+            "failures": "1",
+        },
+    )
     conn.client.zadd(K + "dead", {"j_raw": 1})
     panel = DeadLetterPanel(conn, Q)
     assert "bad \\xfe byte &lt;num&gt;" in panel.errors_view.value

@@ -61,8 +61,8 @@ def test_a_trial_halts_and_only_its_jobs_moved(conn, connect_as):
     halted = caught.value
     assert halted.moved == 5 and 3 <= halted.failed_again <= 5
     assert f"{halted.failed_again} of 5 jobs dead again" in str(halted)
-    trial, rest = ids[:5], ids[5:]                      # the oldest deaths went first
-    for job_id in rest:                                  # never moved: same death, same counters
+    trial, rest = ids[:5], ids[5:]  # the oldest deaths went first
+    for job_id in rest:  # never moved: same death, same counters
         assert conn.client.zscore(K + "dead", job_id) == died[job_id]
         assert jobs.get_job(conn, Q, job_id)["failures"] == "1"
     failed_twice = [i for i in trial if jobs.get_job(conn, Q, i)["failures"] == "2"]
@@ -87,7 +87,7 @@ def test_a_job_that_dies_again_is_not_moved_again(conn, connect_as):
     ids = kill_many(conn, 40)
     with Running(connect_as(), still_failing):
         moved = admin.reprocess_dead(conn, Q, rate=1_000_000, budget=4)
-    assert moved == len(ids)                                # each once, though many died again
+    assert moved == len(ids)  # each once, though many died again
 
 
 def test_the_rate_paces_the_moves(conn, monkeypatch):
@@ -112,10 +112,10 @@ def test_the_rate_paces_the_moves(conn, monkeypatch):
     conn.run = record
     calls = []
     assert admin.reprocess_dead(conn, Q, rate=20, progress=lambda c, n: calls.append(n)) == 20
-    assert sizes == [2] * 10                                # rate / 10 a call
-    assert sum(slept) == pytest.approx(1.0)                 # 20 jobs at 20/s: one (simulated) second
+    assert sizes == [2] * 10  # rate / 10 a call
+    assert sum(slept) == pytest.approx(1.0)  # 20 jobs at 20/s: one (simulated) second
     assert calls == list(range(2, 21, 2))
-    assert admin.reprocess_dead(conn, Q, rate=20) == 0      # nothing dead: nothing moved
+    assert admin.reprocess_dead(conn, Q, rate=20) == 0  # nothing dead: nothing moved
 
 
 def test_limit_and_the_old_path(conn):
@@ -127,9 +127,18 @@ def test_limit_and_the_old_path(conn):
 
 def test_controlled_retry_arguments_are_checked_before_any_io():
     nowhere = emq.connect("redis://127.0.0.1:1/0", cluster=False)
-    for kwargs in ({"rate": 0}, {"rate": -1}, {"rate": float("nan")}, {"rate": "50/s"}, {"trial": 0},
-                   {"stop_if_failing": 0.5}, {"trial": 3, "stop_if_failing": 1.5},
-                   {"trial": 3, "stop_if_failing": 0}, {"trial": 3, "watch_s": 0}, {"rate": True}):
+    for kwargs in (
+        {"rate": 0},
+        {"rate": -1},
+        {"rate": float("nan")},
+        {"rate": "50/s"},
+        {"trial": 0},
+        {"stop_if_failing": 0.5},
+        {"trial": 3, "stop_if_failing": 1.5},
+        {"trial": 3, "stop_if_failing": 0},
+        {"trial": 3, "watch_s": 0},
+        {"rate": True},
+    ):
         with pytest.raises(BadInput):
             admin.reprocess_dead(nowhere, Q, **kwargs)
     ro = emq.connect("redis://127.0.0.1:1/0", cluster=False, read_only=True)
@@ -138,6 +147,7 @@ def test_controlled_retry_arguments_are_checked_before_any_io():
 
 
 # -- promote one job, run a repeatable now -------------------------------------------------
+
 
 @pytest.mark.parametrize("executor", ["script", "function"])
 def test_promote_job(conn, connect_as, executor):
@@ -170,7 +180,7 @@ def test_run_now_keeps_the_cadence(conn):
     row = jobs.get_job(conn, Q, job_id)
     assert (row["payload"], row["group"], row["max_attempts"]) == ('{"report": true}', "acme", "2")
     assert conn.client.zscore(K + "g:acme:pending", job_id) is not None
-    assert repeat.tick(conn, Q) == []                       # not due: the run did not count as a beat
+    assert repeat.tick(conn, Q) == []  # not due: the run did not count as a beat
     before = dump(conn)
     with pytest.raises(Gone):
         repeat.run_now(conn, Q, "weekly")

@@ -38,7 +38,7 @@ def test_queue_panel_drain_asks_first(conn):
     panel = QueuePanel(conn, Q)
     panel.drain_button.click()
     assert "Drain <b>4</b> pending jobs" in panel.confirm_text.value
-    assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 4      # nothing yet
+    assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 4  # nothing yet
     panel.cancel_button.click()
     assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 4
     panel.drain_button.click()
@@ -52,16 +52,16 @@ def test_queue_panel_obliterate_is_gated_and_bounded(conn):
         jobs.enqueue(conn, Q, str(i))
     jobs.claim(conn, Q, 60_000)
     panel = QueuePanel(conn, Q)
-    assert panel.obliterate_button.disabled                      # running
+    assert panel.obliterate_button.disabled  # running
     panel.pause_button.click()
-    assert panel.obliterate_button.disabled                      # name not typed
+    assert panel.obliterate_button.disabled  # name not typed
     panel.typed_name.value = "mai"
     assert panel.obliterate_button.disabled
     panel.typed_name.value = "mail"
     assert not panel.obliterate_button.disabled
     panel.budget.value = 10
     before = dump(conn)
-    panel.obliterate_button.click()                              # a job in flight, unforced
+    panel.obliterate_button.click()  # a job in flight, unforced
     assert panel.status_text == "refused: obliterate mail — active"
     assert dump(conn) == before
     panel.force.value = True
@@ -102,7 +102,7 @@ def test_job_panel_edits_the_row(conn):
     assert jobs.get_job_logs(conn, Q, jid) == ["mended by hand"]
     panel.reprocess_button.click()
     assert jobs.get_job(conn, Q, jid)["state"] == "pending"
-    assert panel.reprocess_button.disabled                       # no longer dead
+    assert panel.reprocess_button.disabled  # no longer dead
     panel.remove_button.click()
     assert panel.row is None and "gone" in panel.row_view.value
 

@@ -55,7 +55,8 @@ def foreign_rows(conn: emq.Connection, raw: Any) -> None:
 
 @pytest.mark.parametrize("executor", ["script", "function"])
 def test_a_foreign_row_with_non_utf8_bytes_is_claimed_once_and_read(
-        conn: Any, connect_as: Any, backend: Any, request: Any, executor: Any) -> None:
+    conn: Any, connect_as: Any, backend: Any, request: Any, executor: Any
+) -> None:
     raw = raw_client(backend, request)
     foreign_rows(conn, raw)
     c = connect_as(executor)
@@ -68,7 +69,9 @@ def test_a_foreign_row_with_non_utf8_bytes_is_claimed_once_and_read(
     assert jobs.get_job(c, Q, "j_dead")["last_error"] == "boom " + BAD_TEXT
     assert jobs.get_job_logs(c, Q, "j_bad") == ["first", "line " + BAD_TEXT]
     assert frames.rows(c, Q, ["j_bad", "j_dead"], ("payload", "last_error")) == [
-        [claimed[1], None], ["{}", "boom " + BAD_TEXT]]
+        [claimed[1], None],
+        ["{}", "boom " + BAD_TEXT],
+    ]
     assert decoding.printable(claimed[1]) == '{"to": "\\xff\\xfe"}'
     assert frames.counts(c, [Q]).loc[Q, "active"] == 1
     # the text read writes the same bytes back
@@ -97,7 +100,8 @@ def events_of(conn: emq.Connection, act: Any) -> list[dict]:
 
 @pytest.mark.parametrize("executor", ["script", "function"])
 def test_an_error_text_with_bad_bytes_is_stored_and_announced(
-        conn: Any, connect_as: Any, backend: Any, request: Any, executor: Any) -> None:
+    conn: Any, connect_as: Any, backend: Any, request: Any, executor: Any
+) -> None:
     """A handler's error quoting a foreign payload: the row keeps the bytes as given
     (both backends), and the event carries them as \\xNN text, valid UTF-8 JSON
     for every reader (fakeredis' strict cjson once raised after the writes)."""
@@ -110,7 +114,7 @@ def test_an_error_text_with_bad_bytes_is_stored_and_announced(
         seen = events_of(conn, lambda: jobs.fail(c, Q, "j_1", "it said " + BAD_TEXT + " \u00e9"))
         assert raw.hget(job_key("j_1"), "last_error") == b"it said " + BAD + " \u00e9".encode()
         assert [(e["event"], e["error"]) for e in seen] == [(expected, "it said \\xff\\xfe \u00e9")]
-        if expected == "retry":     # due now, back to pending for the second attempt
+        if expected == "retry":  # due now, back to pending for the second attempt
             conn.client.zadd(f"emq:{{{Q}}}:schedule", {"j_1": 0}, xx=True)
             assert jobs.promote(c, Q) == 1
     assert consistency_problems(conn, Q) == []
@@ -119,14 +123,28 @@ def test_an_error_text_with_bad_bytes_is_stored_and_announced(
     assert [(e["event"], e["progress"]) for e in seen] == [("progress", "50% \\xff\\xfe")]
 
 
-TRICKY = [b"\xed\xa0\x80", b"\xf0\x9f\x98A", b"\xe2\x82", b"\xc0\xaf", b"\xf4\x90\x80\x80",
-          "\U0001f600 \u00e9 \uffff".encode(), b"\x80", b"\xdf\xbf\xdf", b"a\xffb", b""]
+TRICKY = [
+    b"\xed\xa0\x80",
+    b"\xf0\x9f\x98A",
+    b"\xe2\x82",
+    b"\xc0\xaf",
+    b"\xf4\x90\x80\x80",
+    "\U0001f600 \u00e9 \uffff".encode(),
+    b"\x80",
+    b"\xdf\xbf\xdf",
+    b"a\xffb",
+    b"",
+]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.one_of(st.sampled_from(TRICKY), st.binary(max_size=16),
-                      st.lists(st.one_of(st.binary(max_size=3), st.text(max_size=3).map(str.encode)))
-                      .map(b"".join)))
+@given(
+    data=st.one_of(
+        st.sampled_from(TRICKY),
+        st.binary(max_size=16),
+        st.lists(st.one_of(st.binary(max_size=3), st.text(max_size=3).map(str.encode))).map(b"".join),
+    )
+)
 def test_event_text_is_what_printable_shows(conn: Any, data: bytes) -> None:
     """The events' UTF-8 repair (lua/includes/common.lua `utf8_text`) writes exactly
     what `decoding.printable` shows for the same bytes."""
@@ -149,7 +167,8 @@ def test_a_snapshot_holds_a_foreign_row(conn: Any, backend: Any, request: Any) -
 
 
 def test_a_snapshot_holds_foreign_numbers_and_text_in_every_field(
-        conn: Any, backend: Any, request: Any) -> None:
+    conn: Any, backend: Any, request: Any
+) -> None:
     """Every field the frame shows, written by another node as bytes that are not
     UTF-8 (or as a number that is not a whole number): the frame is built, the bad
     counter reads <NA>, the others keep their int64 column, text is kept as read."""
@@ -182,8 +201,9 @@ def test_a_foreign_queue_name_is_left_out_of_the_list(conn: Any, backend: Any, r
 
 
 def test_a_foreign_row_in_a_later_batch_turns_only_its_column_to_objects(
-        conn: Any, backend: Any, request: Any, monkeypatch: Any) -> None:
-    monkeypatch.setattr(frames, "BATCH", 2)            # the columns are built a batch at a time
+    conn: Any, backend: Any, request: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(frames, "BATCH", 2)  # the columns are built a batch at a time
     good = [jobs.enqueue(conn, Q, f'{{"n": {i}}}', id=f"j_{i}") for i in range(5)]
     raw_client(backend, request).hset(job_key("j_4"), "payload", PAYLOAD)
     frame = frames.snapshot(conn, Q)
@@ -200,8 +220,9 @@ def test_object_strings_when_asked(conn: Any, monkeypatch: Any) -> None:
     plain = frames.snapshot(conn, Q)
     assert all(plain[c].dtype == object for c in ("state", "group", "last_error", "progress", "payload"))
     assert arrow["payload"].dtype != object
-    assert plain.astype(object).where(plain.notna(), None).to_dict("index") == \
-        arrow.astype(object).where(arrow.notna(), None).to_dict("index")
+    assert plain.astype(object).where(plain.notna(), None).to_dict("index") == arrow.astype(object).where(
+        arrow.notna(), None
+    ).to_dict("index")
 
 
 def test_a_foreign_row_in_a_lane_is_claimed_once(conn: Any, backend: Any, request: Any) -> None:
@@ -276,17 +297,17 @@ def test_the_function_library_comes_back_after_function_flush(conn: Any, connect
     fn = connect_as("function")
     jobs.enqueue(fn, Q, "{}", id="j_1")
     jobs.add_log(fn, Q, "j_1", "one")
-    conn.client.function_flush()                # as a restart or another operator would
-    jobs.enqueue(fn, Q, "{}", id="j_2")         # a writing verb (FCALL)
+    conn.client.function_flush()  # as a restart or another operator would
+    jobs.enqueue(fn, Q, "{}", id="j_2")  # a writing verb (FCALL)
     conn.client.function_flush()
-    assert jobs.get_job_logs(fn, Q, "j_1") == ["one"]   # a reading one (FCALL_RO)
+    assert jobs.get_job_logs(fn, Q, "j_1") == ["one"]  # a reading one (FCALL_RO)
     conn.client.function_flush()
-    assert (jobs.claim(fn, Q, 60_000) or ("",))[0] == "j_1"        # the claim: exactly one job served
+    assert (jobs.claim(fn, Q, 60_000) or ("",))[0] == "j_1"  # the claim: exactly one job served
     assert conn.client.zrange(f"emq:{{{Q}}}:active", 0, -1) == ["j_1"]
     conn.client.function_flush()
     before = dump(conn)
     with pytest.raises(emq.NotDead):
-        jobs.reprocess_job(fn, Q, "j_2")                 # a refusal after the reload is typed
+        jobs.reprocess_job(fn, Q, "j_2")  # a refusal after the reload is typed
     assert dump(conn) == before
     conn.client.function_flush()
     admin.pause(fn, Q)
@@ -294,11 +315,18 @@ def test_the_function_library_comes_back_after_function_flush(conn: Any, connect
 
 
 def test_a_stopped_embedded_valkey_stops_quietly_at_exit() -> None:
-    code = ("import emq_notebook as e; from emq_notebook import connector; "
-            "c = e.connect(embedded='valkey'); c.command('PING'); connector.valkey_server().stop(); "
-            "print('stopped')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "EMQ_URL": ""})
+    code = (
+        "import emq_notebook as e; from emq_notebook import connector; "
+        "c = e.connect(embedded='valkey'); c.command('PING'); connector.valkey_server().stop(); "
+        "print('stopped')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "EMQ_URL": ""},
+    )
     assert out.returncode == 0 and out.stdout.strip() == "stopped"
     assert out.stderr == ""
 
@@ -310,7 +338,7 @@ def test_the_function_library_comes_back_on_a_cluster_primary(cluster: Any) -> N
     queues = [f"q{i}" for i in range(9)]
     for q in queues:
         jobs.enqueue(fn, q, "{}", id="j_1")
-    for node in fn.client.get_primaries():       # every primary forgets it, on a live connection
+    for node in fn.client.get_primaries():  # every primary forgets it, on a live connection
         redis.Redis(host=node.host, port=node.port).execute_command("FUNCTION", "FLUSH")
     for q in queues:
         assert (jobs.claim(fn, q, 60_000) or ("",))[0] == "j_1"

@@ -11,6 +11,13 @@ from .metrics_view import MetricsView
 from .operator_console import OperatorConsole
 from .queue_panel import QueuePanel
 
-__all__ = ["Dashboard", "QueuePanel", "JobPanel", "DeadLetterPanel", "EventsView", "ClaimGate",
-           "OperatorConsole"]
+__all__ = [
+    "Dashboard",
+    "QueuePanel",
+    "JobPanel",
+    "DeadLetterPanel",
+    "EventsView",
+    "ClaimGate",
+    "OperatorConsole",
+]
 __all__ += ["MetricsView", "HealthView"]

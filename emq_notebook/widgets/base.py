@@ -47,10 +47,13 @@ _atexit_registered = False
 
 def interval(value: object, what: str = "refresh interval") -> float:
     """Seconds between two refreshes, from 0.5 s to a day, else `BadInput` (0 would spin)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
-            or not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
-        raise BadInput(f"{what} must be from {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} seconds, "
-                       f"not {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or math.isnan(value)
+        or not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S
+    ):
+        raise BadInput(f"{what} must be from {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} seconds, not {value!r}")
     return float(value)
 
 
@@ -120,11 +123,15 @@ class Panel(w.VBox):
 
     def _heading_html(self) -> str:
         if self.env == "production":
-            env = '<span style="background:#cf222e;color:white;padding:0 4px;border-radius:3px">' \
-                  'production</span>'
+            env = (
+                '<span style="background:#cf222e;color:white;padding:0 4px;border-radius:3px">'
+                "production</span>"
+            )
         elif self.env:
-            env = f'<span style="background:#57606a;color:white;padding:0 4px;border-radius:3px">' \
-                  f'{html.escape(printable(self.env))}</span>'
+            env = (
+                f'<span style="background:#57606a;color:white;padding:0 4px;border-radius:3px">'
+                f"{html.escape(printable(self.env))}</span>"
+            )
         else:
             env = "not set"
         ro = ' · <span style="color:#9a6700"><b>read-only</b></span>' if self.read_only else ""
@@ -165,8 +172,9 @@ class Panel(w.VBox):
         self.status.value = f'<span style="color:{colour}">{html.escape(text)}</span>'
         self.status_text = text
 
-    def attempt(self, verb: Callable[..., Any], *args: Any, done: str | Callable[[Any], str] = "",
-                **kwargs: Any) -> Any:
+    def attempt(
+        self, verb: Callable[..., Any], *args: Any, done: str | Callable[[Any], str] = "", **kwargs: Any
+    ) -> Any:
         """Run one verb; show its result, its refusal, or its error on the status line."""
         try:
             result = verb(*args, **kwargs)
@@ -193,6 +201,7 @@ class Panel(w.VBox):
 
     def _shown(self) -> Iterator[str]:
         """The HTML lines the panel shows, in order (hidden rows, the header and status apart)."""
+
         def walk(children: tuple) -> Iterator[str]:
             for child in children:
                 if child is self.heading or child is self.status or child.layout.display == "none":
@@ -201,6 +210,7 @@ class Panel(w.VBox):
                     yield child.value
                 elif isinstance(child, w.Box):
                     yield from walk(child.children)
+
         return walk(self.children)
 
     def static_html(self) -> str:
@@ -236,7 +246,7 @@ class Panel(w.VBox):
     def _register(self, q: str) -> None:
         """Hold this panel's slot (kind, connection label, queue); close the one it replaces."""
         global _atexit_registered
-        if self.owned:      # its owner holds the slot and stops it
+        if self.owned:  # its owner holds the slot and stops it
             return
         key = (type(self).__name__, self.label, q)
         with _registry_lock:
@@ -275,27 +285,36 @@ def plain(markup: str) -> str:
 def table(rows: dict[str, Any] | list[tuple], head: tuple[str, ...] = ()) -> str:
     """A small HTML table (escaped; undecodable bytes shown as `\\xNN`)."""
     items = rows.items() if isinstance(rows, dict) else rows
-    cells = "".join("<tr>" + "".join(f"<td>{html.escape(printable(c))}</td>" for c in r) + "</tr>"
-                    for r in ((k, *([v] if not isinstance(v, tuple) else v)) for k, v in items))
+    cells = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(printable(c))}</td>" for c in r) + "</tr>"
+        for r in ((k, *([v] if not isinstance(v, tuple) else v)) for k, v in items)
+    )
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     return f'<table class="emq">{"<tr>" + th + "</tr>" if any(head) else ""}{cells}</table>'
 
 
 # a set's colour wherever the panels show counts: (background, text)
-STATE_COLOURS = {"pending": ("#ddf4ff", "#0550ae"), "active": ("#dafbe1", "#116329"),
-                 "schedule": ("#fbefff", "#6e40c9"), "dead": ("#ffebe9", "#a40e26"),
-                 "paused": ("#fff8c5", "#7d4e00"), "running": ("#dafbe1", "#116329"),
-                 "none": ("#f6f8fa", "#57606a")}
+STATE_COLOURS = {
+    "pending": ("#ddf4ff", "#0550ae"),
+    "active": ("#dafbe1", "#116329"),
+    "schedule": ("#fbefff", "#6e40c9"),
+    "dead": ("#ffebe9", "#a40e26"),
+    "paused": ("#fff8c5", "#7d4e00"),
+    "running": ("#dafbe1", "#116329"),
+    "none": ("#f6f8fa", "#57606a"),
+}
 
 
 def chip(label: str, value: Any = None, colour: str = "none") -> str:
     """One rounded badge, `label 1,234`; numbers with thousands separators."""
     back, fore = STATE_COLOURS.get(colour, STATE_COLOURS["none"])
     shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
-    number = "" if value is None else f' <b>{html.escape(printable(shown))}</b>'
-    return (f'<span class="emq-chip" style="display:inline-block;background:{back};color:{fore};'
-            f'border-radius:12px;padding:2px 10px;margin:2px 6px 2px 0;white-space:nowrap">'
-            f'{html.escape(printable(label))}{number}</span>')
+    number = "" if value is None else f" <b>{html.escape(printable(shown))}</b>"
+    return (
+        f'<span class="emq-chip" style="display:inline-block;background:{back};color:{fore};'
+        f'border-radius:12px;padding:2px 10px;margin:2px 6px 2px 0;white-space:nowrap">'
+        f"{html.escape(printable(label))}{number}</span>"
+    )
 
 
 def chips(counts: dict[str, int], paused: bool) -> str:

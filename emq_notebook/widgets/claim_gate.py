@@ -32,8 +32,7 @@ class ClaimGate(Panel):
         super().__init__()
         self._syncing = False
         self.conn, self.q, self.title, self.lease_ms = conn, q, q, lease_ms
-        self.gate = w.ToggleButton(description="Paused", value=admin.is_paused(conn, q),
-                                   icon="pause")
+        self.gate = w.ToggleButton(description="Paused", value=admin.is_paused(conn, q), icon="pause")
         self.gate.observe(lambda ch: self.set_paused(ch["new"]), names="value")
         self.claim_button = w.Button(description="Run a claim", button_style="primary")
         self.claim_button.on_click(lambda _: self.run_claim())
@@ -43,9 +42,13 @@ class ClaimGate(Panel):
         self.trips = w.HTML()
         self.trips_text = ""
         self.writes(self.gate, self.claim_button, self.add_button)
-        self.children = [w.HTML(f"<b>the claim gate · {q}</b>"),
-                         w.HBox([self.gate, self.claim_button, self.add_button]),
-                         self.backlog, self.status, self.trips]
+        self.children = [
+            w.HTML(f"<b>the claim gate · {q}</b>"),
+            w.HBox([self.gate, self.claim_button, self.add_button]),
+            self.backlog,
+            self.status,
+            self.trips,
+        ]
         self.refresh()
 
     def refresh(self) -> None:
@@ -57,9 +60,11 @@ class ClaimGate(Panel):
         self.active_count = self.conn.command("ZCARD", queue_key(self.q, "active"))
         self.gate.description = "Paused" if paused else "Running"
         self.gate.icon = "pause" if paused else "play"
-        self.backlog.value = (f"queue {'paused' if paused else 'running'} · pending "
-                              f"{_ids(pending, self.pending_count)} · active "
-                              f"{_ids(active, self.active_count)}")
+        self.backlog.value = (
+            f"queue {'paused' if paused else 'running'} · pending "
+            f"{_ids(pending, self.pending_count)} · active "
+            f"{_ids(active, self.active_count)}"
+        )
         self.paused, self.pending, self.active = paused, pending, active
         # the toggle follows the queue (a change made elsewhere), without writing anything
         self._syncing = True
@@ -69,8 +74,12 @@ class ClaimGate(Panel):
             self._syncing = False
 
     def facts(self) -> list[tuple[str, object]]:
-        return [("queue", self.q), ("state", "paused" if self.paused else "running"),
-                ("pending", self.pending_count), ("active", self.active_count)]
+        return [
+            ("queue", self.q),
+            ("state", "paused" if self.paused else "running"),
+            ("pending", self.pending_count),
+            ("active", self.active_count),
+        ]
 
     def set_paused(self, paused: bool) -> None:
         if self._syncing:
@@ -79,8 +88,9 @@ class ClaimGate(Panel):
             self.refresh()
             return
         (admin.pause if paused else admin.resume)(self.conn, self.q)
-        self.say(f"{'paused' if paused else 'resumed'} {self.q}: the field on emq:{{{self.q}}}:meta, "
-                 "no set moved")
+        self.say(
+            f"{'paused' if paused else 'resumed'} {self.q}: the field on emq:{{{self.q}}}:meta, no set moved"
+        )
         self.refresh()
 
     def add_job(self) -> None:
@@ -93,9 +103,11 @@ class ClaimGate(Panel):
     def round_trips(self) -> str:
         if self.conn.folds_pause:
             return "one round trip: FCALL emq_native_claim (the paused read folded into the claim)"
-        return (f"round trip 1: HGET emq:{{{self.q}}}:meta paused → "
-                + ("set: stop, answer empty (no script ran)" if admin.is_paused(self.conn, self.q)
-                   else "nil → round trip 2: EVALSHA claim2 (the live claim script, no pause logic)"))
+        return f"round trip 1: HGET emq:{{{self.q}}}:meta paused → " + (
+            "set: stop, answer empty (no script ran)"
+            if admin.is_paused(self.conn, self.q)
+            else "nil → round trip 2: EVALSHA claim2 (the live claim script, no pause logic)"
+        )
 
     def run_claim(self) -> jobs.Claimed | None:
         if not self.writable("claim"):

@@ -58,16 +58,31 @@ WRITING_BUTTONS = ("reprocess_button", "remove_button", "reprocess_all_button")
 TABS = ("Overview", "Jobs", "Job", "Dead letters", "Lanes", "Repeatables", "Events")
 COUNTS = ("pending", "active", "schedule", "dead")
 # verdict -> background of its cell (frames.health's words)
-VERDICT_COLOURS = {"ok": "#dafbe1", "idle": "#f6f8fa", "paused": "#fff8c5", "growing": "#fff1e5",
-                   "stuck": "#ffebe9", "failing": "#ffebe9"}
+VERDICT_COLOURS = {
+    "ok": "#dafbe1",
+    "idle": "#f6f8fa",
+    "paused": "#fff8c5",
+    "growing": "#fff1e5",
+    "stuck": "#ffebe9",
+    "failing": "#ffebe9",
+}
 OVERVIEW_COLOURS = {
     "state": "cell.value == 'paused' ? '#fff8c5' : '#dafbe1'",
     "dead": "cell.value > 0 ? '#ffebe9' : 'white'",
     "active": "cell.value > 0 ? '#dafbe1' : 'white'",
     "verdict": " : ".join(f"cell.value == '{v}' ? '{c}'" for v, c in VERDICT_COLOURS.items()) + " : 'white'",
 }
-OVERVIEW_WIDTHS = {"state": 80, "verdict": 80, "pending": 96, "active": 80, "schedule": 88,
-                   "dead": 80, "lanes": 64, "repeatables": 96, "why": 360}
+OVERVIEW_WIDTHS = {
+    "state": 80,
+    "verdict": 80,
+    "pending": 96,
+    "active": 80,
+    "schedule": 88,
+    "dead": 80,
+    "lanes": 64,
+    "repeatables": 96,
+    "why": 360,
+}
 
 
 class Dashboard(Panel):
@@ -76,8 +91,9 @@ class Dashboard(Panel):
 
     title = "dashboard"
 
-    def __init__(self, conn: Connection, refresh_every: float = 2.0, auto: bool = True,
-                 queue: str | None = None):
+    def __init__(
+        self, conn: Connection, refresh_every: float = 2.0, auto: bool = True, queue: str | None = None
+    ):
         super().__init__()
         self.conn = conn
         self.refresh_every = interval(refresh_every)
@@ -91,17 +107,27 @@ class Dashboard(Panel):
         self.parts: dict[str, Panel] = {}
         self.plot: w.Image | None = None
 
-        self.grid = grids.grid(_overview_frame(pd.DataFrame()), colours=OVERVIEW_COLOURS,
-                               widths=OVERVIEW_WIDTHS, index_px=180, most_rows=10)
+        self.grid = grids.grid(
+            _overview_frame(pd.DataFrame()),
+            colours=OVERVIEW_COLOURS,
+            widths=OVERVIEW_WIDTHS,
+            index_px=180,
+            most_rows=10,
+        )
         self.grid.on_cell_click(self._clicked)
-        self.picker = w.Dropdown(options=[], description="open queue", value=None,
-                                 style={"description_width": "auto"})
-        self._quiet = False     # True while the refresh replaces the picker's options
+        self.picker = w.Dropdown(
+            options=[], description="open queue", value=None, style={"description_width": "auto"}
+        )
+        self._quiet = False  # True while the refresh replaces the picker's options
         self.picker.observe(self._picked, names="value")
         self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
-        self.auto = w.ToggleButton(value=False, icon="clock", layout=w.Layout(width="auto"),
-                                   description=f"Auto-refresh every {self.refresh_every:g} s")
+        self.auto = w.ToggleButton(
+            value=False,
+            icon="clock",
+            layout=w.Layout(width="auto"),
+            description=f"Auto-refresh every {self.refresh_every:g} s",
+        )
         self.auto.observe(lambda ch: self._auto(ch["new"]), names="value")
         self.updated = w.HTML()
         self.summary = w.HTML()
@@ -109,10 +135,15 @@ class Dashboard(Panel):
         self.tabs = w.Tab(children=[], layout=w.Layout(display="none"))
         self.tabs.observe(lambda ch: self._show(ch["new"]), names="selected_index")
         self.children = [
-            self.summary, self.grid,
-            w.HBox([self.picker, self.refresh_button, self.auto, self.updated],
-                   layout=w.Layout(align_items="center")),
-            self.queue_title, self.tabs, self.status,
+            self.summary,
+            self.grid,
+            w.HBox(
+                [self.picker, self.refresh_button, self.auto, self.updated],
+                layout=w.Layout(align_items="center"),
+            ),
+            self.queue_title,
+            self.tabs,
+            self.status,
         ]
         self.refresh()
         self._register("*")
@@ -131,18 +162,24 @@ class Dashboard(Panel):
             env = f'<span style="background:#57606a;color:white;{badge}">{name}</span>'
         else:
             env = f'<span style="background:#eaeef2;color:#57606a;{badge}">env not set</span>'
-        ro = (f' <span style="background:#fff8c5;color:#7d4e00;{badge}">read-only</span>'
-              if self.read_only else "")
-        return (f'<div style="font-size:14px;line-height:28px"><b>EchoMQ queues</b> &nbsp;{env}{ro}'
-                f' &nbsp;<span style="color:#57606a">connected: {html.escape(self.label)}</span></div>')
+        ro = (
+            f' <span style="background:#fff8c5;color:#7d4e00;{badge}">read-only</span>'
+            if self.read_only
+            else ""
+        )
+        return (
+            f'<div style="font-size:14px;line-height:28px"><b>EchoMQ queues</b> &nbsp;{env}{ro}'
+            f' &nbsp;<span style="color:#57606a">connected: {html.escape(self.label)}</span></div>'
+        )
 
     # -- reading ------------------------------------------------------------------------
     @property
     def confirming(self) -> bool:
         """True while a confirmation is open in a tab: the refresh loop waits."""
         queue = self.parts.get("Overview")
-        if isinstance(queue, QueuePanel) and (queue.drain_shown is not None or
-                                              queue.obliterate_shown is not None):
+        if isinstance(queue, QueuePanel) and (
+            queue.drain_shown is not None or queue.obliterate_shown is not None
+        ):
             return True
         jobs_view = self.parts.get("Jobs")
         return isinstance(jobs_view, JobsView) and jobs_view.confirming
@@ -209,8 +246,11 @@ class Dashboard(Panel):
         self.updated.value = f'<small style="color:#57606a">updated {when} · {note}</small>'
 
     def facts(self) -> list[tuple[str, object]]:
-        return [("queues", len(self.overview)), ("open", self.q or "none"),
-                ("auto-refresh", f"every {self.refresh_every:g}s" if self._stop else "off")]
+        return [
+            ("queues", len(self.overview)),
+            ("open", self.q or "none"),
+            ("auto-refresh", f"every {self.refresh_every:g}s" if self._stop else "off"),
+        ]
 
     def _shown(self) -> Iterator[str]:
         # the saved-notebook view: the summary, the overview as a table, the open queue
@@ -237,8 +277,9 @@ class Dashboard(Panel):
             self.q = q
             if self.picker.value != q and q in self.picker.options:
                 self.picker.value = q
-            self.queue_title.value = (f'<div style="font-size:14px;margin-top:8px">'
-                                      f'<b>queue {html.escape(q)}</b></div>')
+            self.queue_title.value = (
+                f'<div style="font-size:14px;margin-top:8px"><b>queue {html.escape(q)}</b></div>'
+            )
             self.tabs.children = [w.VBox() for _ in TABS]
             self.tabs.titles = TABS
             self.tabs.layout.display = "flex"
@@ -265,10 +306,15 @@ class Dashboard(Panel):
             self.say(f"error: {exc}", "error")
             return
         if not part.owned:
-            part.heading.layout.display = "none"    # the dashboard's header names the connection
+            part.heading.layout.display = "none"  # the dashboard's header names the connection
             # a panel built before read-only sessions existed may not name its writing buttons
-            part.writes(*(b for b in (getattr(part, n, None) for n in WRITING_BUTTONS)
-                          if isinstance(b, w.Button) and b not in part._writing))
+            part.writes(
+                *(
+                    b
+                    for b in (getattr(part, n, None) for n in WRITING_BUTTONS)
+                    if isinstance(b, w.Button) and b not in part._writing
+                )
+            )
         self.parts[name] = part
         extra = [self.plot] if name == "Overview" and self.plot is not None else []
         box.children = [part, *extra]
@@ -335,8 +381,10 @@ class Dashboard(Panel):
                 tick = min(1.0, self.refresh_every)
                 while not stop.wait(tick):
                     try:
-                        due = self.updated_at is None or \
-                            time.monotonic() - self.updated_at >= self.refresh_every
+                        due = (
+                            self.updated_at is None
+                            or time.monotonic() - self.updated_at >= self.refresh_every
+                        )
                         if due and not self.confirming:
                             self.refresh()
                         else:
@@ -379,12 +427,22 @@ def _busiest(overview: pd.DataFrame, q: str) -> str:
 
 def _overview_frame(counts: pd.DataFrame) -> pd.DataFrame:
     """The overview as the grid shows it: state first, then the verdict, the counts, why."""
-    cols = ["state", *(["verdict"] if "verdict" in counts.columns else []), *COUNTS, "lanes",
-            "repeatables", *(["why"] if "why" in counts.columns else [])]
+    cols = [
+        "state",
+        *(["verdict"] if "verdict" in counts.columns else []),
+        *COUNTS,
+        "lanes",
+        "repeatables",
+        *(["why"] if "why" in counts.columns else []),
+    ]
     if counts.empty:
-        return pd.DataFrame({c: pd.Series(dtype="int64" if c in (*COUNTS, "lanes", "repeatables")
-                                          else "object") for c in cols},
-                            index=pd.Index([], name="queue"))
+        return pd.DataFrame(
+            {
+                c: pd.Series(dtype="int64" if c in (*COUNTS, "lanes", "repeatables") else "object")
+                for c in cols
+            },
+            index=pd.Index([], name="queue"),
+        )
     out = counts.copy()
     out["state"] = out["paused"].map({True: "paused", False: "running"})
     for c in (*COUNTS, "lanes", "repeatables"):

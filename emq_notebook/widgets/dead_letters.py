@@ -48,23 +48,32 @@ class DeadLetterPanel(Panel):
         self.summary = w.HTML()
 
         self.error_glob = w.Text(placeholder="error glob, e.g. SMTP 5*", description="error")
-        self.payload_glob = w.Text(placeholder='payload glob, e.g. *"to": "*@example.com"*',
-                                   description="payload")
+        self.payload_glob = w.Text(
+            placeholder='payload glob, e.g. *"to": "*@example.com"*', description="payload"
+        )
         self.filter_button = w.Button(description="Filter", icon="filter")
         self.filter_button.on_click(lambda _: self.refresh())
         self.errors_view = w.HTML()
-        self.signature = w.Dropdown(options=[EVERY], value=EVERY, description="signature",
-                                    layout=w.Layout(width="100%"))
+        self.signature = w.Dropdown(
+            options=[EVERY], value=EVERY, description="signature", layout=w.Layout(width="100%")
+        )
         self.preview_button = w.Button(description="Preview", icon="eye")
         self.preview_button.on_click(lambda _: self.preview())
         self.preview_view = w.HTML()
-        self.rate = w.BoundedFloatText(value=0, min=0, max=1_000_000, description="rate /s",
-                                       tooltip="jobs a second for Reprocess previewed (0: no cap)")
-        self.reprocess_preview_button = w.Button(description="Reprocess previewed", button_style="primary",
-                                                 disabled=True)
+        self.rate = w.BoundedFloatText(
+            value=0,
+            min=0,
+            max=1_000_000,
+            description="rate /s",
+            tooltip="jobs a second for Reprocess previewed (0: no cap)",
+        )
+        self.reprocess_preview_button = w.Button(
+            description="Reprocess previewed", button_style="primary", disabled=True
+        )
         self.reprocess_preview_button.on_click(lambda _: self.reprocess_previewed())
-        self.remove_preview_button = w.Button(description="Remove previewed", button_style="danger",
-                                              disabled=True)
+        self.remove_preview_button = w.Button(
+            description="Remove previewed", button_style="danger", disabled=True
+        )
         self.remove_preview_button.on_click(lambda _: self.remove_previewed())
 
         self.select = w.SelectMultiple(options=[], rows=10, layout=w.Layout(width="100%"))
@@ -74,23 +83,33 @@ class DeadLetterPanel(Panel):
         self.reprocess_button.on_click(lambda _: self.reprocess_selected())
         self.remove_button = w.Button(description="Remove selected", button_style="danger")
         self.remove_button.on_click(lambda _: self.remove_selected())
-        self.reprocess_all_button = w.Button(description="Reprocess all",
-                                             tooltip="every dead job, in bounded calls")
+        self.reprocess_all_button = w.Button(
+            description="Reprocess all", tooltip="every dead job, in bounded calls"
+        )
         self.reprocess_all_button.on_click(lambda _: self.reprocess_all())
-        self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000,
-                                       description="budget")
+        self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000, description="budget")
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(visibility="hidden"))
-        self.writes(self.reprocess_preview_button, self.remove_preview_button, self.reprocess_button,
-                    self.remove_button, self.reprocess_all_button)
+        self.writes(
+            self.reprocess_preview_button,
+            self.remove_preview_button,
+            self.reprocess_button,
+            self.remove_button,
+            self.reprocess_all_button,
+        )
         self.children = [
-            w.HTML(f"<b>dead letters of {html.escape(q)}</b>"), self.summary,
+            w.HTML(f"<b>dead letters of {html.escape(q)}</b>"),
+            self.summary,
             w.HBox([self.error_glob, self.payload_glob, self.filter_button]),
-            self.errors_view, self.signature,
-            w.HBox([self.preview_button, self.rate, self.reprocess_preview_button,
-                    self.remove_preview_button]),
-            self.preview_view, self.select,
+            self.errors_view,
+            self.signature,
+            w.HBox(
+                [self.preview_button, self.rate, self.reprocess_preview_button, self.remove_preview_button]
+            ),
+            self.preview_view,
+            self.select,
             w.HBox([self.select_all_button, self.reprocess_button, self.remove_button]),
-            w.HBox([self.reprocess_all_button, self.budget, self.progress]), self.status,
+            w.HBox([self.reprocess_all_button, self.budget, self.progress]),
+            self.status,
         ]
         self.refresh()
 
@@ -107,8 +126,14 @@ class DeadLetterPanel(Panel):
         text and the signatures; a wire fault or a bad glob is shown in the status."""
         try:
             total = int(self.conn.command("ZCARD", queue_key(self.q, "dead")))
-            dead = triage.find(self.conn, self.q, state="dead", limit=self.page, error=self._glob("error"),
-                               payload=self._glob("payload"))
+            dead = triage.find(
+                self.conn,
+                self.q,
+                state="dead",
+                limit=self.page,
+                error=self._glob("error"),
+                payload=self._glob("payload"),
+            )
             errors = triage.errors(self.conn, self.q)
         except EMQError as exc:
             self.say(f"error: {exc}", "error")
@@ -118,22 +143,31 @@ class DeadLetterPanel(Panel):
         shown = f"{len(dead)} match the filter" if filtered else f"showing the oldest {len(dead)}"
         if filtered:
             by_error = Counter(dead["last_error"].fillna("(none)"))
-        else:       # over the whole dead set (its oldest SUMMARY), not only the page shown
+        else:  # over the whole dead set (its oldest SUMMARY), not only the page shown
             by_error, counted = self._by_error(dead, total)
             if counted < total:
                 shown += f"; errors counted over the oldest {counted}"
-        self.summary.value = f"<div>{total} dead" + (f" ({shown})" if filtered or total > len(dead) else "") \
-            + "</div>" + (table(sorted(by_error.items(), key=lambda kv: -kv[1]), ("last_error", "jobs"))
-                          if len(dead) else "")
-        rows = [(sig or "(no error)", (int(r["count"]), _when(r["last_seen"])))
-                for sig, r in errors.iterrows()]
+        self.summary.value = (
+            f"<div>{total} dead"
+            + (f" ({shown})" if filtered or total > len(dead) else "")
+            + "</div>"
+            + (
+                table(sorted(by_error.items(), key=lambda kv: -kv[1]), ("last_error", "jobs"))
+                if len(dead)
+                else ""
+            )
+        )
+        rows = [
+            (sig or "(no error)", (int(r["count"]), _when(r["last_seen"]))) for sig, r in errors.iterrows()
+        ]
         self.errors_view.value = table(rows, ("signature", "count", "last seen")) if rows else ""
         keep = self.signature.value
         self.signature.options = [EVERY, *(printable(s) for s in errors.index)]
         self._signatures = {printable(s): s for s in errors.index}
         self.signature.value = keep if keep in self.signature.options else EVERY
-        self.select.options = [(f"{i} — {printable(row.last_error)} (failures {row.failures})", i)
-                               for i, row in dead.iterrows()]
+        self.select.options = [
+            (f"{i} — {printable(row.last_error)} (failures {row.failures})", i) for i, row in dead.iterrows()
+        ]
 
     def _by_error(self, dead: pd.DataFrame, total: int) -> tuple[Counter, int]:
         """last_error -> jobs over the whole dead set (its oldest `SUMMARY` when larger),
@@ -141,8 +175,9 @@ class DeadLetterPanel(Panel):
         if total <= len(dead):
             return Counter(dead["last_error"].fillna("(none)")), len(dead)
         ids = self.conn.command("ZRANGE", queue_key(self.q, "dead"), 0, SUMMARY - 1)
-        errors = [e if e is not None else "(none)"
-                  for (e,) in frames.rows(self.conn, self.q, ids, ("last_error",))]
+        errors = [
+            e if e is not None else "(none)" for (e,) in frames.rows(self.conn, self.q, ids, ("last_error",))
+        ]
         return Counter(errors), len(ids)
 
     def facts(self) -> list[tuple[str, object]]:
@@ -154,8 +189,15 @@ class DeadLetterPanel(Panel):
         chosen = self.signature.value
         sig = None if chosen == EVERY else self._signatures.get(chosen, chosen)
         try:
-            found = triage.find(self.conn, self.q, state="dead", signature=sig, limit=PREVIEW_LIMIT,
-                                error=self._glob("error"), payload=self._glob("payload"))
+            found = triage.find(
+                self.conn,
+                self.q,
+                state="dead",
+                signature=sig,
+                limit=PREVIEW_LIMIT,
+                error=self._glob("error"),
+                payload=self._glob("payload"),
+            )
         except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
@@ -167,7 +209,8 @@ class DeadLetterPanel(Panel):
         self.preview_view.value = (
             f"<div>Preview: <b>{len(found):,}</b> dead jobs{capped} — {html.escape(printable(what))}, "
             f"{html.escape(printable(filters))}</div>"
-            + (f"<div><small>samples: {html.escape(sample)}</small></div>" if found.size else ""))
+            + (f"<div><small>samples: {html.escape(sample)}</small></div>" if found.size else "")
+        )
         self._gate_preview()
         self.say(f"previewed {len(found):,} dead jobs; nothing written")
 
@@ -190,9 +233,16 @@ class DeadLetterPanel(Panel):
         ids = self._consume_preview()
         rate = self.rate.value or None
         self._show_progress(len(ids))
-        words = self.attempt(admin.reprocess_jobs, self.conn, self.q, ids, rate=rate,
-                             budget=self.budget.value, progress=lambda calls, n: self._step(n),
-                             done=lambda r: f"reprocess previewed: {_tally(Counter(r.values()))}")
+        words = self.attempt(
+            admin.reprocess_jobs,
+            self.conn,
+            self.q,
+            ids,
+            rate=rate,
+            budget=self.budget.value,
+            progress=lambda calls, n: self._step(n),
+            done=lambda r: f"reprocess previewed: {_tally(Counter(r.values()))}",
+        )
         self.refresh()
         return words
 
@@ -201,8 +251,13 @@ class DeadLetterPanel(Panel):
         if not self.writable("remove") or not self.previewed:
             return None
         ids = self._consume_preview()
-        words = self.attempt(admin.remove_jobs, self.conn, self.q, ids,
-                             done=lambda r: f"remove previewed: {_tally(Counter(r.values()))}")
+        words = self.attempt(
+            admin.remove_jobs,
+            self.conn,
+            self.q,
+            ids,
+            done=lambda r: f"remove previewed: {_tally(Counter(r.values()))}",
+        )
         self.refresh()
         return words
 
@@ -215,9 +270,15 @@ class DeadLetterPanel(Panel):
             return None
         ids = list(self.select.value)
         self._show_progress(len(ids))
-        words = self.attempt(admin.reprocess_jobs, self.conn, self.q, ids, budget=self.budget.value,
-                             progress=lambda calls, n: self._step(n),
-                             done=lambda r: _tally(Counter(r.values())) or "nothing selected")
+        words = self.attempt(
+            admin.reprocess_jobs,
+            self.conn,
+            self.q,
+            ids,
+            budget=self.budget.value,
+            progress=lambda calls, n: self._step(n),
+            done=lambda r: _tally(Counter(r.values())) or "nothing selected",
+        )
         self.refresh()
         return words
 
@@ -225,8 +286,13 @@ class DeadLetterPanel(Panel):
         if not self.writable("remove"):
             return None
         ids = list(self.select.value)
-        words = self.attempt(admin.remove_jobs, self.conn, self.q, ids,
-                             done=lambda r: _tally(Counter(r.values())) or "nothing selected")
+        words = self.attempt(
+            admin.remove_jobs,
+            self.conn,
+            self.q,
+            ids,
+            done=lambda r: _tally(Counter(r.values())) or "nothing selected",
+        )
         self.refresh()
         return words
 
@@ -235,9 +301,14 @@ class DeadLetterPanel(Panel):
             return
         total = self.conn.command("ZCARD", queue_key(self.q, "dead"))
         self._show_progress(total)
-        self.attempt(admin.reprocess_dead, self.conn, self.q, budget=self.budget.value,
-                     progress=lambda calls, n: self._step(n),
-                     done=lambda n: f"reprocessed {n} dead jobs")
+        self.attempt(
+            admin.reprocess_dead,
+            self.conn,
+            self.q,
+            budget=self.budget.value,
+            progress=lambda calls, n: self._step(n),
+            done=lambda n: f"reprocessed {n} dead jobs",
+        )
         self.refresh()
 
     # -- helpers -----------------------------------------------------------------------------

@@ -30,8 +30,9 @@ def event_line(event: dict) -> str:
 
 
 class EventsView(Panel):
-    def __init__(self, conn: Connection, q: str, keep: int = 50, seconds: float | None = None,
-                 owned: bool = False):
+    def __init__(
+        self, conn: Connection, q: str, keep: int = 50, seconds: float | None = None, owned: bool = False
+    ):
         super().__init__(owned=owned)
         self.conn, self.q, self.title = conn, q, q
         self.events: deque = deque(maxlen=keep)
@@ -59,8 +60,11 @@ class EventsView(Panel):
         self.lines.value = "<pre>" + "\n".join(lines) + "</pre>"
 
     def facts(self) -> list[tuple[str, object]]:
-        return [("queue", self.q), ("events seen", self.seen),
-                ("tail", "listening" if self.running else "stopped")]
+        return [
+            ("queue", self.q),
+            ("events seen", self.seen),
+            ("tail", "listening" if self.running else "stopped"),
+        ]
 
     def start(self) -> None:
         """Subscribe (acknowledged before this returns), then tail in one thread."""
@@ -84,8 +88,9 @@ class EventsView(Panel):
                     exc = self.conn.wire_error(exc)
                 self.error = exc
                 self.stop_button.description = "Start"
-                self.say(f"stopped by an error after {self.seen} events: "
-                         f"{type(exc).__name__}: {exc}", "error")
+                self.say(
+                    f"stopped by an error after {self.seen} events: {type(exc).__name__}: {exc}", "error"
+                )
                 return
             if not stop.is_set():  # `seconds` ran out
                 self.stop_button.description = "Start"

@@ -42,7 +42,7 @@ def _cell(value: Any) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return ""
     text = printable(str(value)).replace("\n", " ")
-    return text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…"
+    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
 
 
 def renderers(frame: pd.DataFrame, colours: dict[str, str] | None = None) -> dict[str, Any]:
@@ -50,8 +50,11 @@ def renderers(frame: pd.DataFrame, colours: dict[str, str] | None = None) -> dic
     column, and the index left-aligned."""
     colours = colours or {}
     # the index (the row header) is named like a column: left-aligned, on the headers' grey
-    out: dict[str, Any] = {str(frame.index.name or "id"): dg.TextRenderer(
-        horizontal_alignment="left", background_color="#f6f8fa")}
+    out: dict[str, Any] = {
+        str(frame.index.name or "id"): dg.TextRenderer(
+            horizontal_alignment="left", background_color="#f6f8fa"
+        )
+    }
     for col in frame.columns:
         kw: dict[str, Any] = {}
         if pd.api.types.is_integer_dtype(frame[col]):
@@ -78,26 +81,42 @@ def width(frame: pd.DataFrame, widths: dict[str, int], index_px: int) -> str:
     return f"{index_px + sum(widths.get(c, COLUMN_PX) for c in frame.columns) + EDGE_PX}px"
 
 
-def grid(frame: pd.DataFrame, *, colours: dict[str, str] | None = None,
-         widths: dict[str, int] | None = None, most_rows: int = 12,
-         index_px: int = 220) -> dg.DataGrid:
+def grid(
+    frame: pd.DataFrame,
+    *,
+    colours: dict[str, str] | None = None,
+    widths: dict[str, int] | None = None,
+    most_rows: int = 12,
+    index_px: int = 220,
+) -> dg.DataGrid:
     """A row-selecting DataGrid of `shown(frame)`."""
     view = shown(frame)
     widths = dict(widths or {})
-    g = dg.DataGrid(view, selection_mode="row", renderers=renderers(view, colours),
-                    base_row_size=ROW_PX, base_column_header_size=HEADER_PX,
-                    base_row_header_size=index_px, base_column_size=COLUMN_PX,
-                    column_widths=widths, header_visibility="all",
-                    header_renderer=dg.TextRenderer(horizontal_alignment="left",
-                                                    font="bold 12px sans-serif",
-                                                    background_color="#f6f8fa"),
-                    layout={"height": height(len(view), most_rows),
-                            "width": width(view, widths, index_px), "max_width": "100%"})
+    g = dg.DataGrid(
+        view,
+        selection_mode="row",
+        renderers=renderers(view, colours),
+        base_row_size=ROW_PX,
+        base_column_header_size=HEADER_PX,
+        base_row_header_size=index_px,
+        base_column_size=COLUMN_PX,
+        column_widths=widths,
+        header_visibility="all",
+        header_renderer=dg.TextRenderer(
+            horizontal_alignment="left", font="bold 12px sans-serif", background_color="#f6f8fa"
+        ),
+        layout={
+            "height": height(len(view), most_rows),
+            "width": width(view, widths, index_px),
+            "max_width": "100%",
+        },
+    )
     return g
 
 
-def refill(g: dg.DataGrid, frame: pd.DataFrame, colours: dict[str, str] | None = None,
-           most_rows: int = 12) -> None:
+def refill(
+    g: dg.DataGrid, frame: pd.DataFrame, colours: dict[str, str] | None = None, most_rows: int = 12
+) -> None:
     """Show `frame` in `g` (renderers rebuilt for its columns, selection cleared)."""
     view = shown(frame)
     g.selections = []
@@ -118,8 +137,7 @@ def selected_ids(g: dg.DataGrid, frame: pd.DataFrame) -> list[str]:
     """The ids of `frame` (the page the grid shows) on the selected rows, in the order the
     browser shows them (after its sort); a row past the page's end is ignored."""
     order = list(g._visible_rows) or list(range(len(frame)))
-    return [str(frame.index[order[r]]) for r in selected_rows(g) if r < len(order) and
-            order[r] < len(frame)]
+    return [str(frame.index[order[r]]) for r in selected_rows(g) if r < len(order) and order[r] < len(frame)]
 
 
 def clicked_id(event: dict, frame: pd.DataFrame) -> str | None:

@@ -31,8 +31,10 @@ _HEAD = ("queue", "verdict", "pending", "oldest", "failed (5 min)", "wait p95", 
 
 def badge(verdict: str) -> str:
     colour = VERDICT_COLOURS.get(verdict, "#7f7f7f")
-    return (f'<span style="background:{colour};color:white;padding:0 6px;border-radius:3px">'
-            f"{html.escape(verdict)}</span>")
+    return (
+        f'<span style="background:{colour};color:white;padding:0 6px;border-radius:3px">'
+        f"{html.escape(verdict)}</span>"
+    )
 
 
 def health_table(h: pd.DataFrame) -> str:
@@ -43,9 +45,15 @@ def health_table(h: pd.DataFrame) -> str:
     for q, r in h.iterrows():
         oldest = "" if math.isnan(r["oldest_pending_s"]) else ago(r["oldest_pending_s"])
         rate = "" if math.isnan(r["failure_rate_5m"]) else f"{r['failure_rate_5m']:.0%}"
-        cells = [html.escape(str(q)), badge(r["verdict"]), f"{r['pending']:,}", oldest, rate,
-                 "" if math.isnan(r["wait_p95_5m"]) else ms_text(r["wait_p95_5m"]),
-                 html.escape(r["why"])]
+        cells = [
+            html.escape(str(q)),
+            badge(r["verdict"]),
+            f"{r['pending']:,}",
+            oldest,
+            rate,
+            "" if math.isnan(r["wait_p95_5m"]) else ms_text(r["wait_p95_5m"]),
+            html.escape(r["why"]),
+        ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h_}</th>" for h_ in _HEAD)
     return f'<table class="emq"><tr>{head}</tr>{"".join(rows)}</table>'
@@ -54,8 +62,13 @@ def health_table(h: pd.DataFrame) -> str:
 class HealthView(Panel):
     """`HealthView(conn, queues=None, refresh_every=5.0, auto=False)`: reads only."""
 
-    def __init__(self, conn: Connection, queues: list[str] | None = None, refresh_every: float = 5.0,
-                 auto: bool = False):
+    def __init__(
+        self,
+        conn: Connection,
+        queues: list[str] | None = None,
+        refresh_every: float = 5.0,
+        auto: bool = False,
+    ):
         super().__init__()
         self.conn = conn
         self.queues = None if queues is None else [check_name(q) for q in queues]
@@ -70,11 +83,18 @@ class HealthView(Panel):
         self.refresh_button.on_click(lambda _: self.refresh())
         self.auto_button = w.Button(description=f"Auto-refresh {self.refresh_every:g}s", icon="play")
         self.auto_button.on_click(lambda _: self.toggle())
-        self._refresher = Refresher("emq-health", self.refresh_every, self.refresh,
-                                    lambda exc: self.say(f"error: {type(exc).__name__}: {exc}", "error"))
-        self.children = [w.HTML(f"<b>health of {html.escape(self.title)}</b>"),
-                         w.HBox([self.refresh_button, self.auto_button, self.refreshed]),
-                         self.table, self.status]
+        self._refresher = Refresher(
+            "emq-health",
+            self.refresh_every,
+            self.refresh,
+            lambda exc: self.say(f"error: {type(exc).__name__}: {exc}", "error"),
+        )
+        self.children = [
+            w.HTML(f"<b>health of {html.escape(self.title)}</b>"),
+            w.HBox([self.refresh_button, self.auto_button, self.refreshed]),
+            self.table,
+            self.status,
+        ]
         self._register("*" if self.queues is None else ",".join(self.queues))
         self.refresh()
         if auto:
@@ -96,8 +116,10 @@ class HealthView(Panel):
         self.refreshed_at = time.strftime("%H:%M:%S UTC", time.gmtime())
         self._show_state()
         bad = [q for q, v in self.verdicts.items() if v in ("stuck", "failing")]
-        self.say(f"needs a look: {', '.join(bad)}" if bad else "nothing stuck or failing",
-                 "refused" if bad else "ok")
+        self.say(
+            f"needs a look: {', '.join(bad)}" if bad else "nothing stuck or failing",
+            "refused" if bad else "ok",
+        )
 
     def _show_state(self) -> None:
         how = f"every {self.refresh_every:g}s" if self.running else "refresh by hand"

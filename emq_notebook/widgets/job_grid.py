@@ -36,8 +36,18 @@ COLOURS = {
     "last_error": "cell.value != '' ? '#fff5f5' : 'white'",
     "failures": "cell.value > 0 ? '#fff5f5' : 'white'",
 }
-WIDTHS = {"state": 72, "last_error": 300, "payload": 300, "attempts": 84, "failures": 84,
-          "stalled": 76, "at": 150, "group": 84, "priority": 80, "progress": 84}
+WIDTHS = {
+    "state": 72,
+    "last_error": 300,
+    "payload": 300,
+    "attempts": 84,
+    "failures": 84,
+    "stalled": 76,
+    "at": 150,
+    "group": 84,
+    "priority": 80,
+    "progress": 84,
+}
 # the grid's columns, what a dead job is read by first
 SHOWN = list(WIDTHS)
 
@@ -51,8 +61,15 @@ class JobsView(Panel):
     """Refuses nothing itself: each action is a verb whose answer per id is shown; on a
     read-only connection Reprocess and Remove are greyed out and never send."""
 
-    def __init__(self, conn: Connection, q: str, state: str = "dead", page: int = PAGE,
-                 on_open: Callable[[str], object] | None = None, owned: bool = False):
+    def __init__(
+        self,
+        conn: Connection,
+        q: str,
+        state: str = "dead",
+        page: int = PAGE,
+        on_open: Callable[[str], object] | None = None,
+        owned: bool = False,
+    ):
         super().__init__(owned=owned)
         self.conn, self.q, self.title, self.page = conn, q, q, page
         self.on_open = on_open
@@ -60,13 +77,20 @@ class JobsView(Panel):
         self.total = 0
         self.more = False
         self.frame = _empty()
-        self.state = w.ToggleButtons(options=list(STATES), value=state,
-                                     style={"button_width": "90px"})
+        self.state = w.ToggleButtons(options=list(STATES), value=state, style={"button_width": "90px"})
         self.state.observe(lambda _: self.first_page(), names="value")
-        self.error_glob = w.Text(placeholder="error glob, e.g. SMTP 5*", description="error",
-                                 layout=w.Layout(width="300px"), style={"description_width": "50px"})
-        self.payload_glob = w.Text(placeholder='payload glob, e.g. *@example.com*', description="payload",
-                                   layout=w.Layout(width="340px"), style={"description_width": "60px"})
+        self.error_glob = w.Text(
+            placeholder="error glob, e.g. SMTP 5*",
+            description="error",
+            layout=w.Layout(width="300px"),
+            style={"description_width": "50px"},
+        )
+        self.payload_glob = w.Text(
+            placeholder="payload glob, e.g. *@example.com*",
+            description="payload",
+            layout=w.Layout(width="340px"),
+            style={"description_width": "60px"},
+        )
         self.filter_button = w.Button(description="Filter", icon="filter")
         self.filter_button.on_click(lambda _: self.first_page())
         self.clear_button = w.Button(description="Clear")
@@ -82,20 +106,27 @@ class JobsView(Panel):
         self.grid.observe(lambda _: self._show_selection(), names="selections")
         self.grid.on_cell_click(self._clicked)
         self.selection_label = w.HTML()
-        self.reprocess_button = w.Button(description="Reprocess selected", button_style="primary",
-                                         icon="redo", layout=w.Layout(width="auto"))
+        self.reprocess_button = w.Button(
+            description="Reprocess selected",
+            button_style="primary",
+            icon="redo",
+            layout=w.Layout(width="auto"),
+        )
         self.reprocess_button.on_click(lambda _: self.reprocess_selected())
-        self.remove_button = w.Button(description="Remove selected…", button_style="danger",
-                                      icon="trash", layout=w.Layout(width="auto"))
+        self.remove_button = w.Button(
+            description="Remove selected…", button_style="danger", icon="trash", layout=w.Layout(width="auto")
+        )
         self.remove_button.on_click(lambda _: self.ask_remove())
         self.confirm_text = w.HTML()
-        self.confirm_remove_button = w.Button(description="Confirm remove", button_style="danger",
-                                              layout=w.Layout(width="auto"))
+        self.confirm_remove_button = w.Button(
+            description="Confirm remove", button_style="danger", layout=w.Layout(width="auto")
+        )
         self.confirm_remove_button.on_click(lambda _: self.remove_selected())
         self.cancel_button = w.Button(description="Cancel")
         self.cancel_button.on_click(lambda _: self._hide_confirm())
-        self.confirm_row = w.HBox([self.confirm_remove_button, self.cancel_button],
-                                  layout=w.Layout(display="none"))
+        self.confirm_row = w.HBox(
+            [self.confirm_remove_button, self.cancel_button], layout=w.Layout(display="none")
+        )
         # the ids the remove confirmation named
         self.remove_shown: list[str] | None = None
         self.outcome = w.HTML()
@@ -104,12 +135,20 @@ class JobsView(Panel):
         self.children = [
             self.state,
             w.HBox([self.error_glob, self.payload_glob, self.filter_button, self.clear_button]),
-            w.HBox([self.prev_button, self.next_button, self.refresh_button],
-                   layout=w.Layout(align_items="center")),
-            self.page_label, self.grid,
-            w.HBox([self.reprocess_button, self.remove_button, self.selection_label],
-                   layout=w.Layout(align_items="center")),
-            self.confirm_text, self.confirm_row, self.outcome, self.status,
+            w.HBox(
+                [self.prev_button, self.next_button, self.refresh_button],
+                layout=w.Layout(align_items="center"),
+            ),
+            self.page_label,
+            self.grid,
+            w.HBox(
+                [self.reprocess_button, self.remove_button, self.selection_label],
+                layout=w.Layout(align_items="center"),
+            ),
+            self.confirm_text,
+            self.confirm_row,
+            self.outcome,
+            self.status,
         ]
         self.refresh()
 
@@ -155,8 +194,11 @@ class JobsView(Panel):
 
     def _sizes(self) -> list[int]:
         state = self.state.value
-        groups = sorted(self.conn.command("SMEMBERS", queue_key(self.q, "groups")) or []) \
-            if state == "pending" else []
+        groups = (
+            sorted(self.conn.command("SMEMBERS", queue_key(self.q, "groups")) or [])
+            if state == "pending"
+            else []
+        )
         pipe = self.conn.pipeline()
         pipe.zcard(queue_key(self.q, state))
         for g in groups:
@@ -165,10 +207,11 @@ class JobsView(Panel):
 
     def _page(self) -> tuple[pd.DataFrame, str]:
         self.total = sum(self._sizes())
-        if self.offset and self.offset >= self.total:     # the set shrank under the page
+        if self.offset and self.offset >= self.total:  # the set shrank under the page
             self.offset = max(0, (self.total - 1) // self.page * self.page)
-        page = frames.snapshot(self.conn, self.q, states=(self.state.value,), limit=self.page,
-                               offset=self.offset)
+        page = frames.snapshot(
+            self.conn, self.q, states=(self.state.value,), limit=self.page, offset=self.offset
+        )
         self.more = self.offset + self.page < self.total
         first, last = self.offset + 1, min(self.offset + self.page, self.total)
         state = self.state.value
@@ -181,10 +224,9 @@ class JobsView(Panel):
         payload = self.payload_glob.value or None
         state = self.state.value
         want = self.offset + self.page
-        found = triage.find(self.conn, self.q, state=state, error=error, payload=payload,
-                            limit=want + 1)
+        found = triage.find(self.conn, self.q, state=state, error=error, payload=payload, limit=want + 1)
         self.more = len(found) > want
-        page = found.iloc[self.offset:want]
+        page = found.iloc[self.offset : want]
         if page.empty:
             return page, f"no {state} job matches · searched on the server"
         first, last = self.offset + 1, self.offset + len(page)
@@ -193,8 +235,11 @@ class JobsView(Panel):
 
     def _show_selection(self) -> None:
         ids = self.selected()
-        self.selection_label.value = (chip(f"{len(ids)} selected", colour="pending") if ids else
-                                      "<small>select rows (Ctrl/Shift-click for more)</small>")
+        self.selection_label.value = (
+            chip(f"{len(ids)} selected", colour="pending")
+            if ids
+            else "<small>select rows (Ctrl/Shift-click for more)</small>"
+        )
 
     def selected(self) -> list[str]:
         """The job ids of the selected rows of this page."""
@@ -206,16 +251,23 @@ class JobsView(Panel):
             self.on_open(job_id)
 
     def facts(self) -> list[tuple[str, object]]:
-        return [("queue", self.q), ("state", self.state.value), ("rows shown", len(self.frame)),
-                ("selected", len(self.selected()))]
+        return [
+            ("queue", self.q),
+            ("state", self.state.value),
+            ("rows shown", len(self.frame)),
+            ("selected", len(self.selected())),
+        ]
 
     # -- acting -------------------------------------------------------------------
     def _show_outcome(self, outcome: dict[str, str]) -> None:
         self.results = outcome
-        rows = "".join(f"<tr><td><code>{html.escape(printable(i))}</code></td>"
-                       f"<td>{html.escape(word)}</td></tr>" for i, word in outcome.items())
-        self.outcome.value = (f'<table class="emq"><tr><th>id</th><th>outcome</th></tr>{rows}</table>'
-                              if outcome else "")
+        rows = "".join(
+            f"<tr><td><code>{html.escape(printable(i))}</code></td><td>{html.escape(word)}</td></tr>"
+            for i, word in outcome.items()
+        )
+        self.outcome.value = (
+            f'<table class="emq"><tr><th>id</th><th>outcome</th></tr>{rows}</table>' if outcome else ""
+        )
 
     def reprocess_selected(self) -> dict[str, str] | None:
         """Dead -> pending for exactly the selected ids: `{id: "reprocessed" | "gone" | "not_dead"}`."""
@@ -245,9 +297,11 @@ class JobsView(Panel):
     def _ask_remove(self, ids: list[str], again: str = "") -> None:
         self.remove_shown = ids
         sample = ", ".join(html.escape(printable(i)) for i in ids[:5]) + (" …" if len(ids) > 5 else "")
-        self.confirm_text.value = (f"{again}Remove <b>{len(ids):,}</b> selected jobs from <b>{self.q}</b> "
-                                   f"({sample}): their rows and logs are deleted.<br>"
-                                   f"<small>{html.escape(self.connection_line())}</small>")
+        self.confirm_text.value = (
+            f"{again}Remove <b>{len(ids):,}</b> selected jobs from <b>{self.q}</b> "
+            f"({sample}): their rows and logs are deleted.<br>"
+            f"<small>{html.escape(self.connection_line())}</small>"
+        )
         self.confirm_row.layout.display = "flex"
 
     def _hide_confirm(self) -> None:
@@ -276,5 +330,7 @@ class JobsView(Panel):
 
 
 def _empty() -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype="int64" if c in frames._INTS else "object")
-                         for c in frames.COLUMNS}, index=pd.Index([], name="id"))
+    return pd.DataFrame(
+        {c: pd.Series(dtype="int64" if c in frames._INTS else "object") for c in frames.COLUMNS},
+        index=pd.Index([], name="id"),
+    )

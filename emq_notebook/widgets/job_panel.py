@@ -48,16 +48,25 @@ class JobPanel(Panel):
         self.remove_button.on_click(lambda _: self.remove())
         self.reprocess_button = w.Button(description="Reprocess", button_style="primary")
         self.reprocess_button.on_click(lambda _: self.reprocess())
-        self.writes(self.update_button, self.progress_button, self.log_button, self.remove_button,
-                    self.reprocess_button)
+        self.writes(
+            self.update_button,
+            self.progress_button,
+            self.log_button,
+            self.remove_button,
+            self.reprocess_button,
+        )
         self.shown_payload: str | None = None
         self.row: dict[str, str] | None = None
         self.children = [
-            w.HTML(f"<b>job {job_id}</b> in <b>{q}</b>"), self.row_view,
-            self.payload, self.update_button,
+            w.HTML(f"<b>job {job_id}</b> in <b>{q}</b>"),
+            self.row_view,
+            self.payload,
+            self.update_button,
             w.HBox([self.progress_value, self.progress_button]),
-            self.logs_view, w.HBox([self.log_line, self.log_button]),
-            w.HBox([self.reprocess_button, self.remove_button]), self.status,
+            self.logs_view,
+            w.HBox([self.log_line, self.log_button]),
+            w.HBox([self.reprocess_button, self.remove_button]),
+            self.status,
         ]
         self.refresh()
 
@@ -70,8 +79,13 @@ class JobPanel(Panel):
             self.shown_payload = None
             self.row_view.value = "<i>no such job (gone)</i>"
             self.logs_view.value = ""
-            for b in (self.update_button, self.progress_button, self.log_button,
-                      self.remove_button, self.reprocess_button):
+            for b in (
+                self.update_button,
+                self.progress_button,
+                self.log_button,
+                self.remove_button,
+                self.reprocess_button,
+            ):
                 b.disabled = True
             self.say(gone.line(), "refused")
             return
@@ -79,11 +93,15 @@ class JobPanel(Panel):
             self.say(f"error: {exc}", "error")
             return
         self.row = row
-        self.row_view.value = table({k: v for k, v in sorted(row.items()) if k != "payload"},
-                                    ("field", "value"))
+        self.row_view.value = table(
+            {k: v for k, v in sorted(row.items()) if k != "payload"}, ("field", "value")
+        )
         self.shown_payload = self.payload.value = printable(row.get("payload", ""))
-        self.logs_view.value = ("<pre>" + "\n".join(html.escape(printable(line)) for line in logs)
-                                + "</pre>") if logs else "<i>no logs</i>"
+        self.logs_view.value = (
+            ("<pre>" + "\n".join(html.escape(printable(line)) for line in logs) + "</pre>")
+            if logs
+            else "<i>no logs</i>"
+        )
         self.reprocess_button.disabled = self.read_only or row.get("state") != "dead"
 
     def facts(self) -> list[tuple[str, object]]:
@@ -99,23 +117,31 @@ class JobPanel(Panel):
         if self.row is not None and self.payload.value == self.shown_payload != self.row.get("payload"):
             self.say("payload unchanged: nothing written (its bytes that are not UTF-8 stay as they are)")
             return
-        self.attempt(lambda: jobs.update_data(self.conn, self.q, self.job_id,
-                                              _checked_json(self.payload.value)),
-                     done="payload replaced")
+        self.attempt(
+            lambda: jobs.update_data(self.conn, self.q, self.job_id, _checked_json(self.payload.value)),
+            done="payload replaced",
+        )
         self.refresh()
 
     def write_progress(self) -> None:
         if not self.writable("update_progress"):
             return
-        self.attempt(jobs.update_progress, self.conn, self.q, self.job_id, self.progress_value.value,
-                     done=f"progress {self.progress_value.value} written and published")
+        self.attempt(
+            jobs.update_progress,
+            self.conn,
+            self.q,
+            self.job_id,
+            self.progress_value.value,
+            done=f"progress {self.progress_value.value} written and published",
+        )
         self.refresh()
 
     def add_log(self) -> None:
         if not self.writable("add_log"):
             return
-        self.attempt(jobs.add_log, self.conn, self.q, self.job_id, self.log_line.value,
-                     done=lambda n: f"{n} log lines")
+        self.attempt(
+            jobs.add_log, self.conn, self.q, self.job_id, self.log_line.value, done=lambda n: f"{n} log lines"
+        )
         self.log_line.value = ""
         self.refresh()
 
@@ -128,6 +154,11 @@ class JobPanel(Panel):
     def reprocess(self) -> None:
         if not self.writable("reprocess"):
             return
-        self.attempt(jobs.reprocess_job, self.conn, self.q, self.job_id,
-                     done=f"reprocessed {self.job_id}: dead -> pending")
+        self.attempt(
+            jobs.reprocess_job,
+            self.conn,
+            self.q,
+            self.job_id,
+            done=f"reprocessed {self.job_id}: dead -> pending",
+        )
         self.refresh()

@@ -20,8 +20,10 @@ from ..errors import EMQError
 from . import grid as grids
 from .base import Panel
 
-LANE_COLOURS = {"paused": "cell.value == 'yes' ? '#fff8c5' : 'white'",
-                "active": "cell.value >= cell.metadata.data['limit'] && cell.value > 0 ? '#ddf4ff' : 'white'"}
+LANE_COLOURS = {
+    "paused": "cell.value == 'yes' ? '#fff8c5' : 'white'",
+    "active": "cell.value >= cell.metadata.data['limit'] && cell.value > 0 ? '#ddf4ff' : 'white'",
+}
 
 
 class LanesView(Panel):
@@ -36,15 +38,19 @@ class LanesView(Panel):
         self.pause_button.on_click(lambda _: self.pause())
         self.resume_button = w.Button(description="Resume lane", icon="play")
         self.resume_button.on_click(lambda _: self.resume())
-        self.limit = w.BoundedIntText(value=1, min=1, max=1_000_000, description="limit",
-                                      layout=w.Layout(width="180px"))
+        self.limit = w.BoundedIntText(
+            value=1, min=1, max=1_000_000, description="limit", layout=w.Layout(width="180px")
+        )
         self.limit_button = w.Button(description="Set limit")
         self.limit_button.on_click(lambda _: self.set_limit())
         self.summary = w.HTML()
         self.writes(self.pause_button, self.resume_button, self.limit_button)
-        self.children = [self.summary, self.grid,
-                         w.HBox([self.lane, self.pause_button, self.resume_button, self.limit,
-                                 self.limit_button]), self.status]
+        self.children = [
+            self.summary,
+            self.grid,
+            w.HBox([self.lane, self.pause_button, self.resume_button, self.limit, self.limit_button]),
+            self.status,
+        ]
         self.refresh()
 
     def refresh(self) -> None:
@@ -61,8 +67,11 @@ class LanesView(Panel):
         self.lane.options = list(frame.index)
         if keep in frame.index:
             self.lane.value = keep
-        self.summary.value = (f"<div>{len(frame):,} lanes of <b>{self.q}</b></div>" if len(frame) else
-                              f"<div><i>{self.q} has no lanes (no grouped jobs yet)</i></div>")
+        self.summary.value = (
+            f"<div>{len(frame):,} lanes of <b>{self.q}</b></div>"
+            if len(frame)
+            else f"<div><i>{self.q} has no lanes (no grouped jobs yet)</i></div>"
+        )
 
     def facts(self) -> list[tuple[str, object]]:
         return [("queue", self.q), ("lanes", len(self.frame))]
@@ -89,13 +98,16 @@ class LanesView(Panel):
         self._act("resume", lanes.resume_lane, done=f"resumed lane {self.lane.value}")
 
     def set_limit(self) -> None:
-        self._act("limit", lanes.set_limit, self.limit.value,
-                  done=f"lane {self.lane.value}: at most {self.limit.value:,} in flight")
+        self._act(
+            "limit",
+            lanes.set_limit,
+            self.limit.value,
+            done=f"lane {self.lane.value}: at most {self.limit.value:,} in flight",
+        )
 
 
 def _lanes_frame(found: dict[str, dict]) -> pd.DataFrame:
-    frame = pd.DataFrame.from_dict(found, orient="index",
-                                   columns=["pending", "active", "limit", "paused"])
+    frame = pd.DataFrame.from_dict(found, orient="index", columns=["pending", "active", "limit", "paused"])
     frame.index.name = "lane"
     for col in ("pending", "active", "limit"):
         frame[col] = frame[col].astype("int64")
@@ -108,8 +120,11 @@ class RepeatablesView(Panel):
         super().__init__(owned=owned)
         self.conn, self.q, self.title = conn, q, q
         self.frame = pd.DataFrame()
-        self.grid = grids.grid(_repeat_frame([]), index_px=160,
-                               widths={"every": 90, "next due": 150, "group": 80, "payload": 360})
+        self.grid = grids.grid(
+            _repeat_frame([]),
+            index_px=160,
+            widths={"every": 90, "next due": 150, "group": 80, "payload": 360},
+        )
         self.grid.on_cell_click(self._clicked)
         self.name = w.Dropdown(options=[], description="repeatable")
         self.run_button = w.Button(description="Run now", icon="forward")
@@ -133,8 +148,11 @@ class RepeatablesView(Panel):
         self.name.options = list(frame.index)
         if keep in frame.index:
             self.name.value = keep
-        self.summary.value = (f"<div>{len(frame):,} repeatables of <b>{self.q}</b></div>" if len(frame)
-                              else f"<div><i>{self.q} has no repeatables</i></div>")
+        self.summary.value = (
+            f"<div>{len(frame):,} repeatables of <b>{self.q}</b></div>"
+            if len(frame)
+            else f"<div><i>{self.q} has no repeatables</i></div>"
+        )
 
     def facts(self) -> list[tuple[str, object]]:
         return [("queue", self.q), ("repeatables", len(self.frame))]
@@ -150,18 +168,26 @@ class RepeatablesView(Panel):
         if self.name.value is None:
             self.say("pick a repeatable first", "refused")
             return
-        self.attempt(repeat.run_now, self.conn, self.q, self.name.value,
-                     done=lambda job: f"{self.name.value}: one job now ({job})")
+        self.attempt(
+            repeat.run_now,
+            self.conn,
+            self.q,
+            self.name.value,
+            done=lambda job: f"{self.name.value}: one job now ({job})",
+        )
         self.refresh()
 
 
 def _repeat_frame(found: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame({
-        "every": [_every(r["every_ms"]) for r in found],
-        "next due": pd.to_datetime([r["next_due_ms"] for r in found], unit="ms", utc=True),
-        "group": [r["group"] or "" for r in found],
-        "payload": [r["payload"] for r in found],
-    }, index=pd.Index([r["name"] for r in found], name="repeatable"))
+    frame = pd.DataFrame(
+        {
+            "every": [_every(r["every_ms"]) for r in found],
+            "next due": pd.to_datetime([r["next_due_ms"] for r in found], unit="ms", utc=True),
+            "group": [r["group"] or "" for r in found],
+            "payload": [r["payload"] for r in found],
+        },
+        index=pd.Index([r["name"] for r in found], name="repeatable"),
+    )
     return frame
 
 

@@ -45,8 +45,9 @@ def _last(values: Any) -> float:
 class MetricsView(Panel):
     """`MetricsView(conn, q, refresh_every=5.0, since="1h", auto=True)`: reads only."""
 
-    def __init__(self, conn: Connection, q: str, refresh_every: float = 5.0, since: str = "1h",
-                 auto: bool = True):
+    def __init__(
+        self, conn: Connection, q: str, refresh_every: float = 5.0, since: str = "1h", auto: bool = True
+    ):
         super().__init__()
         self.conn, self.q, self.title = conn, q, q
         self.refresh_every = interval(refresh_every)
@@ -54,7 +55,7 @@ class MetricsView(Panel):
         self.since = since
         self.refreshes = 0
         self.refreshed_at: str | None = None
-        self.images: list[tuple[str, str]] = []          # (title, base64 PNG)
+        self.images: list[tuple[str, str]] = []  # (title, base64 PNG)
         self.summary: dict[str, Any] = {}
         self.out = w.Output()
         self.refreshed = w.HTML("<i>not refreshed yet</i>")
@@ -64,9 +65,13 @@ class MetricsView(Panel):
         self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
         self._refresher = Refresher(f"emq-metrics-{q}", self.refresh_every, self.refresh, self._failed)
-        self.children = [w.HTML(f"<b>metrics of {html.escape(q)}</b> · last {html.escape(since)}"),
-                         w.HBox([self.stop_button, self.refresh_button, self.refreshed]),
-                         self.numbers, self.out, self.status]
+        self.children = [
+            w.HTML(f"<b>metrics of {html.escape(q)}</b> · last {html.escape(since)}"),
+            w.HBox([self.stop_button, self.refresh_button, self.refreshed]),
+            self.numbers,
+            self.out,
+            self.status,
+        ]
         self._register(q)
         self.refresh()
         if auto:
@@ -83,21 +88,26 @@ class MetricsView(Panel):
         """Draw both plots again and say when; a lost server or a foreign key is a line
         in the status, and the refresh keeps trying."""
         try:
-            figs = [plots.throughput(self.conn, self.q, since=self.since),
-                    plots.latency(self.conn, self.q, since=self.since)]
+            figs = [
+                plots.throughput(self.conn, self.q, since=self.since),
+                plots.latency(self.conn, self.q, since=self.since),
+            ]
             m = frames.metrics(self.conn, self.q, since_ms=duration_ms(self.since, "since"))
             lat = frames.latency(self.conn, self.q, since_ms=duration_ms(self.since, "since"))
         except (EMQError, redis.RedisError) as exc:
             self.say(f"error: {exc}", "error")
             return
         self.images = [(self._title(f), png(f)) for f in figs]
-        self.out.outputs = tuple({"output_type": "display_data", "metadata": {},
-                                  "data": {"image/png": data, "text/plain": title}}
-                                 for title, data in self.images)
+        self.out.outputs = tuple(
+            {"output_type": "display_data", "metadata": {}, "data": {"image/png": data, "text/plain": title}}
+            for title, data in self.images
+        )
         self.summary = {
             **{k: int(m[k].sum()) for k in ("claimed", "completed", "failed")},
-            **{f"{kind} p95, last minute measured": ms_text(_last(lat[f"{kind}_p95"]))
-               for kind in ("wait", "run")},
+            **{
+                f"{kind} p95, last minute measured": ms_text(_last(lat[f"{kind}_p95"]))
+                for kind in ("wait", "run")
+            },
         }
         self.numbers.value = table(self.summary, (f"last {self.since}", ""))
         self.refreshes += 1
@@ -117,14 +127,19 @@ class MetricsView(Panel):
         self.say(f"error: {type(exc).__name__}: {exc}", "error")
 
     def facts(self) -> list[tuple[str, object]]:
-        return [("queue", self.q), ("window", f"last {self.since}"),
-                ("last refreshed", self.refreshed_at or "never"),
-                ("auto-refresh", f"every {self.refresh_every:g}s" if self.running else "off")]
+        return [
+            ("queue", self.q),
+            ("window", f"last {self.since}"),
+            ("last refreshed", self.refreshed_at or "never"),
+            ("auto-refresh", f"every {self.refresh_every:g}s" if self.running else "off"),
+        ]
 
     def static_html(self) -> str:
         # the saved notebook shows the last plots too
-        imgs = "".join(f'<div><img alt="{html.escape(t)}" src="data:image/png;base64,{d}"/></div>'
-                       for t, d in self.images)
+        imgs = "".join(
+            f'<div><img alt="{html.escape(t)}" src="data:image/png;base64,{d}"/></div>'
+            for t, d in self.images
+        )
         return super().static_html().removesuffix("</div>") + imgs + "</div>"
 
     # -- the refresh thread -----------------------------------------------------------

@@ -37,8 +37,10 @@ VERBS: dict[str, tuple[str, Callable[[Connection, str, str], Any]]] = {
     "get_job_logs": ("jobs.get_job_logs", lambda c, q, j: jobs.get_job_logs(c, q, j)),
     "remove_job": ("jobs.remove_job", lambda c, q, j: jobs.remove_job(c, q, j)),
     "reprocess_job": ("jobs.reprocess_job", lambda c, q, j: jobs.reprocess_job(c, q, j)),
-    "reprocess_job (native twin)": ("jobs.reprocess_job",
-                                    lambda c, q, j: jobs.reprocess_job(c.with_executor("function"), q, j)),
+    "reprocess_job (native twin)": (
+        "jobs.reprocess_job",
+        lambda c, q, j: jobs.reprocess_job(c.with_executor("function"), q, j),
+    ),
     "get_job": ("jobs.get_job", lambda c, q, j: jobs.get_job(c, q, j)),
 }
 
@@ -49,8 +51,15 @@ def _backlog(c: Connection, q: str) -> None:
 
 
 def _job(c: Connection, q: str, *, state: str, group: str | None = None) -> None:
-    jobs.enqueue(c, q, '{"to": "ops@example.com"}', id=JOB, group=group, max_attempts=1,
-                 priority=0 if state != "pending" else 5)
+    jobs.enqueue(
+        c,
+        q,
+        '{"to": "ops@example.com"}',
+        id=JOB,
+        group=group,
+        max_attempts=1,
+        priority=0 if state != "pending" else 5,
+    )
     if state in ("active", "dead"):
         claim = lanes.claim if group else jobs.claim
         got = claim(c, q, 60_000)
@@ -63,6 +72,7 @@ def _steps(*steps: Callable[[Connection, str], None]) -> Callable[[Connection, s
     def build_state(c: Connection, q: str) -> None:
         for step in steps:
             step(c, q)
+
     return build_state
 
 
@@ -116,8 +126,7 @@ class OperatorConsole(Panel):
         super().__init__()
         self.conn, self.q, self.title = conn, scratch, scratch
         self.verb = w.Dropdown(options=list(VERBS), value="pause", description="verb")
-        self.state = w.Dropdown(options=list(STATES), value="running · job pending",
-                                description="state")
+        self.state = w.Dropdown(options=list(STATES), value="running · job pending", description="state")
         self.about = w.HTML()
         self.try_button = w.Button(description="Try it", button_style="primary", icon="play")
         self.try_button.on_click(lambda _: self.try_it())
@@ -128,9 +137,15 @@ class OperatorConsole(Panel):
         # "Try it" rebuilds the scratch queue: a write, greyed out on a read-only connection
         self.writes(self.try_button)
         self.verb.observe(lambda _: self.show_about(), names="value")
-        self.children = [w.HTML(f"<b>the operator console</b> · scratch queue <code>{scratch}</code>"),
-                         w.HBox([self.verb, self.state]), self.about, self.try_button,
-                         self.reply, self.changes, self.status]
+        self.children = [
+            w.HTML(f"<b>the operator console</b> · scratch queue <code>{scratch}</code>"),
+            w.HBox([self.verb, self.state]),
+            self.about,
+            self.try_button,
+            self.reply,
+            self.changes,
+            self.status,
+        ]
         self.show_about()
 
     def show_about(self) -> None:
@@ -144,7 +159,7 @@ class OperatorConsole(Panel):
             return None
         try:
             build(self.conn, self.q, self.state.value)
-        except QueueInUse as exc:                  # the scratch name is a real queue here
+        except QueueInUse as exc:  # the scratch name is a real queue here
             self.last = exc
             self.say(f"error: {exc}", "error")
             return None

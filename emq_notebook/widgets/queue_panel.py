@@ -26,8 +26,9 @@ class QueuePanel(Panel):
     """Refuses nothing itself: every write is a verb whose refusal is shown in the status;
     on a read-only connection the writing buttons are greyed out and never send."""
 
-    def __init__(self, conn: Connection, q: str, refresh_every: float = 2.0, auto: bool = False,
-                 owned: bool = False):
+    def __init__(
+        self, conn: Connection, q: str, refresh_every: float = 2.0, auto: bool = False, owned: bool = False
+    ):
         super().__init__(owned=owned)
         self.conn, self.q, self.title = conn, q, q
         self.refresh_every = interval(refresh_every)
@@ -42,45 +43,60 @@ class QueuePanel(Panel):
         self.refresh_button.on_click(lambda _: self.refresh())
         self.auto = w.ToggleButton(description=f"Auto-refresh {self.refresh_every:g}s", value=False)
         self.auto.observe(lambda ch: self._auto(ch["new"]), names="value")
-        if owned:   # the owner's one refresh loop refreshes it
+        if owned:  # the owner's one refresh loop refreshes it
             self.auto.layout.display = "none"
 
-        self.include_schedule = w.Checkbox(description="include schedule", value=False, indent=False,
-                                           layout=w.Layout(width="auto", margin="0 0 0 12px"))
+        self.include_schedule = w.Checkbox(
+            description="include schedule",
+            value=False,
+            indent=False,
+            layout=w.Layout(width="auto", margin="0 0 0 12px"),
+        )
         self.drain_button = w.Button(description="Drain…", icon="trash")
         self.drain_button.on_click(lambda _: self.ask_drain())
         self.confirm_drain_button = w.Button(description="Confirm drain", button_style="warning")
         self.confirm_drain_button.on_click(lambda _: self.drain())
         self.cancel_button = w.Button(description="Cancel")
         self.cancel_button.on_click(lambda _: self._hide_confirm())
-        self.confirm_row = w.HBox([self.confirm_drain_button, self.cancel_button],
-                                  layout=w.Layout(display="none"))
+        self.confirm_row = w.HBox(
+            [self.confirm_drain_button, self.cancel_button], layout=w.Layout(display="none")
+        )
         self.confirm_text = w.HTML()
         # what the drain confirmation stated: (include_schedule, count)
         self.drain_shown: tuple[bool, int] | None = None
 
         self.typed_name = w.Text(placeholder="type the queue name to confirm")
         self.typed_name.observe(lambda _: self._gate_obliterate(), names="value")
-        self.force = w.Checkbox(description="force (jobs in flight)", value=False, indent=False,
-                                layout=w.Layout(width="auto", margin="0 12px"))
-        self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000,
-                                       description="budget")
-        self.obliterate_button = w.Button(description="Obliterate", button_style="danger",
-                                          icon="bomb", disabled=True)
+        self.force = w.Checkbox(
+            description="force (jobs in flight)",
+            value=False,
+            indent=False,
+            layout=w.Layout(width="auto", margin="0 12px"),
+        )
+        self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000, description="budget")
+        self.obliterate_button = w.Button(
+            description="Obliterate", button_style="danger", icon="bomb", disabled=True
+        )
         self.obliterate_button.on_click(lambda _: self.obliterate())
         self.obliterate_text = w.HTML()
         # the job count the obliterate line stated when the gate opened
         self.obliterate_shown: int | None = None
-        self.progress = w.IntProgress(value=0, min=0, max=1, description="obliterate",
-                                      layout=w.Layout(visibility="hidden"))
+        self.progress = w.IntProgress(
+            value=0, min=0, max=1, description="obliterate", layout=w.Layout(visibility="hidden")
+        )
         self.writes(self.pause_button, self.drain_button, self.confirm_drain_button)
 
         self.children = [
-            w.HTML(f"<b>queue {q}</b>"), self.counts,
+            w.HTML(f"<b>queue {q}</b>"),
+            self.counts,
             w.HBox([self.pause_button, self.refresh_button, self.auto]),
-            w.HBox([self.drain_button, self.include_schedule]), self.confirm_text, self.confirm_row,
+            w.HBox([self.drain_button, self.include_schedule]),
+            self.confirm_text,
+            self.confirm_row,
             w.HBox([self.typed_name, self.force, self.budget]),
-            w.HBox([self.obliterate_button, self.progress]), self.obliterate_text, self.status,
+            w.HBox([self.obliterate_button, self.progress]),
+            self.obliterate_text,
+            self.status,
         ]
         self.refresh()
         self._register(q)
@@ -101,16 +117,17 @@ class QueuePanel(Panel):
         if self.owned:
             self.counts.value = chips(self.snapshot, self.paused)
         else:
-            self.counts.value = table(self.snapshot, ("set", "jobs")) + \
-                f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
+            self.counts.value = (
+                table(self.snapshot, ("set", "jobs"))
+                + f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
+            )
         self.pause_button.description = "Resume" if self.paused else "Pause"
         self.pause_button.icon = "play" if self.paused else "pause"
         self._gate_obliterate()
 
     def facts(self) -> list[tuple[str, object]]:
         auto = f"every {self.refresh_every:g}s" if self._ticker else "off"
-        return [("queue", self.q), ("state", "paused" if self.paused else "running"),
-                ("auto-refresh", auto)]
+        return [("queue", self.q), ("state", "paused" if self.paused else "running"), ("auto-refresh", auto)]
 
     def _gate_obliterate(self) -> None:
         # enabled only while paused, and only once the operator typed the name
@@ -132,8 +149,10 @@ class QueuePanel(Panel):
 
     def _show_obliterate(self, n: int, again: str = "") -> None:
         self.obliterate_shown = n
-        self.obliterate_text.value = (f"{again}Obliterate <b>{self.q}</b>: <b>{n}</b> jobs and every "
-                                      f"key of the queue.<br><small>{self._where()}</small>")
+        self.obliterate_text.value = (
+            f"{again}Obliterate <b>{self.q}</b>: <b>{n}</b> jobs and every "
+            f"key of the queue.<br><small>{self._where()}</small>"
+        )
 
     # -- the auto-refresh thread ---------------------------------------------------
     def _auto(self, on: bool) -> None:
@@ -173,8 +192,12 @@ class QueuePanel(Panel):
         if self.paused:
             self.attempt(admin.resume, self.conn, self.q, done=f"resumed {self.q}")
         else:
-            self.attempt(admin.pause, self.conn, self.q,
-                         done=f"paused {self.q}: claims answer empty, the backlog stays")
+            self.attempt(
+                admin.pause,
+                self.conn,
+                self.q,
+                done=f"paused {self.q}: claims answer empty, the backlog stays",
+            )
         self.refresh()
 
     def _backlog(self) -> int | None:
@@ -187,8 +210,10 @@ class QueuePanel(Panel):
     def _ask(self, n: int, again: str = "") -> None:
         what = "pending and scheduled" if self.include_schedule.value else "pending"
         self.drain_shown = (self.include_schedule.value, n)
-        self.confirm_text.value = f"{again}Drain <b>{n}</b> {what} jobs from <b>{self.q}</b>? " \
-                                  f"Active jobs and repeatables stay.<br><small>{self._where()}</small>"
+        self.confirm_text.value = (
+            f"{again}Drain <b>{n}</b> {what} jobs from <b>{self.q}</b>? "
+            f"Active jobs and repeatables stay.<br><small>{self._where()}</small>"
+        )
         self.confirm_row.layout.display = "flex"
 
     def ask_drain(self) -> None:
@@ -219,8 +244,13 @@ class QueuePanel(Panel):
             self.say(f"not drained: {n} jobs wait now; confirm again", "refused")
             return
         self._hide_confirm()
-        self.attempt(admin.drain, self.conn, self.q, include_schedule=self.include_schedule.value,
-                     done=lambda got: f"drained {got} jobs from {self.q}")
+        self.attempt(
+            admin.drain,
+            self.conn,
+            self.q,
+            include_schedule=self.include_schedule.value,
+            done=lambda got: f"drained {got} jobs from {self.q}",
+        )
         self.refresh()
 
     def obliterate(self) -> None:
@@ -249,9 +279,15 @@ class QueuePanel(Panel):
         def step(calls: int, left: int) -> None:
             self.progress.value = max(0, total - left)
 
-        result = self.attempt(admin.obliterate_all, self.conn, self.q, force=self.force.value,
-                              budget=self.budget.value, progress=step,
-                              done=lambda calls: f"obliterated {self.q}: {total} jobs in {calls} calls")
+        result = self.attempt(
+            admin.obliterate_all,
+            self.conn,
+            self.q,
+            force=self.force.value,
+            budget=self.budget.value,
+            progress=step,
+            done=lambda calls: f"obliterated {self.q}: {total} jobs in {calls} calls",
+        )
         if isinstance(result, int):
             self.progress.value = self.progress.max
             self.typed_name.value = ""

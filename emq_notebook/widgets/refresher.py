@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 
 class Refresher:
-    def __init__(self, name: str, every: float, tick: Callable[[], None],
-                 on_error: Callable[[Exception], None]):
+    def __init__(
+        self, name: str, every: float, tick: Callable[[], None], on_error: Callable[[Exception], None]
+    ):
         self.name, self.every, self.tick, self.on_error = name, every, tick, on_error
         self._stop: threading.Event | None = None
         self._thread: threading.Thread | None = None
