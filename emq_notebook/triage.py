@@ -104,7 +104,9 @@ def _tokens(glob: str) -> Iterator[str | None]:
 def glob_spec(glob: str) -> str:
     """The glob as `@find` reads it (lua/includes/glob.lua): fields split by NUL -- the
     whole anchored pattern and, when the glob has a `*`, the piece before the first
-    `*`, the piece after the last, that piece's length in characters, the pieces between."""
+    `*`, the piece after the last, that piece's length in characters, "1" when every
+    item is an ASCII literal (the pieces then match byte for byte on any text, so a
+    text past ASCII needs no second try with the whole pattern), the pieces between."""
     if not isinstance(glob, str):
         raise BadInput(f"a glob is a string, not {type(glob).__name__}")
     items = list(_tokens(glob))
@@ -118,9 +120,16 @@ def glob_spec(glob: str) -> str:
         else:
             pieces[-1].append(t)
     prefix, *middle, suffix = pieces
+    exact = "1" if all(t is None or _ascii_literal(t) for t in items) else ""
     return "\0".join(
-        [whole_, "".join(prefix), "".join(suffix), str(len(suffix)), *("".join(p) for p in middle)]
+        [whole_, "".join(prefix), "".join(suffix), str(len(suffix)), exact, *("".join(p) for p in middle)]
     )
+
+
+def _ascii_literal(item: str) -> bool:
+    """True for a pattern item `_literal` made of an ASCII character (one byte, matched
+    only by itself); False for `?`, a class, or a character past ASCII."""
+    return len(item) <= 2 and item.isascii() and item != "."
 
 
 # -- the sets a search reads -----------------------------------------------------------

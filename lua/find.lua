@@ -31,7 +31,8 @@ end
 
 local function matches(jk)
   if #wanted == 0 then return redis.call('EXISTS', jk) == 1 end
-  local row = redis.call('HMGET', jk, unpack(wanted))
+  -- one field (the usual search): HGET, a little cheaper than HMGET per row
+  local row = #wanted == 1 and {redis.call('HGET', jk, wanted[1])} or redis.call('HMGET', jk, unpack(wanted))
   if by_error then
     local text = row[slot.last_error]
     if not (text and glob_matches(text, by_error)) then return false end

