@@ -28,12 +28,18 @@ CHUNK = 50
 # found, so the copy cannot silently drift from the live scripts
 CLAIM_CUTS = [
     (
-        "  local keep = metrics_keep(base)\n  if not keep then return bad_row('metrics_keep', 'meta') end\n",
+        "  local keep\n  if kept == nil then keep = metrics_keep(base) else keep = keep_of(kept) end\n"
+        "  if not keep then return bad_row('metrics_keep', 'meta') end\n",
         "  local keep = 1440\n",
     ),
-    ("  local read = redis.call('HMGET', jk, 'payload', 'created_at', 'due_at')\n", ""),
+    ("ipairs({'payload', 'created_at', 'due_at'})", "ipairs({'payload'})"),
+    ("  local at = string.format('%.0f', now)\n", ""),
     (
-        "redis.call('HSET', jk, 'state', 'active', 'claimed_at', string.format('%.0f', now))",
+        "redis.call('HSET', jk, 'state', 'active', 'claimed_at', at, 'owner', token)",
+        "redis.call('HSET', jk, 'state', 'active', 'owner', token)",
+    ),
+    (
+        "redis.call('HSET', jk, 'state', 'active', 'claimed_at', at)",
         "redis.call('HSET', jk, 'state', 'active')",
     ),
     ("  bump_metric(base, 'claimed', now, keep)\n", ""),
@@ -43,7 +49,6 @@ CLAIM_CUTS = [
         "  if ready then record_latency(base, 'wait', now - ready, now, keep) end\n",
         "",
     ),
-    ("return {id, read[1], att}", "return {id, redis.call('HGET', jk, 'payload'), att}"),
 ]
 COMPLETE_CUTS = [
     ("'owner', 'claimed_at')", "'owner')"),

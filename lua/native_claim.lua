@@ -7,5 +7,7 @@
 --@include common
 --@include lanes
 --@include activate
-if redis.call('HGET', KEYS[3] .. 'meta', 'paused') then return {} end
-return claim_flat(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '')
+-- the paused field and the metrics retention in one read
+local meta = redis.call('HMGET', KEYS[3] .. 'meta', 'paused', 'metrics_keep')
+if meta[1] then return {} end
+return claim_flat(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '', meta[2])

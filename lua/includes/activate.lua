@@ -7,13 +7,17 @@
 -- goes on the row as `claimed_at`; the claim is counted (`metrics:claimed`) and
 -- its wait recorded. A row with no readable `created_at` or `due_at` (an older
 -- node's) is claimed all the same, its wait not measured.
-local function activate(base, id, lease, token, now, keep)
+-- `read` is claim_read's {payload, created_at, due_at}, read before these writes.
+local function activate(base, id, lease, token, now, keep, read)
   local jk = base .. 'job:' .. id
-  -- read before the writes below, which leave these fields as they are
-  local read = redis.call('HMGET', jk, 'payload', 'created_at', 'due_at')
   local att = redis.call('HINCRBY', jk, 'attempts', 1)
-  redis.call('HSET', jk, 'state', 'active', 'claimed_at', string.format('%.0f', now))
-  if token ~= '' then redis.call('HSET', jk, 'owner', token) else redis.call('HDEL', jk, 'owner') end
+  local at = string.format('%.0f', now)
+  if token ~= '' then
+    redis.call('HSET', jk, 'state', 'active', 'claimed_at', at, 'owner', token)
+  else
+    redis.call('HSET', jk, 'state', 'active', 'claimed_at', at)
+    redis.call('HDEL', jk, 'owner')
+  end
   redis.call('ZADD', base .. 'active', now + lease, id)
   redis.call('SET', jk .. ':lock', token ~= '' and token or '1', 'PX', lease)
   bump_metric(base, 'claimed', now, keep)
@@ -23,6 +27,32 @@ local function activate(base, id, lease, token, now, keep)
   if ready then record_latency(base, 'wait', now - ready, now, keep) end
   emit(base, {event = 'active', job = id, attempts = att})
   return {id, read[1], att}
+end
+
+-- what a claim reads of a head row, in one HMGET: the whole-number fields (checked
+-- before any write), then the payload and the two times its wait is measured from
+local CLAIM_READS, N_WHOLES = {}, #ROW_WHOLES
+for i, w in ipairs(ROW_WHOLES) do CLAIM_READS[i] = w[1] end
+for _, f in ipairs({'payload', 'created_at', 'due_at'}) do CLAIM_READS[#CLAIM_READS + 1] = f end
+
+-- the head row `jk` as a claim reads it: false when there is no row (a ghost);
+-- else true and the first whole-number field no transition can read (nil when
+-- none), and {payload, created_at, due_at} for activate. EXISTS is asked only of a
+-- row that holds none of these fields.
+local function claim_read(jk)
+  local vals = redis.call('HMGET', jk, unpack(CLAIM_READS))
+  local any = false
+  for i = 1, #CLAIM_READS do
+    if vals[i] then
+      any = true
+      break
+    end
+  end
+  if not any and redis.call('EXISTS', jk) == 0 then return false end
+  for i, w in ipairs(ROW_WHOLES) do
+    if whole_of(vals[i], w[2]) == nil then return true, w[1] end
+  end
+  return true, nil, {vals[N_WHOLES + 1], vals[N_WHOLES + 2], vals[N_WHOLES + 3]}
 end
 
 -- a lease a claim can set: a whole number of ms, at most a year (what SET PX takes)
@@ -35,22 +65,24 @@ end
 
 -- the flat claim body: the head of pending (priority, then id order). The head
 -- is read and checked before it is popped: a bad row refuses with nothing written.
-local function claim_flat(pending, base, lease, token)
+local function claim_flat(pending, base, lease, token, kept)
   local refused = lease_refusal(lease)
   if refused then return refused end
   -- the metrics retention is read before any write: the claim counts itself
-  local keep = metrics_keep(base)
+  -- (`kept`: the meta field as the caller read it already; nil: read it here)
+  local keep
+  if kept == nil then keep = metrics_keep(base) else keep = keep_of(kept) end
   if not keep then return bad_row('metrics_keep', 'meta') end
   local now = now_ms()
   while true do
     local head = redis.call('ZRANGE', pending, 0, 0)
     if #head == 0 then return {} end
     local id = head[1]
-    if redis.call('EXISTS', base .. 'job:' .. id) == 1 then
-      local _, bad = row_wholes(base .. 'job:' .. id)
+    local row, bad, read = claim_read(base .. 'job:' .. id)
+    if row then
       if bad then return bad_row(bad, id) end
       redis.call('ZREM', pending, id)
-      return activate(base, id, lease, token, now, keep)
+      return activate(base, id, lease, token, now, keep, read)
     end
     -- a ghost (a member whose row is gone) is dropped, never served
     redis.call('ZREM', pending, id)
@@ -61,14 +93,16 @@ end
 -- first finds the lane to serve and checks its meta and its head row (every lane
 -- met before it too); only then the writes: the lanes passed over leave the
 -- ring (they rejoin when they become runnable), ghosts leave their lane.
-local function claim_lanes(ring, base, lease, token)
+local function claim_lanes(ring, base, lease, token, kept)
   local refused = lease_refusal(lease)
   if refused then return refused end
   -- the metrics retention is read before any write: the claim counts itself
-  local keep = metrics_keep(base)
+  -- (`kept`: the meta field as the caller read it already; nil: read it here)
+  local keep
+  if kept == nil then keep = metrics_keep(base) else keep = keep_of(kept) end
   if not keep then return bad_row('metrics_keep', 'meta') end
   local now = now_ms()
-  local order, pick, id, ghosts = {}, nil, nil, {}
+  local order, pick, id, read, ghosts = {}, nil, nil, nil, {}
   local i = 0
   while not pick do
     -- the ring is read a few lanes at a time: the first runnable one usually ends it
@@ -87,10 +121,10 @@ local function claim_lanes(ring, base, lease, token)
       while true do
         local head = redis.call('ZRANGE', lane, rank, rank)
         if #head == 0 then break end
-        if redis.call('EXISTS', base .. 'job:' .. head[1]) == 1 then
-          local _, bad = row_wholes(base .. 'job:' .. head[1])
+        local row, bad, fields = claim_read(base .. 'job:' .. head[1])
+        if row then
           if bad then return bad_row(bad, head[1]) end
-          pick, id = i, head[1]
+          pick, id, read = i, head[1], fields
           break
         end
         ghosts[#ghosts + 1] = {lane, head[1]}
@@ -112,5 +146,5 @@ local function claim_lanes(ring, base, lease, token)
   if lane_runnable(base, g) and redis.call('HSETNX', lane_meta(base, g), 'ring', '1') == 1 then
     redis.call('RPUSH', ring, g)
   end
-  return activate(base, id, lease, token, now, keep)
+  return activate(base, id, lease, token, now, keep, read)
 end

@@ -2,10 +2,14 @@
 
 -- how many buckets a metrics hash keeps (meta `metrics_keep`, default 1440), or
 -- nil when the field holds no whole number >= 1: checked before a script writes
-local function metrics_keep(base)
-  local keep = whole_of(redis.call('HGET', base .. 'meta', 'metrics_keep'), 1440)
+local function keep_of(field)
+  local keep = whole_of(field, 1440)
   if keep and keep >= 1 then return keep end
   return nil
+end
+
+local function metrics_keep(base)
+  return keep_of(redis.call('HGET', base .. 'meta', 'metrics_keep'))
 end
 
 -- count one `kind` event in the minute of `now`. It runs after a transition's
