@@ -33,10 +33,10 @@ from typing import Any
 
 import pandas as pd
 
-from . import admin, frames, health, jobs, lanes, plots, repeat, triage
+from . import admin, frames, health, lanes, plots, repeat, triage
 from .connector import Connection, connect
 from .decoding import printable
-from .errors import BadInput, Gone, Halted, NotDead, OutcomeNotReached, PreconditionFailed
+from .errors import BadInput, Halted, OutcomeNotReached, PreconditionFailed
 from .keyspace import base, check_name, queue_key
 
 SAMPLE = 5
@@ -198,11 +198,9 @@ class Runbook:
 
     # -- what the queue looks like --------------------------------------------------------
     def status(self) -> pd.DataFrame:
-        """The queue's counts and paused flag, with the health verdict where
-        `frames.health` exists; shown and returned."""
-        health = getattr(frames, "health", None)
-        shown = health if health is not None else frames.counts
-        frame = shown(self.conn, [self.queue])
+        """The queue's counts, paused flag and health verdict (`frames.health`); shown
+        and returned."""
+        frame = frames.health(self.conn, [self.queue])
         _show(frame)
         return frame
 
@@ -367,25 +365,9 @@ def choose(dead: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
 
 
 def reprocess_words(conn: Connection, q: str, ids: list[str], dry_run: bool = False) -> dict[str, str]:
-    """{id: "reprocessed" | "gone" | "not_dead"}: `admin.reprocess_jobs` where it exists
-    (its dry run computed by the server), else one `jobs.reprocess_job` per id (a dry run
-    then reads dead membership and rows)."""
-    bulk = getattr(admin, "reprocess_jobs", None)
-    if bulk is not None:
-        return dict(bulk(conn, q, ids, dry_run=dry_run))
-    if dry_run:
-        missing, dead = set(gone(conn, q, ids)), set(in_dead(conn, q, ids))
-        return {i: "gone" if i in missing else "reprocessed" if i in dead else "not_dead" for i in ids}
-    words = {}
-    for i in ids:
-        try:
-            jobs.reprocess_job(conn, q, i)
-            words[i] = "reprocessed"
-        except Gone:
-            words[i] = "gone"
-        except NotDead:
-            words[i] = "not_dead"
-    return words
+    """{id: "reprocessed" | "gone" | "not_dead"}: `admin.reprocess_jobs` (a dry run is
+    computed by the server and writes nothing)."""
+    return dict(admin.reprocess_jobs(conn, q, ids, dry_run=dry_run))
 
 
 def reprocess_chosen(

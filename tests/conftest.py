@@ -74,3 +74,27 @@ def connect_as(backend, conn, request):
         return emq.connect(server_url(backend, srv), executor=executor)
 
     return make
+
+
+# The files that take longest (`pytest --durations`), started first: with one worker
+# per core and a file's tests kept together (`--dist loadfile`), the workers then
+# finish at about the same time instead of one running the long files at the end.
+SLOW_FIRST = [
+    "test_runbooks.py",
+    "test_soak.py",
+    "test_runbooks_live.py",
+    "test_browser.py",
+    "test_nbval_errors.py",
+    "test_model.py",
+    "test_bench.py",
+    "test_cli.py",
+    "test_readme.py",
+]
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        name = item.path.name
+        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
+
+    items.sort(key=rank)

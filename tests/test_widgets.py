@@ -73,7 +73,7 @@ def test_queue_panel_obliterate_is_gated_and_bounded(conn):
 
 def test_queue_panel_auto_refresh_is_opt_in_and_stops(conn):
     panel = QueuePanel(conn, Q, refresh_every=0.5)
-    assert panel._ticker is None
+    assert not panel.refresher.running
     panel.auto.value = True
     jobs.enqueue(conn, Q, "x")
     deadline = time.time() + 3
@@ -81,7 +81,7 @@ def test_queue_panel_auto_refresh_is_opt_in_and_stops(conn):
         time.sleep(0.02)
     assert panel.snapshot["pending"] == 1
     panel.close()
-    assert panel._ticker is None
+    assert not panel.refresher.running
 
 
 def test_job_panel_edits_the_row(conn):
@@ -149,3 +149,47 @@ def test_events_view_tails_and_stops(conn):
     time.sleep(0.3)
     assert view.seen == 2
     view.close()
+
+
+def test_a_failing_auto_refresh_stops_says_why_and_turns_its_toggle_off(conn):
+    """The one refresh loop (widgets/refresher.py) with stop_on_error, as QueuePanel
+    and Dashboard use it: the error is the status line, the toggle goes off, the
+    thread ends, and no other tick runs."""
+    panel = QueuePanel(conn, Q, refresh_every=0.5)
+    calls = []
+
+    def broken() -> None:
+        calls.append(1)
+        raise RuntimeError("server gone")
+
+    panel.refresher.tick = broken
+    panel.auto.value = True
+    deadline = time.time() + 5
+    while (panel.auto.value or panel.refresher.running) and time.time() < deadline:
+        time.sleep(0.02)
+    assert panel.auto.value is False and not panel.refresher.running
+    assert panel.status_text == "auto-refresh stopped: RuntimeError: server gone"
+    time.sleep(1.2)
+    assert calls == [1]
+    panel.close()
+
+
+def test_a_refresher_without_stop_on_error_keeps_going():
+    """MetricsView's and HealthView's policy: an error is reported and the next tick tries again."""
+    from emq_notebook.widgets.refresher import Refresher
+
+    seen: list[Exception] = []
+    ticks = []
+
+    def tick() -> None:
+        ticks.append(1)
+        if len(ticks) == 1:
+            raise RuntimeError("once")
+
+    r = Refresher("emq-test", 0.05, tick, seen.append)
+    r.start()
+    deadline = time.time() + 5
+    while len(ticks) < 3 and time.time() < deadline:
+        time.sleep(0.02)
+    r.stop()
+    assert len(ticks) >= 3 and [str(e) for e in seen] == ["once"] and not r.running

@@ -52,6 +52,7 @@ from .job_grid import JobsView
 from .job_panel import JobPanel
 from .lanes_view import LanesView, RepeatablesView
 from .queue_panel import QueuePanel
+from .refresher import Refresher
 
 # the writing buttons of the panels shown as they are (greyed out on a read-only connection)
 WRITING_BUTTONS = ("reprocess_button", "remove_button", "reprocess_all_button")
@@ -98,8 +99,14 @@ class Dashboard(Panel):
         self.conn = conn
         self.refresh_every = interval(refresh_every)
         self._lock = threading.RLock()
-        self._stop: threading.Event | None = None
-        self._thread: threading.Thread | None = None
+        # wakes at least once a second to keep "updated N s ago" true; refreshes when due
+        self.refresher = Refresher(
+            "emq-dashboard-refresh",
+            min(1.0, self.refresh_every),
+            self._tick,
+            self._auto_failed,
+            stop_on_error=True,
+        )
         self.updated_at: float | None = None
         self.refreshes = 0
         self.overview = pd.DataFrame()
@@ -237,9 +244,9 @@ class Dashboard(Panel):
             return
         ago = time.monotonic() - self.updated_at
         when = "just now" if ago < 1 else f"{ago:.0f} s ago"
-        if self._stop is not None and self.confirming:
+        if self.refresher.running and self.confirming:
             note = "refresh waits while a confirmation is open"
-        elif self._stop is not None:
+        elif self.refresher.running:
             note = f"every {self.refresh_every:g} s"
         else:
             note = "auto-refresh off"
@@ -249,7 +256,7 @@ class Dashboard(Panel):
         return [
             ("queues", len(self.overview)),
             ("open", self.q or "none"),
-            ("auto-refresh", f"every {self.refresh_every:g}s" if self._stop else "off"),
+            ("auto-refresh", f"every {self.refresh_every:g}s" if self.refresher.running else "off"),
         ]
 
     def _shown(self) -> Iterator[str]:
@@ -375,37 +382,26 @@ class Dashboard(Panel):
     def _auto(self, on: bool) -> None:
         self.stop_threads()
         if on:
-            stop = self._stop = threading.Event()
-
-            def loop() -> None:
-                tick = min(1.0, self.refresh_every)
-                while not stop.wait(tick):
-                    try:
-                        due = (
-                            self.updated_at is None
-                            or time.monotonic() - self.updated_at >= self.refresh_every
-                        )
-                        if due and not self.confirming:
-                            self.refresh()
-                        else:
-                            self._say_updated()
-                    except Exception as exc:  # shown in the status, never printed into a cell
-                        self.say(f"auto-refresh stopped: {type(exc).__name__}: {exc}", "error")
-                        stop.set()
-                        self._stop = None
-                        self.auto.value = False
-
-            self._thread = threading.Thread(target=loop, daemon=True, name="emq-dashboard-refresh")
-            self._thread.start()
+            self.refresher.every = min(1.0, self.refresh_every)
+            self.refresher.start()
         self._say_updated()
 
+    def _tick(self) -> None:
+        """One wake of the refresh: a refresh when one is due and no confirmation is
+        open (a refresh would redraw it away), else only the "updated" line."""
+        due = self.updated_at is None or time.monotonic() - self.updated_at >= self.refresh_every
+        if due and not self.confirming:
+            self.refresh()
+        else:
+            self._say_updated()
+
+    def _auto_failed(self, exc: Exception) -> None:
+        """A refresh failed: said in the status (never printed into a cell), the toggle off."""
+        self.say(f"auto-refresh stopped: {type(exc).__name__}: {exc}", "error")
+        self.auto.value = False
+
     def stop_threads(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-            self._stop = None
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(5.0)
+        self.refresher.stop()
 
     def close(self) -> None:
         self.auto.value = False

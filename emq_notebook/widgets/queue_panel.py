@@ -11,7 +11,6 @@ same queue and connection is built again, and at interpreter exit.
 from __future__ import annotations
 
 import html
-import threading
 
 import ipywidgets as w
 import redis
@@ -20,6 +19,7 @@ from .. import admin, frames
 from ..connector import Connection
 from ..errors import EMQError
 from .base import Panel, chips, interval, table
+from .refresher import Refresher
 
 
 class QueuePanel(Panel):
@@ -32,8 +32,9 @@ class QueuePanel(Panel):
         super().__init__(owned=owned)
         self.conn, self.q, self.title = conn, q, q
         self.refresh_every = interval(refresh_every)
-        self._ticker: threading.Event | None = None
-        self._thread: threading.Thread | None = None
+        self.refresher = Refresher(
+            f"emq-refresh-{q}", self.refresh_every, self.refresh, self._auto_failed, stop_on_error=True
+        )
         self.snapshot: dict = {}
         self.paused = False
         self.counts = w.HTML()
@@ -126,7 +127,7 @@ class QueuePanel(Panel):
         self._gate_obliterate()
 
     def facts(self) -> list[tuple[str, object]]:
-        auto = f"every {self.refresh_every:g}s" if self._ticker else "off"
+        auto = f"every {self.refresh_every:g}s" if self.refresher.running else "off"
         return [("queue", self.q), ("state", "paused" if self.paused else "running"), ("auto-refresh", auto)]
 
     def _gate_obliterate(self) -> None:
@@ -158,28 +159,16 @@ class QueuePanel(Panel):
     def _auto(self, on: bool) -> None:
         self.stop_threads()
         if on:
-            stop = self._ticker = threading.Event()
+            self.refresher.every = self.refresh_every
+            self.refresher.start()
 
-            def tick() -> None:
-                while not stop.wait(self.refresh_every):
-                    try:
-                        self.refresh()
-                    except Exception as exc:  # shown in the status, never printed into a cell
-                        self.say(f"auto-refresh stopped: {type(exc).__name__}: {exc}", "error")
-                        stop.set()
-                        self._ticker = None
-                        self.auto.value = False
-
-            self._thread = threading.Thread(target=tick, daemon=True, name=f"emq-refresh-{self.q}")
-            self._thread.start()
+    def _auto_failed(self, exc: Exception) -> None:
+        """A refresh failed: said in the status (never printed into a cell), the toggle off."""
+        self.say(f"auto-refresh stopped: {type(exc).__name__}: {exc}", "error")
+        self.auto.value = False
 
     def stop_threads(self) -> None:
-        if self._ticker:
-            self._ticker.set()
-            self._ticker = None
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(5.0)
+        self.refresher.stop()
 
     def close(self) -> None:
         self.auto.value = False

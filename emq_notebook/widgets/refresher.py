@@ -4,8 +4,13 @@
 `start()` stops a running thread before it starts the next, `stop()` joins it
 (unless called from that thread), so a panel that owns a Refresher holds at
 most one thread, whatever its buttons are pressed in what order. An exception
-from `tick()` goes to `on_error` and the refresh keeps going: a lost server is
-a line in the panel's status, and the next tick tries again.
+from `tick()` goes to `on_error` and the refresh keeps going (a lost server is
+a line in the panel's status, and the next tick tries again), or, with
+`stop_on_error`, the refresh stops there (`on_error` says so and may turn the
+panel's toggle off: a stop from inside the thread does not wait for itself).
+
+Every panel that refreshes by itself (QueuePanel, Dashboard, MetricsView,
+HealthView) owns one of these: the one refresh loop of the package.
 """
 
 from __future__ import annotations
@@ -16,9 +21,16 @@ from collections.abc import Callable
 
 class Refresher:
     def __init__(
-        self, name: str, every: float, tick: Callable[[], None], on_error: Callable[[Exception], None]
+        self,
+        name: str,
+        every: float,
+        tick: Callable[[], None],
+        on_error: Callable[[Exception], None],
+        *,
+        stop_on_error: bool = False,
     ):
         self.name, self.every, self.tick, self.on_error = name, every, tick, on_error
+        self.stop_on_error = stop_on_error
         self._stop: threading.Event | None = None
         self._thread: threading.Thread | None = None
 
@@ -36,6 +48,11 @@ class Refresher:
                     self.tick()
                 except Exception as exc:  # shown by the panel, never printed into a cell
                     self.on_error(exc)
+                    if self.stop_on_error:
+                        stop.set()
+                        if self._stop is stop:
+                            self._stop = None
+                        return
 
         self._thread = threading.Thread(target=loop, daemon=True, name=self.name)
         self._thread.start()
