@@ -14,6 +14,7 @@ shared machine, where whole runs taken one after the other (best of 5 each) read
 from __future__ import annotations
 
 import time
+from statistics import median_high as median
 
 from common import args, connect, fill, ratio_line, server
 
@@ -45,11 +46,6 @@ def run(sides, n: int) -> tuple[list[float], list[float]]:
     assert sides[0].client.zcard(queue_key(Q, "pending")) == 0
     assert jobs.claim(sides[0], Q, 60_000) is None
     return per[0], per[1]
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ queue, so a burst of load on this shared machine falls on both.
 from __future__ import annotations
 
 import time
+from statistics import median_high as median
 
 from common import args, connect, fill, ratio_line, server
 
@@ -105,11 +106,6 @@ def run(conn, live: tuple[str, str], bare: tuple[str, str], n: int) -> tuple[lis
         server[side].append((server_cpu(conn) - before) * 1e6 / size)
     assert conn.client.zcard(queue_key(Q, "pending")) == 0
     return wall, server
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
 
 
 def main() -> None:

@@ -147,7 +147,7 @@ def test_the_server_pattern_lets_through_every_match(text, data):
         ("a*?", "a\u00e9", True),
     ],
 )
-def test_a_glob_of_ascii_literals_is_exact_on_any_text(glob, text, expected):
+def test_a_glob_of_ascii_literals_is_exact_on_any_text(conn, glob, text, expected):
     """A glob whose items are all ASCII literals is marked exact: its pieces match byte
     for byte, so a text past ASCII is answered without a second try with the whole
     pattern, and the answer is fnmatch's (a `?` or a wide literal is not marked)."""
@@ -155,7 +155,6 @@ def test_a_glob_of_ascii_literals_is_exact_on_any_text(glob, text, expected):
     spec = triage.glob_spec(glob)
     marked = spec.split("\0")[4] == "1"
     assert marked is all(c.isascii() and c != "?" for c in glob)
-    conn = emq.connect(embedded="fake")
     lua = "local g = glob_of(ARGV[2]) return glob_matches(ARGV[1], g) and 1 or 0"
     body = scripts.source("find").split("local set, base", 1)[0] + lua
     said = conn.client.eval(body, 0, decoding.wire(text), decoding.wire(spec))

@@ -382,7 +382,6 @@ class Dashboard(Panel):
     def _auto(self, on: bool) -> None:
         self.stop_threads()
         if on:
-            self.refresher.every = min(1.0, self.refresh_every)
             self.refresher.start()
         self._say_updated()
 

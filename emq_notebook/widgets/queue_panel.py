@@ -159,7 +159,6 @@ class QueuePanel(Panel):
     def _auto(self, on: bool) -> None:
         self.stop_threads()
         if on:
-            self.refresher.every = self.refresh_every
             self.refresher.start()
 
     def _auto_failed(self, exc: Exception) -> None:
