@@ -43,8 +43,9 @@ local function quotes_out(text)
 end
 
 -- a UUID: hex 8-4-4-4-12 with no hex digit either side
-local UUID = '%f[%x]' .. string.rep('%x', 8) .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 4)
-  .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 12) .. '%f[^%x]'
+local UUID_BODY = string.rep('%x', 8) .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 4)
+  .. '%-' .. string.rep('%x', 4) .. '%-' .. string.rep('%x', 12)
+local UUID = '%f[%x]' .. UUID_BODY .. '%f[^%x]'
 -- a whole run of 8 or more hex digits
 local HEX_RUN = '%f[%x]' .. string.rep('%x', 8) .. '%x*'
 -- a stretch of hex digits and dashes that starts with 8 hex digits: every UUID and
@@ -68,6 +69,112 @@ local function key_of(text)
   return (string.gsub(key, '%d+', '<num>'))
 end
 
+-- The same key, read in place: the whole-text form above makes five passes over the
+-- text and copies it at each; this one finds the quotes (and dashes) with plain
+-- finds and the digits with one '%d+' pass, and copies only the pieces between
+-- what it replaces. Every replacement lies in a stretch of hex digits, dots and
+-- dashes, and (but for a UUID with no digit) one that holds a digit; no stretch
+-- crosses a quote, so each stretch with a digit is keyed on its own as the whole
+-- text would key it. A UUID with no digit sends the text to the whole-text form.
+local find, sub, byte = string.find, string.sub, string.byte
+local UUID_AT = '^' .. UUID_BODY
+local UUID_WHOLE = UUID_AT .. '$'
+local IN_STRETCH, PIECES = {}, {}
+for c in string.gmatch('0123456789abcdefABCDEF.-', '.') do IN_STRETCH[byte(c)] = true end
+
+-- one stretch (a whole run of hex digits, dots and dashes) keyed
+local function stretch_key(s)
+  if #s < 8 then
+    if not find(s, '[^%d]') then return '<num>' end
+  elseif #s == 36 and find(s, UUID_WHOLE) then
+    return '<hex>'
+  else
+    s = string.gsub(s, STRETCH, hex_out)
+    if not find(s, '%d') then return s end
+  end
+  if find(s, '%d%.%d') then s = string.gsub(s, '%d+%.%d+', '<num>') end
+  return (string.gsub(s, '%d+', '<num>'))
+end
+
+-- the first dash at or after `dash` that is not in text[.. upto], none of those
+-- passed over opening a UUID that starts at or after `from`: false when one does
+local function dashes_past(text, dash, from, upto)
+  while dash and dash <= upto do
+    if dash - 8 >= from and find(text, UUID_AT, dash - 8) then return false end
+    dash = find(text, '-', dash + 1, true)
+  end
+  return dash
+end
+
+-- text[i..j] holds no quote: its pieces, each stretch with a digit keyed, onto
+-- PIECES after the first n; answers the new n and the next dash past j, or nil
+-- when a UUID with no digit lies there
+local function segment_key(text, i, j, n, dash)
+  while true do
+    local p, digits_end = find(text, '%d+', i)
+    if not p or p > j then break end
+    local a = p
+    while a > i and IN_STRETCH[byte(text, a - 1)] do a = a - 1 end
+    -- the stretch is text[a..e]; a number alone or a UUID alone is keyed in place
+    local key, e
+    if a == p then
+      if digits_end - p < 7 and not IN_STRETCH[byte(text, digits_end + 1)] then
+        key, e = '<num>', digits_end
+      else
+        local _, uuid_end = find(text, UUID_AT, p)
+        if uuid_end and not IN_STRETCH[byte(text, uuid_end + 1)] then key, e = '<hex>', uuid_end end
+      end
+    end
+    if not key then e = select(2, find(text, '^[%x%.%-]*', p)) end
+    dash = dashes_past(text, dash, i, a - 1)
+    if dash == false then return nil end
+    if dash and dash <= e then dash = find(text, '-', e + 1, true) end
+    if a > i then
+      n = n + 1
+      PIECES[n] = sub(text, i, a - 1)
+    end
+    n = n + 1
+    PIECES[n] = key or stretch_key(sub(text, a, e))
+    i = e + 1
+  end
+  dash = dashes_past(text, dash, i, j)
+  if dash == false then return nil end
+  if i <= j then
+    n = n + 1
+    PIECES[n] = sub(text, i, j)
+  end
+  return n, dash
+end
+
+-- key_of(text), read in place; the quoted parts scanned as quotes_out scans them
+local function fast_key(text)
+  local single, double = find(text, "'", 1, true), find(text, '"', 1, true)
+  local dash = find(text, '-', 1, true)
+  local n, i = 0, 1
+  while single or double do
+    local at, quote
+    if single and (not double or single < double) then at, quote = single, "'" else at, quote = double, '"' end
+    local close = find(text, quote, at + 1, true)
+    if not close then
+      -- no quote of this kind closes: the rest of them stay as they are
+      if quote == "'" then single = nil else double = nil end
+    else
+      n, dash = segment_key(text, i, at - 1, n, dash)
+      if not n then return key_of(text) end
+      if dash and dash <= close then dash = find(text, '-', close + 1, true) end
+      n = n + 1
+      PIECES[n] = '<str>'
+      i = close + 1
+      if single and single <= close then single = find(text, "'", i, true) end
+      if double and double <= close then double = find(text, '"', i, true) end
+    end
+  end
+  n = segment_key(text, i, #text, n, dash)
+  if not n then return key_of(text) end
+  if n == 1 then return PIECES[1] end
+  return table.concat(PIECES, '', 1, n)
+end
+
 local start = rank_after(set, ARGV[1], ARGV[2])
 local batch = redis.call('ZRANGE', set, start, start + tonumber(ARGV[3]) - 1, 'WITHSCORES')
 -- the batch comes in score order: a group's first row has its least score, its last the greatest
@@ -82,7 +189,7 @@ for i = 1, #batch, 2 do
     if text then
       key = seen[text]
       if not key then
-        key = key_of(text)
+        key = fast_key(text)
         seen[text] = key
       end
     end

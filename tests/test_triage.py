@@ -436,7 +436,9 @@ ERROR_TEXT = (
             st.uuids().map(str),
             st.uuids().map(lambda u: str(u).upper()[:-1]),
             st.from_regex(r"[0-9a-fA-F]{6,10}", fullmatch=True),
-            st.sampled_from(["'", '"', "1.5", "..", "-", " "]),
+            st.sampled_from(["'", '"', "1.5", "..", "-", " ", "1.2.3", "e1", "deadbeef", "deadbeef1"]),
+            # a UUID with no digit (the script's in-place reader hands these to its whole-text form)
+            st.sampled_from(["abcdefab-abcd-abcd-abcd-abcdefabcdef", "ABCDEFAB-ABCD-ABCD-ABCD-ABCDEFABCDEF"]),
         ),
         max_size=8,
     )
