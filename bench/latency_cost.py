@@ -33,7 +33,11 @@ CLAIM_CUTS = [
         "  if not keep then return bad_row('metrics_keep', 'meta') end\n",
         "  local keep = 1440\n",
     ),
-    ("ipairs({'payload', 'created_at', 'due_at'})", "ipairs({'payload'})"),
+    (
+        "CLAIM_READS[N_WHOLES + 1], CLAIM_READS[N_WHOLES + 2], CLAIM_READS[N_WHOLES + 3] = "
+        "'payload', 'created_at', 'due_at'",
+        "CLAIM_READS[N_WHOLES + 1] = 'payload'",
+    ),
     ("  local at = string.format('%.0f', now)\n", ""),
     (
         "redis.call('HSET', jk, 'state', 'active', 'claimed_at', at, 'owner', token)",

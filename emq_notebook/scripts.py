@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
@@ -34,9 +35,14 @@ def names() -> list[str]:
     return sorted(p.stem for p in lua_dir().glob("*.lua"))
 
 
-@functools.cache
-def source(name: str) -> str:
-    """The script `name` with its includes spliced in, ready for EVAL."""
+def _own(name: str) -> str:
+    """Script `name`'s own file, its include lines as written."""
+    return (lua_dir() / f"{name}.lua").read_text()
+
+
+def _splicer() -> Callable[[re.Match], str]:
+    """A replacement for include lines: the fragment, its own includes spliced in,
+    each fragment once per splicer."""
     seen: set[str] = set()
 
     def splice(match: re.Match) -> str:
@@ -46,7 +52,19 @@ def source(name: str) -> str:
         seen.add(inc)
         return _INCLUDE.sub(splice, (lua_dir() / "includes" / f"{inc}.lua").read_text())
 
-    return _INCLUDE.sub(splice, (lua_dir() / f"{name}.lua").read_text())
+    return splice
+
+
+@functools.cache
+def source(name: str) -> str:
+    """The script `name` with its includes spliced in, ready for EVAL."""
+    return _INCLUDE.sub(_splicer(), _own(name))
+
+
+def _included(name: str) -> str:
+    """Only the includes of script `name`, spliced as `source` splices them."""
+    splice = _splicer()
+    return "".join(splice(m) for m in _INCLUDE.finditer(_own(name)))
 
 
 def header(name: str) -> list[str]:
@@ -110,10 +128,16 @@ def read_only(name: str) -> bool:
 
 
 def _function(name: str) -> str:
+    """Script `name` as a library function. Its includes (definitions only: functions
+    and constant tables, no KEYS, ARGV or redis.call at their top level) run once,
+    when the library loads, in a block of their own; the callback runs the script's
+    own text on each call. As EVAL, the same text runs whole on every call."""
     flags = ", flags={'no-writes'}" if read_only(name) else ""
+    body = _INCLUDE.sub("", _own(name))
     return (
+        f"do\n{_included(name)}\n"
         f"redis.register_function{{function_name='emq_{name}', callback=function(KEYS, ARGV)\n"
-        f"{source(name)}\nend{flags}}}\n"
+        f"{body}\nend{flags}}}\nend\n"
     )
 
 

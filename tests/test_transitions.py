@@ -276,3 +276,40 @@ def test_every_script_beyond_echomqs_own_takes_the_base_root_last():
         assert "ARGV" not in scripts.contract(name).keys, name
         checked += 1
     assert checked >= 20
+
+
+def test_the_library_runs_each_scripts_includes_once_at_load(conn):
+    """In the library, a function's includes are defined when the library loads, and
+    the function runs only the script's own text: the library loads on both backends,
+    and a claim through it serves the head once."""
+    _, body = scripts.library()
+    assert conn.client.function_load(body, replace=True) in (scripts.LIBRARY, scripts.LIBRARY.encode())
+    for name in scripts.names():
+        own = (scripts.lua_dir() / f"{name}.lua").read_text()
+        callback = f"function_name='emq_{name}', callback=function(KEYS, ARGV)\n"
+        assert callback in body
+        # the function's body is the script's own text without its include lines
+        run = body.split(callback, 1)[1]
+        assert run.startswith(re.sub(r"^--@include \w+\s*$", "", own, flags=re.M)), name
+    jobs.enqueue(conn, "lib", "x", id="j_1")
+    keys = [queue_key("lib", "pending"), queue_key("lib", "active"), base("lib")]
+    got = conn.client.fcall("emq_native_claim", 3, *keys, 60_000, "tok")
+    assert [x.decode() if isinstance(x, bytes) else x for x in got] == ["j_1", "x", 1]
+    assert jobs.claim(conn, "lib", 60_000) is None  # served once: the head left pending
+
+
+def test_an_include_that_reads_a_global_at_its_top_level_cannot_load(valkey):
+    """Why includes build their constants with plain Lua: where the library loads, no
+    global but `redis` is readable (a function body, run later, may read them)."""
+    import redis
+
+    client = redis.Redis(port=valkey.port)
+    ok = "#!lua name=probe\nlocal f = function() return math.floor(1.5) end\n"
+    ok += "redis.register_function('emq_probe', function() return f() end)"
+    assert client.function_load(ok, replace=True) == b"probe"
+    assert client.fcall("emq_probe", 0) == 1
+    bad = "#!lua name=probe\nlocal x = math.log(1.1)\n"
+    bad += "redis.register_function('emq_probe', function() return 1 end)"
+    with pytest.raises(redis.ResponseError, match="math"):
+        client.function_load(bad, replace=True)
+    client.function_delete("probe")

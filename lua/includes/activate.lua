@@ -31,9 +31,11 @@ end
 
 -- what a claim reads of a head row, in one HMGET: the whole-number fields (checked
 -- before any write), then the payload and the two times its wait is measured from
+-- (built with plain loops: an include's top level runs when the function library
+-- loads, where no global but `redis` can be read)
 local CLAIM_READS, N_WHOLES = {}, #ROW_WHOLES
-for i, w in ipairs(ROW_WHOLES) do CLAIM_READS[i] = w[1] end
-for _, f in ipairs({'payload', 'created_at', 'due_at'}) do CLAIM_READS[#CLAIM_READS + 1] = f end
+for i = 1, N_WHOLES do CLAIM_READS[i] = ROW_WHOLES[i][1] end
+CLAIM_READS[N_WHOLES + 1], CLAIM_READS[N_WHOLES + 2], CLAIM_READS[N_WHOLES + 3] = 'payload', 'created_at', 'due_at'
 
 -- the head row `jk` as a claim reads it: false when there is no row (a ghost);
 -- else true and the first whole-number field no transition can read (nil when

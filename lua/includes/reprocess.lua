@@ -31,7 +31,7 @@ end
 -- whole-number field in ONE HMGET; the membership is known (it was just read
 -- from the dead set), so no ZSCORE
 local REPROCESS_FIELDS = {'group'}
-for i, s in ipairs(ROW_WHOLES) do REPROCESS_FIELDS[i + 1] = s[1] end
+for i = 1, #ROW_WHOLES do REPROCESS_FIELDS[i + 1] = ROW_WHOLES[i][1] end
 
 -- reprocess_refusal(...) for a member of the dead set, in the same order of
 -- checks: nil and the group (false when flat) when it may go back, else the
