@@ -31,8 +31,7 @@ end
 
 -- what a claim reads of a head row, in one HMGET: the whole-number fields (checked
 -- before any write), then the payload and the two times its wait is measured from
--- (built with plain loops: an include's top level runs when the function library
--- loads, where no global but `redis` can be read)
+-- (plain loops: an include's top level reads no global but `redis`, lua/README.md)
 local CLAIM_READS, N_WHOLES = {}, #ROW_WHOLES
 for i = 1, N_WHOLES do CLAIM_READS[i] = ROW_WHOLES[i][1] end
 CLAIM_READS[N_WHOLES + 1], CLAIM_READS[N_WHOLES + 2], CLAIM_READS[N_WHOLES + 3] = 'payload', 'created_at', 'due_at'

@@ -7,8 +7,8 @@
 -- Buckets are log-spaced by 1.1, so a bucket's middle is within 5% of any value in
 -- it: bucket 0 holds 0 ms, bucket b >= 1 holds [1.1^(b-1), 1.1^b) ms.
 
--- math.log(1.1), written out: an include's top level runs when the function library
--- loads, where no global but `redis` can be read (the same double as Python's)
+-- math.log(1.1) written out, the same double as Python's (an include's top level
+-- reads no global but `redis`, lua/README.md)
 local LAT_RATIO_LOG = 0.09531017980432493
 
 local function lat_bucket(ms)
