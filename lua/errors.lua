@@ -80,6 +80,10 @@ local find, sub, byte = string.find, string.sub, string.byte
 local UUID_AT = '^' .. UUID_BODY
 local UUID_WHOLE = UUID_AT .. '$'
 local IN_STRETCH, PIECES = {}, {}
+-- what the last fast_key replaced, in text order: MARKS[2k - 1], MARKS[2k] the first
+-- and last byte of each quoted part or keyed stretch, NMARKS of them (-1 when it
+-- handed the text to the whole-text form)
+local MARKS, NMARKS = {}, 0
 for c in string.gmatch('0123456789abcdefABCDEF.-', '.') do IN_STRETCH[byte(c)] = true end
 
 -- one stretch (a whole run of hex digits, dots and dashes) keyed
@@ -135,6 +139,8 @@ local function segment_key(text, i, j, n, dash)
     end
     n = n + 1
     PIECES[n] = key or stretch_key(sub(text, a, e))
+    NMARKS = NMARKS + 2
+    MARKS[NMARKS - 1], MARKS[NMARKS] = a, e
     i = e + 1
   end
   dash = dashes_past(text, dash, i, j)
@@ -151,6 +157,7 @@ local function fast_key(text)
   local single, double = find(text, "'", 1, true), find(text, '"', 1, true)
   local dash = find(text, '-', 1, true)
   local n, i = 0, 1
+  NMARKS = 0
   while single or double do
     local at, quote
     if single and (not double or single < double) then at, quote = single, "'" else at, quote = double, '"' end
@@ -160,39 +167,171 @@ local function fast_key(text)
       if quote == "'" then single = nil else double = nil end
     else
       n, dash = segment_key(text, i, at - 1, n, dash)
-      if not n then return key_of(text) end
+      if not n then
+        NMARKS = -1
+        return key_of(text)
+      end
       if dash and dash <= close then dash = find(text, '-', close + 1, true) end
       n = n + 1
       PIECES[n] = '<str>'
+      NMARKS = NMARKS + 2
+      MARKS[NMARKS - 1], MARKS[NMARKS] = at, close
       i = close + 1
       if single and single <= close then single = find(text, "'", i, true) end
       if double and double <= close then double = find(text, '"', i, true) end
     end
   end
   n = segment_key(text, i, #text, n, dash)
-  if not n then return key_of(text) end
+  if not n then
+    NMARKS = -1
+    return key_of(text)
+  end
   if n == 1 then return PIECES[1] end
   return table.concat(PIECES, '', 1, n)
 end
 
-local start = rank_after(set, ARGV[1], ARGV[2])
-local batch = redis.call('ZRANGE', set, start, start + tonumber(ARGV[3]) - 1, 'WITHSCORES')
--- the batch comes in score order: a group's first row has its least score, its last the greatest
-local groups, order, seen = {}, {}, {}
-for i = 1, #batch, 2 do
-  local id, score = batch[i], batch[i + 1]
-  local jk = base .. 'job:' .. id
-  local text = redis.call('HGET', jk, 'last_error')
-  if text or redis.call('EXISTS', jk) == 1 then
-    -- the same text again (a fixed message) is not read twice
-    local key = ''
-    if text then
-      key = seen[text]
-      if not key then
-        key = fast_key(text)
-        seen[text] = key
+-- A shape: the pattern of the texts that key as a text keyed before in this step, so
+-- such a text is keyed with one anchored match. What fast_key replaced becomes a
+-- pattern of what keys the same, and the rest stays literal:
+--   a quoted part -> any part in the same quotes;
+--   a stretch of digits, dots and dashes with no run of 8 digits -> the same dots and
+--     dashes with runs of 1 to 7 digits between (each reads <num>, and a dot joins two
+--     into one number, as before);
+--   a UUID -> any UUID;
+--   a run of 8 or more hex digits -> any such run that holds a digit (checked after
+--     the match: a pattern cannot say it);
+--   any other stretch -> itself.
+-- A text that matches splits as the one learned did: each literal part is the same
+-- text, holds no digit (each is in a stretch fast_key keyed) and no quote (a text
+-- with a quote left open has no shape), and ends, next to a replaced part, on a byte
+-- that is no hex digit, dot or dash (a keyed stretch is a whole one). So it has the
+-- same stretches and quoted parts in the same places, each keyed as the learned
+-- one's was. Shapes are kept per step, found by the text's first HEAD bytes (or
+-- fewer: up to the first replaced part), and bounded in number, in text length and
+-- in how deep the pattern may nest (Lua's matcher recurses at each ? and *).
+local HEAD, SHAPES_AT_MOST, PER_HEAD, LEARN_UP_TO = 16, 64, 8, 512
+local NESTING, HEX_CHECKS = 120, 8 -- Lua 5.4's matcher stops at 200; captures at 32
+local NUM = '%d' .. string.rep('%d?', 6)
+local NUM_REPLACEMENT = (string.gsub(NUM, '%%', '%%%%'))
+local HEX_RUN_AT = '()' .. string.rep('%x', 8) .. '%x*()'
+local SHAPES, HEADS, NSHAPES = {}, {}, 0 -- SHAPES[h][first h bytes] = {pattern, key, checks, ...}
+
+-- a literal part's pattern (each punctuation byte escaped: '%' and one reads as
+-- itself), or nil when it holds a quote or a NUL (a NUL would end Lua 5.1's pattern)
+local function literal(part)
+  if find(part, "'", 1, true) or find(part, '"', 1, true) or find(part, '\0', 1, true) then return nil end
+  return (string.gsub(part, '%p', '%%%0'))
+end
+
+-- the shape of `text`, just keyed by fast_key as `key`, kept when it has one
+local function learn(text, key)
+  if NMARKS < 0 or #text > LEARN_UP_TO then return end
+  -- the head (literal) is found by equality, so the pattern starts after it
+  local h = math.min(HEAD, (NMARKS > 0 and MARKS[1] or #text + 1) - 1)
+  local head = sub(text, 1, h)
+  if not literal(head) then return end
+  local parts, at, nesting, checks = {'^'}, h + 1, 0, 0
+  for m = 1, NMARKS + 1, 2 do
+    -- a replaced part, or past the last one the end of the text
+    local a, e = #text + 1, nil
+    if m < NMARKS then a, e = MARKS[m], MARKS[m + 1] end
+    if a > at then
+      local part = literal(sub(text, at, a - 1))
+      if not part then return end
+      parts[#parts + 1] = part
+    end
+    if not e then break end
+    local c = byte(text, a)
+    if c == 39 or c == 34 then
+      local q = sub(text, a, a)
+      parts[#parts + 1] = q .. '[^' .. q .. ']*' .. q
+      nesting = nesting + 1
+    else
+      local s = sub(text, a, e)
+      if not find(s, '%a') and not find(s, '%d%d%d%d%d%d%d%d') then
+        local pattern, runs = string.gsub(string.gsub(s, '%p', '%%%0'), '%d+', NUM_REPLACEMENT)
+        parts[#parts + 1] = pattern
+        nesting = nesting + 6 * runs
+      elseif #s == 36 and find(s, UUID_WHOLE) then
+        parts[#parts + 1] = UUID_BODY
+      elseif not find(s, '[^%x]') then
+        parts[#parts + 1] = HEX_RUN_AT
+        nesting, checks = nesting + 1, checks + 1
+      else
+        parts[#parts + 1] = (string.gsub(s, '%p', '%%%0'))
       end
     end
+    at = e + 1
+  end
+  if nesting > NESTING or checks > HEX_CHECKS then return end
+  parts[#parts + 1] = '$'
+  local by_head = SHAPES[h]
+  if not by_head then
+    by_head = {}
+    SHAPES[h] = by_head
+    HEADS[#HEADS + 1] = h
+  end
+  local known = by_head[head]
+  if not known then
+    known = {}
+    by_head[head] = known
+  elseif #known >= 3 * PER_HEAD then
+    return
+  end
+  known[#known + 1] = table.concat(parts)
+  known[#known + 1] = key
+  known[#known + 1] = checks
+  NSHAPES = NSHAPES + 1
+end
+
+-- true when `text` matches `pattern` from `at` and each hex run it captured holds a digit
+local function hex_runs_match(text, pattern, at)
+  local found = {find(text, pattern, at)}
+  if not found[1] then return false end
+  for c = 3, #found, 2 do
+    local d = find(text, '%d', found[c])
+    if not d or d >= found[c + 1] then return false end
+  end
+  return true
+end
+
+-- key_of(text): through a shape met in this step, else read and its shape learned
+local function shaped_key(text)
+  for k = 1, #HEADS do
+    local h = HEADS[k]
+    local known = SHAPES[h][sub(text, 1, h)]
+    if known then
+      for s = 1, #known, 3 do
+        if known[s + 2] == 0 then
+          if find(text, known[s], h + 1) then return known[s + 1] end
+        elseif hex_runs_match(text, known[s], h + 1) then
+          return known[s + 1]
+        end
+      end
+    end
+  end
+  local key = fast_key(text)
+  if NSHAPES < SHAPES_AT_MOST then learn(text, key) end
+  return key
+end
+
+local start, budget = rank_after(set, ARGV[1], ARGV[2]), tonumber(ARGV[3])
+local batch = redis.call('ZRANGE', set, start, start + budget - 1, 'WITHSCORES')
+-- the batch's last_error texts in one read: SORT_RO BY nosort walks a sorted set in
+-- its own order, so over the same ranks it answers them in the batch's order (false
+-- where a row or its field is missing). A user whose ACL does not let it read keys
+-- by a pattern is refused that read; then each row is read with an HGET.
+local texts = redis.pcall('SORT_RO', set, 'BY', 'nosort', 'LIMIT', start, budget,
+  'GET', base .. 'job:*->last_error')
+if texts.err then texts = nil end
+-- the batch comes in score order: a group's first row has its least score, its last the greatest
+local groups, order = {}, {}
+for i = 1, #batch, 2 do
+  local id, score = batch[i], batch[i + 1]
+  local text
+  if texts then text = texts[(i + 1) / 2] else text = redis.call('HGET', base .. 'job:' .. id, 'last_error') end
+  if text or redis.call('EXISTS', base .. 'job:' .. id) == 1 then
+    local key = text and shaped_key(text) or ''
     local g = groups[key]
     if g then
       g[2], g[4] = g[2] + 1, score
