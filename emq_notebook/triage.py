@@ -320,10 +320,13 @@ def errors(
     for st, key in _sets(conn, q, states):
         timed = st in _TIMED
         cursor = ["", ""]
+        # the shapes of texts the script learned in earlier steps go back with the cursor
+        shapes: list = []
         while True:
-            score, member, more, *rows = conn.run(
-                "errors", [key, base(q)], [*cursor, budget], verb="errors", queue=q
+            score, member, more, learned, *rows = conn.run(
+                "errors", [key, base(q)], [*cursor, budget, *shapes], verb="errors", queue=q
             )
+            shapes.extend(learned)
             for text_key, n, lo, hi, sample_id, sample_error in rows:
                 sig = sigs.get(text_key)
                 if sig is None:

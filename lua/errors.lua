@@ -1,8 +1,11 @@
 -- @errors -- one bounded step of grouping one set's rows by their last_error (extension).
 --@readonly
 -- KEYS[1] = the set (a state set or a lane's backlog), KEYS[2] = the queue base root
--- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most
--- returns {score, member, more, group...}: the cursor and more as @find; each group
+-- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most;
+-- ARGV[4...] = the shapes the scan's earlier steps replied, five values each, passed
+-- back as they came (trusted: a caller who passes others gets its own keys wrong)
+-- returns {score, member, more, shapes, group...}: the cursor and more as @find; the
+-- shapes learned in this step (below), for the next; each group
 -- is {key, count, least score, greatest score, sample id, sample error} for the rows
 -- of this step whose last_error reads as `key` once the signature's replacements are
 -- made, in its order: quoted parts -> <str>; UUIDs and runs of 8 or more hex digits
@@ -215,12 +218,37 @@ local NUM = '%d' .. string.rep('%d?', 6)
 local NUM_REPLACEMENT = (string.gsub(NUM, '%%', '%%%%'))
 local HEX_RUN_AT = '()' .. string.rep('%x', 8) .. '%x*()'
 local SHAPES, HEADS, NSHAPES = {}, {}, 0 -- SHAPES[h][first h bytes] = {pattern, key, checks, ...}
+local LEARNED = {} -- the shapes learned in this step, for the reply
 
 -- a literal part's pattern (each punctuation byte escaped: '%' and one reads as
 -- itself), or nil when it holds a quote or a NUL (a NUL would end Lua 5.1's pattern)
 local function literal(part)
   if find(part, "'", 1, true) or find(part, '"', 1, true) or find(part, '\0', 1, true) then return nil end
   return (string.gsub(part, '%p', '%%%0'))
+end
+
+-- a shape kept: the texts whose first h bytes are `head` and that match `pattern`
+-- from byte h + 1 (each hex run it captures holding a digit, `checks` of them) key
+-- as `key`; at most PER_HEAD a head (true when kept)
+local function keep(h, head, pattern, key, checks)
+  local by_head = SHAPES[h]
+  if not by_head then
+    by_head = {}
+    SHAPES[h] = by_head
+    HEADS[#HEADS + 1] = h
+  end
+  local known = by_head[head]
+  if not known then
+    known = {}
+    by_head[head] = known
+  elseif #known >= 3 * PER_HEAD then
+    return false
+  end
+  known[#known + 1] = pattern
+  known[#known + 1] = key
+  known[#known + 1] = checks
+  NSHAPES = NSHAPES + 1
+  return true
 end
 
 -- the shape of `text`, just keyed by fast_key as `key`, kept when it has one
@@ -254,7 +282,7 @@ local function learn(text, key)
         nesting = nesting + 6 * runs
       elseif #s == 36 and find(s, UUID_WHOLE) then
         parts[#parts + 1] = UUID_BODY
-      elseif not find(s, '[^%x]') then
+      elseif #s >= 8 and not find(s, '[^%x]') then
         parts[#parts + 1] = HEX_RUN_AT
         nesting, checks = nesting + 1, checks + 1
       else
@@ -265,23 +293,10 @@ local function learn(text, key)
   end
   if nesting > NESTING or checks > HEX_CHECKS then return end
   parts[#parts + 1] = '$'
-  local by_head = SHAPES[h]
-  if not by_head then
-    by_head = {}
-    SHAPES[h] = by_head
-    HEADS[#HEADS + 1] = h
+  local shape = {h, head, table.concat(parts), key, checks}
+  if keep(unpack(shape)) then
+    for _, v in ipairs(shape) do LEARNED[#LEARNED + 1] = v end
   end
-  local known = by_head[head]
-  if not known then
-    known = {}
-    by_head[head] = known
-  elseif #known >= 3 * PER_HEAD then
-    return
-  end
-  known[#known + 1] = table.concat(parts)
-  known[#known + 1] = key
-  known[#known + 1] = checks
-  NSHAPES = NSHAPES + 1
 end
 
 -- true when `text` matches `pattern` from `at` and each hex run it captured holds a digit
@@ -315,33 +330,67 @@ local function shaped_key(text)
   return key
 end
 
+-- the shapes this scan learned in its earlier steps, passed back as replied
+for a = 4, #ARGV - 4, 5 do
+  keep(tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]))
+end
 local start, budget = rank_after(set, ARGV[1], ARGV[2]), tonumber(ARGV[3])
-local batch = redis.call('ZRANGE', set, start, start + budget - 1, 'WITHSCORES')
--- the batch's last_error texts in one read: SORT_RO BY nosort walks a sorted set in
--- its own order, so over the same ranks it answers them in the batch's order (false
--- where a row or its field is missing). A user whose ACL does not let it read keys
--- by a pattern is refused that read; then each row is read with an HGET.
-local texts = redis.pcall('SORT_RO', set, 'BY', 'nosort', 'LIMIT', start, budget,
-  'GET', base .. 'job:*->last_error')
-if texts.err then texts = nil end
--- the batch comes in score order: a group's first row has its least score, its last the greatest
+-- the step's members with their last_error texts in one read, {id, text, ...}:
+-- SORT_RO BY nosort walks a sorted set in its own order from rank `start` (a text is
+-- false where the row or its field is missing). A user whose ACL does not let it
+-- read keys by a pattern is refused that read: then the members come from ZRANGE and
+-- each text from an HGET.
+local rows = redis.pcall('SORT_RO', set, 'BY', 'nosort', 'LIMIT', start, budget,
+  'GET', '#', 'GET', base .. 'job:*->last_error')
+if rows.err then
+  rows = {}
+  for k, id in ipairs(redis.call('ZRANGE', set, start, start + budget - 1)) do
+    rows[2 * k - 1], rows[2 * k] = id, redis.call('HGET', base .. 'job:' .. id, 'last_error')
+  end
+end
+-- rows come in score order: a group's first row has its least score, its last the
+-- greatest; the groups hold those rows' ids until their scores are read, below
 local groups, order = {}, {}
-for i = 1, #batch, 2 do
-  local id, score = batch[i], batch[i + 1]
-  local text
-  if texts then text = texts[(i + 1) / 2] else text = redis.call('HGET', base .. 'job:' .. id, 'last_error') end
+for i = 1, #rows, 2 do
+  local id, text = rows[i], rows[i + 1]
   if text or redis.call('EXISTS', base .. 'job:' .. id) == 1 then
     local key = text and shaped_key(text) or ''
     local g = groups[key]
     if g then
-      g[2], g[4] = g[2] + 1, score
+      g[2], g[4] = g[2] + 1, id
     else
-      g = {key, 1, score, score, id, text or false}
+      g = {key, 1, id, id, id, text or false}
       groups[key] = g
       order[#order + 1] = g
     end
   end
 end
-local out = cursor_head(set, batch, #batch / 2, start, ARGV[1], ARGV[2])
+local examined = #rows / 2
+if examined == 0 then
+  local out = cursor_head(set, rows, 0, start, ARGV[1], ARGV[2])
+  out[4] = LEARNED
+  return out
+end
+-- the scores of each group's first and last rows and of the last row examined, read
+-- with ZMSCORE a thousand members at a time
+local ends = {}
+for _, g in ipairs(order) do
+  ends[#ends + 1] = g[3]
+  ends[#ends + 1] = g[4]
+end
+ends[#ends + 1] = rows[#rows - 1]
+local scores = {}
+for from = 1, #ends, 1000 do
+  local read = redis.call('ZMSCORE', set, unpack(ends, from, math.min(#ends, from + 999)))
+  for k = 1, #read do scores[from + k - 1] = read[k] end
+end
+for k, g in ipairs(order) do
+  g[3], g[4] = scores[2 * k - 1], scores[2 * k]
+end
+-- the cursor's place is the last row examined: cursor_head reads it as a batch's pair
+local last = {}
+last[2 * examined - 1], last[2 * examined] = rows[#rows - 1], scores[#ends]
+local out = cursor_head(set, last, examined, start, ARGV[1], ARGV[2])
+out[4] = LEARNED
 for _, g in ipairs(order) do out[#out + 1] = g end
 return out

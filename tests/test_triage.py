@@ -11,7 +11,8 @@ import threading
 
 import pandas as pd
 import pytest
-from helpers import dump, server_for, server_url
+import redis
+from helpers import dump, open_conn, server_for, server_url
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -503,6 +504,121 @@ def test_errors_of_a_moving_set_count_each_stayer_once(conn):
     total = int(got["count"].sum())
     left = len(ids) - conn.client.zcard(DEAD)
     assert len(ids) - left <= total <= len(ids)
+
+
+# -- @errors: a step's texts read at once, keyed through the shapes learned in the scan --
+
+# the parts a text's shape keeps variable, each drawn afresh for every text of a family
+VARIABLE = {
+    "number": st.from_regex(r"[0-9]{1,9}", fullmatch=True),
+    "decimal": st.from_regex(r"[0-9]{1,8}\.[0-9]{1,8}", fullmatch=True),
+    "dotted": st.from_regex(r"-?[0-9]{1,3}([.-][0-9]{1,8}){1,3}-?", fullmatch=True),
+    "uuid": st.one_of(
+        st.uuids().map(str),
+        st.uuids().map(lambda u: str(u).upper()),
+        st.from_regex(r"[a-fA-F]{8}-[a-f]{4}-[a-f]{4}-[a-f]{4}-[a-f]{12}", fullmatch=True),
+    ),
+    # near a UUID: groups one off in length (36 long or not), or of any length
+    "uuidish": st.one_of(
+        st.uuids().map(str),
+        st.sampled_from(["9-3-4-4-12", "7-5-4-4-12", "8-4-4-5-11", "8-4-3-5-12"]).flatmap(
+            lambda g: st.tuples(*(st.from_regex(rf"[0-9a-f]{{{n}}}", fullmatch=True) for n in g.split("-"))).map("-".join)
+        ),
+        st.from_regex(r"[0-9a-fA-F]{7,9}-[0-9a-f]{3,5}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{11,13}", fullmatch=True),
+        st.from_regex(r"[0-9a-f]{1,12}(-[0-9a-f]{1,12}){2,4}", fullmatch=True),
+    ),
+    # a hex run with digits, with none, or of digits only
+    "hex": st.one_of(
+        st.from_regex(r"[0-9a-fA-F]{6,12}", fullmatch=True),
+        st.from_regex(r"[a-fA-F]{6,12}", fullmatch=True),
+        st.from_regex(r"[0-9]{6,12}", fullmatch=True),
+    ),
+    "quoted": st.tuples(st.sampled_from("'\""), st.text(st.sampled_from(list("ab 1'\"-.é")), max_size=5)).map(
+        lambda q: q[0] + q[1].replace(q[0], "") + q[0]
+    ),
+}
+# literal parts: letters that are hex digits and letters that are not, Lua's magic
+# characters, a quote now and then (one left open: that text has no shape)
+LITERAL = st.text(st.sampled_from(list("ghkxyz abcdefABC:,;/()%+*?[]^$.-\t") + ["é", "'", '"']), min_size=1, max_size=6)
+SKELETON = st.lists(
+    st.one_of(LITERAL.map(lambda t: ("literal", t)), st.sampled_from(sorted(VARIABLE)).map(lambda k: ("variable", k))),
+    min_size=1,
+    max_size=6,
+)
+
+
+@st.composite
+def families(draw) -> list[str]:
+    """Texts in families: each family one skeleton, its variable parts drawn afresh for
+    each text; the families shuffled together."""
+    texts = []
+    for skeleton in draw(st.lists(SKELETON, min_size=1, max_size=3)):
+        for _ in range(draw(st.integers(2, 6))):
+            texts.append("".join(part if how == "literal" else draw(VARIABLE[part]) for how, part in skeleton))
+    return [canonical(t) for t in draw(st.permutations(texts))]
+
+
+@on_a_backend
+@given(families(), st.integers(1, 6))
+def test_texts_of_one_shape_group_as_the_signature_does(conn, texts, budget):
+    """A text keyed through a shape learned from another (in its step or handed on from an
+    earlier one) has the key its own reading would give: numbers 7 and 8 digits long, hex
+    runs with and without a digit, UUIDs without one, quotes inside quotes, literal parts
+    that run into the variable ones."""
+    clear(conn)
+    put_dead(conn, {f"j_{i:02d}": (text, "{}") for i, text in enumerate(texts)})
+    got = triage.errors(conn, Q, budget=budget)["count"].to_dict()
+    expected: dict[str, int] = {}
+    for text in texts:
+        expected[triage.signature(text)] = expected.get(triage.signature(text), 0) + 1
+    assert got == expected, texts
+
+
+def test_a_scan_hands_its_shapes_on_so_a_later_step_learns_none(conn):
+    put_dead(conn, {f"j_{i:02d}": (f"SMTP 5{i % 10}0 for 'u{i}@x' after {i}ms", "{}") for i in range(20)})
+    keys = [DEAD, f"emq:{{{Q}}}:"]
+    key = "SMTP <num> for <str> after <num>ms"
+    score, member, more, learned, *groups = conn.run("errors", keys, ["", "", 10], verb="errors", queue=Q)
+    # five values a shape: head length, head, pattern, key, hex runs to check
+    assert len(learned) == 5 and learned[1] == "SMTP " and learned[3] == key
+    assert [g[:2] for g in groups] == [[key, 10]] and more == 1
+    handed = conn.run("errors", keys, [score, member, 10, *learned], verb="errors", queue=Q)
+    assert handed[3] == [] and [g[:2] for g in handed[4:]] == [[key, 10]]
+    alone = conn.run("errors", keys, [score, member, 10], verb="errors", queue=Q)
+    assert alone[3] == learned and alone[4:] == handed[4:]
+
+
+def test_a_user_refused_reading_keys_by_pattern_gets_the_same_answers(valkey):
+    """A user whose ACL names key patterns may not read keys by a pattern (SORT ... GET):
+    @errors and @find then read each row on their own, and answer as for any user. Real
+    Valkey only: fakeredis does not apply an ACL's key patterns to SORT's GET."""
+    conn = open_conn("valkey", valkey)
+    put_dead(conn, {f"j_{i:02d}": (f"SMTP {550 + i % 3} user '{i}'", f'{{"n": {i}}}') for i in range(30)})
+    conn.client.hdel(f"emq:{{{Q}}}:job:j_04", "last_error")
+    conn.client.zadd(DEAD, {"ghost": 1_010})  # a member with no row
+    conn.client.execute_command("ACL", "SETUSER", "triage_ops", "on", ">pw", "~emq:*", "+@all")
+    try:
+        for executor in ("script", "function"):
+            ops = emq.connect(f"redis://triage_ops:pw@127.0.0.1:{valkey.port}/0", executor=executor)
+            with pytest.raises(redis.ResponseError, match="ACL"):
+                ops.client.execute_command("SORT_RO", DEAD, "BY", "nosort", "GET", f"emq:{{{Q}}}:job:*->last_error")
+            pd.testing.assert_frame_equal(triage.errors(ops, Q, budget=7), triage.errors(conn, Q, budget=7))
+            for how in ({"error": "SMTP 551*"}, {"error": "SMTP*", "payload": '*"n": 2*'}, {}):
+                pd.testing.assert_frame_equal(triage.find(ops, Q, budget=7, **how), triage.find(conn, Q, budget=7, **how))
+            found = triage.find(ops, Q, error="SMTP 551*")
+            assert list(found.index) == [f"j_{i:02d}" for i in range(1, 30, 3) if i != 4]  # j_04 has no error
+    finally:
+        conn.client.execute_command("ACL", "DELUSER", "triage_ops")
+
+
+def test_errors_and_find_on_a_cluster_read_a_step_by_pattern(cluster):
+    """On a cluster, SORT's GET may read keys of the set's own slot: the queue's keys share
+    one hash tag, so the step's one read is allowed there too."""
+    conn = open_conn("cluster", cluster)
+    put_dead(conn, {f"j_{i:02d}": (f"SMTP {550 + i % 3} user '{i}'", "{}") for i in range(12)})
+    assert conn.client.execute_command("SORT_RO", DEAD, "BY", "nosort", "GET", f"emq:{{{Q}}}:job:*->last_error")
+    assert triage.errors(conn, Q, budget=5)["count"].to_dict() == {"SMTP <num> user <str>": 12}
+    assert list(triage.find(conn, Q, error="SMTP 552*", budget=5).index) == [f"j_{i:02d}" for i in range(2, 12, 3)]
 
 
 @settings(max_examples=300, deadline=None)
