@@ -522,9 +522,13 @@ VARIABLE = {
     "uuidish": st.one_of(
         st.uuids().map(str),
         st.sampled_from(["9-3-4-4-12", "7-5-4-4-12", "8-4-4-5-11", "8-4-3-5-12"]).flatmap(
-            lambda g: st.tuples(*(st.from_regex(rf"[0-9a-f]{{{n}}}", fullmatch=True) for n in g.split("-"))).map("-".join)
+            lambda g: st.tuples(
+                *(st.from_regex(rf"[0-9a-f]{{{n}}}", fullmatch=True) for n in g.split("-"))
+            ).map("-".join)
         ),
-        st.from_regex(r"[0-9a-fA-F]{7,9}-[0-9a-f]{3,5}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{11,13}", fullmatch=True),
+        st.from_regex(
+            r"[0-9a-fA-F]{7,9}-[0-9a-f]{3,5}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{11,13}", fullmatch=True
+        ),
         st.from_regex(r"[0-9a-f]{1,12}(-[0-9a-f]{1,12}){2,4}", fullmatch=True),
     ),
     # a hex run with digits, with none, or of digits only
@@ -539,9 +543,14 @@ VARIABLE = {
 }
 # literal parts: letters that are hex digits and letters that are not, Lua's magic
 # characters, a quote now and then (one left open: that text has no shape)
-LITERAL = st.text(st.sampled_from(list("ghkxyz abcdefABC:,;/()%+*?[]^$.-\t") + ["é", "'", '"']), min_size=1, max_size=6)
+LITERAL = st.text(
+    st.sampled_from(list("ghkxyz abcdefABC:,;/()%+*?[]^$.-\t") + ["é", "'", '"']), min_size=1, max_size=6
+)
 SKELETON = st.lists(
-    st.one_of(LITERAL.map(lambda t: ("literal", t)), st.sampled_from(sorted(VARIABLE)).map(lambda k: ("variable", k))),
+    st.one_of(
+        LITERAL.map(lambda t: ("literal", t)),
+        st.sampled_from(sorted(VARIABLE)).map(lambda k: ("variable", k)),
+    ),
     min_size=1,
     max_size=6,
 )
@@ -554,7 +563,9 @@ def families(draw) -> list[str]:
     texts = []
     for skeleton in draw(st.lists(SKELETON, min_size=1, max_size=3)):
         for _ in range(draw(st.integers(2, 6))):
-            texts.append("".join(part if how == "literal" else draw(VARIABLE[part]) for how, part in skeleton))
+            texts.append(
+                "".join(part if how == "literal" else draw(VARIABLE[part]) for how, part in skeleton)
+            )
     return [canonical(t) for t in draw(st.permutations(texts))]
 
 
@@ -601,10 +612,14 @@ def test_a_user_refused_reading_keys_by_pattern_gets_the_same_answers(valkey):
         for executor in ("script", "function"):
             ops = emq.connect(f"redis://triage_ops:pw@127.0.0.1:{valkey.port}/0", executor=executor)
             with pytest.raises(redis.ResponseError, match="ACL"):
-                ops.client.execute_command("SORT_RO", DEAD, "BY", "nosort", "GET", f"emq:{{{Q}}}:job:*->last_error")
+                ops.client.execute_command(
+                    "SORT_RO", DEAD, "BY", "nosort", "GET", f"emq:{{{Q}}}:job:*->last_error"
+                )
             pd.testing.assert_frame_equal(triage.errors(ops, Q, budget=7), triage.errors(conn, Q, budget=7))
             for how in ({"error": "SMTP 551*"}, {"error": "SMTP*", "payload": '*"n": 2*'}, {}):
-                pd.testing.assert_frame_equal(triage.find(ops, Q, budget=7, **how), triage.find(conn, Q, budget=7, **how))
+                pd.testing.assert_frame_equal(
+                    triage.find(ops, Q, budget=7, **how), triage.find(conn, Q, budget=7, **how)
+                )
             found = triage.find(ops, Q, error="SMTP 551*")
             assert list(found.index) == [f"j_{i:02d}" for i in range(1, 30, 3) if i != 4]  # j_04 has no error
     finally:
@@ -616,9 +631,13 @@ def test_errors_and_find_on_a_cluster_read_a_step_by_pattern(cluster):
     one hash tag, so the step's one read is allowed there too."""
     conn = open_conn("cluster", cluster)
     put_dead(conn, {f"j_{i:02d}": (f"SMTP {550 + i % 3} user '{i}'", "{}") for i in range(12)})
-    assert conn.client.execute_command("SORT_RO", DEAD, "BY", "nosort", "GET", f"emq:{{{Q}}}:job:*->last_error")
+    assert conn.client.execute_command(
+        "SORT_RO", DEAD, "BY", "nosort", "GET", f"emq:{{{Q}}}:job:*->last_error"
+    )
     assert triage.errors(conn, Q, budget=5)["count"].to_dict() == {"SMTP <num> user <str>": 12}
-    assert list(triage.find(conn, Q, error="SMTP 552*", budget=5).index) == [f"j_{i:02d}" for i in range(2, 12, 3)]
+    assert list(triage.find(conn, Q, error="SMTP 552*", budget=5).index) == [
+        f"j_{i:02d}" for i in range(2, 12, 3)
+    ]
 
 
 @settings(max_examples=300, deadline=None)
