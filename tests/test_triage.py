@@ -448,10 +448,8 @@ ERROR_TEXT = (
 )
 
 
-@on_a_backend
-@given(st.lists(ERROR_TEXT, min_size=1, max_size=12), st.integers(1, 5))
-def test_the_errors_script_groups_as_the_signature_does(conn, texts, budget):
-    """The @errors script's keys against Python: rows grouped by signature, counted right."""
+def assert_grouped_by_signature(conn, texts: list[str], budget: int) -> None:
+    """`texts` as dead rows, then errors() counts each signature as often as Python does."""
     clear(conn)
     put_dead(conn, {f"j_{i:02d}": (text, "{}") for i, text in enumerate(texts)})
     got = triage.errors(conn, Q, budget=budget)["count"].to_dict()
@@ -459,6 +457,13 @@ def test_the_errors_script_groups_as_the_signature_does(conn, texts, budget):
     for text in texts:
         expected[triage.signature(text)] = expected.get(triage.signature(text), 0) + 1
     assert got == expected, texts
+
+
+@on_a_backend
+@given(st.lists(ERROR_TEXT, min_size=1, max_size=12), st.integers(1, 5))
+def test_the_errors_script_groups_as_the_signature_does(conn, texts, budget):
+    """The @errors script's keys against Python: rows grouped by signature, counted right."""
+    assert_grouped_by_signature(conn, texts, budget)
 
 
 def test_errors_agree_with_pandas_over_the_snapshot(conn):
@@ -576,13 +581,7 @@ def test_texts_of_one_shape_group_as_the_signature_does(conn, texts, budget):
     earlier one) has the key its own reading would give: numbers 7 and 8 digits long, hex
     runs with and without a digit, UUIDs without one, quotes inside quotes, literal parts
     that run into the variable ones."""
-    clear(conn)
-    put_dead(conn, {f"j_{i:02d}": (text, "{}") for i, text in enumerate(texts)})
-    got = triage.errors(conn, Q, budget=budget)["count"].to_dict()
-    expected: dict[str, int] = {}
-    for text in texts:
-        expected[triage.signature(text)] = expected.get(triage.signature(text), 0) + 1
-    assert got == expected, texts
+    assert_grouped_by_signature(conn, texts, budget)
 
 
 def test_a_scan_hands_its_shapes_on_so_a_later_step_learns_none(conn):
