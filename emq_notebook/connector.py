@@ -86,6 +86,8 @@ READING_COMMANDS = frozenset(
         "TIME",
         "DBSIZE",
         "ECHO",
+        "SORT_RO",
+        "OBJECT",
     }
 )
 # query-string parameters that carry a secret (redis-py reads `password` from the query)

@@ -35,8 +35,13 @@ local batch = redis.call('ZRANGE', set, start, start + budget - 1, 'WITHSCORES')
 -- #wanted values a row, in the batch's order (false where a row or field is
 -- missing); nil when the ACL refuses reading keys by a pattern, and then each row's
 -- are read with an HGET or HMGET
+-- SORT turns a small set's listpack into a skiplist (the set's bytes change), so only a
+-- set that is a skiplist already is read by a pattern; a server with no encodings to
+-- keep (no OBJECT command: fakeredis) reads any set so
+local encoding = redis.pcall('OBJECT', 'ENCODING', set)
+local by_pattern = encoding == 'skiplist' or (type(encoding) == 'table' and encoding.err ~= nil)
 local fields
-if #wanted > 0 then
+if #wanted > 0 and by_pattern then
   local sort = {set, 'BY', 'nosort', 'LIMIT', start, budget}
   for _, f in ipairs(wanted) do
     sort[#sort + 1] = 'GET'

@@ -661,3 +661,4 @@ def test_find_by_signature(conn):
     assert list(triage.find(conn, Q, signature=sig, limit=1, budget=1).index) == ["j_1"]
     with pytest.raises(BadInput):
         triage.find(conn, Q, signature=5)
+
