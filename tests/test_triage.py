@@ -661,4 +661,3 @@ def test_find_by_signature(conn):
     assert list(triage.find(conn, Q, signature=sig, limit=1, budget=1).index) == ["j_1"]
     with pytest.raises(BadInput):
         triage.find(conn, Q, signature=5)
-
