@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+# the do-no-harm fixtures: a private server per test, under a liveness watchdog
+from harm import harm, private_valkey  # noqa: F401
+
 # the shared helpers live in helpers.py; these names stay importable from conftest
 # for tests written before it (import them from helpers)
 from helpers import (  # noqa: F401

@@ -1,0 +1,112 @@
+"""The do-no-harm harness: a private server per test and a liveness watchdog.
+
+A frozen script holds every client of a real Valkey (PING, workers, SCRIPT KILL
+all wait), so a harm test runs each call under `bounded`: a call that has not
+returned after `LIVENESS_S` fails the test, and the private server is SIGKILLed by
+its own pid so nothing else waits on it. This is a liveness bound, not a timing
+assertion: a call that returns in 29 s passes it. After the call the server must
+still answer PING (a Lua C-stack overflow kills the process).
+
+On the embedded fakeredis the call runs in a thread (lupa releases the GIL while
+Lua runs), so a runaway script fails the test too, though nothing can stop it.
+
+Cost is counted, not timed: `commands_sent` diffs `INFO commandstats` around a call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+
+import emq_notebook as emq
+from emq_notebook import local_valkey
+
+LIVENESS_S = 30.0
+
+
+@pytest.fixture
+def private_valkey() -> Iterator[Any]:
+    """A real Valkey for this test alone (a harm test may have to kill it)."""
+    srv = local_valkey.start(save="", appendonly="no")
+    try:
+        yield srv
+    finally:
+        if srv.is_running():
+            srv.stop()
+
+
+@pytest.fixture(params=("fake", "valkey"))
+def harm(request) -> Iterator[tuple[emq.Connection, Any]]:
+    """(a flushed connection, its private server or None on the embedded fakeredis)."""
+    if request.param == "fake":
+        conn = emq.connect(embedded="fake")
+        conn.client.flushall()
+        yield conn, None
+        return
+    srv = request.getfixturevalue("private_valkey")
+    yield emq.connect(f"redis://127.0.0.1:{srv.port}/0"), srv
+
+
+def bounded(
+    call: Callable[[], Any], srv: Any = None, *, what: str = "the call", seconds: float = LIVENESS_S
+) -> Any:
+    """Run `call()` and answer what it returns (or raise what it raised); fail the test
+    when it has not returned after `seconds` (the server, if any, is SIGKILLed then) or
+    when the server no longer answers PING afterwards."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed back to the test's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True, name="bounded-call")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        if srv is not None:
+            srv.terminate()
+        pytest.fail(
+            f"{what} did not return within {seconds:g} s" + ("; the server was killed" if srv else "")
+        )
+    if srv is not None and not alive(srv):
+        pytest.fail(f"the server stopped answering after {what}")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def alive(srv: Any) -> bool:
+    """True when the server answers PING within a second."""
+    if not srv.is_running():
+        return False
+    try:
+        client = redis.Redis(host="127.0.0.1", port=srv.port, socket_timeout=1, socket_connect_timeout=1)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except redis.RedisError:
+        return False
+
+
+def commandstats(client: Any) -> dict[str, int]:
+    """Calls per command so far, from `INFO commandstats` ({"scan": 12, ...})."""
+    stats = client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+
+
+def commands_sent(client: Any, call: Callable[[], Any]) -> dict[str, int]:
+    """The commands the server ran during `call()` (by name, with their counts), less the
+    one INFO that reads them. Counted on the server, so pipelined and scripted calls count."""
+    before = commandstats(client)
+    call()
+    after = commandstats(client)
+    sent = {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+    sent["info"] = sent.get("info", 0) - 1
+    return {k: n for k, n in sent.items() if n}
