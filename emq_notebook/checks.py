@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 
+from .defaults import MAX_BUDGET
 from .errors import BadInput, UsageProblem
 
 MAX_WHOLE = 2**53 - 1
@@ -26,6 +27,12 @@ def whole(value: object, what: str, *, least: int = 1, most: int = MAX_WHOLE) ->
     if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
         raise BadInput(f"{what} must be a whole number from {least:,} to {most:,}, not {value!r}")
     return value
+
+
+def budget(value: object, what: str = "budget") -> int:
+    """A budget: a whole number of members a call, from 1 to `MAX_BUDGET` (`BadInput`):
+    one call of a larger budget could hold the server longer than any call may."""
+    return whole(value, what, most=MAX_BUDGET)
 
 
 def duration_ms(text: object, what: str = "duration", *, least: int = 0, most: int = MAX_MS) -> int:
