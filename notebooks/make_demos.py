@@ -1,7 +1,7 @@
 """Write the demos (staged incidents, `notebooks/demos/`) from their cell lists and
 execute them, storing outputs.
 
-    python notebooks/make_notebooks.py          # rewrite and re-execute all six
+    python notebooks/make_demos.py          # rewrite and re-execute all seven
 
 The stored outputs are what `pytest --nbval notebooks/demos/` compares against a
 fresh run, so re-run this after changing a demo or a verb's printed line. (The
@@ -49,9 +49,9 @@ def opening(*queues: str) -> list:
     ]
 
 
-RUNBOOKS: dict[str, list] = {}
+DEMOS: dict[str, list] = {}
 
-RUNBOOKS["00-quickstart"] = [
+DEMOS["00-quickstart"] = [
     md("""
 # Quickstart: a queue, a claim, a panel
 
@@ -107,7 +107,7 @@ print(gate.trips_text)
     code("%emq help"),
 ]
 
-RUNBOOKS["01-pause-and-drain"] = [
+DEMOS["01-pause-and-drain"] = [
     md("""
 # Incident: a runaway producer
 
@@ -162,7 +162,7 @@ for verb, state in [("pause", "running · job pending"),
 """),
 ]
 
-RUNBOOKS["02-dead-letters"] = [
+DEMOS["02-dead-letters"] = [
     md("""
 # Incident: a worker with a bug fills the dead set
 
@@ -229,7 +229,7 @@ fixed.run(until_empty=True)
     code("m = %emq metrics mailers --since 1h\nm.sum()"),
 ]
 
-RUNBOOKS["03-progress-and-logs"] = [
+DEMOS["03-progress-and-logs"] = [
     md("""
 # A long job: progress, logs and the events view
 
@@ -266,7 +266,7 @@ view.stop()
     code("%emq logs reports j_nightly"),
 ]
 
-RUNBOOKS["04-retire-a-queue"] = [
+DEMOS["04-retire-a-queue"] = [
     md("""
 # Retiring a queue: a bounded obliterate
 
@@ -303,7 +303,7 @@ emq.jobs.claim(conn, "legacy", 600_000)
     code("len(emq.footprint.footprint(conn, 'legacy'))"),
 ]
 
-RUNBOOKS["05-grouped-lanes"] = [
+DEMOS["05-grouped-lanes"] = [
     md("""
 # Grouped lanes: per-tenant limits
 
@@ -354,7 +354,7 @@ except emq.Refused as refusal:
 ]
 
 
-RUNBOOKS["06-health-at-a-glance"] = [
+DEMOS["06-health-at-a-glance"] = [
     md("""
 # Health at a glance: verdicts, latency and plots
 
@@ -473,5 +473,5 @@ def write(name: str, cells: list) -> Path:
 
 if __name__ == "__main__":
     os.environ.pop("EMQ_URL", None)  # stored outputs come from the embedded default
-    for name in sys.argv[1:] or RUNBOOKS:
-        print("wrote", write(name, RUNBOOKS[name]))
+    for name in sys.argv[1:] or DEMOS:
+        print("wrote", write(name, DEMOS[name]))
