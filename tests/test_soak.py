@@ -3,7 +3,7 @@ always`) with every fault -- workers SIGKILLed mid-job, the server SIGKILLed and
 restarted on its data, CLIENT KILL, a proxy cutting calls -- and 30 seconds on the
 embedded fakeredis (roles as threads; no server kill and no proxy there). Each
 asserts that the ledger balances: every job has one fate, none is lost, and no
-invariant failed (tests/soak.py says what is checked).
+invariant failed (tests/soak/ says what is checked).
 
 The reconciliation is tested on its own first, on hand-made ledgers: a ledger that
 loses a job, serves a paused queue or runs a job twice under one lease is caught.
@@ -14,8 +14,11 @@ from __future__ import annotations
 import os
 
 import pytest
-import soak
-from soak import Q1, Q2, Checker, Report, Soak, reconcile
+from soak.faults import Proxy
+from soak.invariants import Checker
+from soak.reconcile import Report, reconcile
+from soak.roles import Q1, Q2
+from soak.run import Soak
 
 SEED = int(os.environ.get("EMQ_SOAK_SEED", "0"))
 SECONDS = 30
@@ -202,7 +205,7 @@ def test_the_snapshot_checks_catch_a_broken_queue():
 def test_the_proxy_cuts_a_call_mid_way(valkey):
     import redis
 
-    proxy = soak.Proxy(valkey.port).start()
+    proxy = Proxy(valkey.port).start()
     try:
         r = redis.Redis(port=proxy.port, decode_responses=True, retry=None)
         r.set("soak:n", 0)

@@ -1,4 +1,4 @@
-"""Regression tests for what the soak (tests/soak.py) found, one per bug, on both
+"""Regression tests for what the soak (tests/soak/) found, one per bug, on both
 backends. Each fault is injected at the client (a reply read that fails after the
 server ran the command, or a failed pause read), so the fake runs it too.
 """
