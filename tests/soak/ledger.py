@@ -1,9 +1,10 @@
 """The ledger: what each role instance wrote down as it ran, one JSON line per
 record, one file per instance, and a dataclass for each kind of record.
 
-On disk a record is compact (`{"k": "claim", "q": "soak", "att": 2, ...}`, a
-soak writes hundreds of thousands); each field below names its short key, the
-one place those keys are spelled. A field left None is not written.
+On disk a record is compact (`{"k": "claim", "q": "soak", "att": 2, ...}`), the
+form tests/test_soak.py writes its hand-made ledgers in; each field below names
+its short key, the one place those keys are spelled. A field left None is not
+written.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def key(short: str, default: Any = None, factory: Any = MISSING) -> Any:
 
 @dataclass(kw_only=True)
 class Record:
+    """One line of a ledger; its `kind` is the line's `k`."""
+
     kind: ClassVar[str]
     source: str = key("src", "")  # the role instance that wrote it (its file's name), set on reading
     position: int = key("pos", 0)  # its line in that file, set on reading
@@ -64,10 +67,12 @@ class OnJob(OnQueue):
 
 @dataclass(kw_only=True)
 class Span(Record):
-    """A call: when it was sent and when it answered (or failed)."""
+    """A call: when it was sent and when it answered, or met the wire fault whose
+    text is its `error`."""
 
     started: float = key("t0", 0.0)
     ended: float = key("t1", 0.0)
+    error: str | None = key("err")
 
 
 @dataclass(kw_only=True)
@@ -80,14 +85,13 @@ class Go(Record):
 @dataclass(kw_only=True)
 class Enqueue(OnJob, Span):
     """The producer enqueued a job: `reply` is the id the enqueue answered (another
-    job's when a dedup key was taken), `error` a wire fault that cut the call."""
+    job's when a dedup key was taken)."""
 
     kind = "enq"
     group: str | None = key("g")
     dedup: str | None = key("d")
     delay_ms: int = key("delay", 0)
     reply: str | None = key("r")
-    error: str | None = key("err")
 
 
 @dataclass(kw_only=True)
@@ -123,21 +127,26 @@ class HandlerFailed(HandlerRan):
 @dataclass(kw_only=True)
 class Finish(OnJob, Span):
     """A worker's complete or fail (`how`): `outcome` is "ok", "refused" or "maybe"
-    (a wire fault, with its `error`)."""
+    (a wire fault)."""
 
     kind = "finish"
     how: str = ""
     outcome: str = key("r", "")
-    error: str | None = key("err")
 
 
 @dataclass(kw_only=True)
-class WireFault(Record):
-    """A wire fault a worker met outside a complete or fail."""
+class Trouble(Record):
+    """What a role met and wrote down: the `error`'s text."""
+
+    error: str = key("err", "")
+
+
+@dataclass(kw_only=True)
+class WireFault(Trouble):
+    """A wire fault a worker met outside a complete or fail, and went on."""
 
     kind = "wire"
     where: str = ""
-    error: str = key("err", "")
 
 
 @dataclass(kw_only=True)
@@ -147,14 +156,13 @@ class Expiry(OnQueue, Span):
 
     kind = "expired"
     count: int | str = key("n", 0)
-    error: str | None = key("err")
 
 
 @dataclass(kw_only=True)
 class VerbCall(OnQueue, Span):
     """One operator verb, its invocation `number`, its keyword `args` and its
     `outcome`: "ok" (with its `reply`), "refused" (with the `reason`), "halted" (a
-    watched trial stopped) or "maybe" (a wire fault, with its `error`)."""
+    watched trial stopped) or "maybe" (a wire fault)."""
 
     kind = "verb"
     verb: str = key("v", "")
@@ -163,7 +171,6 @@ class VerbCall(OnQueue, Span):
     outcome: str = key("out", "")
     reply: Any = key("r")
     reason: str | None = None
-    error: str | None = key("err")
 
 
 @dataclass(kw_only=True)
@@ -188,12 +195,11 @@ class KeysLeft(OnQueue):
 
 
 @dataclass(kw_only=True)
-class Crash(Record):
+class Crash(Trouble):
     """A role ended by an unexpected exception, or by itself."""
 
     kind = "crash"
     role: str = ""
-    error: str = key("err", "")
 
 
 @dataclass(kw_only=True)

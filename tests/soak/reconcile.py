@@ -362,7 +362,7 @@ def explain_second_executions(ev: Evidence, ledger: list[Record], report: Report
                 report.retries += 1
             elif fin is not None and fin.outcome == "ok":
                 ev.flag(f"{q} {jid} claimed again at {b.ended:.2f} after it was completed")
-            elif why := duplicate(first, b, expiries, kills, lease_s):
+            elif why := why_served_again(first, b, expiries, kills, lease_s):
                 report.duplicates[why] += 1
             else:
                 ev.flag(
@@ -371,7 +371,7 @@ def explain_second_executions(ev: Evidence, ledger: list[Record], report: Report
                 )
 
 
-def duplicate(
+def why_served_again(
     first: Execution, again: Claim, expiries: list[Expiry], kills: list[Fault], lease_s: float
 ) -> str:
     """Why a job was served `again` while `first` had not finished it: a lost fail
