@@ -18,7 +18,7 @@ import pandas as pd
 
 from . import commands, grammar, registry, settings
 from .connector import connect
-from .decoding import printable
+from .decoding import visible
 from .errors import EMQError, Refused
 
 
@@ -37,8 +37,9 @@ def _watch(session: ShellSession, ns: argparse.Namespace) -> None:
 
 
 def show(value: Any) -> None:
-    """Print a verb's result as text. Every line goes through `printable`, so server
-    text holding bytes that are not UTF-8 prints as `\\xNN` on any terminal."""
+    """Print a verb's result as text. Every line goes through `visible`, so server
+    text holding bytes that are not UTF-8 or control characters prints as `\\xNN` on
+    any terminal."""
     if value is None or isinstance(value, Refused):
         return
     if isinstance(value, pd.DataFrame):
@@ -53,7 +54,7 @@ def show(value: Any) -> None:
 
 
 def say(text: object, **kw: Any) -> None:
-    print(printable(text), **kw)
+    print(visible(text), **kw)
 
 
 def main(argv: list[str] | None = None) -> int:

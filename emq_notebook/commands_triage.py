@@ -22,7 +22,7 @@ import pandas as pd
 from . import admin, jobs, repeat, triage
 from .catalogue import Entry
 from .commands import ERROR, JOB, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, _budget, confirm
-from .decoding import printable
+from .decoding import visible
 from .errors import UsageProblem
 from .grammar import duration, limit, whole
 from .keyspace import queue_key
@@ -62,9 +62,9 @@ def preview(s: Session, doing: str, q: str, found: pd.DataFrame, limit: int | No
     for job_id, sig in zip(ids, sigs, strict=True):
         by_sig.setdefault(sig, []).append(job_id)
     for sig, members in sorted(by_sig.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        sample = ", ".join(printable(i) for i in members[:SAMPLES])
+        sample = ", ".join(visible(i) for i in members[:SAMPLES])
         more = ", …" if len(members) > SAMPLES else ""
-        s.say(f"  {len(members):>6,}  {printable(sig) or '(no error)'}  [{sample}{more}]")
+        s.say(f"  {len(members):>6,}  {visible(sig) or '(no error)'}  [{sample}{more}]")
     return ids
 
 

@@ -35,7 +35,7 @@ import pandas as pd
 
 from . import admin, frames, health, lanes, plots, repeat, triage
 from .connector import Connection, connect
-from .decoding import printable
+from .decoding import text_dtype, visible
 from .errors import BadInput, Halted, OutcomeNotReached, PreconditionFailed
 from .keyspace import base, check_name, queue_key
 
@@ -55,7 +55,7 @@ def _show(value: Any) -> None:
         print(value)
         return
     if get_ipython() is None:
-        print(value.to_string() if isinstance(value, pd.DataFrame) else value)
+        print(visible(value.to_string() if isinstance(value, pd.DataFrame) else value))
     else:
         display(value)
 
@@ -79,8 +79,8 @@ class Preview:
         out = [self.what]
         if self.sample:
             more = f" (and {self.count - len(self.sample):,} more)" if self.count > len(self.sample) else ""
-            out.append(f"  sample ids: {', '.join(printable(s) for s in self.sample)}{more}")
-        out += [f"  {k}: {printable(v)}" for k, v in self.facts.items()]
+            out.append(f"  sample ids: {', '.join(visible(s) for s in self.sample)}{more}")
+        out += [f"  {k}: {visible(v)}" for k, v in self.facts.items()]
         return out
 
     def __repr__(self) -> str:
@@ -101,7 +101,7 @@ class Runbook:
         self.started = time.time()
 
     def say(self, line: str) -> None:
-        print(f"[{_clock()}] {printable(line)}")
+        print(f"[{_clock()}] {visible(line)}")
 
     # -- the steps ------------------------------------------------------------------
     def step(
@@ -354,9 +354,8 @@ def choose(dead: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
     """The rows of `dead` (a `triage.find` frame) whose error signature
     (`triage.signature`) matches glob `pattern` (fnmatch, case-sensitive), with a
     `signature` column; no rows when `pattern` is None."""
-    dead = dead.assign(
-        signature=[triage.signature(e) if isinstance(e, str) else "" for e in dead["last_error"]]
-    )
+    sigs = [triage.signature(e) if isinstance(e, str) else "" for e in dead["last_error"]]
+    dead = dead.assign(signature=pd.Series(sigs, index=dead.index, dtype=text_dtype(sigs)))
     if not pattern:
         return dead.iloc[0:0]
     matches = [fnmatch.fnmatchcase(s, pattern) for s in dead["signature"]]

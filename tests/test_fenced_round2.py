@@ -82,3 +82,60 @@ def test_a_limit_above_the_matches_acts_on_every_match(emq_line, conn, capsys):
     ids = smtp_dead(conn, 3)
     assert emq_line("remove mailq --error '*SMTP*' --limit 50") == {i: "removed" for i in ids}
     assert "remove mailq: 3 jobs match" in capsys.readouterr().out
+
+
+# -- 6. bytes that are not UTF-8 read and show as \xNN, frames built from them included --
+
+BAD = b"SMTP 550 \xff\xfe mailbox 9"
+
+
+def with_a_foreign_error(conn) -> list[str]:
+    """Ten SMTP dead letters, the last one's last_error written by another node as bytes
+    that are not UTF-8."""
+    ids = smtp_dead(conn)
+    conn.client.execute_command("HSET", K + "job:" + ids[-1], "last_error", BAD)
+    return ids
+
+
+@pytest.mark.parametrize("verb", ["reprocess", "remove"])
+def test_a_filtered_verb_reads_an_undecodable_error_and_shows_it_escaped(emq_line, conn, capsys, verb):
+    ids = with_a_foreign_error(conn)
+    before = dump(conn)
+    word = {"reprocess": "reprocessed", "remove": "removed"}[verb]
+    assert emq_line(f"{verb} mailq --error '*SMTP*' --dry-run") == {i: word for i in ids}
+    out = capsys.readouterr().out
+    assert "SMTP <num> \\xff\\xfe mailbox <num>  [j_09]" in out
+    assert dump(conn) == before
+    assert emq_line(f"{verb} mailq --error '*SMTP*' --yes") == {i: word for i in ids}
+    assert conn.client.zcard(K + "dead") == 0
+
+
+def test_a_runbook_chooses_among_undecodable_errors(conn):
+    from emq_notebook import runbook, triage
+
+    ids = with_a_foreign_error(conn)
+    dead = triage.find(conn, Q, state="dead")
+    assert runbook.choose(dead, None).empty
+    chosen = runbook.choose(dead, "SMTP*")
+    assert list(chosen.index) == ids
+    assert chosen.loc["j_09", "signature"] == triage.signature(BAD.decode("utf-8", "surrogateescape"))
+    # the text stays as read: written back, it is the same bytes
+    assert chosen.loc["j_09", "last_error"].encode("utf-8", "surrogateescape") == BAD
+    assert list(runbook.choose(dead, "SMTP <num> mailbox*").index) == ids[:-1]
+
+
+def test_a_frame_with_undecodable_text_shows_escapes_in_ipython(ip, conn):
+    from emq_notebook import triage
+
+    with_a_foreign_error(conn)
+    found = triage.find(conn, Q)
+    for value in (found[["last_error"]], triage.errors(conn, Q)[["count"]], found["last_error"]):
+        shown = ip.display_formatter.formatters["text/plain"](value)
+        assert "\\xff\\xfe" in shown and "\udcff" not in shown
+    as_html = ip.display_formatter.formatters["text/html"]
+    enabled, as_html.enabled = as_html.enabled, True  # as in a notebook's kernel
+    try:
+        html = as_html(found)
+    finally:
+        as_html.enabled = enabled
+    assert "\\xff\\xfe" in html and "\udcff" not in html

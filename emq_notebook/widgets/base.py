@@ -33,7 +33,7 @@ import ipywidgets as w
 import traitlets
 
 from ..connector import Connection
-from ..decoding import printable
+from ..decoding import visible
 from ..errors import BadInput, EMQError, ReadOnly, Refused
 
 # an auto-refresh faster than twice a second is a busy loop against the server
@@ -113,7 +113,7 @@ class Panel(w.VBox):
     @property
     def label(self) -> str:
         conn = getattr(self, "conn", None)
-        return printable(conn.label) if conn is not None else "(no connection)"
+        return visible(conn.label) if conn is not None else "(no connection)"
 
     def connection_line(self) -> str:
         """`env production · read-only · connected: redis://...` (the label last, as the
@@ -130,7 +130,7 @@ class Panel(w.VBox):
         elif self.env:
             env = (
                 f'<span style="background:#57606a;color:white;padding:0 4px;border-radius:3px">'
-                f"{html.escape(printable(self.env))}</span>"
+                f"{html.escape(visible(self.env))}</span>"
             )
         else:
             env = "not set"
@@ -167,7 +167,7 @@ class Panel(w.VBox):
 
     # -- the status line ----------------------------------------------------------
     def say(self, text: str, kind: str = "ok") -> None:
-        text = printable(text)
+        text = visible(text)
         colour = {"ok": "#1a7f37", "refused": "#9a6700", "error": "#cf222e"}[kind]
         self.status.value = f'<span style="color:{colour}">{html.escape(text)}</span>'
         self.status_text = text
@@ -226,7 +226,7 @@ class Panel(w.VBox):
     def static_text(self) -> str:
         """The panel as lines of text (what `text/plain` carries)."""
         lines = [f"{self!r} · {self.connection_line()}"]
-        lines += [f"{printable(k)}: {printable(v)}" for k, v in self.facts()]
+        lines += [f"{visible(k)}: {visible(v)}" for k, v in self.facts()]
         lines += [plain(v) for v in self._shown()]
         if self.status_text:
             lines.append(f"status: {self.status_text}")
@@ -286,7 +286,7 @@ def table(rows: dict[str, Any] | list[tuple], head: tuple[str, ...] = ()) -> str
     """A small HTML table (escaped; undecodable bytes shown as `\\xNN`)."""
     items = rows.items() if isinstance(rows, dict) else rows
     cells = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(printable(c))}</td>" for c in r) + "</tr>"
+        "<tr>" + "".join(f"<td>{html.escape(visible(c))}</td>" for c in r) + "</tr>"
         for r in ((k, *([v] if not isinstance(v, tuple) else v)) for k, v in items)
     )
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
@@ -309,11 +309,11 @@ def chip(label: str, value: Any = None, colour: str = "none") -> str:
     """One rounded badge, `label 1,234`; numbers with thousands separators."""
     back, fore = STATE_COLOURS.get(colour, STATE_COLOURS["none"])
     shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
-    number = "" if value is None else f" <b>{html.escape(printable(shown))}</b>"
+    number = "" if value is None else f" <b>{html.escape(visible(shown))}</b>"
     return (
         f'<span class="emq-chip" style="display:inline-block;background:{back};color:{fore};'
         f'border-radius:12px;padding:2px 10px;margin:2px 6px 2px 0;white-space:nowrap">'
-        f"{html.escape(printable(label))}{number}</span>"
+        f"{html.escape(visible(label))}{number}</span>"
     )
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from .. import admin, frames, triage
 from ..connector import Connection
-from ..decoding import printable
+from ..decoding import visible
 from ..errors import EMQError
 from ..keyspace import queue_key
 from .base import Panel, table
@@ -162,11 +162,12 @@ class DeadLetterPanel(Panel):
         ]
         self.errors_view.value = table(rows, ("signature", "count", "last seen")) if rows else ""
         keep = self.signature.value
-        self.signature.options = [EVERY, *(printable(s) for s in errors.index)]
-        self._signatures = {printable(s): s for s in errors.index}
+        self.signature.options = [EVERY, *(visible(s) for s in errors.index)]
+        self._signatures = {visible(s): s for s in errors.index}
         self.signature.value = keep if keep in self.signature.options else EVERY
         self.select.options = [
-            (f"{i} — {printable(row.last_error)} (failures {row.failures})", i) for i, row in dead.iterrows()
+            (f"{visible(i)} — {visible(row.last_error)} (failures {row.failures})", i)
+            for i, row in dead.iterrows()
         ]
 
     def _by_error(self, dead: pd.DataFrame, total: int) -> tuple[Counter, int]:
@@ -205,10 +206,11 @@ class DeadLetterPanel(Panel):
         capped = " (the first of more)" if len(found) >= PREVIEW_LIMIT else ""
         what = "every signature" if sig is None else f"signature {sig!r}"
         filters = ", ".join(f"{k} {v!r}" for k, v in self._globs().items() if v) or "no filter"
-        sample = ", ".join(self.previewed[:SAMPLES]) + (", …" if len(found) > SAMPLES else "")
+        more = ", …" if len(found) > SAMPLES else ""
+        sample = ", ".join(visible(i) for i in self.previewed[:SAMPLES]) + more
         self.preview_view.value = (
-            f"<div>Preview: <b>{len(found):,}</b> dead jobs{capped} — {html.escape(printable(what))}, "
-            f"{html.escape(printable(filters))}</div>"
+            f"<div>Preview: <b>{len(found):,}</b> dead jobs{capped} — {html.escape(visible(what))}, "
+            f"{html.escape(visible(filters))}</div>"
             + (f"<div><small>samples: {html.escape(sample)}</small></div>" if found.size else "")
         )
         self._gate_preview()
