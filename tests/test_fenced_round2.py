@@ -139,3 +139,90 @@ def test_a_frame_with_undecodable_text_shows_escapes_in_ipython(ip, conn):
     finally:
         as_html.enabled = enabled
     assert "\\xff\\xfe" in html and "\udcff" not in html
+
+
+# -- 14. small edges: a failing str(), names read as options, a NUL shown ------------------
+
+
+class Unshowable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+class Mute(Exception):
+    def __str__(self) -> str:
+        raise ValueError("not even a message")
+
+
+class Muter:
+    def __str__(self) -> str:
+        raise Mute()
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (Unshowable(), "{{x}}: cannot be written as text: RuntimeError: no text for you"),
+        (Muter(), "{{x}}: cannot be written as text: Mute: (its message cannot be shown)"),
+        ({"a": {1, 2}}, "{{x}}: not JSON: TypeError: Object of type set is not JSON serializable"),
+    ],
+)
+def test_a_placeholder_whose_text_fails_is_one_usage_line(ip, value, said):
+    from emq_notebook import grammar
+
+    with pytest.raises(UsageProblem) as caught:
+        grammar.parse("enqueue mailq {{x}}", {"x": value})
+    assert str(caught.value) == said
+    assert caught.value._render_traceback_() == [f"UsageProblem: {said}"]
+    ip.user_ns["x"] = value
+    result = ip.run_cell("%emq enqueue mailq {{x}}")
+    assert isinstance(result.error_in_exec, UsageProblem)
+
+
+@pytest.mark.parametrize("name", ["-h", "--yes", "--help", "-1", "-"])
+def test_a_name_read_as_an_option_is_refused_by_the_gate(name):
+    from emq_notebook.errors import InvalidName
+    from emq_notebook.keyspace import check_name, job_key, queue_key
+
+    for call in (lambda: check_name(name), lambda: queue_key(name, "pending"), lambda: job_key(Q, name)):
+        with pytest.raises(InvalidName, match="starts with -"):
+            call()
+    assert check_name("a-b") == "a-b" and check_name("x-") == "x-"
+
+
+def test_a_queue_named_like_an_option_is_neither_listed_nor_completed(ip, conn):
+    from IPython.core.completer import provisionalcompleter
+
+    from emq_notebook import frames
+
+    jobs.enqueue(conn, "mailers", "{}")
+    for name in ("-h", "--yes"):
+        conn.client.hset(f"emq:{{{name}}}:meta", "created_by", "another node")
+        conn.client.zadd(f"emq:{{{name}}}:pending", {"j_1": 0})
+        conn.client.hset(f"emq:{{{name}}}:job:j_1", "payload", "{}")
+    assert frames.queues(conn) == ["mailers"]
+    magics.SESSION.conn = conn
+    matcher = next(m for m in ip.Completer.custom_matchers if m.matcher_identifier == "emq_notebook")
+    matcher.completer._cache.clear()
+    line = "%emq pause "
+    with provisionalcompleter():
+        offered = [c.text for c in ip.Completer.completions(line, len(line))]
+    assert offered == ["mailers"]
+
+
+def test_a_nul_in_an_error_shows_escaped_in_the_dead_letter_panel(conn):
+    from emq_notebook.widgets import DeadLetterPanel
+
+    smtp_dead(conn, 2)
+    conn.client.hset(K + "job:j_01", "last_error", "SMTP\x00 boom\x1b[2J")
+    panel = DeadLetterPanel(conn, Q)
+    try:
+        shown = [*panel.signature.options, *(label for label, _ in panel.select.options)]
+        shown += [panel.errors_view.value, panel.summary.value]
+        assert not any("\x00" in s or "\x1b" in s for s in shown)
+        assert "SMTP\\x00 boom\\x1b[<num>J" in panel.signature.options
+        panel.signature.value = "SMTP\\x00 boom\\x1b[<num>J"
+        panel.preview_button.click()
+        assert panel.previewed == ["j_01"]
+    finally:
+        panel.close()
