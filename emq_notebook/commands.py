@@ -412,7 +412,7 @@ def _progress(s: Session, ns: Namespace) -> None:
 )
 def _log(s: Session, ns: Namespace) -> None:
     n = jobs.add_log(s.conn, ns.queue, ns.id, " ".join(ns.line), keep=ns.keep)
-    s.say(f"logged: {ns.queue} {ns.id} has {n} log lines")
+    s.say(f"logged: {ns.queue} {ns.id} has {n} log line{'' if n == 1 else 's'}")
 
 
 @verb(

@@ -308,12 +308,18 @@ def verb_help(verb: str) -> str:
     return verb_parser(verb).format_help()
 
 
-def grammar() -> str:
-    """The whole grammar, one verb a line (what `%emq`, `%emq?` and `%emq help` show)."""
-    lines = ["%emq VERB QUEUE [ID] [options]   (%emq VERB -h for one verb)", ""]
+def verb_lines() -> list[str]:
+    """Every verb's usage and summary, two lines a verb (the grammar's body)."""
+    lines = []
     for v in registry.VERBS.values():
         lines.append(f"  {usage(v.name)}")
         lines.append(f"      {v.summary}")
+    return lines
+
+
+def grammar() -> str:
+    """The whole grammar, one verb a line (what `%emq`, `%emq?` and `%emq help` show)."""
+    lines = ["%emq VERB QUEUE [ID] [options]   (%emq VERB -h for one verb)", "", *verb_lines()]
     lines += [
         "",
         "Durations: 250ms, 30s, 5m, 1h.  A refusal prints one line with its reason",

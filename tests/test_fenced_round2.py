@@ -226,3 +226,81 @@ def test_a_nul_in_an_error_shows_escaped_in_the_dead_letter_panel(conn):
         assert panel.previewed == ["j_01"]
     finally:
         panel.close()
+
+
+# -- 5. the shell writes only to a server it was told of ---------------------------------
+
+
+def shell(capsys, *argv: str) -> tuple[int, str, str]:
+    from emq_notebook import cli
+
+    capsys.readouterr()
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+WRITING_LINES = [
+    ["pause", "mailers"],
+    ["enqueue", "mailers", "{}"],
+    ["lane", "mailers", "acme", "--pause"],
+    ["reprocess", "mailers", "--error", "*SMTP*", "--dry-run"],
+    ["--executor", "function", "drain", "mailers", "--yes"],
+]
+
+
+@pytest.mark.parametrize("argv", WRITING_LINES, ids=lambda a: " ".join(a))
+def test_a_shell_write_with_no_server_named_is_refused(monkeypatch, capsys, argv):
+    import emq_notebook as emq
+
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    fake = emq.connect(embedded="fake")
+    fake.client.flushall()
+    code, out, err = shell(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "no server is named: set EMQ_URL or pass --url" in err
+    assert fake.client.keys("*") == []
+
+
+def test_a_shell_write_on_an_explicit_embedded_server_goes_ahead(monkeypatch, capsys):
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    code, out, _ = shell(capsys, "--embedded", "fake", "pause", "mailers")
+    assert code == 0 and "paused mailers" in out
+
+
+def test_a_shell_write_goes_to_the_server_emq_url_names(monkeypatch, capsys, valkey):
+    import redis
+
+    url = f"redis://127.0.0.1:{valkey.port}/0"
+    real = redis.Redis.from_url(url, decode_responses=True)
+    real.flushall()
+    monkeypatch.setenv("EMQ_URL", url)
+    assert shell(capsys, "pause", "mailers")[0] == 0
+    assert real.hget("emq:{mailers}:meta", "paused") is not None
+    monkeypatch.delenv("EMQ_URL")
+    assert shell(capsys, "--url", url, "resume", "mailers")[0] == 0
+    assert real.hget("emq:{mailers}:meta", "paused") is None
+
+
+def test_a_shell_read_with_no_server_named_still_reads(monkeypatch, capsys):
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    assert shell(capsys, "queues")[0] == 0
+
+
+@pytest.mark.parametrize("argv", [[], ["-h"], ["--help"], ["help"]], ids=repr)
+def test_the_shell_help_describes_the_shell(capsys, argv):
+    code, out, err = shell(capsys, *argv)
+    assert (code, err) == (0, "")
+    for option in ("--url URL", "--embedded", "--executor", "--read-only", "--env ENV", "EMQ_URL"):
+        assert option in out, option
+    assert "exit status: 0 done, 1 refused" in out and "2 a usage or runtime error" in out
+    assert "obliterate QUEUE" in out
+    assert "{{name}}" not in out and "%emq" not in out
+
+
+def test_one_log_line_is_said_in_the_singular(emq_line, conn, capsys):
+    jobs.enqueue(conn, Q, "{}", id="j_1")
+    emq_line("log mailq j_1 first")
+    assert "logged: mailq j_1 has 1 log line\n" in capsys.readouterr().out
+    emq_line("log mailq j_1 second")
+    assert "logged: mailq j_1 has 2 log lines\n" in capsys.readouterr().out
