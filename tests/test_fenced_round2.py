@@ -304,3 +304,72 @@ def test_one_log_line_is_said_in_the_singular(emq_line, conn, capsys):
     assert "logged: mailq j_1 has 1 log line\n" in capsys.readouterr().out
     emq_line("log mailq j_1 second")
     assert "logged: mailq j_1 has 2 log lines\n" in capsys.readouterr().out
+
+
+# -- 4. a read-only session never loads or replaces the function library -----------------
+
+
+def read_only_function(conn):
+    import emq_notebook as emq
+
+    url = None if conn.label == "embedded fakeredis" else conn.label
+    if url is None:
+        return emq.connect(embedded="fake", read_only=True, executor="function")
+    return emq.connect(url, read_only=True, executor="function")
+
+
+def libraries(conn) -> list:
+    return conn.client.function_list(withcode=True)
+
+
+def every_read(ro) -> None:
+    """What a read-only session does with the queue: find, errors, a snapshot, counts, health."""
+    from emq_notebook import frames, triage
+
+    assert list(triage.find(ro, Q).index) == ["j_00", "j_01"]
+    assert triage.errors(ro, Q)["count"].sum() == 2
+    assert len(frames.snapshot(ro, Q)) == 2
+    assert frames.counts(ro, [Q]).loc[Q, "dead"] == 2
+    assert len(frames.health(ro, [Q])) == 1
+
+
+def test_a_read_only_session_reads_beside_another_library_version_and_keeps_it(conn):
+    from emq_notebook import scripts
+
+    smtp_dead(conn, 2)
+    version, body = scripts.library()
+    conn.client.function_load(body.replace(version, "0ld0ld0ld0ld"), replace=True)
+    before = libraries(conn)
+    every_read(read_only_function(conn))
+    assert libraries(conn) == before
+    assert conn.client.fcall_ro("emq_version", 0) == "0ld0ld0ld0ld"
+
+
+def test_a_read_only_session_reads_where_no_library_is_loaded_and_loads_none(conn):
+    smtp_dead(conn, 2)
+    conn.client.function_flush()
+    every_read(read_only_function(conn))
+    assert libraries(conn) == []
+
+
+def test_a_read_only_session_reads_on_after_the_library_is_flushed_and_loads_none(conn):
+    smtp_dead(conn, 2)
+    from emq_notebook import triage
+
+    ro = read_only_function(conn)
+    triage.find(conn.with_executor("function"), Q)  # a writing session loads the library
+    assert len(triage.find(ro, Q)) == 2  # through FCALL_RO
+    conn.client.function_flush()
+    every_read(ro)
+    assert libraries(conn) == []
+
+
+def test_a_read_only_session_refuses_to_load_the_library_in_one_line(conn):
+    from emq_notebook.errors import ReadOnly
+
+    conn.client.function_flush()
+    ro = read_only_function(conn)
+    with pytest.raises(ReadOnly, match="FUNCTION LOAD of the emq_notebook library") as caught:
+        ro._ensure_library()
+    assert len(caught.value._render_traceback_()) == 1
+    assert libraries(conn) == []
