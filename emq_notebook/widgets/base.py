@@ -1,7 +1,8 @@
 """What every panel shares: a header naming the connection and its env, a status
 line that shows the last result or typed refusal, writing buttons greyed out on a
-read-only connection, a static fallback for saved notebooks, and the registry
-that keeps one background thread per panel.
+read-only connection, the question a bulk button asks before it acts
+(`Confirmation`), a static fallback for saved notebooks, and the registry that
+keeps one background thread per panel.
 
 The static fallback: a saved notebook read where no widget runs (GitHub,
 nbviewer) shows the `text/html` or `text/plain` of the display bundle, so the
@@ -27,6 +28,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import ipywidgets as w
@@ -272,6 +274,78 @@ class Panel(w.VBox):
         self.stop_threads()
         self._unregister()
         super().close()
+
+
+@dataclass
+class Question:
+    """What a `Confirmation` asked: "`doing` `count` `what`? `note`", and what Confirm does."""
+
+    doing: str
+    count: int
+    what: str
+    act: Callable[[int], Any]
+    recount: Callable[[], int | None] | None = None
+    note: str = ""
+
+
+class Confirmation:
+    """The one question a bulk button asks before it acts, as Drain asks it: the count,
+    what and where, then the connection and its env (`Reprocess 1,500 dead jobs of
+    mailers? at most 50 a second` / `env production · connected: redis://...`), with
+    Confirm and Cancel.
+
+    `ask(...)` shows the question and acts on nothing; Confirm re-checks the session
+    (read-only) and, given `recount`, counts again: when more jobs are there than the
+    question stated, it asks again with the new count and does nothing; else it calls
+    `act(count)` with the count the question stated. A panel holds one (`view` is its
+    widget): a new question replaces an open one, and `cancel()` closes it."""
+
+    def __init__(self, panel: Panel) -> None:
+        self.panel = panel
+        self.text = w.HTML()
+        self.confirm_button = w.Button(description="Confirm", button_style="warning", icon="check")
+        self.confirm_button.on_click(lambda _: self.confirm())
+        self.cancel_button = w.Button(description="Cancel")
+        self.cancel_button.on_click(lambda _: self.cancel(said="cancelled; nothing done"))
+        self.buttons = w.HBox([self.confirm_button, self.cancel_button], layout=w.Layout(display="none"))
+        self.view = w.VBox([self.text, self.buttons])
+        self.asked: Question | None = None
+        panel.writes(self.confirm_button)
+
+    def ask(self, question: Question, again: str = "") -> None:
+        """Show `question` above the connection line, with Confirm and Cancel; nothing is done."""
+        self.asked = question
+        q = question
+        note = f" {html.escape(visible(q.note))}" if q.note else ""
+        self.text.value = (
+            f"{html.escape(again)}{html.escape(q.doing)} <b>{q.count:,}</b> {html.escape(visible(q.what))}?"
+            f"{note}<br><small>{html.escape(self.panel.connection_line())}</small>"
+        )
+        self.buttons.layout.display = "flex"
+
+    def cancel(self, said: str = "") -> None:
+        """Close the question; nothing is done."""
+        self.asked = None
+        self.text.value = ""
+        self.buttons.layout.display = "none"
+        if said:
+            self.panel.say(said)
+
+    def confirm(self) -> Any:
+        """Act on the count the question stated, after the re-checks; answers what `act` did."""
+        q = self.asked
+        if q is None or not self.panel.writable(q.doing.lower()):
+            return None
+        if q.recount is not None:
+            now = q.recount()
+            if now is None:  # the count failed: the panel said why
+                return None
+            if now > q.count:
+                self.ask(replace(q, count=now), again=f"The count changed (the question said {q.count:,}). ")
+                self.panel.say(f"not done: {now:,} jobs now; confirm again", "refused")
+                return None
+        self.cancel()
+        return q.act(q.count)
 
 
 def plain(markup: str) -> str:
