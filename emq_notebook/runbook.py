@@ -26,6 +26,7 @@ shared by the runbooks.
 from __future__ import annotations
 
 import fnmatch
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from . import admin, frames, health, lanes, plots, repeat, triage
-from .connector import Connection, connect
+from .connector import Connection, connect, redact, secrets_of
 from .decoding import text_dtype, visible
 from .errors import BadInput, Halted, OutcomeNotReached, PreconditionFailed
 from .keyspace import base, check_name, queue_key
@@ -236,6 +237,25 @@ def _bar(label: str, total: int) -> Any:
     return bar
 
 
+PASSWORD_VARIABLE = "EMQ_PASSWORD"
+
+
+def _password(url: str | None) -> dict[str, Any]:
+    """`{"password": ...}` from `EMQ_PASSWORD` when the server's URL carries none (else
+    nothing); `BadInput` when the URL parameter carries one (the record would keep it)."""
+    if url is not None and secrets_of(url):
+        raise BadInput(
+            f"EMQ_URL holds a password, and the executed notebook (the incident record) keeps "
+            f"every parameter: give EMQ_URL without it ({redact(url)}) and put the password "
+            f"in the {PASSWORD_VARIABLE} environment variable"
+        )
+    password = os.environ.get(PASSWORD_VARIABLE) or None
+    server = url if url is not None else os.environ.get("EMQ_URL") or None
+    if password is None or server is None or secrets_of(server):
+        return {}
+    return {"password": password}
+
+
 def start(
     name: str,
     url: str | None,
@@ -248,14 +268,18 @@ def start(
 ) -> Runbook:
     """The connect cell: connect (read-only unless `apply`), print the record's head.
 
-    `url` None is `EMQ_URL`, else the embedded default. A queue with no key on the
-    server is `BadInput` (a typo in QUEUE must not pass as a healthy queue), except
-    for runbooks that say `absent_ok=True` (retiring a queue already gone)."""
+    `url` None is `EMQ_URL`, else the embedded default. The password comes from the
+    `EMQ_PASSWORD` environment variable (used when the URL carries none); an `url`
+    parameter that carries a password is `BadInput` before any I/O, because papermill
+    writes every parameter into the executed notebook, the incident record. A queue
+    with no key on the server is `BadInput` (a typo in QUEUE must not pass as a
+    healthy queue), except for runbooks that say `absent_ok=True` (retiring a queue
+    already gone)."""
     if not isinstance(apply, bool):
         raise BadInput(f"APPLY is True or False, not {apply!r}")
     check_name(queue)
     absent_ok = bool(params.pop("absent_ok", False))
-    conn = connect(url, read_only=not apply, env=env, executor=executor, name="runbook")
+    conn = connect(url, read_only=not apply, env=env, executor=executor, name="runbook", **_password(url))
     # the record is read as text (a saved notebook, papermill's output): wide frames, one line a row
     pd.set_option("display.width", 200)
     pd.set_option("display.max_colwidth", 60)

@@ -505,3 +505,58 @@ def test_a_read_only_panel_greys_the_confirm_button_out(conn):
         assert panel.confirmation.confirm_button.disabled
     finally:
         panel.close()
+
+
+# -- 13. a runbook's password comes from EMQ_PASSWORD, never from a parameter ------------
+
+SECRET = "pw-Xy9-record"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"redis://oncall:{SECRET}@127.0.0.1:1/0",
+        f"redis://:{SECRET}@127.0.0.1:1/0",
+        f"redis://127.0.0.1:1/0?password={SECRET}",
+        f"unix:///tmp/none.sock?password={SECRET}",
+    ],
+)
+def test_a_runbook_url_parameter_holding_a_password_stops_before_any_io(url, monkeypatch):
+    from emq_notebook import runbook
+    from emq_notebook.errors import BadInput
+
+    monkeypatch.setenv("EMQ_PASSWORD", "another")
+    with pytest.raises(BadInput, match="EMQ_PASSWORD environment variable") as caught:
+        runbook.start("10-triage-dead-letters", url, Q, False)
+    line = caught.value._render_traceback_()
+    assert len(line) == 1 and SECRET not in line[0] and "***" in line[0]
+
+
+@pytest.fixture
+def oncall(valkey):
+    """An ACL user with a password on the session's Valkey; its URL names the user only."""
+    import redis
+
+    admin_client = redis.Redis(port=valkey.port)
+    admin_client.flushall()
+    admin_client.execute_command("ACL", "SETUSER", "oncall", "on", f">{SECRET}", "~*", "&*", "+@all")
+    yield f"redis://oncall@127.0.0.1:{valkey.port}/0"
+    admin_client.execute_command("ACL", "DELUSER", "oncall")
+
+
+def test_a_runbook_takes_the_password_from_emq_password(oncall, valkey, monkeypatch, capsys):
+    import emq_notebook as emq
+    from emq_notebook import runbook
+    from emq_notebook.errors import WireError
+
+    jobs.enqueue(emq.connect(f"redis://127.0.0.1:{valkey.port}/0"), Q, "{}")
+    monkeypatch.delenv("EMQ_PASSWORD", raising=False)
+    with pytest.raises(WireError, match="authentication failed|NOAUTH|WRONGPASS|NOPERM"):
+        runbook.start("11-runaway-producer", oncall, Q, False)
+    monkeypatch.setenv("EMQ_PASSWORD", SECRET)
+    rb = runbook.start("11-runaway-producer", oncall, Q, False)
+    assert rb.conn.client.acl_whoami() == "oncall"
+    # EMQ_URL from the environment is no parameter: it is not written in any record
+    monkeypatch.setenv("EMQ_URL", oncall)
+    assert runbook.start("11-runaway-producer", None, Q, False).conn.client.acl_whoami() == "oncall"
+    assert SECRET not in capsys.readouterr().out

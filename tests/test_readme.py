@@ -193,6 +193,9 @@ def runaway(valkey, n=10_050):
 
 
 def test_the_papermill_line_runs_as_written(valkey, tmp_path):
+    """As written, against a server whose user has a password: the password in
+    EMQ_PASSWORD, the URL naming the user only; the record never holds the password."""
+    import os
     import shlex
     import subprocess
     import sys
@@ -200,22 +203,36 @@ def test_the_papermill_line_runs_as_written(valkey, tmp_path):
     import nbformat
     from test_runbooks_live import said
 
-    line = INCIDENT.split("```bash", 1)[1].split("```", 1)[0].strip()
+    password, line = INCIDENT.split("```bash", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert password.startswith("export EMQ_PASSWORD=...")
     assert line == (
         "papermill notebooks/runbooks/11-runaway-producer.ipynb out.ipynb -p EMQ_URL redis://... "
         "-p QUEUE newsletters -p APPLY True"
     )
     url, conn = runaway(valkey)
+    secret = "pw-runbook-7Zq"
+    conn.client.execute_command("ACL", "SETUSER", "oncall", "on", f">{secret}", "~*", "&*", "+@all")
+    user_url = url.replace("redis://", "redis://oncall@")
     root = Path(__file__).resolve().parent.parent
-    words = [url if w == "redis://..." else w for w in shlex.split(line)]
+    words = [user_url if w == "redis://..." else w for w in shlex.split(line)]
     words[0] = str(Path(sys.executable).parent / "papermill")  # the one installed with the package
     try:  # from the repository root, as written
-        done = subprocess.run(words, cwd=root, timeout=300, capture_output=True, text=True)
+        done = subprocess.run(
+            words,
+            cwd=root,
+            timeout=300,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "EMQ_PASSWORD": secret},
+        )
         assert done.returncode == 0, done.stderr[-3000:]
+        stored = (root / "out.ipynb").read_text()
         record = said(nbformat.read(root / "out.ipynb", 4))
     finally:
         (root / "out.ipynb").unlink(missing_ok=True)
-    assert f"server: {url} · env not set · executor script · APPLY = True: steps write" in record
+        conn.client.execute_command("ACL", "DELUSER", "oncall")
+    assert secret not in stored and secret not in done.stdout + done.stderr
+    assert f"server: {user_url} · env not set · executor script · APPLY = True: steps write" in record
     assert "step drain: done — drained 10,050 jobs" in record and "outcome reached (3 checks)" in record
     assert emq_backlog(conn) == 0 and conn.client.zrange("emq:{newsletters}:active", 0, -1) == ["j_flight"]
 
