@@ -593,3 +593,31 @@ def test_the_warning_filters_hide_third_party_modules_only():
     assert not shown(DeprecationWarning, "ipydatagrid.datagrid")
     assert not shown(PendingDeprecationWarning, "IPython.core.completer")
     assert shown(UserWarning, "ipydatagrid.datagrid")  # by category too: a new kind still shows
+
+
+def test_the_demo_tells_its_story_to_a_newcomer(conn, monkeypatch):
+    from emq_notebook import demo
+
+    if conn.label == "embedded fakeredis":
+        monkeypatch.delenv("EMQ_URL", raising=False)
+    else:
+        monkeypatch.setenv("EMQ_URL", conn.label)
+    lines: list[str] = []
+    assert demo.main(lines.append) == 0
+    story = "\n".join(lines)
+    for said in (
+        "queued 4 mails on mailers, one attempt each",
+        "the mailer has a bug: it cannot send to an address without an @",
+        "the worker took 4 jobs: 2 delivered, 2 failed and are dead",
+        "mended the payload of j_mail1: bo.example.com -> bo@example.com",
+        "mended the payload of j_mail3: di.example.com -> di@example.com",
+        "reprocessed 2 dead jobs",
+        "j_mail0 was delivered: a completed job leaves no row",
+        "refused: reprocess mailers j_mail0 — gone",
+        "resumed mailers: the worker took 2 jobs, 2 delivered, 0 dead",
+        "footprint now 0 keys",
+    ):
+        assert said in story, said
+    order = ["2 failed", "mended", "reprocessed", "j_mail0 — gone", "footprint"]
+    assert [story.index(s) for s in order] == sorted(story.index(s) for s in order)
+    assert ("gone when it exits" in lines[0]) == (conn.label == "embedded fakeredis")
