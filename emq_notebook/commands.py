@@ -412,7 +412,7 @@ def _progress(s: Session, ns: Namespace) -> None:
 )
 def _log(s: Session, ns: Namespace) -> None:
     n = jobs.add_log(s.conn, ns.queue, ns.id, " ".join(ns.line), keep=ns.keep)
-    s.say(f"logged: {ns.queue} {ns.id} has {n} log lines")
+    s.say(f"logged: {ns.queue} {ns.id} has {n} log line{'' if n == 1 else 's'}")
 
 
 @verb(
@@ -443,6 +443,7 @@ def _logs(s: Session, ns: Namespace) -> list[str]:
     PAYLOAD,
     SIGNATURE,
     STATE,
+    opt("--limit", type=whole, help="with a filter: the first N matches only"),
     DRY_RUN,
     YES,
     writes=True,
@@ -480,7 +481,7 @@ def _remove(s: Session, ns: Namespace) -> Any:
     arg("id", nargs="?"),
     opt("--all-dead", "--all", action="store_true"),
     BUDGET,
-    opt("--limit", type=whole, help="at most N jobs in all"),
+    opt("--limit", type=whole, help="at most N jobs: the first N matches (with --all: the oldest N)"),
     ERROR,
     PAYLOAD,
     SIGNATURE,

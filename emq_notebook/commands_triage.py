@@ -4,8 +4,9 @@ the filtered and controlled forms of `reprocess` and `remove` (declared in
 
 A filtered bulk verb (`reprocess QUEUE --error GLOB`, `remove QUEUE --error GLOB`)
 first finds its jobs and prints the preview: the count by error signature and sample
-ids.  `--dry-run` then answers, per id, the word the real call would give, from a
-read-only script, and writes nothing.  Above `confirm_above` jobs it acts only with
+ids.  `--limit N` keeps the first N matches (in set order) and the preview says "the
+first N of M matches".  `--dry-run` then answers, per id, the word the real call
+would give, from a read-only script, and writes nothing.  Above `confirm_above` jobs it acts only with
 `--yes` (the one confirmation gate); when it acts, it acts on exactly the ids of the
 preview it printed, so a job that arrived after the preview is not touched.
 """
@@ -21,7 +22,7 @@ import pandas as pd
 from . import admin, jobs, repeat, triage
 from .catalogue import Entry
 from .commands import ERROR, JOB, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, _budget, confirm
-from .decoding import printable
+from .decoding import visible
 from .errors import UsageProblem
 from .grammar import duration, limit, whole
 from .keyspace import queue_key
@@ -43,17 +44,27 @@ def _states(ns: Namespace) -> Any:
     return "all" if "all" in chosen else tuple(chosen)
 
 
-def preview(s: Session, doing: str, q: str, found: pd.DataFrame) -> list[str]:
-    """Print what a bulk verb would act on: the count by signature and sample ids; answer the ids."""
+def preview(s: Session, doing: str, q: str, found: pd.DataFrame, limit: int | None = None) -> list[str]:
+    """Print what a bulk verb would act on: the count by signature and sample ids; answer
+    the ids.  With `limit`, only the first `limit` matches (in set order) are acted on,
+    and the line says so: "the first 2 of 10 matches"."""
+    total = len(found)
+    if limit is not None and total > limit:
+        found = found.iloc[:limit]
+        s.say(f"{doing} {q}: the first {limit:,} of {total:,} matches (--limit {limit:,})")
+    else:
+        s.say(f"{doing} {q}: {total:,} jobs match")
     ids = list(found.index)
-    s.say(f"{doing} {q}: {len(ids):,} jobs match")
-    if ids:
-        sigs = found["last_error"].map(lambda t: triage.signature(t) if isinstance(t, str) else "")
-        counts = Counter(sigs)
-        for sig, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            sample = ", ".join(sigs.index[sigs == sig][:SAMPLES])
-            more = ", …" if n > SAMPLES else ""
-            s.say(f"  {n:>6,}  {printable(sig) or '(no error)'}  [{sample}{more}]")
+    # plain lists, never a pandas text column: a signature holding bytes that are not
+    # UTF-8 is text Arrow refuses
+    sigs = [triage.signature(t) if isinstance(t, str) else "" for t in found["last_error"]]
+    by_sig: dict[str, list[str]] = {}
+    for job_id, sig in zip(ids, sigs, strict=True):
+        by_sig.setdefault(sig, []).append(job_id)
+    for sig, members in sorted(by_sig.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        sample = ", ".join(visible(i) for i in members[:SAMPLES])
+        more = ", …" if len(members) > SAMPLES else ""
+        s.say(f"  {len(members):>6,}  {visible(sig) or '(no error)'}  [{sample}{more}]")
     return ids
 
 
@@ -79,7 +90,7 @@ def _filter_given(ns: Namespace) -> bool:
 
 
 def reprocess(s: Session, ns: Namespace) -> Any:
-    """`reprocess QUEUE --error GLOB [--payload GLOB] [--dry-run | --yes]`, and
+    """`reprocess QUEUE --error GLOB [--payload GLOB] [--limit N] [--dry-run | --yes]`, and
     `reprocess QUEUE --all [--rate R] [--trial N [--stop-if-failing F]] [--dry-run]`."""
     if ns.id is not None:
         raise UsageProblem(
@@ -97,7 +108,7 @@ def reprocess(s: Session, ns: Namespace) -> Any:
             "reprocess takes a job id, a filter (--error, --payload, --signature) or --all "
             "— see %emq reprocess --help"
         )
-    ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"))
+    ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"), ns.limit)
     if ns.dry_run:
         words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=_budget(s, ns))
         s.say(f"dry run, nothing written: would answer {_tally(words)}")
@@ -142,7 +153,7 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
 
 
 def remove(s: Session, ns: Namespace) -> Any:
-    """`remove QUEUE --error GLOB [--payload GLOB] [--state S] [--dry-run | --yes]`."""
+    """`remove QUEUE --error GLOB [--payload GLOB] [--state S] [--limit N] [--dry-run | --yes]`."""
     if ns.id is not None:
         raise UsageProblem("remove takes a job id or a filter (--error, --payload), not both")
     if not _filter_given(ns):
@@ -150,7 +161,7 @@ def remove(s: Session, ns: Namespace) -> Any:
             "remove takes a job id or a filter (--error GLOB, --payload GLOB, --signature "
             "S) — see %emq remove --help"
         )
-    ids = preview(s, "remove", ns.queue, _find_for(s, ns, _states(ns)))
+    ids = preview(s, "remove", ns.queue, _find_for(s, ns, _states(ns)), ns.limit)
     if ns.dry_run:
         words = admin.remove_jobs(s.conn, ns.queue, ids, dry_run=True)
         s.say(f"dry run, nothing written: would answer {_tally(words)}")

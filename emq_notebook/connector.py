@@ -238,6 +238,8 @@ class Connection:
         self._secrets: tuple[str, ...] = (secret,) if isinstance(secret, str) else tuple(secret or ())
         self._scripts: dict[str, Any] = {}
         self._library_ready = False
+        # a read-only session's answer to "is this library loaded?" (None: not asked yet)
+        self._library_asked: bool | None = None
         self.token = uuid.uuid4().hex
 
     def describe(self) -> str:
@@ -304,7 +306,9 @@ class Connection:
         With `pipeline` (this connection's `pipeline()`), the call is queued there and
         answers None; `pipeline.execute()` answers its decoded reply in its place.
         On a read-only connection a script not declared `--@readonly` raises
-        `ReadOnly` before any I/O.
+        `ReadOnly` before any I/O; under the function executor, a read-only session
+        whose server does not hold this version of the library reads through the same
+        script by EVALSHA (`_library_loaded`): it never loads or replaces a library.
         """
         t = transitions.get(name)
         how, body = t.body(self.executor, folded)
@@ -313,6 +317,10 @@ class Connection:
         call = transitions.Call(name, tuple(keys), tuple(args), verb or name, queue, job)
         wire_keys = [decoding.wire(str(k)) for k in keys]
         wire_args = [decoding.wire(str(a)) for a in args]
+        if how == "function" and self.read_only:
+            with self.wire():
+                if not self._library_loaded():
+                    how = "script"  # the same read-only script, by EVALSHA: no library loaded
         if pipeline is not None:
             pipeline.queue_run(how, body, wire_keys, wire_args, t.reply, call)
             return None
@@ -331,7 +339,8 @@ class Connection:
     def _fcall(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
         """FCALL (FCALL_RO for a `--@readonly` script); a server that lost the library
         (restarted, FUNCTION FLUSH) answers "Function not found": load it and retry once,
-        as EVALSHA does on NOSCRIPT (nothing ran, so the retry is safe)."""
+        as EVALSHA does on NOSCRIPT (nothing ran, so the retry is safe). A read-only
+        session loads nothing: it runs the same read-only script by EVALSHA instead."""
         call = self.client.fcall_ro if scripts.read_only(name) else self.client.fcall
         self._ensure_library()
         try:
@@ -340,8 +349,19 @@ class Connection:
             if "function not found" not in str(exc).lower():
                 raise
         self._library_ready = False
+        if self.read_only:
+            self._library_asked = False
+            return self.script(name)(keys=keys, args=args)
         self._ensure_library()
         return call(f"emq_{name}", len(keys), *keys, *args)
+
+    def _library_loaded(self) -> bool:
+        """True when the server holds this version of the function library: one
+        FCALL_RO a connection; a session that found it missing (or gone since) reads by
+        EVALSHA from then on. Reads only."""
+        if not self._library_ready and self._library_asked is None:
+            self._library_ready = self._library_asked = self._library_versions() == {scripts.library()[0]}
+        return self._library_ready
 
     def script(self, name: str) -> Any:
         """The redis-py `Script` for `name`: EVALSHA, and on NOSCRIPT load and retry."""
@@ -406,10 +426,17 @@ class Connection:
 
     def _ensure_library(self) -> None:
         """Load (or upgrade) the function library once per connection, versioned; on a
-        cluster, every primary must answer the version or all of them are loaded."""
+        cluster, every primary must answer the version or all of them are loaded. A
+        read-only session never loads or replaces the library every other client calls:
+        it refuses (`ReadOnly`) before any write."""
         if self._library_ready:
             return
         version, body = scripts.library()
+        if self.read_only:
+            if self._library_versions() == {version}:
+                self._library_ready = True
+                return
+            self.refuse_writes(f"FUNCTION LOAD of the {scripts.LIBRARY} library {version}")
         if self._library_versions() != {version}:
             # FUNCTION LOAD goes to every primary of a cluster (redis-py routes it so)
             self.client.function_load(body, replace=True)
@@ -470,7 +497,7 @@ class Pipeline:
         at = len(self._pipe)
         if how == "native":
             self._send(body, len(keys), *keys, *args)
-        elif how == "function":
+        elif how == "function":  # a read-only session's run() found the library loaded
             with self._conn.wire():
                 self._conn._ensure_library()
             fcall = "FCALL_RO" if scripts.read_only(body) else "FCALL"

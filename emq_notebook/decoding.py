@@ -5,24 +5,42 @@ row written by another client with bytes that are not UTF-8 (`b"\\xff\\xfe"`)
 reads without an error and writes back byte for byte (`update_data` with the
 text read restores the same bytes).  Anything shown to a person (a printed
 line, a panel, a frame's HTML) goes through `printable`, which writes each such
-byte as `\\xNN`, so a display never fails on it either.
+byte as `\\xNN`, so a display never fails on it either; `visible` writes a
+control character (a NUL, an escape) the same way, where a person reads it.
+
+A frame keeps the text as read, so a value taken from it writes back the same
+bytes.  A new text column built from such text cannot be Arrow-backed (Arrow
+holds UTF-8 only): `text_dtype` names its dtype, `object` when a value holds such
+a byte.  In IPython, a frame is shown through `visible` (`magics.show_frames`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 ERRORS = "surrogateescape"
 # the code points surrogateescape decodes an undecodable byte to
 _ESCAPED = re.compile("[\udc80-\udcff]")
+# what a display would act on or drop rather than show: C0 controls but tab and newline, DEL
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def printable(value: object) -> str:
-    """`value` as text safe to show: undecodable bytes as `\\xNN`, the rest as is."""
+    """`value` as text safe to show: undecodable bytes as `\\xNN`, the rest as is (the
+    same text the events' UTF-8 repair writes, lua/includes/common.lua `utf8_text`)."""
     text = value if isinstance(value, str) else str(value)
     if text.isascii() or not _ESCAPED.search(text):
         return text
     return text.encode("utf-8", ERRORS).decode("utf-8", "backslashreplace")
+
+
+def visible(value: object) -> str:
+    """`printable`, and each control character but a tab or a newline (a NUL, an
+    escape, a carriage return) as `\\xNN` too: what a person reads in a panel, a frame
+    or a terminal, where such a character would vanish or act on the display."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", printable(value))
 
 
 def wire(value: str) -> str | bytes:
@@ -36,3 +54,14 @@ def wire(value: str) -> str | bytes:
     if value.isascii() or not _ESCAPED.search(value):
         return value
     return value.encode("utf-8", ERRORS)
+
+
+def undecodable(value: object) -> bool:
+    """True when `value` is text holding a byte that is not UTF-8 (read under `ERRORS`)."""
+    return isinstance(value, str) and not value.isascii() and _ESCAPED.search(value) is not None
+
+
+def text_dtype(values: Iterable[object]) -> Any:
+    """The dtype of a new text column of `values`: pandas' default (`None`, the
+    Arrow-backed `str`) for plain text, `object` when one holds an undecodable byte."""
+    return object if any(undecodable(v) for v in values) else None

@@ -1,9 +1,10 @@
 """The demos: an incident end to end on the embedded default, and the guard that
 lets a demo write only to queues it made itself.
 
-`python -m emq_notebook.demo` runs: a worker with a bug kills jobs, the operator
-pauses, inspects the dead letters, mends a payload, reprocesses, resumes, and
-retires a scratch queue with a bounded obliterate.
+`python -m emq_notebook.demo` runs, and tells as it goes: a worker with a bug kills
+two of four jobs, the operator pauses, reads the dead letters, mends their
+payloads, reprocesses them (a delivered job is refused as gone: a completed job
+leaves no row), resumes, and retires a scratch queue with a bounded obliterate.
 
 A demo seeds and destroys, so before its first write it calls `fresh(conn, *queues)`.
 A queue a demo makes is marked in its own meta hash (`created_by` =
@@ -70,35 +71,53 @@ def buggy_mailer(job_id: str, payload: str, attempts: int) -> None:
         raise ValueError(f"SMTP 553: bad recipient {to!r}")
 
 
+RECIPIENTS = ["ana@example.com", "bo.example.com", "cy@example.com", "di.example.com"]
+
+
 def main(out: Callable[[str], None] = print) -> int:
+    """The incident, told as it happens: what was queued, how many failed and why, the
+    payloads mended, the retry, and why a delivered job cannot be reprocessed."""
     conn = fresh(connect(), "mailers", "scratch")
-    out(f"connected: {conn.label}")
-    for n, to in enumerate(["ana@example.com", "bo.example.com", "cy@example.com", "di.example.com"]):
+    inside = (
+        " (a server inside this process, gone when it exits)" if conn.label.startswith("embedded") else ""
+    )
+    out(f"connected: {conn.label}{inside}")
+    for n, to in enumerate(RECIPIENTS):
         jobs.enqueue(conn, "mailers", json.dumps({"to": to}), id=f"j_mail{n}", max_attempts=1)
+    out(f"queued {len(RECIPIENTS)} mails on mailers, one attempt each: j_mail0 … j_mail{len(RECIPIENTS) - 1}")
+    out("the mailer has a bug: it cannot send to an address without an @")
     done = Worker(conn, "mailers", buggy_mailer).run(until_empty=True)
-    out(f"worker processed {done} jobs")
+    failed = int(conn.command("ZCARD", queue_key("mailers", "dead")))
+    out(f"the worker took {done} jobs: {done - failed} delivered, {failed} failed and are dead")
     out(frames.counts(conn, ["mailers"]).to_string())
 
     admin.pause(conn, "mailers")
-    out(f"paused mailers; claim answers: {jobs.claim(conn, 'mailers', 1000)}")
+    claimed = jobs.claim(conn, "mailers", 1000)
+    out(f"paused mailers, so nothing runs while we look; a claim now answers {claimed}")
     dead = frames.snapshot(conn, "mailers", states="dead")
+    out("the dead letters, with the error each died of:")
     out(dead[["last_error", "payload"]].to_string())
     for job_id, row in dead.iterrows():
         mended = json.loads(row.payload)
-        mended["to"] = mended["to"].replace(".example", "@example", 1)
+        was, mended["to"] = mended["to"], mended["to"].replace(".example", "@example", 1)
         jobs.update_data(conn, "mailers", str(job_id), json.dumps(mended))
-    out(f"reprocessed {admin.reprocess_dead(conn, 'mailers')} dead jobs")
+        out(f"mended the payload of {job_id}: {was} -> {mended['to']}")
+    out(f"reprocessed {admin.reprocess_dead(conn, 'mailers')} dead jobs: back in pending, waiting for resume")
+    out("j_mail0 was delivered: a completed job leaves no row, so reprocessing it is refused as gone:")
     try:
         jobs.reprocess_job(conn, "mailers", "j_mail0")
     except Exception as refusal:  # a refusal is an answer: show it
-        out(str(refusal))
+        out(f"  {refusal}")
     admin.resume(conn, "mailers")
-    Worker(conn, "mailers", buggy_mailer).run(until_empty=True)
+    again = Worker(conn, "mailers", buggy_mailer).run(until_empty=True)
+    left = int(conn.command("ZCARD", queue_key("mailers", "dead")))
+    out(f"resumed mailers: the worker took {again} jobs, {again - left} delivered, {left} dead")
     out(frames.counts(conn, ["mailers"]).to_string())
 
     for _ in range(2500):
         jobs.enqueue(conn, "scratch", "{}")
     admin.pause(conn, "scratch")
+    out("retiring scratch (2,500 jobs): paused, then obliterated in bounded calls of 1,000")
     calls = admin.obliterate_all(
         conn, "scratch", progress=lambda c, left: out(f"  obliterate call {c}: {left} jobs left")
     )

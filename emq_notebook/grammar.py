@@ -171,10 +171,19 @@ def split(line: str) -> list[str]:
 _PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}\Z")
 
 
+def _failure(exc: BaseException) -> str:
+    """`TypeError: ...`, even for an exception whose own `str()` raises."""
+    try:
+        said = str(exc)
+    except Exception:
+        said = "(its message cannot be shown)"
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+
+
 def substitute(words: list[str], namespace: dict[str, Any]) -> list[str]:
     """Each word written exactly `{{name}}` -> the value of `name` in `namespace`:
-    a str as is, a dict or list as JSON, anything else `str()`.  An unknown name is
-    one `UsageProblem` line."""
+    a str as is, a dict or list as JSON, anything else `str()`.  An unknown name, a
+    value that is not JSON, and a `str()` that raises are each one `UsageProblem` line."""
     out = []
     for word in words:
         m = _PLACEHOLDER.match(word)
@@ -190,10 +199,13 @@ def substitute(words: list[str], namespace: dict[str, Any]) -> list[str]:
         elif isinstance(value, (dict, list)):
             try:
                 text = json.dumps(value)
-            except (TypeError, ValueError) as exc:
-                raise UsageProblem(f"{{{{{name}}}}}: not JSON: {exc}") from None
+            except Exception as exc:  # not JSON: a set inside, a cycle, a failing repr
+                raise UsageProblem(f"{{{{{name}}}}}: not JSON: {_failure(exc)}") from None
         else:
-            text = str(value)
+            try:
+                text = str(value)
+            except Exception as exc:  # any object of the notebook's, any failure of its own
+                raise UsageProblem(f"{{{{{name}}}}}: cannot be written as text: {_failure(exc)}") from None
         out.append(Quoted(text))
     return out
 
@@ -296,12 +308,18 @@ def verb_help(verb: str) -> str:
     return verb_parser(verb).format_help()
 
 
-def grammar() -> str:
-    """The whole grammar, one verb a line (what `%emq`, `%emq?` and `%emq help` show)."""
-    lines = ["%emq VERB QUEUE [ID] [options]   (%emq VERB -h for one verb)", ""]
+def verb_lines() -> list[str]:
+    """Every verb's usage and summary, two lines a verb (the grammar's body)."""
+    lines = []
     for v in registry.VERBS.values():
         lines.append(f"  {usage(v.name)}")
         lines.append(f"      {v.summary}")
+    return lines
+
+
+def grammar() -> str:
+    """The whole grammar, one verb a line (what `%emq`, `%emq?` and `%emq help` show)."""
+    lines = ["%emq VERB QUEUE [ID] [options]   (%emq VERB -h for one verb)", "", *verb_lines()]
     lines += [
         "",
         "Durations: 250ms, 30s, 5m, 1h.  A refusal prints one line with its reason",

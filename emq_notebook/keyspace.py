@@ -3,7 +3,7 @@
 Every key of queue `q` lives under `emq:{q}:`, one cluster slot.  Names and ids
 are checked HERE, before any I/O: a name that could escape its key (braces,
 `:`, whitespace, control characters, glob characters, empty, over-long) raises
-`InvalidName`.
+`InvalidName`; so does one starting with `-`, which a command line reads as an option.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ def check_name(value: object, what: str = "queue name") -> str:
         raise InvalidName(f"{what} is over {MAX_NAME} characters")
     if not _SAFE.match(value):
         raise InvalidName(f"{what} {value!r} may hold only letters, digits and _ . - @ +")
+    if value.startswith("-"):
+        # `-h`, `--yes`: a command line would read it as an option, and no line could name it
+        raise InvalidName(f"{what} {value!r} starts with -, which a command line reads as an option")
     return value
 
 

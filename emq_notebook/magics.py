@@ -17,6 +17,7 @@ from traitlets import Enum as TEnum
 from traitlets import Float, Int, Unicode, observe, validate
 
 from . import commands, grammar, settings
+from .decoding import visible
 from .errors import EMQError, Refused
 
 
@@ -143,8 +144,30 @@ class EMQMagics(Magics):
 EMQMagics.emq.__doc__ = grammar.grammar()
 
 
+def _plain(value: Any, p: Any, cycle: bool) -> None:
+    p.text(visible(repr(value)))
+
+
+def _html(frame: Any) -> str | None:
+    markup = frame._repr_html_()
+    return None if markup is None else visible(markup)
+
+
+def show_frames(ipython: Any) -> None:
+    """Show pandas frames, series and indexes through `visible`: a frame holding text
+    with bytes that are not UTF-8 (a foreign row) or a control character shows each as
+    `\\xNN`, as the `emq` shell prints it; the frame keeps the text as read."""
+    import pandas as pd
+
+    formatters = ipython.display_formatter.formatters
+    for kind in (pd.DataFrame, pd.Series, pd.Index):
+        formatters["text/plain"].for_type(kind, _plain)
+    formatters["text/html"].for_type(pd.DataFrame, _html)
+
+
 def register(ipython: Any) -> EMQMagics:
-    """Register `%emq` / `%%emq`, `%config EMQMagics`, the refusal display and completion."""
+    """Register `%emq` / `%%emq`, `%config EMQMagics`, the refusal display, the escaped
+    display of frames (`show_frames`) and completion."""
     from .completion import install
 
     magics = EMQMagics(shell=ipython)
@@ -153,6 +176,7 @@ def register(ipython: Any) -> EMQMagics:
         ipython.configurables.append(magics)
     formatter = ipython.display_formatter.ipython_display_formatter
     formatter.for_type(Refused, show_refusal)
+    show_frames(ipython)
     if SESSION.forget_printed not in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.register("pre_run_cell", SESSION.forget_printed)
     install(ipython, SESSION)

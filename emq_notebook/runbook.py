@@ -26,6 +26,7 @@ shared by the runbooks.
 from __future__ import annotations
 
 import fnmatch
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,8 +35,8 @@ from typing import Any
 import pandas as pd
 
 from . import admin, frames, health, lanes, plots, repeat, triage
-from .connector import Connection, connect
-from .decoding import printable
+from .connector import Connection, connect, redact, secrets_of
+from .decoding import text_dtype, visible
 from .errors import BadInput, Halted, OutcomeNotReached, PreconditionFailed
 from .keyspace import base, check_name, queue_key
 
@@ -55,7 +56,7 @@ def _show(value: Any) -> None:
         print(value)
         return
     if get_ipython() is None:
-        print(value.to_string() if isinstance(value, pd.DataFrame) else value)
+        print(visible(value.to_string() if isinstance(value, pd.DataFrame) else value))
     else:
         display(value)
 
@@ -79,8 +80,8 @@ class Preview:
         out = [self.what]
         if self.sample:
             more = f" (and {self.count - len(self.sample):,} more)" if self.count > len(self.sample) else ""
-            out.append(f"  sample ids: {', '.join(printable(s) for s in self.sample)}{more}")
-        out += [f"  {k}: {printable(v)}" for k, v in self.facts.items()]
+            out.append(f"  sample ids: {', '.join(visible(s) for s in self.sample)}{more}")
+        out += [f"  {k}: {visible(v)}" for k, v in self.facts.items()]
         return out
 
     def __repr__(self) -> str:
@@ -101,7 +102,7 @@ class Runbook:
         self.started = time.time()
 
     def say(self, line: str) -> None:
-        print(f"[{_clock()}] {printable(line)}")
+        print(f"[{_clock()}] {visible(line)}")
 
     # -- the steps ------------------------------------------------------------------
     def step(
@@ -236,6 +237,25 @@ def _bar(label: str, total: int) -> Any:
     return bar
 
 
+PASSWORD_VARIABLE = "EMQ_PASSWORD"
+
+
+def _password(url: str | None) -> dict[str, Any]:
+    """`{"password": ...}` from `EMQ_PASSWORD` when the server's URL carries none (else
+    nothing); `BadInput` when the URL parameter carries one (the record would keep it)."""
+    if url is not None and secrets_of(url):
+        raise BadInput(
+            f"EMQ_URL holds a password, and the executed notebook (the incident record) keeps "
+            f"every parameter: give EMQ_URL without it ({redact(url)}) and put the password "
+            f"in the {PASSWORD_VARIABLE} environment variable"
+        )
+    password = os.environ.get(PASSWORD_VARIABLE) or None
+    server = url if url is not None else os.environ.get("EMQ_URL") or None
+    if password is None or server is None or secrets_of(server):
+        return {}
+    return {"password": password}
+
+
 def start(
     name: str,
     url: str | None,
@@ -248,14 +268,18 @@ def start(
 ) -> Runbook:
     """The connect cell: connect (read-only unless `apply`), print the record's head.
 
-    `url` None is `EMQ_URL`, else the embedded default. A queue with no key on the
-    server is `BadInput` (a typo in QUEUE must not pass as a healthy queue), except
-    for runbooks that say `absent_ok=True` (retiring a queue already gone)."""
+    `url` None is `EMQ_URL`, else the embedded default. The password comes from the
+    `EMQ_PASSWORD` environment variable (used when the URL carries none); an `url`
+    parameter that carries a password is `BadInput` before any I/O, because papermill
+    writes every parameter into the executed notebook, the incident record. A queue
+    with no key on the server is `BadInput` (a typo in QUEUE must not pass as a
+    healthy queue), except for runbooks that say `absent_ok=True` (retiring a queue
+    already gone)."""
     if not isinstance(apply, bool):
         raise BadInput(f"APPLY is True or False, not {apply!r}")
     check_name(queue)
     absent_ok = bool(params.pop("absent_ok", False))
-    conn = connect(url, read_only=not apply, env=env, executor=executor, name="runbook")
+    conn = connect(url, read_only=not apply, env=env, executor=executor, name="runbook", **_password(url))
     # the record is read as text (a saved notebook, papermill's output): wide frames, one line a row
     pd.set_option("display.width", 200)
     pd.set_option("display.max_colwidth", 60)
@@ -354,9 +378,8 @@ def choose(dead: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
     """The rows of `dead` (a `triage.find` frame) whose error signature
     (`triage.signature`) matches glob `pattern` (fnmatch, case-sensitive), with a
     `signature` column; no rows when `pattern` is None."""
-    dead = dead.assign(
-        signature=[triage.signature(e) if isinstance(e, str) else "" for e in dead["last_error"]]
-    )
+    sigs = [triage.signature(e) if isinstance(e, str) else "" for e in dead["last_error"]]
+    dead = dead.assign(signature=pd.Series(sigs, index=dead.index, dtype=text_dtype(sigs)))
     if not pattern:
         return dead.iloc[0:0]
     matches = [fnmatch.fnmatchcase(s, pattern) for s in dead["signature"]]

@@ -35,14 +35,18 @@ def code(text: str, *tags: str):
 
 def how_to_run(name: str, queue: str) -> str:
     return f"""
-**How to run it.** In Jupyter: open this notebook, set the parameters in the first code
+**How to run it.** A server's password is never a parameter (this notebook, once run, is
+the incident record and keeps every parameter): set the `EMQ_PASSWORD` environment
+variable where Jupyter or papermill runs, and give `EMQ_URL` without it. In Jupyter: open
+this notebook, set the parameters in the first code
 cell (`EMQ_URL`, `QUEUE`, ...), *Run all*, and read the previews: with `APPLY = False`
 the session is read-only and nothing is written. Then set `APPLY = True` and *Run all*
 again: each step re-checks its precondition on the live server before it writes, and
 stops the notebook when it no longer holds. The last cell fails the notebook when the
 outcome is not reached. In automation:
 
-    papermill notebooks/runbooks/{name}.ipynb out.ipynb -p EMQ_URL redis://... -p QUEUE {queue} -p APPLY True
+    export EMQ_PASSWORD=...      # the server's password, when it has one
+    papermill notebooks/runbooks/{name}.ipynb out.ipynb -p EMQ_URL redis://host:6379/0 -p QUEUE {queue} -p APPLY True
 
 The executed notebook (`out.ipynb`) is the incident record: server, queue,
 parameters, times and every step's preview and result."""
@@ -66,7 +70,7 @@ def glance(about: str) -> list:
 
 
 PARAMS = """
-EMQ_URL = None      # the server: None reads the EMQ_URL environment variable, else the embedded default
+EMQ_URL = None      # the server, without its password (that is EMQ_PASSWORD); None: EMQ_URL, else embedded
 QUEUE = "{queue}"
 APPLY = False       # False: read only, show what each step would do; True: do it
 ENV = None          # what this server is, e.g. "production": printed in the record

@@ -21,7 +21,7 @@ from emq_notebook import admin, frames, grammar, jobs, keyspace, lanes
 from emq_notebook.errors import BadInput, EMQError, InvalidName, UsageProblem
 
 EXAMPLES = 150
-SAFE = re.compile(r"[A-Za-z0-9_.@+\-]{1,128}\Z")
+SAFE = re.compile(r"[A-Za-z0-9_.@+][A-Za-z0-9_.@+\-]{0,127}\Z")  # no leading -: an option
 on_a_backend = settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -115,7 +115,7 @@ def test_the_shell_reads_pyproject_and_gates_every_destructive_call(url, tmp_pat
 def test_free_text_help_words_are_data_in_the_shell(url):
     jobs.enqueue(emq.connect(url), "mail", "{}", id="j_1")
     out = run("log", "mail", "j_1", "the", "flag", "is", "--help", url=url)
-    assert out.returncode == 0 and "has 1 log lines" in out.stdout
+    assert out.returncode == 0 and "has 1 log line\n" in out.stdout
     assert run("logs", "mail", "j_1", url=url).stdout.strip() == "the flag is --help"
     bad = run("watch", "mail", "--seconds", "-1", url=url)
     assert bad.returncode == 2 and "--seconds" in bad.stderr

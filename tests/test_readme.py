@@ -193,6 +193,9 @@ def runaway(valkey, n=10_050):
 
 
 def test_the_papermill_line_runs_as_written(valkey, tmp_path):
+    """As written, against a server whose user has a password: the password in
+    EMQ_PASSWORD, the URL naming the user only; the record never holds the password."""
+    import os
     import shlex
     import subprocess
     import sys
@@ -200,22 +203,36 @@ def test_the_papermill_line_runs_as_written(valkey, tmp_path):
     import nbformat
     from test_runbooks_live import said
 
-    line = INCIDENT.split("```bash", 1)[1].split("```", 1)[0].strip()
+    password, line = INCIDENT.split("```bash", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert password.startswith("export EMQ_PASSWORD=...")
     assert line == (
         "papermill notebooks/runbooks/11-runaway-producer.ipynb out.ipynb -p EMQ_URL redis://... "
         "-p QUEUE newsletters -p APPLY True"
     )
     url, conn = runaway(valkey)
+    secret = "pw-runbook-7Zq"
+    conn.client.execute_command("ACL", "SETUSER", "oncall", "on", f">{secret}", "~*", "&*", "+@all")
+    user_url = url.replace("redis://", "redis://oncall@")
     root = Path(__file__).resolve().parent.parent
-    words = [url if w == "redis://..." else w for w in shlex.split(line)]
+    words = [user_url if w == "redis://..." else w for w in shlex.split(line)]
     words[0] = str(Path(sys.executable).parent / "papermill")  # the one installed with the package
     try:  # from the repository root, as written
-        done = subprocess.run(words, cwd=root, timeout=300, capture_output=True, text=True)
+        done = subprocess.run(
+            words,
+            cwd=root,
+            timeout=300,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "EMQ_PASSWORD": secret},
+        )
         assert done.returncode == 0, done.stderr[-3000:]
+        stored = (root / "out.ipynb").read_text()
         record = said(nbformat.read(root / "out.ipynb", 4))
     finally:
         (root / "out.ipynb").unlink(missing_ok=True)
-    assert f"server: {url} · env not set · executor script · APPLY = True: steps write" in record
+        conn.client.execute_command("ACL", "DELUSER", "oncall")
+    assert secret not in stored and secret not in done.stdout + done.stderr
+    assert f"server: {user_url} · env not set · executor script · APPLY = True: steps write" in record
     assert "step drain: done — drained 10,050 jobs" in record and "outcome reached (3 checks)" in record
     assert emq_backlog(conn) == 0 and conn.client.zrange("emq:{newsletters}:active", 0, -1) == ["j_flight"]
 
@@ -312,3 +329,76 @@ def test_the_health_block_runs_as_written(ip, session_on, capfd):
         assert ns["view"].running and ns["board"].verdicts == {"mailers": "ok"}
     finally:
         close_all()
+
+
+# -- the Voilà lines, run as written: quietly --------------------------------------------
+
+VOILA_BLOCK = README.split("a web page for people who never open Jupyter", 1)[1].split("```bash", 1)[1]
+VOILA_BLOCK = VOILA_BLOCK.split("```", 1)[0]
+
+
+def test_the_voila_lines_run_quietly(valkey, tmp_path):
+    """`jupyter trust` then `voila --no-browser ...` as written (a free port added, a
+    private HOME): the page is served and the log holds no warning and no traceback."""
+    import os
+    import shlex
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    import redis
+
+    redis.Redis(port=valkey.port).flushall()
+    lines = [ln.split("#", 1)[0].strip() for ln in VOILA_BLOCK.strip().splitlines()]
+    trust, serve = lines[1], lines[2]
+    assert trust == "jupyter trust notebooks/demos/dashboard.ipynb"
+    assert serve.startswith("EMQ_URL=redis://127.0.0.1:6379/0 voila --no-browser ")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "EMQ_URL": f"redis://127.0.0.1:{valkey.port}/0",
+    }
+    bin_dir = Path(sys.executable).parent  # the ones installed with the package
+    root = Path(__file__).resolve().parent.parent
+    words = shlex.split(trust)
+    done = subprocess.run([str(bin_dir / words[0]), *words[1:]], cwd=root, env=env, timeout=60)
+    assert done.returncode == 0
+    words = shlex.split(serve)[1:]  # the EMQ_URL assignment is in env, pointed at the test server
+    log = tmp_path / "voila.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [str(bin_dir / words[0]), *words[1:-1], f"--port={port}", words[-1]],
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, log.read_text()
+                    time.sleep(0.2)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=90) as page:
+                assert page.status == 200 and page.read()
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    said = log.read_text()
+    assert "Kernel started" in said
+    assert "WARNING" not in said and "Traceback" not in said, said

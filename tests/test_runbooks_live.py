@@ -570,3 +570,38 @@ def test_a_demo_stops_at_its_first_writing_cell_on_a_real_queue(live, url, monke
     assert failed == 1 and "emq.demo.fresh" in code[1].source  # the first cell that writes
     assert "'newsletters' on " + url in said(nb) and "nothing was written" in said(nb)
     assert changed(before, dump(live.client)) == []
+
+
+# -- what other nodes write, and what a record must never keep ----------------------------------
+
+
+def test_10_reads_undecodable_errors_and_shows_them_escaped(run, live, url):
+    """A dead letter whose last_error another node wrote as bytes that are not UTF-8: the
+    runbook reads and previews it (APPLY=False, nothing written), showing `\\xNN`."""
+    q = "mailers"
+    stage_dead_letters(live)
+    live.client.execute_command("HSET", f"emq:{{{q}}}:job:j_mail01", "last_error", b"SMTP 553: \xff\xfe bad")
+    before = dump(live.client)
+    text = run("10-triage-dead-letters", False, QUEUE=q, SIGNATURE="*bad*", TRIAL=0)
+    assert changed(before, dump(live.client)) == []
+    assert "SMTP <num>: \\xff\\xfe bad" in text and "\ufffd" not in text
+    assert "16 dead letters chosen, 2 left alone" in text
+
+
+def test_a_url_parameter_holding_a_password_stops_the_runbook_in_its_first_cell(run, live, url):
+    secret = "pw-Kq2-runbook"
+    stage_runaway(live, n=10)
+    before = dump(live.client)
+    text = run(
+        "11-runaway-producer",
+        False,
+        fails="BadInput",
+        EMQ_URL=url.replace("redis://", f"redis://oncall:{secret}@"),
+        QUEUE="newsletters",
+    )
+    assert "EMQ_PASSWORD" in text and secret not in text
+    code = [c for c in run.nb.cells if c.cell_type == "code"]
+    failed = [i for i, c in enumerate(code) if any(o.get("output_type") == "error" for o in c.outputs)]
+    tags = [c.metadata.get("tags", []) for c in code]
+    assert failed == [tags.index(["injected-parameters"]) + 1]  # the first cell after the parameters
+    assert changed(before, dump(live.client)) == []

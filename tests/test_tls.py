@@ -6,6 +6,7 @@ front of a real Valkey on 127.0.0.1; the toolkit's side is the real thing."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import ssl
 import threading
 
@@ -16,6 +17,9 @@ import trustme
 import emq_notebook as emq
 from emq_notebook import admin, jobs
 from emq_notebook.errors import WireError
+
+# the terminator ends every connection before its loop closes: nothing is left to say so
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 
 
 class TLSTerminator:
@@ -59,9 +63,22 @@ class TLSTerminator:
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
     def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.server.close)
+        """Close the listener, end every connection's pipes while the loop still runs
+        (a pipe left pending would close its stream on a closed loop when collected, and
+        print that traceback into a green run), then stop and close the loop."""
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        self.loop.close()
+
+    async def _shutdown(self) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await asyncio.sleep(0)  # the transports' connection_lost callbacks run
 
 
 @pytest.fixture
@@ -76,6 +93,10 @@ def tls(valkey, tmp_path):
     terminator = TLSTerminator(ca, valkey.port)
     yield terminator.port, files
     terminator.stop()
+    # a pipe left pending would close its stream on a closed loop when collected, and
+    # print that traceback into a green run
+    assert not asyncio.all_tasks(terminator.loop) and terminator.loop.is_closed()
+    gc.collect()
 
 
 def test_rediss_with_client_certificates_runs_the_verbs(tls):

@@ -98,8 +98,8 @@ def test_with_yes_it_acts_on_exactly_the_previewed_ids(emq_line, conn, monkeypat
     stage(conn)
     shown = commands_triage.preview
 
-    def preview_then_one_more_dies(s, doing, q, found):
-        ids = shown(s, doing, q, found)
+    def preview_then_one_more_dies(s, doing, q, found, limit=None):
+        ids = shown(s, doing, q, found, limit)
         kill(conn, "j_late", "SMTP 550 mailbox 9 unavailable")  # after the preview
         return ids
 

@@ -69,6 +69,8 @@ def test_remove_previewed_and_an_error_glob(conn):
     panel.preview_button.click()
     assert panel.previewed == ["j_tls", "j_to"]
     panel.remove_preview_button.click()
+    assert "Remove <b>2</b> previewed dead jobs of dlq?" in panel.confirmation.text.value
+    panel.confirmation.confirm_button.click()
     assert panel.status_text == "remove previewed: 2 removed"
     assert not conn.client.exists(K + "job:j_tls") and conn.client.zcard(K + "dead") == 4
     assert "4 dead" in panel.summary.value

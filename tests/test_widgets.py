@@ -130,6 +130,7 @@ def test_dead_letter_panel_in_bulk(conn):
     assert panel.status_text == "1 removed" and not conn.client.exists(f"emq:{{{Q}}}:job:{ids[2]}")
     panel.budget.value = 2
     panel.reprocess_all_button.click()
+    panel.confirmation.confirm_button.click()
     assert panel.status_text == "reprocessed 3 dead jobs"
     assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 0 and len(panel.select.options) == 0
 

@@ -1,7 +1,8 @@
 """What every panel shares: a header naming the connection and its env, a status
 line that shows the last result or typed refusal, writing buttons greyed out on a
-read-only connection, a static fallback for saved notebooks, and the registry
-that keeps one background thread per panel.
+read-only connection, the question a bulk button asks before it acts
+(`Confirmation`), a static fallback for saved notebooks, and the registry that
+keeps one background thread per panel.
 
 The static fallback: a saved notebook read where no widget runs (GitHub,
 nbviewer) shows the `text/html` or `text/plain` of the display bundle, so the
@@ -27,13 +28,14 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import ipywidgets as w
 import traitlets
 
 from ..connector import Connection
-from ..decoding import printable
+from ..decoding import visible
 from ..errors import BadInput, EMQError, ReadOnly, Refused
 
 # an auto-refresh faster than twice a second is a busy loop against the server
@@ -113,7 +115,7 @@ class Panel(w.VBox):
     @property
     def label(self) -> str:
         conn = getattr(self, "conn", None)
-        return printable(conn.label) if conn is not None else "(no connection)"
+        return visible(conn.label) if conn is not None else "(no connection)"
 
     def connection_line(self) -> str:
         """`env production · read-only · connected: redis://...` (the label last, as the
@@ -130,7 +132,7 @@ class Panel(w.VBox):
         elif self.env:
             env = (
                 f'<span style="background:#57606a;color:white;padding:0 4px;border-radius:3px">'
-                f"{html.escape(printable(self.env))}</span>"
+                f"{html.escape(visible(self.env))}</span>"
             )
         else:
             env = "not set"
@@ -167,7 +169,7 @@ class Panel(w.VBox):
 
     # -- the status line ----------------------------------------------------------
     def say(self, text: str, kind: str = "ok") -> None:
-        text = printable(text)
+        text = visible(text)
         colour = {"ok": "#1a7f37", "refused": "#9a6700", "error": "#cf222e"}[kind]
         self.status.value = f'<span style="color:{colour}">{html.escape(text)}</span>'
         self.status_text = text
@@ -226,7 +228,7 @@ class Panel(w.VBox):
     def static_text(self) -> str:
         """The panel as lines of text (what `text/plain` carries)."""
         lines = [f"{self!r} · {self.connection_line()}"]
-        lines += [f"{printable(k)}: {printable(v)}" for k, v in self.facts()]
+        lines += [f"{visible(k)}: {visible(v)}" for k, v in self.facts()]
         lines += [plain(v) for v in self._shown()]
         if self.status_text:
             lines.append(f"status: {self.status_text}")
@@ -274,6 +276,78 @@ class Panel(w.VBox):
         super().close()
 
 
+@dataclass
+class Question:
+    """What a `Confirmation` asked: "`doing` `count` `what`? `note`", and what Confirm does."""
+
+    doing: str
+    count: int
+    what: str
+    act: Callable[[int], Any]
+    recount: Callable[[], int | None] | None = None
+    note: str = ""
+
+
+class Confirmation:
+    """The one question a bulk button asks before it acts, as Drain asks it: the count,
+    what and where, then the connection and its env (`Reprocess 1,500 dead jobs of
+    mailers? at most 50 a second` / `env production · connected: redis://...`), with
+    Confirm and Cancel.
+
+    `ask(...)` shows the question and acts on nothing; Confirm re-checks the session
+    (read-only) and, given `recount`, counts again: when more jobs are there than the
+    question stated, it asks again with the new count and does nothing; else it calls
+    `act(count)` with the count the question stated. A panel holds one (`view` is its
+    widget): a new question replaces an open one, and `cancel()` closes it."""
+
+    def __init__(self, panel: Panel) -> None:
+        self.panel = panel
+        self.text = w.HTML()
+        self.confirm_button = w.Button(description="Confirm", button_style="warning", icon="check")
+        self.confirm_button.on_click(lambda _: self.confirm())
+        self.cancel_button = w.Button(description="Cancel")
+        self.cancel_button.on_click(lambda _: self.cancel(said="cancelled; nothing done"))
+        self.buttons = w.HBox([self.confirm_button, self.cancel_button], layout=w.Layout(display="none"))
+        self.view = w.VBox([self.text, self.buttons])
+        self.asked: Question | None = None
+        panel.writes(self.confirm_button)
+
+    def ask(self, question: Question, again: str = "") -> None:
+        """Show `question` above the connection line, with Confirm and Cancel; nothing is done."""
+        self.asked = question
+        q = question
+        note = f" {html.escape(visible(q.note))}" if q.note else ""
+        self.text.value = (
+            f"{html.escape(again)}{html.escape(q.doing)} <b>{q.count:,}</b> {html.escape(visible(q.what))}?"
+            f"{note}<br><small>{html.escape(self.panel.connection_line())}</small>"
+        )
+        self.buttons.layout.display = "flex"
+
+    def cancel(self, said: str = "") -> None:
+        """Close the question; nothing is done."""
+        self.asked = None
+        self.text.value = ""
+        self.buttons.layout.display = "none"
+        if said:
+            self.panel.say(said)
+
+    def confirm(self) -> Any:
+        """Act on the count the question stated, after the re-checks; answers what `act` did."""
+        q = self.asked
+        if q is None or not self.panel.writable(q.doing.lower()):
+            return None
+        if q.recount is not None:
+            now = q.recount()
+            if now is None:  # the count failed: the panel said why
+                return None
+            if now > q.count:
+                self.ask(replace(q, count=now), again=f"The count changed (the question said {q.count:,}). ")
+                self.panel.say(f"not done: {now:,} jobs now; confirm again", "refused")
+                return None
+        self.cancel()
+        return q.act(q.count)
+
+
 def plain(markup: str) -> str:
     """HTML as text lines: a table row per line, cells joined by ` | `."""
     text = re.sub(r"</t[dh]>\s*(?=<t[dh])", " | ", markup)
@@ -286,7 +360,7 @@ def table(rows: dict[str, Any] | list[tuple], head: tuple[str, ...] = ()) -> str
     """A small HTML table (escaped; undecodable bytes shown as `\\xNN`)."""
     items = rows.items() if isinstance(rows, dict) else rows
     cells = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(printable(c))}</td>" for c in r) + "</tr>"
+        "<tr>" + "".join(f"<td>{html.escape(visible(c))}</td>" for c in r) + "</tr>"
         for r in ((k, *([v] if not isinstance(v, tuple) else v)) for k, v in items)
     )
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
@@ -309,11 +383,11 @@ def chip(label: str, value: Any = None, colour: str = "none") -> str:
     """One rounded badge, `label 1,234`; numbers with thousands separators."""
     back, fore = STATE_COLOURS.get(colour, STATE_COLOURS["none"])
     shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
-    number = "" if value is None else f" <b>{html.escape(printable(shown))}</b>"
+    number = "" if value is None else f" <b>{html.escape(visible(shown))}</b>"
     return (
         f'<span class="emq-chip" style="display:inline-block;background:{back};color:{fore};'
         f'border-radius:12px;padding:2px 10px;margin:2px 6px 2px 0;white-space:nowrap">'
-        f"{html.escape(printable(label))}{number}</span>"
+        f"{html.escape(visible(label))}{number}</span>"
     )
 
 

@@ -8,6 +8,11 @@ previewed (at an optional rate) and Remove previewed act on those ids only, so a
 that died after the preview is not touched.  The older selection list acts on the
 jobs picked by hand.  Every write is a verb whose answer, refusal or error is shown
 on the status line; on a read-only connection the writing buttons are greyed out.
+
+Remove previewed and Reprocess all first ask (`base.Confirmation`): the count, the
+queue, the connection and its env, and the rate; nothing moves before Confirm.
+Reprocess all moves at most the count it stated, oldest death first, at the rate
+field's pace (0: as fast as it goes), and asks again when more died meanwhile.
 """
 
 from __future__ import annotations
@@ -21,10 +26,10 @@ import pandas as pd
 
 from .. import admin, frames, triage
 from ..connector import Connection
-from ..decoding import printable
+from ..decoding import visible
 from ..errors import EMQError
 from ..keyspace import queue_key
-from .base import Panel, table
+from .base import Confirmation, Panel, Question, table
 
 PAGE = 500
 # the by-error table counts at most this many dead rows (one field each, in batches)
@@ -65,7 +70,7 @@ class DeadLetterPanel(Panel):
             min=0,
             max=1_000_000,
             description="rate /s",
-            tooltip="jobs a second for Reprocess previewed (0: no cap)",
+            tooltip="jobs a second for Reprocess previewed and Reprocess all (0: no cap)",
         )
         self.reprocess_preview_button = w.Button(
             description="Reprocess previewed", button_style="primary", disabled=True
@@ -89,6 +94,7 @@ class DeadLetterPanel(Panel):
         self.reprocess_all_button.on_click(lambda _: self.reprocess_all())
         self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000, description="budget")
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(visibility="hidden"))
+        self.confirmation = Confirmation(self)
         self.writes(
             self.reprocess_preview_button,
             self.remove_preview_button,
@@ -109,6 +115,7 @@ class DeadLetterPanel(Panel):
             self.select,
             w.HBox([self.select_all_button, self.reprocess_button, self.remove_button]),
             w.HBox([self.reprocess_all_button, self.budget, self.progress]),
+            self.confirmation.view,
             self.status,
         ]
         self.refresh()
@@ -162,11 +169,12 @@ class DeadLetterPanel(Panel):
         ]
         self.errors_view.value = table(rows, ("signature", "count", "last seen")) if rows else ""
         keep = self.signature.value
-        self.signature.options = [EVERY, *(printable(s) for s in errors.index)]
-        self._signatures = {printable(s): s for s in errors.index}
+        self.signature.options = [EVERY, *(visible(s) for s in errors.index)]
+        self._signatures = {visible(s): s for s in errors.index}
         self.signature.value = keep if keep in self.signature.options else EVERY
         self.select.options = [
-            (f"{i} — {printable(row.last_error)} (failures {row.failures})", i) for i, row in dead.iterrows()
+            (f"{visible(i)} — {visible(row.last_error)} (failures {row.failures})", i)
+            for i, row in dead.iterrows()
         ]
 
     def _by_error(self, dead: pd.DataFrame, total: int) -> tuple[Counter, int]:
@@ -202,13 +210,15 @@ class DeadLetterPanel(Panel):
             self.say(f"error: {exc}", "error")
             return
         self.previewed = list(found.index)
+        self.confirmation.cancel()  # a question about the previous preview no longer holds
         capped = " (the first of more)" if len(found) >= PREVIEW_LIMIT else ""
         what = "every signature" if sig is None else f"signature {sig!r}"
         filters = ", ".join(f"{k} {v!r}" for k, v in self._globs().items() if v) or "no filter"
-        sample = ", ".join(self.previewed[:SAMPLES]) + (", …" if len(found) > SAMPLES else "")
+        more = ", …" if len(found) > SAMPLES else ""
+        sample = ", ".join(visible(i) for i in self.previewed[:SAMPLES]) + more
         self.preview_view.value = (
-            f"<div>Preview: <b>{len(found):,}</b> dead jobs{capped} — {html.escape(printable(what))}, "
-            f"{html.escape(printable(filters))}</div>"
+            f"<div>Preview: <b>{len(found):,}</b> dead jobs{capped} — {html.escape(visible(what))}, "
+            f"{html.escape(visible(filters))}</div>"
             + (f"<div><small>samples: {html.escape(sample)}</small></div>" if found.size else "")
         )
         self._gate_preview()
@@ -246,11 +256,23 @@ class DeadLetterPanel(Panel):
         self.refresh()
         return words
 
-    def remove_previewed(self) -> Any:
-        """Remove exactly the previewed ids."""
+    def remove_previewed(self) -> None:
+        """Ask to remove exactly the previewed ids; Confirm removes them."""
         if not self.writable("remove") or not self.previewed:
-            return None
-        ids = self._consume_preview()
+            return
+        ids = list(self.previewed)
+        self.confirmation.ask(
+            Question(
+                "Remove",
+                len(ids),
+                f"previewed dead jobs of {self.q}",
+                lambda n: self._remove(ids),
+                note="Their rows and logs are deleted.",
+            )
+        )
+
+    def _remove(self, ids: list[str]) -> Any:
+        self._consume_preview()
         words = self.attempt(
             admin.remove_jobs,
             self.conn,
@@ -296,20 +318,51 @@ class DeadLetterPanel(Panel):
         self.refresh()
         return words
 
+    def _dead_count(self) -> int | None:
+        try:
+            return int(self.conn.command("ZCARD", queue_key(self.q, "dead")))
+        except EMQError as exc:
+            self.say(f"error: {exc}", "error")
+            return None
+
     def reprocess_all(self) -> None:
+        """Ask to reprocess every dead job, stating the count and the rate; Confirm moves at
+        most that many (oldest death first) at the rate field's pace."""
         if not self.writable("reprocess"):
             return
-        total = self.conn.command("ZCARD", queue_key(self.q, "dead"))
-        self._show_progress(total)
-        self.attempt(
+        total = self._dead_count()
+        if total is None:
+            return
+        if not total:
+            self.say(f"no dead jobs in {self.q}; nothing to reprocess")
+            return
+        rate = self.rate.value or None
+        pace = f"At most {rate:g} a second." if rate else "As fast as it goes (rate 0)."
+        self.confirmation.ask(
+            Question(
+                "Reprocess",
+                total,
+                f"dead jobs of {self.q}",
+                lambda n: self._reprocess_all(n, rate),
+                recount=self._dead_count,
+                note=f"{pace} Each runs again.",
+            )
+        )
+
+    def _reprocess_all(self, count: int, rate: float | None) -> Any:
+        self._show_progress(count)
+        moved = self.attempt(
             admin.reprocess_dead,
             self.conn,
             self.q,
             budget=self.budget.value,
+            limit=count,
+            rate=rate,
             progress=lambda calls, n: self._step(n),
             done=lambda n: f"reprocessed {n} dead jobs",
         )
         self.refresh()
+        return moved
 
     # -- helpers -----------------------------------------------------------------------------
     def _show_progress(self, total: int) -> None:
