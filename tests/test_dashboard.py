@@ -17,6 +17,7 @@ from emq_notebook import admin, frames, jobs, lanes, repeat, triage
 from emq_notebook.connector import Connection
 from emq_notebook.widgets import Dashboard, DeadLetterPanel, EventsView, JobPanel, QueuePanel
 from emq_notebook.widgets.base import live_panels
+from emq_notebook.widgets.dashboard import VERDICT_COLOURS
 from emq_notebook.widgets.job_grid import JobsView
 from emq_notebook.widgets.lanes_view import LanesView, RepeatablesView
 
@@ -570,21 +571,25 @@ def test_the_demo_stages_only_on_an_empty_server(conn):
 def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
     import pandas as pd
 
-    def health(c, queues=None):
-        assert c is conn and queues == ["mail", "reports"]
+    def health(c, queues=None, *, counts=None):
+        # the counts of the refresh, read once, are handed over
+        assert c is conn and queues is None and list(counts.index) == ["mail", "reports"]
         return pd.DataFrame(
             {
-                "verdict": ["failing", "paused"],
-                "why": ["3 of 3 failed in 5 minutes", "paused by an operator"],
+                "verdict": ["paused", "failing"],
+                "why": ["paused by an operator", "3 of 3 failed in 5 minutes"],
             },
-            index=pd.Index(queues, name="queue"),
+            index=pd.Index(["reports", "mail"], name="queue"),
         )
 
     monkeypatch.setattr(frames, "health", health)
     d = Dashboard(conn, auto=False)
     assert d.grid.data.loc["mail", "verdict"] == "failing"
+    assert list(d.grid.data.index) == ["reports", "mail"]  # in the health frame's order
     assert list(d.grid.data.columns)[:2] == ["state", "verdict"] and d.grid.data.columns[-1] == "why"
-    assert "'failing' ? '#ffebe9'" in d.grid.renderers["verdict"].background_color.value
+    colours = d.grid.renderers["verdict"].background_color.value
+    assert "'failing' ? '#ffcecb'" in colours and "'stuck' ? '#ffebe9'" in colours
+    assert len(set(VERDICT_COLOURS.values())) == len(VERDICT_COLOURS)  # one colour a verdict
     assert "mail | running | failing | 2 |" in d.static_text()
     d.close()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 
 import ipywidgets as w
+import pandas as pd
 import redis
 
 from .. import admin, frames
@@ -105,11 +106,14 @@ class QueuePanel(Panel):
             self.auto.value = True
 
     # -- reading ----------------------------------------------------------------
-    def refresh(self) -> None:
-        """Read the counts again; a wire fault or a foreign key (a reply error) is shown in
+    def refresh(self, counts: pd.DataFrame | None = None) -> None:
+        """Read the counts again (or take this queue's row of `counts`, read already by
+        the owner's refresh); a wire fault or a foreign key (a reply error) is shown in
         the status, and the auto-refresh keeps trying."""
         try:
-            row = frames.counts(self.conn, [self.q]).iloc[0].to_dict()
+            if counts is None or self.q not in counts.index:
+                counts = frames.counts(self.conn, [self.q])
+            row = counts.loc[self.q].to_dict()
         except (EMQError, redis.RedisError) as exc:
             self.say(f"error: {exc}", "error")
             return
