@@ -310,11 +310,10 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
     read = [dict(zip(_READS, replies[i * width : (i + 1) * width], strict=True)) for i in range(len(names))]
     found = [any(r[k] for k in _READS if k != "paused") for r in read]
     gone = [q for q, there in zip(names, found, strict=True) if not there]
+    conn.directory.forget(gone, since=stamp)
     if gone and not listed:
         raise _unknown(conn, gone)
-    if listed:
-        conn.directory.forget(gone, since=stamp)
-    else:
+    if not listed:
         conn.directory.note_all(names)
     kept = [(q, r) for q, r, there in zip(names, read, found, strict=True) if there]
     lane_pipe = conn.pipeline()
@@ -343,7 +342,7 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
 
 def _unknown(conn: Connection, gone: list[str]) -> UnknownQueue:
     """The refusal of named queues with no key, with the nearest known names."""
-    known = conn.directory.known()
+    known = [q for q in conn.directory.known() if q not in gone]
     near = sorted({m for q in gone for m in difflib.get_close_matches(q, known, n=3)})
     hint = f" (did you mean {', '.join(near)}?)" if near else ""
     names = ", ".join(repr(q) for q in gone)

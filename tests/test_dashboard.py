@@ -110,6 +110,50 @@ def test_a_new_queue_shows_on_refresh(conn, stage):
     d.close()
 
 
+def test_a_refresh_reads_the_counts_once_for_the_overview_its_verdicts_and_the_open_panel(
+    conn, stage, monkeypatch
+):
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        reads: list = []
+        real = frames.counts
+
+        def counted(*args, **kw):
+            reads.append(args[1:])
+            return real(*args, **kw)
+
+        monkeypatch.setattr(frames, "counts", counted)
+        d.refresh()
+        assert reads == [()]  # one read of every queue, shared
+        assert "pending <b>2</b>" in d.parts["Overview"].counts.value
+    finally:
+        d.close()
+
+
+def test_the_overview_puts_the_most_urgent_first_and_counts_each_verdict(conn, stage):
+    jobs.enqueue(conn, "quiet", "{}", delay_ms=3_600_000)  # idle
+    d = Dashboard(conn, auto=False)
+    try:
+        assert list(d.overview.index) == ["mail", "reports", "quiet"]
+        assert list(d.overview["verdict"]) == ["failing", "paused", "idle"]
+        assert "1 failing · 1 paused · 1 idle" in d.summary.value
+    finally:
+        d.close()
+
+
+def test_the_rescan_button_finds_a_queue_another_process_made(conn, stage):
+    d = Dashboard(conn, auto=False)
+    try:
+        conn.client.hset("emq:{elsewhere}:meta", "created_at", "1")
+        d.refresh_button.click()
+        assert "elsewhere" not in d.overview.index  # a refresh reads the queues known
+        d.rescan_button.click()
+        assert "elsewhere" in d.overview.index and "elsewhere" in d.picker.options
+        assert d.status_text.startswith("rescanned: 3 queues")
+    finally:
+        d.close()
+
+
 def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
     d = Dashboard(conn, auto=False)
     try:

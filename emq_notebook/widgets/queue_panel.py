@@ -18,7 +18,8 @@ import redis
 
 from .. import admin, frames
 from ..connector import Connection
-from ..errors import EMQError
+from ..errors import EMQError, UnknownQueue
+from ..keyspace import STATES
 from .base import Panel, chips, interval, table
 from .refresher import Refresher
 
@@ -114,6 +115,8 @@ class QueuePanel(Panel):
             if counts is None or self.q not in counts.index:
                 counts = frames.counts(self.conn, [self.q])
             row = counts.loc[self.q].to_dict()
+        except UnknownQueue:  # no key yet, or none left (obliterated): nothing to count
+            row = {**dict.fromkeys(STATES, 0), "paused": False, "lanes": 0, "repeatables": 0}
         except (EMQError, redis.RedisError) as exc:
             self.say(f"error: {exc}", "error")
             return
