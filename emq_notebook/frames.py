@@ -284,7 +284,7 @@ def queues(conn: Connection, *, rescan: bool = False) -> list[str]:
 
 
 # what `counts` reads of each queue, in this order
-_READS = (*STATES, "paused", "groups", "repeatables", "meta")
+_READS = (*STATES, "paused", "groups", "repeatables")
 
 
 def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
@@ -304,30 +304,37 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
         pipe.hexists(queue_key(q, "meta"), "paused")
         pipe.smembers(queue_key(q, "groups"))
         pipe.zcard(queue_key(q, "repeat"))
-        pipe.exists(queue_key(q, "meta"))
     replies = pipe.execute() if names else []
     width = len(_READS)
     read = [dict(zip(_READS, replies[i * width : (i + 1) * width], strict=True)) for i in range(len(names))]
-    found = [any(r[k] for k in _READS if k != "paused") for r in read]
-    gone = [q for q, there in zip(names, found, strict=True) if not there]
+    # the second round: each lane's backlog, and whether a queue that counted
+    # nothing has its meta hash (every queue has one; no meta and nothing counted:
+    # no key of the queue is left)
+    counted = [any(r.values()) for r in read]
+    more = conn.pipeline()
+    for q, r, some in zip(names, read, counted, strict=True):
+        for g in sorted(r["groups"]):
+            more.zcard(queue_key(q, f"g:{g}:pending"))
+        if not some:
+            more.exists(queue_key(q, "meta"))
+    asked = not all(counted) or any(r["groups"] for r in read)
+    answers = iter(more.execute() if asked else [])
+    for r, some in zip(read, counted, strict=True):
+        r["lane_pending"] = sum(next(answers) for _ in r["groups"])
+        r["there"] = some or bool(next(answers))
+    gone = [q for q, r in zip(names, read, strict=True) if not r["there"]]
     conn.directory.forget(gone, since=stamp)
     if gone and not listed:
         raise _unknown(conn, gone)
     if not listed:
         conn.directory.note_all(names)
-    kept = [(q, r) for q, r, there in zip(names, read, found, strict=True) if there]
-    lane_pipe = conn.pipeline()
-    for q, r in kept:
-        for g in sorted(r["groups"]):
-            lane_pipe.zcard(queue_key(q, f"g:{g}:pending"))
-    lane_sizes = iter(lane_pipe.execute() if any(r["groups"] for _, r in kept) else [])
+    kept = [(q, r) for q, r in zip(names, read, strict=True) if r["there"]]
     records = []
     for q, r in kept:
-        lane_pending = sum(next(lane_sizes) for _ in r["groups"])
         records.append(
             {
                 "queue": q,
-                "pending": r["pending"] + lane_pending,
+                "pending": r["pending"] + r["lane_pending"],
                 "active": r["active"],
                 "schedule": r["schedule"],
                 "dead": r["dead"],

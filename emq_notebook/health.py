@@ -47,9 +47,8 @@ WINDOW_MS = 5 * 60_000  # "the last 5 minutes": every minute bucket that overlap
 STUCK_S = 300  # a backlog with no claim for this long is stuck
 FAILING = 0.5  # a failure rate at or above this is failing
 OVERDUE_MS = 60_000  # a scheduled job due longer ago than this is backlog: nobody promoted it
-# the rows read for the oldest pending age, at most: the head of pending, and the
-# heads of this many lanes
-OLDEST_SAMPLE = 10
+# the lanes whose head row is read for the oldest pending age, at most
+LANE_SAMPLE = 10
 _QUANTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 
 
@@ -154,13 +153,19 @@ def health(
     `oldest_pending_s` is how long the longest-waiting job of the backlog has
     waited, from rows, never ids: the later of a row's `created_at` and `due_at`
     (a retry waits from its due time; a reprocessed job keeps its `created_at`, so
-    it reads as old as it is). The head of pending is its highest priority, not
-    its oldest job, so it is an approximation read in a bounded sample: the first
-    `OLDEST_SAMPLE` rows of pending, the head row of each of the first
-    `OLDEST_SAMPLE` lanes (by name), and the most overdue scheduled job (its due
-    time is its score). An older job further back (a low priority behind more than
-    the sample, a custom id out of enqueue order) is not seen, so the figure is at
-    least that age's lower bound. NaN when no sampled row holds a time.
+    it reads as old as it is). It is an approximation read in a bounded sample of
+    at most `LANE_SAMPLE + 2` rows a queue: pending is ordered by priority, then id,
+    so its head is the next job claimed, not the oldest; the sample is the head of
+    pending, the first job of its lowest priority (the band served last), the head
+    of each of the first `LANE_SAMPLE` lanes (by name), and the most overdue
+    scheduled job (its due time is its score). An older job elsewhere (behind
+    others of its priority with a custom id out of enqueue order, in a band
+    between the two, in a lane past the sample) is not seen: the figure is then a
+    lower bound. NaN when no sampled row holds a time.
+
+    Reads: a fixed handful of commands a queue, in three pipelines (one round trip
+    each; redis-py's cluster pipeline sends each to every primary at once, a
+    command per queue to the node holding its slot), whatever the keys around.
     """
     now = server_ms(conn) if now_ms is None else int(now_ms)
     if counts is None:
@@ -178,9 +183,9 @@ def health(
         # the minutes of the window that have histograms (an idle queue has none)
         first.on(i, "minutes").zrangebyscore(latency_index_key(q), window[0], window[-1])
         first.on(i, "expired").zcount(queue_key(q, "active"), "-inf", now)
-        first.on(i, "created").hget(queue_key(q, "meta"), "created_at")
         if c["pending"]:
-            first.on(i, "head").zrange(queue_key(q, "pending"), 0, OLDEST_SAMPLE - 1)
+            first.on(i, "head").zrange(queue_key(q, "pending"), 0, 0, withscores=True)
+            first.on(i, "tail").zrevrange(queue_key(q, "pending"), 0, 0, withscores=True)
         if c["lanes"]:
             first.on(i, "groups").smembers(queue_key(q, "groups"))
         if c["schedule"]:
@@ -190,24 +195,30 @@ def health(
         if c["dead"]:
             first.on(i, "died").zrevrange(queue_key(q, "dead"), 0, 0, withscores=True)
     r1 = first.run(len(names))
-    # the second round: the window's wait histograms, the sampled lanes' heads, and
-    # the last claim minute of a queue that claimed nothing in the window while it
-    # has something to claim
+    # the second round: the window's wait histograms, the first job of the lowest
+    # priority and the sampled lanes' heads, and the last claim minute and the age of
+    # a queue that claimed nothing in the window while it has something to claim
     second = _Reads(conn)
     for i, q in enumerate(names):
         r = r1[i]
         for m in r["minutes"]:
             second.on(i, "waits", many=True).hgetall(latency_key(q, "wait", int(float(m))))
-        for g in sorted(r.get("groups", ()))[:OLDEST_SAMPLE]:
+        head, tail = r.get("head") or [], r.get("tail") or []
+        if head and tail and tail[0][1] != head[0][1]:
+            band = tail[0][1]
+            second.on(i, "band").zrangebyscore(queue_key(q, "pending"), band, band, 0, 1)
+        for g in sorted(r.get("groups", ()))[:LANE_SAMPLE]:
             second.on(i, "lanes", many=True).zrange(queue_key(q, f"g:{g}:pending"), 0, 0)
         backlog = sizes[q]["pending"] or r.get("overdue", 0)
         if _sum(r["claimed"]) == 0 and (backlog or r["expired"]):
             second.on(i, "claims").hkeys(metrics_key(q, "claimed"))
+            second.on(i, "created").hget(queue_key(q, "meta"), "created_at")
     r2 = second.run(len(names))
     # the third round: the sampled rows' two times
     third = _Reads(conn)
     for i, q in enumerate(names):
-        sample = [*r1[i].get("head", ()), *(h for lane in r2[i].get("lanes", ()) for h in lane)]
+        sample = [m for m, _ in r1[i].get("head") or []]
+        sample += [*r2[i].get("band", ()), *(h for lane in r2[i].get("lanes", ()) for h in lane)]
         for job_id in dict.fromkeys(sample):
             third.on(i, "times", many=True).hmget(queue_key(q, "job:") + job_id, "created_at", "due_at")
     r3 = third.run(len(names))
@@ -228,7 +239,7 @@ def health(
             "expired_leases": int(r["expired"]),
             "wait_p95_5m": histogram.percentile(wait, 0.95),
         }
-        created = _whole(r["created"])
+        created = _whole(r2[i].get("created"))
         age = (now - created) / 1000 if created is not None else math.nan
         claims = [int(m) for m in r2[i].get("claims", ()) if str(m).isdigit()]
         died = r.get("died") or []

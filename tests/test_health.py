@@ -15,7 +15,7 @@ from ulid import ULID
 
 from emq_notebook import Worker, admin, frames, health, histogram, jobs
 from emq_notebook.errors import UnknownQueue
-from emq_notebook.health import HEALTH_COLUMNS, LATENCY_COLUMNS, OLDEST_SAMPLE
+from emq_notebook.health import HEALTH_COLUMNS, LATENCY_COLUMNS
 
 Q = "lat"
 P = f"emq:{{{Q}}}:"
@@ -246,22 +246,23 @@ def spy_commands(monkeypatch) -> list[tuple]:
 
 
 def test_health_reads_two_time_fields_of_a_bounded_sample_of_rows(conn, monkeypatch):
-    """The only row reads are HMGETs of `created_at` and `due_at`: of at most
-    OLDEST_SAMPLE rows at the head of pending and one row a sampled lane, never a
+    """The only row reads are HMGETs of `created_at` and `due_at`, of the head of
+    pending, the first job of its lowest priority and the head of each lane, never a
     payload, whatever the backlog (the cost is the same at a million jobs)."""
     run_jobs(conn, "big", 3, fail=1)
     for i in range(40):
-        jobs.enqueue(conn, "big", str(i))
+        jobs.enqueue(conn, "big", str(i), id=f"j_{i:03d}", priority=i % 3)
     for g in ("acme", "globex"):
-        jobs.enqueue(conn, "big", "x", group=g)
-    jobs.claim(conn, "big", 60_000)
+        jobs.enqueue(conn, "big", "x", group=g, id=f"j_{g}")
+    jobs.claim(conn, "big", 60_000)  # j_000
     sent = spy_commands(monkeypatch)
     h = frames.health(conn)
     monkeypatch.undo()
     assert h.loc["big", "dead"] == 1 and sent
     touched = [a for a in sent if any(":job:" in str(x) for x in a)]
-    assert touched and all(a[0] == "HMGET" and list(a[2:]) == ["created_at", "due_at"] for a in touched)
-    assert len(touched) == OLDEST_SAMPLE + 2
+    assert all(a[0] == "HMGET" and list(a[2:]) == ["created_at", "due_at"] for a in touched)
+    rows = sorted(str(a[1]).rsplit(":", 1)[1] for a in touched)
+    assert rows == ["j_002", "j_003", "j_acme", "j_globex"]  # heads of priority 0 and 2, of each lane
 
 
 # -- issue 28, items 10-12: health says the right thing ------------------------------
