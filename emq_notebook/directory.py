@@ -13,22 +13,29 @@ millisecond of server time on Valkey) and runs:
   starts one on a thread of its own, one SCAN call a step with `PAUSE_S` between
   steps, and answers at once. A look never sends a SCAN and never waits for a sweep.
 
-A queue this process names is known at once, without a scan: every transition
-given a queue (enqueue, claim, pause ...) notes it (`Connection.run`), and so does a
-read of named counts that finds it. A whole sweep replaces what was known with what
-it found, keeping the queues named while it ran; a queue found with no key left
+A queue this process names is known at once, without a scan, to every connection of
+this process to the same server (the same redacted URL; the embedded fakeredis is one
+server): every transition given a queue (enqueue, claim, pause ...) notes it
+(`Connection.run`), and so does a read of named counts that finds it. Each
+connection keeps its own directory (its own first sweep), shared with its
+`with_executor` twins. A whole sweep replaces what was known with what it found,
+keeping the queues named while it ran; a queue found with no key left
 (`frames.counts` sees none of its keys) leaves the list (`forget`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterable
+import weakref
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidName
+import redis
+
+from .errors import InvalidName, WireError
 from .keyspace import check_name, queue_from_key
 
 if TYPE_CHECKING:
@@ -42,6 +49,13 @@ SCAN_COUNT = 10_000
 PAUSE_S = 0.002
 # every queue has a meta hash: a queue is found by it
 MATCH = "emq:{*}:meta"
+
+# stamps of naming and sweeping, one sequence for the process (peers compare them)
+_stamps = itertools.count(1)
+# the live directories of each server (by its connection's redacted label): a
+# queue named through one connection is known to all of them
+_servers: dict[str, weakref.WeakSet[Directory]] = {}
+_servers_lock = threading.Lock()
 
 
 def addressable(q: str | None) -> bool:
@@ -81,17 +95,22 @@ class Directory:
     sweep may look at once."""
 
     def __init__(self, conn: Connection, *, clock: Callable[[], float] = time.monotonic):
-        self._conn = conn
+        # the client, not the connection: a directory never keeps its connection alive
+        self._client = conn.client
+        self._cluster = conn.cluster
+        self._label = conn.label
+        self._secrets = conn._secrets
         self.clock = clock
         # queue -> the stamp of the last time it was named or found
         self._known: dict[str, int] = {}
-        self._stamps = itertools.count(1)
         self._lock = threading.RLock()
         self._sweep: _Sweep | None = None
         self._thread: threading.Thread | None = None
         # when the last whole sweep ended (None: never swept)
         self.swept_at: float | None = None
         self.sweeps = 0
+        with _servers_lock:
+            _servers.setdefault(self._label, weakref.WeakSet()).add(self)
 
     # -- what a look answers ---------------------------------------------------------
     def queues(self) -> list[str]:
@@ -121,11 +140,16 @@ class Directory:
     def stamp(self) -> int:
         """A stamp to take before reading counts: `forget(..., since=stamp)` keeps a
         queue named after it."""
-        return next(self._stamps)
+        return next(_stamps)
 
     def note(self, q: str) -> None:
-        """Queue `q` was named or created here: known at once, no scan."""
-        self._known[q] = next(self._stamps)
+        """Queue `q` was named or created in this process: known at once, no scan, to
+        every directory of the same server."""
+        stamp = next(_stamps)
+        with _servers_lock:
+            peers = list(_servers.get(self._label, ()))
+        for peer in peers:
+            peer._known[q] = stamp
 
     def note_all(self, queues: Iterable[str]) -> None:
         for q in queues:
@@ -174,15 +198,25 @@ class Directory:
             thread.join(timeout)
 
     def _new_sweep(self) -> _Sweep:
-        client = self._conn.client
-        nodes: list[Any] = list(client.get_primaries()) if self._conn.cluster else [None]
+        with self._wire():
+            nodes: list[Any] = list(self._client.get_primaries()) if self._cluster else [None]
         return _Sweep(nodes, self.stamp())
 
+    @contextlib.contextmanager
+    def _wire(self) -> Iterator[None]:
+        """A lost server is `WireError`, one line, no secret in it (as `Connection.wire`)."""
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            from .connector import _scrub
+
+            raise WireError(f"lost the server at {self._label}: {_scrub(str(exc), self._secrets)}") from None
+
     def _scan_once(self, sweep: _Sweep) -> None:
-        client = self._conn.client
+        client = self._client
         node = sweep.nodes[sweep.at]
         on = client if node is None else client.get_redis_connection(node)
-        with self._conn.wire():
+        with self._wire():
             cursor, keys = on.scan(sweep.cursor, match=MATCH, count=SCAN_COUNT, _type="hash")
         sweep.found.update(q for q in map(queue_from_key, keys) if q and addressable(q))
         sweep.cursor = int(cursor)

@@ -222,3 +222,14 @@ def test_a_background_sweep_never_makes_a_look_wait_or_scan(watched):
         assert frames.queues(conn) == ["held", "mail", "reports"]
         conn.directory.wait(30)
     assert len(steps) >= 2 and set(steps) == {"emq-directory"}
+
+
+def test_a_queue_named_through_one_connection_is_known_to_the_others_of_the_process(watched):
+    conn, srv, _ = watched
+    other = emq.connect(f"redis://127.0.0.1:{srv.port}/0") if srv else emq.connect(embedded="fake")
+    assert frames.queues(other) == []  # its first look
+    jobs.enqueue(conn, "made-here", "{}")
+    said = sent(other, srv, lambda: frames.queues(other))
+    assert "scan" not in said and frames.queues(other) == ["made-here"]
+    # a twin with another executor shares its connection's directory
+    assert conn.with_executor("function").directory is conn.directory
