@@ -212,7 +212,7 @@ def _connections(s: Session, ns: Namespace) -> pd.DataFrame:
 def _queues(s: Session, ns: Namespace) -> pd.DataFrame:
     if ns.rescan:
         found = frames.queues(s.conn, rescan=True)
-        s.say(f"rescanned {s.conn.label}: {len(found):,} queues")
+        s.say(f"rescanned {s.conn.label}: {len(found):,} queue{'' if len(found) == 1 else 's'}")
     return frames.counts(s.conn)
 
 

@@ -245,7 +245,7 @@ class Dashboard(Panel):
             self.say(f"error: {exc}", "error")
             return
         self.refresh()
-        self.say(f"rescanned: {len(found):,} queues on the server", "ok")
+        self.say(f"rescanned: {len(found):,} queue{'' if len(found) == 1 else 's'} on the server", "ok")
 
     def _read_overview(self, counts: pd.DataFrame) -> pd.DataFrame:
         """The counts with each queue's verdict and why, in the health frame's order
