@@ -53,9 +53,22 @@ MATCH = "emq:{*}:meta"
 # stamps of naming and sweeping, one sequence for the process (peers compare them)
 _stamps = itertools.count(1)
 # the live directories of each server (by its connection's redacted label): a
-# queue named through one connection is known to all of them
-_servers: dict[str, weakref.WeakSet[Directory]] = {}
-_servers_lock = threading.Lock()
+# queue named through one connection is known to all of them. A tuple, replaced
+# whole, so a transition reads it without a lock; a directory that dies leaves it
+_servers: dict[str, tuple[weakref.ref[Directory], ...]] = {}
+# reentrant: a directory's death (in a garbage collection) may come while it is held
+_servers_lock = threading.RLock()
+
+
+def _join(d: Directory) -> None:
+    label = d._label
+
+    def left(ref: weakref.ref[Directory]) -> None:
+        with _servers_lock:
+            _servers[label] = tuple(r for r in _servers.get(label, ()) if r is not ref)
+
+    with _servers_lock:
+        _servers[label] = (*_servers.get(label, ()), weakref.ref(d, left))
 
 
 def addressable(q: str | None) -> bool:
@@ -109,8 +122,7 @@ class Directory:
         # when the last whole sweep ended (None: never swept)
         self.swept_at: float | None = None
         self.sweeps = 0
-        with _servers_lock:
-            _servers.setdefault(self._label, weakref.WeakSet()).add(self)
+        _join(self)
 
     # -- what a look answers ---------------------------------------------------------
     def queues(self) -> list[str]:
@@ -146,10 +158,10 @@ class Directory:
         """Queue `q` was named or created in this process: known at once, no scan, to
         every directory of the same server."""
         stamp = next(_stamps)
-        with _servers_lock:
-            peers = list(_servers.get(self._label, ()))
-        for peer in peers:
-            peer._known[q] = stamp
+        for ref in _servers.get(self._label, ()):
+            peer = ref()
+            if peer is not None:
+                peer._known[q] = stamp
 
     def note_all(self, queues: Iterable[str]) -> None:
         for q in queues:
