@@ -32,6 +32,7 @@ from .errors import (
     QueueInUse,
     ReadOnly,
     Refused,
+    UnknownQueue,
     UsageProblem,
     WireError,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "QueueInUse",
     "PreconditionFailed",
     "OutcomeNotReached",
+    "UnknownQueue",
     "runbook",
     "load_ipython_extension",
     "current",

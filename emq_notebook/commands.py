@@ -204,8 +204,15 @@ def _connections(s: Session, ns: Namespace) -> pd.DataFrame:
 # -- queue scope ---------------------------------------------------------------
 
 
-@verb("queues", "every queue with its counts")
+@verb(
+    "queues",
+    "every queue with its counts (the queues known; --rescan walks the keyspace first)",
+    opt("--rescan", action="store_true", help="find the queues again (SCAN) before counting"),
+)
 def _queues(s: Session, ns: Namespace) -> pd.DataFrame:
+    if ns.rescan:
+        found = frames.queues(s.conn, rescan=True)
+        s.say(f"rescanned {s.conn.label}: {len(found):,} queue{'' if len(found) == 1 else 's'}")
     return frames.counts(s.conn)
 
 

@@ -1,7 +1,9 @@
 """The health verbs of `%emq` / `emq`: `health`, `latency` and `plot`. All read only.
 
-`%emq health [QUEUE]` prints one line per queue (its verdict and why), then returns
-the `frames.health` frame; `%emq latency QUEUE` the wait and run percentiles by
+`%emq health` prints a line for each queue with a problem (its verdict and why,
+most urgent first) and sums the rest in one line ("and 180 ok, 5 idle"); `%emq
+health QUEUE` prints that queue's line, and a name with no key is `UnknownQueue`.
+Both return the `frames.health` frame; `%emq latency QUEUE` the wait and run percentiles by
 minute; `%emq plot QUEUE [throughput|latency]` a matplotlib figure (in the shell,
 `--save FILE.png` writes it instead). Imported at the end of `commands.py`.
 """
@@ -24,14 +26,15 @@ PLOTS = ("throughput", "latency")
 
 @verb(
     "health",
-    "every queue's verdict (ok, idle, paused, stuck, failing, growing) and why",
+    "every queue's verdict (failing, stuck, growing, dead_letters, paused, ok, idle) and why",
     arg("queue", nargs="?"),
 )
 def _health(s: Session, ns: Namespace) -> pd.DataFrame:
     h = frames.health(s.conn, None if ns.queue is None else [ns.queue])
     if h.empty:
         s.say("no queue on this server")
-    for line in health.verdict_lines(h):
+    # a named queue is answered whatever its verdict; a list, by its problems
+    for line in health.verdict_lines(h) if ns.queue else health.report_lines(h):
         s.say(line)
     return h
 

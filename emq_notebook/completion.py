@@ -2,7 +2,8 @@
 
 Built from the verb registry: after `%emq ` the verbs; after `-` the options of the
 verb being typed; after an option with choices (`--state`) its choices; in a
-`queue` slot the queue names on the current server (cached a few seconds); in an
+`queue` slot the queues the current connection knows (`frames.queues`: found once,
+then kept; a keystroke never walks the server's keyspace); in an
 `id` slot job ids from that queue's sets (at most a few hundred: dead ones for
 reprocess, active ones for complete and fail); `use` completes the named
 connections and `help` the verbs.  A server that cannot be reached completes
@@ -20,7 +21,8 @@ from . import frames, grammar, registry
 from .errors import EMQError, UsageProblem
 from .keyspace import STATES, queue_key
 
-# how long queue names and job ids are kept before the server is asked again
+# how long job ids (and a first look at the queues that failed) are kept before the
+# server is asked again
 CACHE_S = 5.0
 # job ids offered for one `id` slot, at most (per set and in all)
 MAX_IDS = 300
@@ -58,7 +60,12 @@ class Completer:
         return (id(conn), conn.label)
 
     def queues(self) -> list[str]:
-        return self._cached(("queues", *self._conn_key()), lambda: frames.queues(self.session.conn))
+        conn = self.session.conn
+        if conn.directory.swept_at is not None:  # found already: answered from memory, no I/O
+            return frames.queues(conn)
+        # the first look walks the server: a server that does not answer is asked again
+        # only once the cache has expired, not at every keystroke
+        return self._cached(("queues", *self._conn_key()), lambda: frames.queues(conn))
 
     def job_ids(self, verb: str, q: str) -> list[str]:
         def fetch() -> list[str]:

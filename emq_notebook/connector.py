@@ -37,6 +37,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from . import decoding, scripts, transitions
+from .directory import Directory
 from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError
 
 EXECUTORS = ("script", "function", "native")
@@ -241,6 +242,8 @@ class Connection:
         # a read-only session's answer to "is this library loaded?" (None: not asked yet)
         self._library_asked: bool | None = None
         self.token = uuid.uuid4().hex
+        # the queues this server holds, found once and then kept (directory.py)
+        self.directory = Directory(self)
 
     def describe(self) -> str:
         """The one line that names this session: `redis://h:6379/0 (env=production,
@@ -258,8 +261,9 @@ class Connection:
     __str__ = __repr__
 
     def with_executor(self, executor: str) -> Connection:
-        """The same client and server, another executor (read-only, env and name kept)."""
-        return Connection(
+        """The same client and server, another executor (read-only, env, name and the
+        queues known kept)."""
+        twin = Connection(
             self.client,
             self.label,
             executor,
@@ -269,6 +273,8 @@ class Connection:
             env=self.env,
             name=self.name,
         )
+        twin.directory = self.directory
+        return twin
 
     def refuse_writes(self, what: str) -> None:
         """`ReadOnly` when this session is read-only (called before any I/O)."""
@@ -311,6 +317,8 @@ class Connection:
         script by EVALSHA (`_library_loaded`): it never loads or replaces a library.
         """
         t = transitions.get(name)
+        if queue:  # a queue named here is known without a scan
+            self.directory.note(queue)
         how, body = t.body(self.executor, folded)
         if not scripts.read_only(name if how == "native" else body):
             self.refuse_writes(" ".join(p for p in (verb or name, queue, job or "") if p))

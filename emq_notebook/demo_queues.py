@@ -20,7 +20,8 @@ QUEUES = ("mailers", "reports", "thumbnails")
 
 def stage(conn: Connection) -> list[str]:
     """Stage the demo queues on an empty server; answers their names."""
-    found = frames.queues(conn)
+    # walked afresh: the staging's promise (an empty server) is not taken from memory
+    found = frames.queues(conn, rescan=True)
     if found:
         raise UsageProblem(
             f"not staging the demo: {conn.label} already holds {len(found)} queues "

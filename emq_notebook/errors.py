@@ -40,6 +40,12 @@ class ReadOnly(EMQError):
     """A writing verb on a read-only connection; raised before any I/O."""
 
 
+class UnknownQueue(EMQError, LookupError):
+    """A queue named explicitly that has no key on the server (no meta hash and every
+    set empty): a typo is not an idle queue. Raised by `frames.counts` and
+    `frames.health` for a named queue, so by `%emq status` and `%emq health` too."""
+
+
 class Halted(EMQError):
     """A controlled retry stopped: too many of its trial jobs died again.
 

@@ -7,6 +7,7 @@ snapshot of seconds (bench/snapshot.py).
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -17,8 +18,8 @@ import pyarrow as pa
 
 from .checks import whole
 from .connector import Connection
-from .errors import BadInput, InvalidName
-from .keyspace import METRIC_KINDS, STATES, base, check_name, metrics_key, queue_from_key, queue_key
+from .errors import BadInput, UnknownQueue
+from .keyspace import METRIC_KINDS, STATES, base, check_name, metrics_key, queue_key
 
 BATCH = 1000
 # text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
@@ -272,26 +273,30 @@ def _counts(column: pd.Series) -> pd.Series:
     return numbers.mask(bad).astype("Int64")
 
 
-def queues(conn: Connection) -> list[str]:
-    """Every queue on the server, found by its meta hash (SCAN, never KEYS). A key
-    whose name fails the name gate (another client's `emq:{a b}:meta`) is not a
-    queue this toolkit can address, so it is left out rather than failing the list."""
-    found = {queue_from_key(k) for k in conn.scan("emq:{*}:meta")}
-    return sorted(q for q in found if q and _addressable(q))
+def queues(conn: Connection, *, rescan: bool = False) -> list[str]:
+    """Every queue on the server, as the connection's directory knows it
+    (`directory.py`): found by its meta hash (SCAN, never KEYS) at first use, when
+    asked (`rescan=True`) and at most once a minute in the background, never on every
+    look; a queue this process named is known at once. A key whose name fails the
+    name gate (another client's `emq:{a b}:meta`) is not a queue this toolkit can
+    address, so it is left out rather than failing the list."""
+    return conn.directory.rescan() if rescan else conn.directory.queues()
 
 
-def _addressable(q: str) -> bool:
-    try:
-        check_name(q)
-    except InvalidName:
-        return False
-    return True
+# what `counts` reads of each queue, in this order
+_READS = (*STATES, "paused", "groups", "repeatables")
 
 
 def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
     """queue x (pending, active, schedule, dead) counts plus paused, lanes, repeatables.
-    `pending` includes the lanes' backlogs."""
+    `pending` includes the lanes' backlogs.
+
+    With no names: every queue the directory knows (`queues`); one found with no key
+    left leaves the list and the frame. A named queue with no key at all (no meta
+    hash, every set empty) raises `UnknownQueue`: a typo is not an empty queue."""
+    listed = queues_ is None
     names = queues(conn) if queues_ is None else [check_name(q) for q in queues_]
+    stamp = conn.directory.stamp()
     pipe = conn.pipeline()
     for q in names:
         for state in STATES:
@@ -299,32 +304,56 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
         pipe.hexists(queue_key(q, "meta"), "paused")
         pipe.smembers(queue_key(q, "groups"))
         pipe.zcard(queue_key(q, "repeat"))
-    replies = pipe.execute()
-    width = len(STATES) + 3
-    lane_pipe = conn.pipeline()
-    for i, q in enumerate(names):
-        for g in sorted(replies[i * width + len(STATES) + 1]):
-            lane_pipe.zcard(queue_key(q, f"g:{g}:pending"))
-    lane_sizes = iter(lane_pipe.execute())
+    replies = pipe.execute() if names else []
+    width = len(_READS)
+    read = [dict(zip(_READS, replies[i * width : (i + 1) * width], strict=True)) for i in range(len(names))]
+    # the second round: each lane's backlog, and whether a queue that counted
+    # nothing has its meta hash (every queue has one; no meta and nothing counted:
+    # no key of the queue is left)
+    counted = [any(r.values()) for r in read]
+    more = conn.pipeline()
+    for q, r, some in zip(names, read, counted, strict=True):
+        for g in sorted(r["groups"]):
+            more.zcard(queue_key(q, f"g:{g}:pending"))
+        if not some:
+            more.exists(queue_key(q, "meta"))
+    asked = not all(counted) or any(r["groups"] for r in read)
+    answers = iter(more.execute() if asked else [])
+    for r, some in zip(read, counted, strict=True):
+        r["lane_pending"] = sum(next(answers) for _ in r["groups"])
+        r["there"] = some or bool(next(answers))
+    gone = [q for q, r in zip(names, read, strict=True) if not r["there"]]
+    conn.directory.forget(gone, since=stamp)
+    if gone and not listed:
+        raise _unknown(conn, gone)
+    if not listed:
+        conn.directory.note_all(names)
+    kept = [(q, r) for q, r in zip(names, read, strict=True) if r["there"]]
     records = []
-    for i, q in enumerate(names):
-        r = replies[i * width : (i + 1) * width]
-        groups = r[len(STATES) + 1]
-        lane_pending = sum(next(lane_sizes) for _ in groups)
+    for q, r in kept:
         records.append(
             {
                 "queue": q,
-                "pending": r[0] + lane_pending,
-                "active": r[1],
-                "schedule": r[2],
-                "dead": r[3],
-                "paused": bool(r[4]),
-                "lanes": len(groups),
-                "repeatables": r[6],
+                "pending": r["pending"] + r["lane_pending"],
+                "active": r["active"],
+                "schedule": r["schedule"],
+                "dead": r["dead"],
+                "paused": bool(r["paused"]),
+                "lanes": len(r["groups"]),
+                "repeatables": r["repeatables"],
             }
         )
     cols = ["queue", "pending", "active", "schedule", "dead", "paused", "lanes", "repeatables"]
     return pd.DataFrame.from_records(records, columns=cols).set_index("queue")
+
+
+def _unknown(conn: Connection, gone: list[str]) -> UnknownQueue:
+    """The refusal of named queues with no key, with the nearest known names."""
+    known = [q for q in conn.directory.known() if q not in gone]
+    near = sorted({m for q in gone for m in difflib.get_close_matches(q, known, n=3)})
+    hint = f" (did you mean {', '.join(near)}?)" if near else ""
+    names = ", ".join(repr(q) for q in gone)
+    return UnknownQueue(f"no queue {names} on {conn.label}: no key under emq:{{{gone[0]}}}:{hint}")
 
 
 def metrics(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFrame:
@@ -363,8 +392,15 @@ def latency(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFra
     return _health.latency(conn, q, since_ms)
 
 
-def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | None = None) -> pd.DataFrame:
-    """One verdict per queue, with its counts and a `why`: see `emq_notebook.health.health`."""
+def health(
+    conn: Connection,
+    queues: list[str] | None = None,
+    *,
+    now_ms: int | None = None,
+    counts: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """One verdict per queue, with its counts and a `why`, most urgent first: see
+    `emq_notebook.health.health`."""
     from . import health as _health
 
-    return _health.health(conn, queues, now_ms=now_ms)
+    return _health.health(conn, queues, now_ms=now_ms, counts=counts)

@@ -1,12 +1,13 @@
 """Health and latency at a glance: the wait and run percentiles by minute, and one
-verdict per queue with the sentence that explains it.
+verdict per queue with the sentence that explains it, most urgent first.
 
-Reads only, and never a job's row: the counts are the sets' sizes, the oldest
-pending age comes from the head's branded id (it carries its enqueue time),
-expired leases from the active set's scores (lease deadlines), throughput from
-the per-minute metrics hashes and the wait from the per-minute histograms the
-claim scripts keep. So a health check costs the same at 100 jobs and at a
-million. `frames.latency` and `frames.health` are these functions.
+Reads only: the counts are the sets' sizes, the oldest pending age comes from a
+bounded sample of rows (`created_at` and `due_at`, two fields each, never a
+payload), expired leases from the active set's scores (lease deadlines), the
+overdue scheduled jobs from the schedule's scores (due times), throughput from the
+per-minute metrics hashes and the wait from the per-minute histograms the claim
+scripts keep. So a health check costs the same at 100 jobs and at a million.
+`frames.latency` and `frames.health` are these functions.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import math
 from typing import Any
 
 import pandas as pd
-from ulid import ULID
 
 from . import frames, histogram
 from .connector import Connection
@@ -38,10 +38,17 @@ HEALTH_COLUMNS = [
     "verdict",
     "why",
 ]
-VERDICTS = ("ok", "idle", "paused", "stuck", "failing", "growing")
+# the verdicts, most urgent first: every list of queues is ordered by it, then by size
+SEVERITY = ("failing", "stuck", "growing", "dead_letters", "paused", "ok", "idle")
+VERDICTS = SEVERITY
+# the verdicts `%emq health` sums in one line instead of a line each
+QUIET = ("ok", "idle")
 WINDOW_MS = 5 * 60_000  # "the last 5 minutes": every minute bucket that overlaps it
 STUCK_S = 300  # a backlog with no claim for this long is stuck
 FAILING = 0.5  # a failure rate at or above this is failing
+OVERDUE_MS = 60_000  # a scheduled job due longer ago than this is backlog: nobody promoted it
+# the lanes whose head row is read for the oldest pending age, at most
+LANE_SAMPLE = 10
 _QUANTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 
 
@@ -87,16 +94,6 @@ def latency(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFra
     return pd.DataFrame({c: v.to_numpy() for c, v in columns.items()}, index=_minute_index(minutes))
 
 
-def enqueued_ms(job_id: str) -> int | None:
-    """When a branded id (`j_` + a ULID) was made, in ms; None for any other id."""
-    if not job_id.startswith("j_"):
-        return None
-    try:
-        return ULID.from_str(job_id[2:]).milliseconds
-    except ValueError:
-        return None
-
-
 def _window(now: int) -> list[int]:
     """The minute buckets overlapping the last 5 minutes, the current one included."""
     return list(range((now - WINDOW_MS) // 60_000, now // 60_000 + 1))
@@ -106,85 +103,154 @@ def _sum(values: list[Any]) -> int:
     return sum(int(v) for v in values if v is not None and str(v).isdigit())
 
 
-def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | None = None) -> pd.DataFrame:
-    """One row per queue: the counts, `paused`, `oldest_pending_s`, `claimed_5m`,
-    `completed_5m`, `failed_5m`, `failure_rate_5m`, `expired_leases`, `wait_p95_5m`
-    (ms), `verdict` and `why`, one sentence naming the cause.
+def _whole(value: Any) -> int | None:
+    text = str(value) if value is not None else ""
+    return int(text) if text.isdigit() else None
 
-    The verdicts, first match wins: `paused` (the operator closed the claim gate);
-    `stuck` (a backlog, or expired leases, and no claim for 5 minutes while the
-    backlog is at least that old); `failing` (at least half of the jobs finished in
-    the last 5 minutes failed); `growing` (more pending than the last 5 minutes
-    claimed: the workers are not keeping up); `idle` (nothing pending or in flight
-    and no work for 5 minutes); else `ok`. `now_ms` judges at another time than the
-    server's clock (a replay, a test).
+
+class _Reads:
+    """One pipeline of reads tagged by queue: `on(i, what)` answers the pipeline to
+    queue one command on; `run(n)` answers, for each of the n queues, {what: reply}
+    (a list of replies for a `many` tag)."""
+
+    def __init__(self, conn: Connection):
+        self.pipe = conn.pipeline()
+        self.tags: list[tuple[int, str, bool]] = []
+
+    def on(self, i: int, what: str, many: bool = False) -> Any:
+        self.tags.append((i, what, many))
+        return self.pipe
+
+    def run(self, n: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{} for _ in range(n)]
+        replies = self.pipe.execute() if self.tags else []
+        for (i, what, many), reply in zip(self.tags, replies, strict=True):
+            if many:
+                out[i].setdefault(what, []).append(reply)
+            else:
+                out[i][what] = reply
+        return out
+
+
+def health(
+    conn: Connection,
+    queues: list[str] | None = None,
+    *,
+    now_ms: int | None = None,
+    counts: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """One row per queue, most urgent first (`by_severity`): the counts, `paused`,
+    `oldest_pending_s`, `claimed_5m`, `completed_5m`, `failed_5m`,
+    `failure_rate_5m`, `expired_leases`, `wait_p95_5m` (ms), `verdict` and `why`,
+    one sentence naming the cause (`judge` says which verdict holds when).
+
+    `queues` None is every queue the connection's directory knows; a named queue
+    with no key raises `UnknownQueue`. `counts` is `frames.counts` of these queues
+    read already (a dashboard refresh reads them once for its overview, this and
+    its open panel). `now_ms` judges at another time than the server's clock (a
+    replay, a test).
+
+    `oldest_pending_s` is how long the longest-waiting job of the backlog has
+    waited, from rows, never ids: the later of a row's `created_at` and `due_at`
+    (a retry waits from its due time; a reprocessed job keeps its `created_at`, so
+    it reads as old as it is). It is an approximation read in a bounded sample of
+    at most `LANE_SAMPLE + 2` rows a queue: pending is ordered by priority, then id,
+    so its head is the next job claimed, not the oldest; the sample is the head of
+    pending, the first job of its lowest priority (the band served last), the head
+    of each of the first `LANE_SAMPLE` lanes (by name), and the most overdue
+    scheduled job (its due time is its score). An older job elsewhere (behind
+    others of its priority with a custom id out of enqueue order, in a band
+    between the two, in a lane past the sample) is not seen: the figure is then a
+    lower bound. NaN when no sampled row holds a time.
+
+    Reads: a fixed handful of commands a queue, in three pipelines (one round trip
+    each; redis-py's cluster pipeline sends each to every primary at once, a
+    command per queue to the node holding its slot), whatever the keys around.
     """
-    names = frames.queues(conn) if queues is None else [check_name(q) for q in queues]
     now = server_ms(conn) if now_ms is None else int(now_ms)
+    if counts is None:
+        counts = frames.counts(conn, queues)
+    elif queues is not None:
+        counts = counts.loc[[check_name(q) for q in queues]]
+    names = [str(q) for q in counts.index]
+    sizes = counts.to_dict("index")
     window = _window(now)
-    c = frames.counts(conn, names)
-    pipe = conn.pipeline()
-    for q in names:
-        for kind in ("claimed", "completed", "failed"):
-            pipe.hmget(metrics_key(q, kind), [str(m) for m in window])
-        # the minutes of the window that have histograms (an idle queue has none)
-        pipe.zrangebyscore(latency_index_key(q), window[0], window[-1])
-        pipe.zcount(queue_key(q, "active"), "-inf", now)
-        pipe.zrange(queue_key(q, "pending"), 0, 0)
-        pipe.smembers(queue_key(q, "groups"))
-        pipe.hget(queue_key(q, "meta"), "created_at")
-    width = 8
-    replies = pipe.execute() if names else []
-    # the second round: the window's wait histograms, each lane's head (for the
-    # oldest pending), and the last claim minute of a queue that claimed nothing in
-    # the window while it has something to claim
-    second = conn.pipeline()
-    plan: list[tuple[str, int]] = []
+    first = _Reads(conn)
     for i, q in enumerate(names):
-        r = replies[i * width : (i + 1) * width]
-        for m in r[3]:
-            second.hgetall(latency_key(q, "wait", int(float(m))))
-            plan.append(("wait", i))
-        for g in sorted(r[6]):
-            second.zrange(queue_key(q, f"g:{g}:pending"), 0, 0)
-            plan.append(("lane", i))
-        if _sum(r[0]) == 0 and (c.at[q, "pending"] or r[4]):
-            second.hkeys(metrics_key(q, "claimed"))
-            plan.append(("last", i))
-    more = second.execute() if plan else []
-    heads: dict[int, list[str]] = {i: list(replies[i * width + 5]) for i in range(len(names))}
-    waits: dict[int, list[histogram.Histogram]] = {i: [] for i in range(len(names))}
-    last_claim: dict[int, int | None] = {}
-    for (what, i), reply in zip(plan, more, strict=True):
-        if what == "wait":
-            waits[i].append(histogram.parse(reply))
-        elif what == "lane":
-            heads[i].extend(reply)
-        else:
-            done = [int(m) for m in reply if str(m).isdigit()]
-            last_claim[i] = max(done) if done else None
+        c = sizes[q]
+        for kind in ("claimed", "completed", "failed"):
+            first.on(i, kind).hmget(metrics_key(q, kind), [str(m) for m in window])
+        # the minutes of the window that have histograms (an idle queue has none)
+        first.on(i, "minutes").zrangebyscore(latency_index_key(q), window[0], window[-1])
+        first.on(i, "expired").zcount(queue_key(q, "active"), "-inf", now)
+        if c["pending"]:
+            first.on(i, "head").zrange(queue_key(q, "pending"), 0, 0, withscores=True)
+            first.on(i, "tail").zrevrange(queue_key(q, "pending"), 0, 0, withscores=True)
+        if c["lanes"]:
+            first.on(i, "groups").smembers(queue_key(q, "groups"))
+        if c["schedule"]:
+            due = now - OVERDUE_MS
+            first.on(i, "overdue").zcount(queue_key(q, "schedule"), "-inf", due)
+            first.on(i, "due").zrangebyscore(queue_key(q, "schedule"), "-inf", due, 0, 1, True)
+        if c["dead"]:
+            first.on(i, "died").zrevrange(queue_key(q, "dead"), 0, 0, withscores=True)
+    r1 = first.run(len(names))
+    # the second round: the window's wait histograms, the first job of the lowest
+    # priority and the sampled lanes' heads, and the last claim minute and the age of
+    # a queue that claimed nothing in the window while it has something to claim
+    second = _Reads(conn)
+    for i, q in enumerate(names):
+        r = r1[i]
+        for m in r["minutes"]:
+            second.on(i, "waits", many=True).hgetall(latency_key(q, "wait", int(float(m))))
+        head, tail = r.get("head") or [], r.get("tail") or []
+        if head and tail and tail[0][1] != head[0][1]:
+            band = tail[0][1]
+            second.on(i, "band").zrangebyscore(queue_key(q, "pending"), band, band, 0, 1)
+        for g in sorted(r.get("groups", ()))[:LANE_SAMPLE]:
+            second.on(i, "lanes", many=True).zrange(queue_key(q, f"g:{g}:pending"), 0, 0)
+        backlog = sizes[q]["pending"] or r.get("overdue", 0)
+        if _sum(r["claimed"]) == 0 and (backlog or r["expired"]):
+            second.on(i, "claims").hkeys(metrics_key(q, "claimed"))
+            second.on(i, "created").hget(queue_key(q, "meta"), "created_at")
+    r2 = second.run(len(names))
+    # the third round: the sampled rows' two times
+    third = _Reads(conn)
+    for i, q in enumerate(names):
+        sample = [m for m, _ in r1[i].get("head") or []]
+        sample += [*r2[i].get("band", ()), *(h for lane in r2[i].get("lanes", ()) for h in lane)]
+        for job_id in dict.fromkeys(sample):
+            third.on(i, "times", many=True).hmget(queue_key(q, "job:") + job_id, "created_at", "due_at")
+    r3 = third.run(len(names))
     records = []
     for i, q in enumerate(names):
-        r = replies[i * width : (i + 1) * width]
-        claimed, completed, failed = _sum(r[0]), _sum(r[1]), _sum(r[2])
-        wait = histogram.merge(waits[i])
-        made = [t for t in (enqueued_ms(h) for h in heads[i]) if t is not None]
-        oldest = max(0.0, (now - min(made)) / 1000) if made else math.nan
+        c, r = sizes[q], r1[i]
+        claimed, completed, failed = _sum(r["claimed"]), _sum(r["completed"]), _sum(r["failed"])
+        wait = histogram.merge([histogram.parse(h) for h in r2[i].get("waits", ())])
         finished = completed + failed
         row: dict[str, Any] = {
-            **{k: int(c.at[q, k]) for k in ("pending", "active", "schedule", "dead")},  # type: ignore[arg-type]
-            "paused": bool(c.at[q, "paused"]),
-            "oldest_pending_s": oldest,
+            **{k: int(c[k]) for k in ("pending", "active", "schedule", "dead")},
+            "paused": bool(c["paused"]),
+            "oldest_pending_s": _oldest(now, r3[i].get("times", ()), r.get("due", ())),
             "claimed_5m": claimed,
             "completed_5m": completed,
             "failed_5m": failed,
             "failure_rate_5m": failed / finished if finished else math.nan,
-            "expired_leases": int(r[4]),
+            "expired_leases": int(r["expired"]),
             "wait_p95_5m": histogram.percentile(wait, 0.95),
         }
-        created = r[7]
-        age = (now - int(created)) / 1000 if created and str(created).isdigit() else math.nan
-        row["verdict"], row["why"] = judge(row, now, last_claim.get(i), age)
+        created = _whole(r2[i].get("created"))
+        age = (now - created) / 1000 if created is not None else math.nan
+        claims = [int(m) for m in r2[i].get("claims", ()) if str(m).isdigit()]
+        died = r.get("died") or []
+        row["verdict"], row["why"] = judge(
+            row,
+            now,
+            max(claims) if claims else None,
+            age,
+            overdue=int(r.get("overdue", 0)),
+            newest_dead_ms=float(died[0][1]) if died else None,
+        )
         records.append({"queue": q, **row})
     frame = pd.DataFrame.from_records(records, columns=["queue", *HEALTH_COLUMNS]).set_index("queue")
     ints = [
@@ -198,7 +264,7 @@ def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | N
         "expired_leases",
     ]
     floats = ["oldest_pending_s", "failure_rate_5m", "wait_p95_5m"]
-    return frame.astype(
+    typed = frame.astype(
         {
             **{k: "int64" for k in ints},
             **{k: "float64" for k in floats},
@@ -207,6 +273,56 @@ def health(conn: Connection, queues: list[str] | None = None, *, now_ms: int | N
             "why": "object",
         }
     )
+    return by_severity(typed)
+
+
+def _oldest(now: int, times: Any, due: Any) -> float:
+    """Seconds the longest-waiting sampled job has waited: the later of each row's
+    `created_at` and `due_at` (a row with neither is skipped), and the due time of
+    the most overdue scheduled job. NaN when none is known."""
+    starts = []
+    for created, due_at in times:
+        known = [t for t in (_whole(created), _whole(due_at)) if t is not None]
+        if known:
+            starts.append(max(known))
+    starts += [int(float(score)) for _, score in due]
+    return max(0.0, (now - min(starts)) / 1000) if starts else math.nan
+
+
+def by_severity(frame: pd.DataFrame) -> pd.DataFrame:
+    """A frame with a `verdict` column (and the counts), most urgent first
+    (`SEVERITY`), then the biggest (pending + active + schedule + dead), then by name."""
+    if frame.empty:
+        return frame
+    rank = frame["verdict"].map(lambda v: SEVERITY.index(v) if v in SEVERITY else len(SEVERITY))
+    size = sum(frame[c].astype("int64") for c in ("pending", "active", "schedule", "dead") if c in frame)
+    keys = pd.DataFrame({"rank": rank, "size": -size, "name": frame.index.astype(str)}, index=frame.index)
+    order = keys.sort_values(["rank", "size", "name"], kind="stable").index
+    return frame.loc[order]
+
+
+def summary(frame: pd.DataFrame) -> str:
+    """How many queues hold each verdict, most urgent first:
+    "3 failing · 12 stuck · 1 dead letters · 180 ok" ("" for no queue)."""
+    counted = frame["verdict"].value_counts() if not frame.empty else pd.Series(dtype="int64")
+    return " · ".join(f"{int(counted[v]):,} {_word(v)}" for v in SEVERITY if v in counted)
+
+
+def _word(verdict: str) -> str:
+    return verdict.replace("_", " ")
+
+
+def report_lines(frame: pd.DataFrame) -> list[str]:
+    """What `%emq health` prints for a list of queues: a line for each queue that is
+    not `ok` or `idle`, most urgent first, then the rest summed in one line
+    ("and 180 ok, 5 idle"; "no problem: 180 ok, 5 idle" when nothing else)."""
+    problems = frame[~frame["verdict"].isin(QUIET)]
+    lines = verdict_lines(problems)
+    counted = frame["verdict"].value_counts()
+    rest = ", ".join(f"{int(counted[v]):,} {v}" for v in QUIET if v in counted)
+    if rest:
+        lines.append(f"and {rest}" if lines else f"no problem: {rest}")
+    return lines
 
 
 # -- the verdict and its sentence -----------------------------------------------
@@ -238,50 +354,93 @@ def _jobs(n: int, word: str = "pending") -> str:
     return f"{n:,} {word}"
 
 
+def _backlog(pending: int, overdue: int) -> str:
+    if not overdue:
+        return _jobs(pending)
+    late = f"{overdue:,} overdue in schedule"
+    return f"{_jobs(pending)}, {late}" if pending else late
+
+
 def judge(
-    row: dict[str, Any], now: int, last_claim_minute: int | None, queue_age_s: float
+    row: dict[str, Any],
+    now: int,
+    last_claim_minute: int | None,
+    queue_age_s: float,
+    *,
+    overdue: int = 0,
+    newest_dead_ms: float | None = None,
 ) -> tuple[str, str]:
-    """(verdict, why) for one queue's health row. `last_claim_minute` is the latest
-    minute with a claim when none fell in the window (None: no claim on record);
-    `queue_age_s` is how long the queue has existed (NaN when unknown)."""
-    pending, active, expired = row["pending"], row["active"], row["expired_leases"]
+    """(verdict, why) for one queue's health row: the most urgent that holds, in
+    `SEVERITY` order.
+
+    - `failing`: at least half of the jobs finished in the last 5 minutes failed;
+    - `stuck`: a backlog (pending, and scheduled jobs overdue by more than a minute:
+      due, and nobody promoting or claiming them), or expired leases, and no claim
+      for 5 minutes while the backlog is at least that old;
+    - `growing`: a backlog bigger than the last 5 minutes claimed;
+    - `dead_letters`: the queue holds dead jobs (a queue holding them is never
+      `ok` or `idle`);
+    - `paused`: the operator closed the claim gate (a paused queue is never `stuck`
+      or `growing`: its backlog is held on purpose);
+    - `idle`: nothing pending or in flight and no work for 5 minutes; else `ok`.
+
+    `last_claim_minute` is the latest minute with a claim when none fell in the
+    window (None: no claim on record); `queue_age_s` is how long the queue has
+    existed (NaN when unknown); `overdue` counts the scheduled jobs due more than
+    `OVERDUE_MS` ago; `newest_dead_ms` is when the newest dead job died."""
+    pending, active, expired, dead = row["pending"], row["active"], row["expired_leases"], row["dead"]
     claimed, completed, failed = row["claimed_5m"], row["completed_5m"], row["failed_5m"]
+    backlog = pending + overdue
+    paused = row["paused"]
+    held = "; paused by an operator" if paused else ""
     in_flight = f"{active:,} in flight"
     if expired:
         in_flight += f", {expired:,} of them past their lease"
-    if row["paused"]:
-        return "paused", f"paused by an operator: {_jobs(pending)}, held until a resume; {in_flight}"
+    finished = completed + failed
+    if finished and failed / finished >= FAILING:
+        return "failing", (
+            f"{failed:,} of {finished:,} jobs finished in the last 5 min failed "
+            f"({failed / finished:.0%}); {dead:,} dead{held}"
+        )
     # how long the backlog has waited: its oldest job's age, else the queue's age
     waited = row["oldest_pending_s"]
     if math.isnan(waited):
         waited = queue_age_s
-    if claimed == 0 and (pending or expired):
+    if not paused and claimed == 0 and (backlog or expired):
         if last_claim_minute is None:
-            quiet, quiet_s = "never a claim on record", queue_age_s
+            quiet = "never a claim on record"
         else:
             # the claim was at the latest at the end of that minute
             quiet_s = max(0.0, (now - (last_claim_minute + 1) * 60_000) / 1000)
             quiet = f"no claim for {ago(quiet_s)}"
         backlog_old = math.isnan(waited) or waited >= STUCK_S
-        if (pending and backlog_old) or (expired and not pending):
-            what = _jobs(pending) if pending else f"{expired:,} leases expired"
+        if (backlog and backlog_old) or (expired and not backlog):
+            what = _backlog(pending, overdue) if backlog else f"{expired:,} leases expired"
             return "stuck", f"{what} and {quiet}; {in_flight}: are the workers running?"
-    finished = completed + failed
-    if finished and failed / finished >= FAILING:
-        return "failing", (
-            f"{failed:,} of {finished:,} jobs finished in the last 5 min failed "
-            f"({failed / finished:.0%}); {row['dead']:,} dead"
-        )
-    if pending > claimed:
+    if not paused and backlog > claimed:
         if claimed == 0:
             return "growing", (
-                f"{_jobs(pending)} and no claim in the last 5 min yet; "
+                f"{_backlog(pending, overdue)} and no claim in the last 5 min yet; "
                 f"the oldest waited {ago(waited) if not math.isnan(waited) else 'unknown'}"
             )
         return "growing", (
-            f"{_jobs(pending)}, more than the {claimed:,} claimed in the last 5 min: "
+            f"{_backlog(pending, overdue)}, more than the {claimed:,} claimed in the last 5 min: "
             f"the workers are not keeping up; wait p95 {ms_text(row['wait_p95_5m'])}"
         )
+    if dead:
+        newest = (
+            f", the newest {ago(max(0.0, (now - newest_dead_ms) / 1000))} ago"
+            if newest_dead_ms is not None
+            else ""
+        )
+        now_failing = (
+            f"{failed:,} of {finished:,} finished in the last 5 min failed"
+            if failed
+            else "nothing failing now"
+        )
+        return "dead_letters", f"{dead:,} dead{newest}; {now_failing}{held}"
+    if paused:
+        return "paused", f"paused by an operator: {_jobs(pending)}, held until a resume; {in_flight}"
     if not (pending or active or claimed or finished):
         later = f"; {row['schedule']:,} scheduled" if row["schedule"] else ""
         return "idle", f"nothing pending or in flight and no work in the last 5 min{later}"

@@ -38,6 +38,7 @@ VERDICT_COLOURS = {
     "stuck": "#d62728",
     "failing": "#e6550d",
     "growing": "#ffbf00",
+    "dead_letters": "#9467bd",
 }
 _LATENCY_LINES = (("p50", "median (p50)"), ("p95", "p95"), ("p99", "p99"))
 MINUTE = pd.Timedelta(minutes=1)

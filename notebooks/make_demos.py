@@ -361,8 +361,9 @@ DEMOS["06-health-at-a-glance"] = [
 The first question in an incident is "what is wrong with which queue". Every claim
 stamps `claimed_at` on the row and counts the job's **wait** (claim time minus when
 it became ready) into a per-minute histogram on the server; every complete or fail
-counts its **run** time. `frames.health` reads only counts, metrics and those
-histograms (never a job's row) and gives each queue a verdict and one sentence why."""),
+counts its **run** time. `frames.health` reads counts, metrics, those histograms and
+the two time fields of a few rows (never a payload) and gives each queue a verdict and
+one sentence why, the most urgent first."""),
     *opening("mailers", "billing", "exports", "reports"),
     md(
         "Four queues, four stories: a steady mailer, a billing worker that declines most "
@@ -397,7 +398,8 @@ emq.Worker(conn, "exports", lambda *job: None).run(max_jobs=5)
 """),
     md(
         "## The verdicts\n\n`%emq health QUEUE` prints the verdict line first, then returns the frame; "
-        "without a queue it judges every queue on the server."
+        "without a queue it judges every queue on the server and prints the problems, the "
+        'most urgent first, then sums the rest ("and 3 ok, 1 idle").'
     ),
     code("h = %emq health mailers"),
     code("""

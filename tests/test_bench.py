@@ -18,6 +18,7 @@ SMALL = {
     "scale.py": ("2000", "worst ratio to target: "),
     "find.py": ("5000", "find/(snapshot+filter): "),
     "latency_cost.py": ("1000", "with/without seconds per cycle: "),
+    "watch.py": ("2000", "refresh commands with/without foreign keys: "),
 }
 
 

@@ -101,3 +101,50 @@ def test_a_runbook_runs_on_the_cluster(cluster, tmp_path):
     run = runbooks([demo], tmp_path, {"EMQ_URL": cluster.url})
     assert run.returncode == 0, run.stdout[-4000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
+
+
+def test_a_thousand_queues_open_and_refresh_in_a_fixed_number_of_pipelines(conn, monkeypatch):
+    """1,000 queues over the three primaries: the dashboard opens and refreshes and
+    `frames.health` answers all of them, each read in the same few pipelines as
+    for 10 queues (redis-py's cluster pipeline sends each to every primary at once,
+    a command per queue to the node holding its slot), and no refresh walks the
+    keyspace."""
+    from emq_notebook.connector import Pipeline
+    from emq_notebook.widgets import Dashboard
+
+    many = [f"m{i:04d}" for i in range(1000)]
+    pipe = conn.pipeline()
+    for q in many:
+        jobs.enqueue(conn, q, "{}", pipeline=pipe)
+    pipe.execute()
+    assert len(owners(conn, many)) == 3
+    runs: list[int] = []
+    real = Pipeline.execute
+
+    def counted(self):
+        replies = real(self)
+        runs.append(len(replies))
+        return replies
+
+    monkeypatch.setattr(Pipeline, "execute", counted)
+    scans = []
+    real_scan = conn.directory._scan_once
+    monkeypatch.setattr(conn.directory, "_scan_once", lambda sweep: (scans.append(1), real_scan(sweep)))
+    d = Dashboard(conn, auto=False)
+    try:
+        assert len(d.overview) == 1000 and set(d.overview["verdict"]) == {"growing"}
+        opened = len(scans)
+        runs.clear()
+        d.refresh()
+        assert len(scans) == opened  # no SCAN on a refresh
+        pipelines, commands = len(runs), sum(runs)
+        assert pipelines <= 5 and commands >= 1000 * 10
+        h = frames.health(conn)
+        assert list(h.index) == sorted(many) and (h["pending"] == 1).all()
+        # the same pipelines for 10 queues as for 1,000
+        few = many[:10]
+        runs.clear()
+        frames.health(conn, counts=frames.counts(conn, few))
+        assert len(runs) == pipelines
+    finally:
+        d.close()

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 from emq_notebook import Worker, admin, cli, jobs, magics  # noqa: E402
-from emq_notebook.errors import ReadOnly, UsageProblem  # noqa: E402
+from emq_notebook.errors import ReadOnly, UnknownQueue, UsageProblem  # noqa: E402
 
 
 @pytest.fixture
@@ -29,15 +29,28 @@ def stage(conn):
     admin.pause(conn, "held")
 
 
-def test_health_prints_the_verdicts_first_then_returns_the_frame(emq, conn, capsys):
+def test_health_prints_the_problems_then_sums_the_rest_and_returns_the_frame(emq, conn, capsys):
     stage(conn)
+    for i in range(2):
+        jobs.enqueue(conn, "later", str(i), delay_ms=3_600_000)  # idle
     h = emq("health")
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines == [f"{q}: {h.loc[q, 'verdict']} — {h.loc[q, 'why']}" for q in ("held", "mail")]
+    assert list(h.index) == ["held", "mail", "later"]  # paused, ok, idle: the most urgent first
+    assert lines == [f"held: paused — {h.loc['held', 'why']}", "and 1 ok, 1 idle"]
     assert lines[0].startswith("held: paused — paused by an operator: 1 pending")
-    assert lines[1].startswith("mail: ok — 4 claimed, 4 completed in the last 5 min")
+    # a queue asked for by name is answered whatever its verdict
     one = emq("health mail")
     assert list(one.index) == ["mail"] and one.loc["mail", "claimed_5m"] == 4
+    said = capsys.readouterr().out.strip()
+    assert said.startswith("mail: ok — 4 claimed, 4 completed in the last 5 min")
+
+
+def test_health_and_status_of_a_queue_with_no_key_are_unknown_not_idle(emq, conn, capsys):
+    stage(conn)
+    for line in ("health mai", "status mai"):
+        with pytest.raises(UnknownQueue, match="no queue 'mai' .*did you mean mail"):
+            emq(line)
+    assert capsys.readouterr().out == ""
 
 
 def test_health_of_an_empty_server_says_so(emq, capsys):
@@ -89,7 +102,11 @@ def test_the_shell_prints_health_and_saves_a_plot(conn, backend, valkey, tmp_pat
     url = f"redis://127.0.0.1:{valkey.port}/0"
     assert cli.main(["--url", url, "health"]) == 0
     out = capsys.readouterr().out
-    assert "mail: ok — 4 claimed" in out and "verdict" in out
+    assert "held: paused — paused by an operator" in out and "and 1 ok" in out and "verdict" in out
+    assert cli.main(["--url", url, "health", "mail"]) == 0
+    assert "mail: ok — 4 claimed" in capsys.readouterr().out
+    assert cli.main(["--url", url, "health", "mai"]) == 2
+    assert "emq: UnknownQueue: no queue 'mai'" in capsys.readouterr().err
     png = tmp_path / "t.png"
     assert cli.main(["--url", url, "plot", "mail", "latency", "--save", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -47,14 +47,13 @@ def test_queue_names_come_from_the_server(complete, conn):
     assert complete("%emq drain --budget 5 rep") == ["reports"]
 
 
-def test_queue_names_are_cached_a_few_seconds(complete, conn, monkeypatch):
+def test_queue_names_are_the_connections_known_queues_at_once(complete, conn, monkeypatch):
     jobs.enqueue(conn, "mailers", "{}")
     assert complete("%emq status ") == ["mailers"]
-    jobs.enqueue(conn, "later", "{}")
-    assert complete("%emq status ") == ["mailers"]  # from the cache
-    real = completion.time.monotonic
-    monkeypatch.setattr(completion.time, "monotonic", lambda: real() + completion.CACHE_S + 1)
-    assert complete("%emq status ") == ["later", "mailers"]
+    jobs.enqueue(conn, "later", "{}")  # named here: known without a scan, offered at once
+    scans = []
+    monkeypatch.setattr(conn.directory, "_scan_once", lambda sweep: scans.append(sweep))
+    assert complete("%emq status ") == ["later", "mailers"] and scans == []
 
 
 def test_job_ids_for_job_verbs(complete, conn, ip):

@@ -17,6 +17,7 @@ from emq_notebook import admin, frames, jobs, lanes, repeat, triage
 from emq_notebook.connector import Connection
 from emq_notebook.widgets import Dashboard, DeadLetterPanel, EventsView, JobPanel, QueuePanel
 from emq_notebook.widgets.base import live_panels
+from emq_notebook.widgets.dashboard import VERDICT_COLOURS
 from emq_notebook.widgets.job_grid import JobsView
 from emq_notebook.widgets.lanes_view import LanesView, RepeatablesView
 
@@ -107,6 +108,50 @@ def test_a_new_queue_shows_on_refresh(conn, stage):
     assert "fresh" in d.overview.index and "fresh" in d.picker.options
     assert d.picker.value is None and d.q is None  # replacing the options opened nothing
     d.close()
+
+
+def test_a_refresh_reads_the_counts_once_for_the_overview_its_verdicts_and_the_open_panel(
+    conn, stage, monkeypatch
+):
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        reads: list = []
+        real = frames.counts
+
+        def counted(*args, **kw):
+            reads.append(args[1:])
+            return real(*args, **kw)
+
+        monkeypatch.setattr(frames, "counts", counted)
+        d.refresh()
+        assert reads == [()]  # one read of every queue, shared
+        assert "pending <b>2</b>" in d.parts["Overview"].counts.value
+    finally:
+        d.close()
+
+
+def test_the_overview_puts_the_most_urgent_first_and_counts_each_verdict(conn, stage):
+    jobs.enqueue(conn, "quiet", "{}", delay_ms=3_600_000)  # idle
+    d = Dashboard(conn, auto=False)
+    try:
+        assert list(d.overview.index) == ["mail", "reports", "quiet"]
+        assert list(d.overview["verdict"]) == ["failing", "paused", "idle"]
+        assert "1 failing · 1 paused · 1 idle" in d.summary.value
+    finally:
+        d.close()
+
+
+def test_the_rescan_button_finds_a_queue_another_process_made(conn, stage):
+    d = Dashboard(conn, auto=False)
+    try:
+        conn.client.hset("emq:{elsewhere}:meta", "created_at", "1")
+        d.refresh_button.click()
+        assert "elsewhere" not in d.overview.index  # a refresh reads the queues known
+        d.rescan_button.click()
+        assert "elsewhere" in d.overview.index and "elsewhere" in d.picker.options
+        assert d.status_text.startswith("rescanned: 3 queues")
+    finally:
+        d.close()
 
 
 def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
@@ -570,21 +615,25 @@ def test_the_demo_stages_only_on_an_empty_server(conn):
 def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
     import pandas as pd
 
-    def health(c, queues=None):
-        assert c is conn and queues == ["mail", "reports"]
+    def health(c, queues=None, *, counts=None):
+        # the counts of the refresh, read once, are handed over
+        assert c is conn and queues is None and list(counts.index) == ["mail", "reports"]
         return pd.DataFrame(
             {
-                "verdict": ["failing", "paused"],
-                "why": ["3 of 3 failed in 5 minutes", "paused by an operator"],
+                "verdict": ["paused", "failing"],
+                "why": ["paused by an operator", "3 of 3 failed in 5 minutes"],
             },
-            index=pd.Index(queues, name="queue"),
+            index=pd.Index(["reports", "mail"], name="queue"),
         )
 
     monkeypatch.setattr(frames, "health", health)
     d = Dashboard(conn, auto=False)
     assert d.grid.data.loc["mail", "verdict"] == "failing"
+    assert list(d.grid.data.index) == ["reports", "mail"]  # in the health frame's order
     assert list(d.grid.data.columns)[:2] == ["state", "verdict"] and d.grid.data.columns[-1] == "why"
-    assert "'failing' ? '#ffebe9'" in d.grid.renderers["verdict"].background_color.value
+    colours = d.grid.renderers["verdict"].background_color.value
+    assert "'failing' ? '#ffcecb'" in colours and "'stuck' ? '#ffebe9'" in colours
+    assert len(set(VERDICT_COLOURS.values())) == len(VERDICT_COLOURS)  # one colour a verdict
     assert "mail | running | failing | 2 |" in d.static_text()
     d.close()
 

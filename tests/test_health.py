@@ -1,6 +1,7 @@
 """frames.latency and frames.health on both backends: the percentiles against the
-exact ones computed from the same runs, one staged queue per verdict, and a
-health check that reads no row."""
+exact ones computed from the same runs, one staged queue per verdict, the order
+most urgent first, and a health check that reads two time fields of a bounded
+sample of rows."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import random
 import pandas as pd
 import pytest
 import redis
+from ulid import ULID
 
 from emq_notebook import Worker, admin, frames, health, histogram, jobs
+from emq_notebook.errors import UnknownQueue
 from emq_notebook.health import HEALTH_COLUMNS, LATENCY_COLUMNS
 
 Q = "lat"
@@ -167,14 +170,23 @@ def test_paused(conn):
     assert h["why"].startswith("paused by an operator: 3 pending")
 
 
-def test_stuck(conn):
+def last_claim_minute(conn, q):
+    return max(int(m) for m in conn.client.hkeys(f"emq:{{{q}}}:metrics:claimed"))
+
+
+def test_stuck_says_the_quiet_time_from_the_minute_of_the_last_claim(conn):
+    """Judged 7 min 10 s after the end of the last claim's minute, whatever second of
+    the minute the test ran at (the claims and the enqueues may straddle a minute)."""
     run_jobs(conn, "jam", 2)
     for i in range(1_200):
         jobs.enqueue(conn, "jam", str(i))
-    later = health.server_ms(conn) + 7 * MIN + 30_000
+    later = (last_claim_minute(conn, "jam") + 1) * MIN + 7 * MIN + 10_000
     h = verdicts(conn, now_ms=later).loc["jam"]
     assert h["verdict"] == "stuck" and h["pending"] == 1_200 and h["claimed_5m"] == 0
-    assert h["oldest_pending_s"] >= 7 * 60
+    first = int(
+        conn.client.hget("emq:{jam}:job:" + conn.client.zrange("emq:{jam}:pending", 0, 0)[0], "created_at")
+    )
+    assert h["oldest_pending_s"] == (later - first) / 1000
     assert h["why"].startswith("1,200 pending and no claim for 7 min")
     assert "0 in flight" in h["why"]
 
@@ -208,7 +220,7 @@ def test_growing(conn):
     assert h["verdict"] == "growing" and h["pending"] == 8 and h["claimed_5m"] == 2
     assert h["why"].startswith("8 pending, more than the 2 claimed in the last 5 min")
     assert h["oldest_pending_s"] >= 0 and not math.isnan(h["oldest_pending_s"])
-    assert health.enqueued_ms(ids[2]) is not None and health.enqueued_ms("j_1") is None
+    assert len(ids) == 10
 
 
 def test_health_of_named_queues_and_of_none(conn):
@@ -219,12 +231,8 @@ def test_health_of_named_queues_and_of_none(conn):
     assert list(h.index) == ["b"] and h.loc["b", "pending"] == 1
 
 
-def test_health_reads_no_row(conn, monkeypatch):
-    """Every command health sends, plain or pipelined, names no job row: the cost is
-    the same at a million jobs (another test measures it there)."""
-    run_jobs(conn, "big", 3, fail=1)
-    jobs.enqueue(conn, "big", "x", group="acme")
-    jobs.claim(conn, "big", 60_000)
+def spy_commands(monkeypatch) -> list[tuple]:
+    """Every command sent from here on, plain or pipelined (a cluster's too)."""
     sent: list[tuple] = []
     for cls in (redis.Redis, redis.client.Pipeline):
         real = cls.execute_command
@@ -234,8 +242,169 @@ def test_health_reads_no_row(conn, monkeypatch):
             return _real(self, *args, **kw)
 
         monkeypatch.setattr(cls, "execute_command", spy)
+    return sent
+
+
+def test_health_reads_two_time_fields_of_a_bounded_sample_of_rows(conn, monkeypatch):
+    """The only row reads are HMGETs of `created_at` and `due_at`, of the head of
+    pending, the first job of its lowest priority and the head of each lane, never a
+    payload, whatever the backlog (the cost is the same at a million jobs)."""
+    run_jobs(conn, "big", 3, fail=1)
+    for i in range(40):
+        jobs.enqueue(conn, "big", str(i), id=f"j_{i:03d}", priority=i % 3)
+    for g in ("acme", "globex"):
+        jobs.enqueue(conn, "big", "x", group=g, id=f"j_{g}")
+    jobs.claim(conn, "big", 60_000)  # j_000
+    sent = spy_commands(monkeypatch)
     h = frames.health(conn)
     monkeypatch.undo()
     assert h.loc["big", "dead"] == 1 and sent
     touched = [a for a in sent if any(":job:" in str(x) for x in a)]
-    assert touched == []
+    assert all(a[0] == "HMGET" and list(a[2:]) == ["created_at", "due_at"] for a in touched)
+    rows = sorted(str(a[1]).rsplit(":", 1)[1] for a in touched)
+    assert rows == ["j_002", "j_003", "j_acme", "j_globex"]  # heads of priority 0 and 2, of each lane
+
+
+# -- issue 28, items 10-12: health says the right thing ------------------------------
+
+
+def test_retries_overdue_in_schedule_with_the_workers_gone_read_stuck_not_idle(conn):
+    """Ten jobs failed once (retries due a second later), then the workers died:
+    ten minutes on, nothing is pending or in flight, yet ten jobs are overdue."""
+    for i in range(10):
+        jobs.enqueue(conn, "retry", str(i))
+        got = jobs.claim(conn, "retry", 60_000)
+        jobs.fail(conn, "retry", got.id, "worker lost")
+    assert conn.client.zcard("emq:{retry}:schedule") == 10
+    later = (last_claim_minute(conn, "retry") + 1) * MIN + 10 * MIN
+    h = verdicts(conn, now_ms=later).loc["retry"]
+    assert h["verdict"] == "stuck" and h["pending"] == 0 and h["schedule"] == 10
+    assert h["why"].startswith("10 overdue in schedule and no claim for 10 min")
+    due = conn.client.zrange("emq:{retry}:schedule", 0, 0, withscores=True)[0][1]
+    assert h["oldest_pending_s"] == (later - due) / 1000
+    # a retry due less than a minute ago is no backlog yet (the failures are news)
+    h = verdicts(conn, now_ms=int(due) + 30_000).loc["retry"]
+    assert h["verdict"] == "failing" and math.isnan(h["oldest_pending_s"])
+
+
+def test_the_oldest_pending_age_comes_from_the_rows_not_from_the_id(conn):
+    now = health.server_ms(conn)
+    # a custom-id job enqueued just now in a queue made an hour ago: not stuck
+    jobs.enqueue(conn, "orders", "{}", id="order-17")
+    conn.client.hset("emq:{orders}:meta", "created_at", now - 60 * MIN)
+    h = verdicts(conn, now_ms=now + 2_000).loc["orders"]
+    assert h["verdict"] == "growing" and h["oldest_pending_s"] < 60
+    # a job enqueued ten minutes before the judging, whose branded id reads young: stuck
+    young = "j_" + str(ULID.from_timestamp((now + 10 * MIN) / 1000))
+    jobs.enqueue(conn, "mail", "{}", id=young)
+    h = verdicts(conn, now_ms=now + 10 * MIN).loc["mail"]
+    assert h["verdict"] == "stuck" and h["oldest_pending_s"] >= 9 * 60
+    # the head of pending is the highest priority, not the oldest job
+    jobs.enqueue(conn, "prio", "{}", id="j_old", priority=5)
+    conn.client.hset("emq:{prio}:job:j_old", "created_at", now - 20 * MIN)
+    for i in range(3):
+        jobs.enqueue(conn, "prio", "{}", id=f"j_new{i}")
+    assert conn.client.zrange("emq:{prio}:pending", 0, 0) == ["j_new0"]
+    h = verdicts(conn, now_ms=now + 1_000).loc["prio"]
+    assert h["oldest_pending_s"] == (20 * MIN + 1_000) / 1000
+
+
+def test_a_named_queue_with_no_key_is_unknown_in_health_status_and_counts(conn):
+    jobs.enqueue(conn, "mailers", "{}")
+    for read in (
+        lambda: frames.health(conn, ["mailer"]),
+        lambda: frames.counts(conn, ["mailers", "mailer"]),
+        lambda: health.health(conn, ["mailer"]),
+    ):
+        with pytest.raises(UnknownQueue, match="no queue 'mailer' .*did you mean mailers"):
+            read()
+    # a listing answers what is there; a queue whose keys are all gone leaves it
+    assert list(frames.health(conn).index) == ["mailers"]
+    conn.client.flushall()
+    assert frames.counts(conn).empty and frames.queues(conn) == []
+
+
+def test_a_queue_holding_dead_jobs_reads_dead_letters_never_ok_or_idle(conn):
+    run_jobs(conn, "bad", 4, fail=3)
+    died = conn.client.zrevrange("emq:{bad}:dead", 0, 0, withscores=True)[0][1]
+    later = int(died) + 2 * 3_600_000
+    h = verdicts(conn, now_ms=later).loc["bad"]
+    assert h["verdict"] == "dead_letters"
+    assert h["why"] == "3 dead, the newest 2 h ago; nothing failing now"
+    # paused, it still says its dead letters first
+    admin.pause(conn, "bad")
+    h = verdicts(conn, now_ms=later).loc["bad"]
+    assert h["verdict"] == "dead_letters" and h["why"].endswith("; paused by an operator")
+    # in the window, with most finished jobs failing, it is failing
+    assert verdicts(conn).loc["bad", "verdict"] == "failing"
+
+
+def stage_every_verdict(conn) -> None:
+    """One queue a verdict, and two each of ok and idle, of different sizes."""
+    run_jobs(conn, "failing", 4, fail=3)
+    run_jobs(conn, "dead", 4, fail=1)  # 1 of 4 failed: below the failing rate
+    jobs.enqueue(conn, "growing", "x")
+    old = health.server_ms(conn) - 10 * MIN
+    for i in range(3):
+        conn.client.hset("emq:{stuck}:job:" + jobs.enqueue(conn, "stuck", str(i)), "created_at", old)
+    jobs.enqueue(conn, "paused", "x")
+    admin.pause(conn, "paused")
+    for q, n in (("ok-small", 1), ("ok-big", 3)):
+        run_jobs(conn, q, 4)
+        for i in range(n):
+            jobs.enqueue(conn, q, str(i))
+    for q, n in (("idle-small", 1), ("idle-big", 2)):
+        for _ in range(n):
+            jobs.enqueue(conn, q, "x", delay_ms=3_600_000)
+
+
+def test_every_list_of_queues_is_ordered_by_severity_then_size(conn):
+    stage_every_verdict(conn)
+    h = frames.health(conn)
+    order = list(h["verdict"])
+    ranks = [health.SEVERITY.index(v) for v in order]
+    assert ranks == sorted(ranks), order
+    # within a verdict, the biggest first
+    for verdict in set(order):
+        sizes = h[h["verdict"] == verdict][["pending", "active", "schedule", "dead"]].sum(axis=1).tolist()
+        assert sizes == sorted(sizes, reverse=True), verdict
+    assert list(h.index) == [
+        "failing",
+        "stuck",
+        "growing",
+        "dead",
+        "paused",
+        "ok-big",
+        "ok-small",
+        "idle-big",
+        "idle-small",
+    ]
+    assert order == [*health.SEVERITY[:5], "ok", "ok", "idle", "idle"]
+
+
+def test_the_summary_counts_each_verdict_and_the_report_sums_the_quiet_ones():
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "verdict": ["failing", "stuck", "stuck", "dead_letters", "ok", "ok", "idle"],
+            "why": ["w"] * 7,
+            "pending": [5, 4, 3, 0, 2, 1, 0],
+            "active": [0] * 7,
+            "schedule": [0] * 7,
+            "dead": [9, 0, 0, 7, 0, 0, 0],
+        },
+        index=pd.Index(["f", "s1", "s2", "d", "o1", "o2", "i"], name="queue"),
+    )
+    assert health.summary(frame) == "1 failing · 2 stuck · 1 dead letters · 2 ok · 1 idle"
+    assert health.report_lines(frame) == [
+        "f: failing — w",
+        "s1: stuck — w",
+        "s2: stuck — w",
+        "d: dead_letters — w",
+        "and 2 ok, 1 idle",
+    ]
+    quiet = frame[frame["verdict"].isin(["ok", "idle"])]
+    assert health.report_lines(quiet) == ["no problem: 2 ok, 1 idle"]
+    shuffled = frame.iloc[::-1]
+    assert list(health.by_severity(shuffled).index) == ["f", "s1", "s2", "d", "o1", "o2", "i"]

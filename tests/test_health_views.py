@@ -150,11 +150,12 @@ def test_health_view_colours_every_queue_by_its_verdict(conn):
 
 def test_health_view_refresh_and_its_one_thread(conn):
     view = HealthView(conn, ["mail"], refresh_every=0.5)
-    assert view.verdicts == {"mail": "idle"} and threads() == []
-    assert "refresh by hand" in view.refreshed.value
+    # a queue with no key is not idle: the view says it is unknown
+    assert view.verdicts == {} and threads() == []
+    assert view.status_text.startswith("error: no queue 'mail'")
     jobs.enqueue(conn, "mail", "x")
     view.refresh_button.click()
-    assert view.verdicts == {"mail": "growing"}
+    assert view.verdicts == {"mail": "growing"} and "refresh by hand" in view.refreshed.value
     view.auto_button.click()
     assert view.running and threads() == ["emq-health"]
     view.auto_button.click()

@@ -2,8 +2,10 @@
 
 A header names the connection (redacted), its env (red for production) and a
 read-only flag. The overview is one row per queue: its state (running / paused),
-the verdict and its reason from `frames.health`, and the counts, coloured. Click
-a queue (or pick it) and its tabs open below:
+the verdict and its reason from `frames.health`, and the counts, coloured; the
+most urgent first (failing, stuck, growing, dead letters, paused, ok, idle), then
+the biggest, and a line counting each verdict. Click a queue (or pick it) and its
+tabs open below:
 
 - Overview: the QueuePanel (counts as chips, pause / resume, the confirmed drain
   and obliterate) and its throughput plot (`plots.throughput`, the last hour);
@@ -19,7 +21,11 @@ for one page of its rows.
 
 Refresh: ONE background loop per dashboard (`refresh_every`, from `%config
 EMQMagics.refresh_s`) re-reads the overview and the open queue's counts and lanes;
-the header says "updated 2 s ago". It waits while a confirmation is open (a drain,
+the header says "updated 2 s ago". The counts are read once a refresh (the
+overview, its verdicts and the open queue's panel share them), of the queues the
+connection's directory knows: a refresh sends no SCAN, whatever else the database
+holds. Rescan finds the queues again; the directory also does, in the background, at
+most once a minute (`directory.py`). It waits while a confirmation is open (a drain,
 an obliterate gate, a remove), so a count the operator is reading does not move
 under the button. The grids of jobs are re-read by their own buttons and after
 each action, never under a selection. The loop stops when the dashboard is
@@ -40,7 +46,7 @@ import ipywidgets as w
 import pandas as pd
 import redis
 
-from .. import frames, plots
+from .. import frames, health, plots
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
@@ -58,14 +64,15 @@ from .refresher import Refresher
 WRITING_BUTTONS = ("reprocess_button", "remove_button", "reprocess_all_button")
 TABS = ("Overview", "Jobs", "Job", "Dead letters", "Lanes", "Repeatables", "Events")
 COUNTS = ("pending", "active", "schedule", "dead")
-# verdict -> background of its cell (frames.health's words)
+# verdict -> background of its cell (frames.health's words), one colour a severity
 VERDICT_COLOURS = {
+    "failing": "#ffcecb",
+    "stuck": "#ffebe9",
+    "growing": "#fff1e5",
+    "dead_letters": "#fbefff",
+    "paused": "#fff8c5",
     "ok": "#dafbe1",
     "idle": "#f6f8fa",
-    "paused": "#fff8c5",
-    "growing": "#fff1e5",
-    "stuck": "#ffebe9",
-    "failing": "#ffebe9",
 }
 OVERVIEW_COLOURS = {
     "state": "cell.value == 'paused' ? '#fff8c5' : '#dafbe1'",
@@ -129,6 +136,11 @@ class Dashboard(Panel):
         self.picker.observe(self._picked, names="value")
         self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
+        # a refresh reads the queues known; this finds them again (SCAN)
+        self.rescan_button = w.Button(
+            description="Rescan", icon="search", tooltip="find the queues on the server again"
+        )
+        self.rescan_button.on_click(lambda _: self.rescan())
         self.auto = w.ToggleButton(
             value=False,
             icon="clock",
@@ -145,7 +157,7 @@ class Dashboard(Panel):
             self.summary,
             self.grid,
             w.HBox(
-                [self.picker, self.refresh_button, self.auto, self.updated],
+                [self.picker, self.refresh_button, self.rescan_button, self.auto, self.updated],
                 layout=w.Layout(align_items="center"),
             ),
             self.queue_title,
@@ -192,11 +204,14 @@ class Dashboard(Panel):
         return isinstance(jobs_view, JobsView) and jobs_view.confirming
 
     def refresh(self) -> None:
-        """Read the overview again (counts and verdicts), then the
-        open queue's counts and lanes; an error is shown in the status and the loop keeps on."""
+        """Read the overview again (counts and verdicts, most urgent first), then the
+        open queue's counts (the same read) and lanes; an error is shown in the status
+        and the loop keeps on. The queues are the ones the connection knows (no SCAN:
+        see `rescan`)."""
         with self._lock:
             try:
-                frame = self._read_overview()
+                counts = frames.counts(self.conn)
+                frame = self._read_overview(counts)
             except (EMQError, redis.RedisError) as exc:
                 self.say(f"error: {exc}", "error")
                 return
@@ -212,20 +227,33 @@ class Dashboard(Panel):
                 finally:
                     self._quiet = False
             self.summary.value = self._summary_html()
-            for name in ("Overview", "Lanes"):
-                part = self.parts.get(name)
-                if part is not None:
-                    part.refresh()
+            panel = self.parts.get("Overview")
+            if isinstance(panel, QueuePanel):
+                panel.refresh(counts)
+            lanes = self.parts.get("Lanes")
+            if lanes is not None:
+                lanes.refresh()
             self.updated_at = time.monotonic()
             self.refreshes += 1
             self._say_updated()
 
-    def _read_overview(self) -> pd.DataFrame:
-        counts = frames.counts(self.conn)
+    def rescan(self) -> None:
+        """Find the queues on the server again (a whole SCAN sweep), then refresh."""
+        try:
+            found = frames.queues(self.conn, rescan=True)
+        except (EMQError, redis.RedisError) as exc:
+            self.say(f"error: {exc}", "error")
+            return
+        self.refresh()
+        self.say(f"rescanned: {len(found):,} queue{'' if len(found) == 1 else 's'} on the server", "ok")
+
+    def _read_overview(self, counts: pd.DataFrame) -> pd.DataFrame:
+        """The counts with each queue's verdict and why, in the health frame's order
+        (most urgent first, then the biggest)."""
         if counts.empty:
             return counts
-        verdicts = frames.health(self.conn, list(counts.index))
-        return counts.join(verdicts[["verdict", "why"]])
+        verdicts = frames.health(self.conn, counts=counts)
+        return counts.loc[verdicts.index].join(verdicts[["verdict", "why"]])
 
     def _summary_html(self) -> str:
         frame = self.overview
@@ -236,7 +264,9 @@ class Dashboard(Panel):
         parts = [f"{len(frame):,} queues", *(f"{n:,} {c}" for c, n in total.items())]
         if paused:
             parts.append(f"{paused:,} paused")
-        return f"<div>{' · '.join(parts)}</div>"
+        verdicts = health.summary(frame) if "verdict" in frame.columns else ""
+        said = f"<div>{html.escape(verdicts)}</div>" if verdicts else ""
+        return f"<div>{' · '.join(parts)}</div>{said}"
 
     def _say_updated(self) -> None:
         if self.updated_at is None:

@@ -1,10 +1,13 @@
 """HealthView: every queue's verdict at a glance, coloured, with why.
 
-A table of `frames.health`: queue, verdict (ok green, idle grey, paused blue,
-stuck red, failing orange, growing amber), backlog, oldest pending, failure rate,
-wait p95, and the sentence that explains the verdict. Refresh reads it again; an
-opt-in auto-refresh is one background thread (`emq-health`), stopped like every
-panel's. Reads only: no job row is read, so it is as cheap on a million jobs.
+A table of `frames.health`, most urgent first (failing, stuck, growing, dead
+letters, paused, ok, idle, then the biggest): queue, verdict (one colour each),
+backlog, dead, oldest pending, failure rate, wait p95, and the sentence that
+explains the verdict, under a line counting each verdict. Refresh reads it again
+(the queues the connection knows: no SCAN); Rescan finds the queues on the server
+again. An opt-in auto-refresh is one background thread (`emq-health`), stopped like
+every panel's. Reads only, and at most a small sample of rows a queue (two time
+fields each), so it is as cheap on a million jobs.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import ipywidgets as w
 import pandas as pd
 import redis
 
-from .. import frames
+from .. import frames, health
 from ..connector import Connection
 from ..errors import EMQError
 from ..health import ago, ms_text
@@ -26,7 +29,9 @@ from ..plots import VERDICT_COLOURS
 from .base import Panel, interval
 from .refresher import Refresher
 
-_HEAD = ("queue", "verdict", "pending", "oldest", "failed (5 min)", "wait p95", "why")
+_HEAD = ("queue", "verdict", "pending", "dead", "oldest", "failed (5 min)", "wait p95", "why")
+# the verdicts the status line names as needing a look
+_LOOK = ("failing", "stuck", "growing", "dead_letters")
 
 
 def badge(verdict: str) -> str:
@@ -49,6 +54,7 @@ def health_table(h: pd.DataFrame) -> str:
             html.escape(str(q)),
             badge(r["verdict"]),
             f"{r['pending']:,}",
+            f"{r['dead']:,}",
             oldest,
             rate,
             "" if math.isnan(r["wait_p95_5m"]) else ms_text(r["wait_p95_5m"]),
@@ -56,7 +62,8 @@ def health_table(h: pd.DataFrame) -> str:
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h_}</th>" for h_ in _HEAD)
-    return f'<table class="emq"><tr>{head}</tr>{"".join(rows)}</table>'
+    said = html.escape(health.summary(h))
+    return f'<div>{said}</div><table class="emq"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
 class HealthView(Panel):
@@ -83,6 +90,10 @@ class HealthView(Panel):
         self.refresh_button.on_click(lambda _: self.refresh())
         self.auto_button = w.Button(description=f"Auto-refresh {self.refresh_every:g}s", icon="play")
         self.auto_button.on_click(lambda _: self.toggle())
+        self.rescan_button = w.Button(description="Rescan", icon="search")
+        self.rescan_button.on_click(lambda _: self.rescan())
+        if self.queues is not None:  # named queues: nothing to find
+            self.rescan_button.layout.display = "none"
         self._refresher = Refresher(
             "emq-health",
             self.refresh_every,
@@ -91,7 +102,7 @@ class HealthView(Panel):
         )
         self.children = [
             w.HTML(f"<b>health of {html.escape(self.title)}</b>"),
-            w.HBox([self.refresh_button, self.auto_button, self.refreshed]),
+            w.HBox([self.refresh_button, self.rescan_button, self.auto_button, self.refreshed]),
             self.table,
             self.status,
         ]
@@ -115,11 +126,20 @@ class HealthView(Panel):
         self.table.value = health_table(h)
         self.refreshed_at = time.strftime("%H:%M:%S UTC", time.gmtime())
         self._show_state()
-        bad = [q for q, v in self.verdicts.items() if v in ("stuck", "failing")]
+        bad = [q for q, v in self.verdicts.items() if v in _LOOK]
         self.say(
-            f"needs a look: {', '.join(bad)}" if bad else "nothing stuck or failing",
+            f"needs a look: {', '.join(bad)}" if bad else "nothing failing, stuck, growing or dead",
             "refused" if bad else "ok",
         )
+
+    def rescan(self) -> None:
+        """Find the queues on the server again (a whole SCAN sweep), then refresh."""
+        try:
+            frames.queues(self.conn, rescan=True)
+        except (EMQError, redis.RedisError) as exc:
+            self.say(f"error: {exc}", "error")
+            return
+        self.refresh()
 
     def _show_state(self) -> None:
         how = f"every {self.refresh_every:g}s" if self.running else "refresh by hand"

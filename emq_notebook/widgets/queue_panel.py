@@ -13,11 +13,13 @@ from __future__ import annotations
 import html
 
 import ipywidgets as w
+import pandas as pd
 import redis
 
 from .. import admin, frames
 from ..connector import Connection
-from ..errors import EMQError
+from ..errors import EMQError, UnknownQueue
+from ..keyspace import STATES
 from .base import Panel, chips, interval, table
 from .refresher import Refresher
 
@@ -105,11 +107,16 @@ class QueuePanel(Panel):
             self.auto.value = True
 
     # -- reading ----------------------------------------------------------------
-    def refresh(self) -> None:
-        """Read the counts again; a wire fault or a foreign key (a reply error) is shown in
+    def refresh(self, counts: pd.DataFrame | None = None) -> None:
+        """Read the counts again (or take this queue's row of `counts`, read already by
+        the owner's refresh); a wire fault or a foreign key (a reply error) is shown in
         the status, and the auto-refresh keeps trying."""
         try:
-            row = frames.counts(self.conn, [self.q]).iloc[0].to_dict()
+            if counts is None or self.q not in counts.index:
+                counts = frames.counts(self.conn, [self.q])
+            row = counts.loc[self.q].to_dict()
+        except UnknownQueue:  # no key yet, or none left (obliterated): nothing to count
+            row = {**dict.fromkeys(STATES, 0), "paused": False, "lanes": 0, "repeatables": 0}
         except (EMQError, redis.RedisError) as exc:
             self.say(f"error: {exc}", "error")
             return
