@@ -118,18 +118,22 @@ def test_find_agrees_with_fnmatchcase(conn, data):
     assert list(got.index) == expected, (glob, fields)
 
 
+# the server's matcher alone, with work enough to decide any of these
+MATCH = (scripts.lua_dir() / "includes" / "glob.lua").read_text() + (
+    "\nlocal said = glob_matches(ARGV[1], glob_of(ARGV[2]), {steps = 1e9})\nreturn said and 1 or 0"
+)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(ALPHABET, max_size=10), st.data())
-def test_the_server_pattern_lets_through_every_match(text, data):
-    """The translation alone, on the ASCII path and the byte path: what fnmatch matches,
-    the Lua pattern matches (tried on the embedded server's Lua)."""
+def test_the_server_matcher_lets_through_every_match(text, data):
+    """The matcher alone, on ASCII text and past it: what fnmatch matches, the Lua
+    matcher matches, and on ASCII text nothing more (tried on the embedded server's Lua)."""
     text = canonical(text)
     glob = data.draw(glob_from(text))
     conn = emq.connect(embedded="fake")
     spec = triage.glob_spec(glob)
-    lua = "local g = glob_of(ARGV[2]) return glob_matches(ARGV[1], g) and 1 or 0"
-    body = scripts.source("find").split("local set, base", 1)[0] + lua
-    said = conn.client.eval(body, 0, decoding.wire(text), decoding.wire(spec))
+    said = conn.client.eval(MATCH, 0, decoding.wire(text), decoding.wire(spec))
     if fnmatch.fnmatchcase(text, glob):
         assert said == 1, (text, glob, spec)
     elif text.isascii():
@@ -145,22 +149,25 @@ def test_the_server_pattern_lets_through_every_match(text, data):
         ("*by*ling", "\u00e9 by bil\u00e9 ling", True),
         ("*by*ling", "\u00e9 by bil\u00e9 lin\u00e9", False),
         ("a*\u00e9", "ab\u00e9", True),
-        ("a*?", "a\u00e9", True),
+        ("a*\u00e9", "ab\u00e8", False),
+        ("*\u20ac*", "x\u20ac\u20acx", True),
+        ("?\u00e9", "\u00e9\u00e9", True),
+        ("??", "\u20ac", False),
+        ("[\u00e0-\u00ff]*", "\u00e9t\u00e9", True),
+        ("[!\u00e0-\u00ff]*", "\u00e9t\u00e9", False),
+        ("a?", "a\udcff", True),
+        ("a[\udc80-\udcff]", "a\udcc3", True),
+        ("a[\udc80-\udcff]", "a\u00e9", False),
     ],
 )
-def test_a_glob_of_ascii_literals_is_exact_on_any_text(conn, glob, text, expected):
-    """A glob whose items are all ASCII literals is marked exact: its pieces match byte
-    for byte, so a text past ASCII is answered without a second try with the whole
-    pattern, and the answer is fnmatch's (a `?` or a wide literal is not marked)."""
+def test_the_matcher_is_exact_on_utf8_text_for_a_glob_of_characters(conn, glob, text, expected):
+    """`?` and a class read one character as Python decodes it (a byte that is no part of
+    a well-formed sequence is one of its own), and a literal compares whole characters:
+    so on well-formed text, and for a glob naming no undecodable byte as a literal, the
+    server's answer is fnmatch's, with no second look needed."""
     assert fnmatch.fnmatchcase(text, glob) is expected
-    spec = triage.glob_spec(glob)
-    marked = spec.split("\0")[4] == "1"
-    assert marked is all(c.isascii() and c != "?" for c in glob)
-    lua = "local g = glob_of(ARGV[2]) return glob_matches(ARGV[1], g) and 1 or 0"
-    body = scripts.source("find").split("local set, base", 1)[0] + lua
-    said = conn.client.eval(body, 0, decoding.wire(text), decoding.wire(spec))
-    if marked or expected:
-        assert said == int(expected), (glob, text)
+    said = conn.client.eval(MATCH, 0, decoding.wire(text), decoding.wire(triage.glob_spec(glob)))
+    assert said == int(expected), (glob, text)
 
 
 GLOBS = [  # (glob, text, fnmatch's answer): Lua's magic characters taken as written
@@ -438,7 +445,7 @@ ERROR_TEXT = (
             st.uuids().map(lambda u: str(u).upper()[:-1]),
             st.from_regex(r"[0-9a-fA-F]{6,10}", fullmatch=True),
             st.sampled_from(["'", '"', "1.5", "..", "-", " ", "1.2.3", "e1", "deadbeef", "deadbeef1"]),
-            # a UUID with no digit (the script's in-place reader hands these to its whole-text form)
+            # a UUID with no digit (found from its dashes: it holds no digit to find it by)
             st.sampled_from(["abcdefab-abcd-abcd-abcd-abcdefabcdef", "ABCDEFAB-ABCD-ABCD-ABCD-ABCDEFABCDEF"]),
         ),
         max_size=8,
@@ -511,9 +518,9 @@ def test_errors_of_a_moving_set_count_each_stayer_once(conn):
     assert len(ids) - left <= total <= len(ids)
 
 
-# -- @errors: a step's texts read at once, keyed through the shapes learned in the scan --
+# -- @errors: a text keyed in one pass, or through the family of a text met before ----------
 
-# the parts a text's shape keeps variable, each drawn afresh for every text of a family
+# the parts a family keeps variable, each drawn afresh for every text of the family
 VARIABLE = {
     "number": st.from_regex(r"[0-9]{1,9}", fullmatch=True),
     "decimal": st.from_regex(r"[0-9]{1,8}\.[0-9]{1,8}", fullmatch=True),
@@ -547,7 +554,7 @@ VARIABLE = {
     ),
 }
 # literal parts: letters that are hex digits and letters that are not, Lua's magic
-# characters, a quote now and then (one left open: that text has no shape)
+# characters, a quote now and then (one left open: that text has no family)
 LITERAL = st.text(
     st.sampled_from(list("ghkxyz abcdefABC:,;/()%+*?[]^$.-\t") + ["é", "'", '"']), min_size=1, max_size=6
 )
@@ -576,26 +583,30 @@ def families(draw) -> list[str]:
 
 @on_a_backend
 @given(families(), st.integers(1, 6))
-def test_texts_of_one_shape_group_as_the_signature_does(conn, texts, budget):
-    """A text keyed through a shape learned from another (in its step or handed on from an
-    earlier one) has the key its own reading would give: numbers 7 and 8 digits long, hex
-    runs with and without a digit, UUIDs without one, quotes inside quotes, literal parts
-    that run into the variable ones."""
+def test_texts_of_one_family_group_as_the_signature_does(conn, texts, budget):
+    """A text keyed through the family of another met earlier in its step has the key its
+    own reading would give: numbers 7 and 8 digits long, hex runs with and without a
+    digit, UUIDs without one, quotes inside quotes, literal parts that run into the
+    variable ones."""
     assert_grouped_by_signature(conn, texts, budget)
 
 
-def test_a_scan_hands_its_shapes_on_so_a_later_step_learns_none(conn):
-    put_dead(conn, {f"j_{i:02d}": (f"SMTP 5{i % 10}0 for 'u{i}@x' after {i}ms", "{}") for i in range(20)})
-    keys = [DEAD, f"emq:{{{Q}}}:"]
-    key = "SMTP <num> for <str> after <num>ms"
-    score, member, more, learned, *groups = conn.run("errors", keys, ["", "", 10], verb="errors", queue=Q)
-    # five values a shape: head length, head, pattern, key, hex runs to check
-    assert len(learned) == 5 and learned[1] == "SMTP " and learned[3] == key
-    assert [g[:2] for g in groups] == [[key, 10]] and more == 1
-    handed = conn.run("errors", keys, [score, member, 10, *learned], verb="errors", queue=Q)
-    assert handed[3] == [] and [g[:2] for g in handed[4:]] == [[key, 10]]
-    alone = conn.run("errors", keys, [score, member, 10], verb="errors", queue=Q)
-    assert alone[3] == learned and alone[4:] == handed[4:]
+# the keyer alone: one keyer keys the texts in order, as one @errors step does
+KEYS_OF = (scripts.lua_dir() / "includes" / "signature.lua").read_text() + (
+    "\nlocal key_of, out = signature_keyer(), {}"
+    "\nfor i = 1, #ARGV do out[i] = key_of(ARGV[i]) end"
+    "\nreturn out"
+)
+
+
+@on_a_backend
+@given(st.one_of(st.lists(ERROR_TEXT, min_size=1, max_size=12), families()))
+def test_the_lua_key_is_the_signatures_replacements(conn, texts):
+    """The keyer's key of each text, read in one pass or through a family met before,
+    is exactly the text with `triage.replaced`'s replacements: the signature before its
+    whitespace is collapsed, stripped and cut."""
+    said = conn.client.eval(KEYS_OF, 0, *(decoding.wire(t) for t in texts))
+    assert said == [triage.replaced(t) for t in texts], texts
 
 
 def test_a_user_refused_reading_keys_by_pattern_gets_the_same_answers(valkey):

@@ -1,0 +1,260 @@
+-- The error signature's replacements, made in one pass over a text: what
+-- emq_notebook.triage.signature does before it collapses whitespace, strips and
+-- cuts (tests/test_triage.py holds the two together), in its order:
+--   1. each quoted part -> <str>: scanning left to right, a quote opens a part when
+--      a quote of its kind follows it, and that one closes it;
+--   2. each UUID (hex 8-4-4-4-12) and each run of 8 or more hex digits holding a
+--      digit, with no hex digit either side -> <hex>;
+--   3. each remaining number, digits with an optional dot and digits -> <num>.
+-- Every replacement of 2 and 3 lies inside one *stretch*: a whole run of hex digits,
+-- dots and dashes around a digit or a dash. Its neighbours are none of those (nor is
+-- a <str>), so a stretch keys on its own as it would in the whole text; the plain
+-- text between stretches and quoted parts (no digit, dash or quote) stays as it is.
+--
+-- Linear in the text's bytes: quotes are found with plain finds, the next digit or
+-- dash with a single-class search, a stretch's end with an anchored single greedy
+-- item, a UUID with fixed-length items; no byte is scanned more than a few times and
+-- no pattern is built from a text.
+--
+-- A keyer (one per call: `signature_keyer()`) remembers the texts it has keyed, and
+-- the *family* of each: its plain parts, and the kind of each part between (a number,
+-- a UUID, a quoted part, another stretch with its key). A text of a known family has
+-- that family's key when its plain parts are the same bytes in the same places and
+-- each part between keys as the family's did; that is checked with plain finds and
+-- one anchored match a part, so the plain text is never scanned byte by byte. At most
+-- FAMILY_TRIES families are tried for one text, each check linear: the keying stays
+-- linear. Definitions only.
+
+-- bytes: DIGIT 0-9; HEX 0-9a-fA-F; STRETCH the hex digits, '.' and '-'
+local DIGIT, HEX, STRETCH = {}, {}, {}
+for b = 48, 57 do DIGIT[b], HEX[b], STRETCH[b] = true, true, true end
+for b = 65, 70 do HEX[b], STRETCH[b], HEX[b + 32], STRETCH[b + 32] = true, true, true, true end
+STRETCH[45], STRETCH[46] = true, true
+local X = '[0-9a-fA-F]'
+local UUID_AT = '^' .. X .. X .. X .. X .. X .. X .. X .. X .. '%-' .. X .. X .. X .. X .. '%-' .. X .. X .. X
+  .. X .. '%-' .. X .. X .. X .. X .. '%-' .. X .. X .. X .. X .. X .. X .. X .. X .. X .. X .. X .. X
+-- a family is learned from a text of at most LEARN_BYTES bytes and LEARN_PARTS parts;
+-- a keyer keeps FAMILIES of them, found by a text's first HEAD bytes (fewer when its
+-- first part comes sooner), at most FAMILY_TRIES tried for one text
+local LEARN_BYTES, LEARN_PARTS, FAMILIES, HEAD, FAMILY_TRIES = 1024, 32, 128, 24, 8
+
+-- a function text -> its key, for one call
+local function signature_keyer()
+  local find, sub, byte, concat = string.find, string.sub, string.byte, table.concat
+
+  -- the numbers of s[i..j] -> <num>, onto out after n; d is the first digit of s at
+  -- or after i (nil: none). Answers n and the first digit past what it read.
+  local function numbers(s, i, j, out, n, d)
+    while d and d <= j do
+      local _, e = find(s, '^[0-9]*', d)
+      if byte(s, e + 1) == 46 and e + 2 <= j and DIGIT[byte(s, e + 2)] then _, e = find(s, '^[0-9]*', e + 2) end
+      if d > i then
+        n = n + 1
+        out[n] = sub(s, i, d - 1)
+      end
+      n = n + 1
+      out[n] = '<num>'
+      i = e + 1
+      d = find(s, '[0-9]', i)
+    end
+    if i <= j then
+      n = n + 1
+      out[n] = sub(s, i, j)
+    end
+    return n, d
+  end
+
+  -- a stretch s keyed onto out after n: at the first byte of each hex run a UUID,
+  -- else a run of 8 or more holding a digit, is <hex>; then the numbers between.
+  -- Answers n and the stretch's kind: 'n' digits alone (a number), 'u' a UUID, 'g'
+  -- any other
+  local function stretch(s, out, n)
+    local len = #s
+    local _, digits = find(s, '^[0-9]*')
+    if digits == len and len < 8 then
+      n = n + 1
+      out[n] = '<num>'
+      return n, 'n'
+    end
+    if len == 36 and find(s, UUID_AT) then
+      n = n + 1
+      out[n] = '<hex>'
+      return n, 'u'
+    end
+    local lit, r, d = 1, 1, find(s, '[0-9]')
+    while r <= len do
+      local c = byte(s, r)
+      if c == 45 or c == 46 then
+        r = r + 1
+      else
+        local _, run_end = find(s, '^[0-9a-fA-F]*', r)
+        local hex_end
+        if run_end - r == 7 and len - r >= 35 and find(s, UUID_AT, r) and not HEX[byte(s, r + 36)] then
+          hex_end = r + 35
+        elseif run_end - r >= 7 and select(2, find(s, '^[a-fA-F]*', r)) < run_end then
+          hex_end = run_end
+        end
+        if hex_end then
+          if d and d < lit then d = find(s, '[0-9]', lit) end
+          n, d = numbers(s, lit, r - 1, out, n, d)
+          n = n + 1
+          out[n] = '<hex>'
+          lit = hex_end + 1
+        end
+        r = (hex_end or run_end) + 1
+      end
+    end
+    if d and d < lit then d = find(s, '[0-9]', lit) end
+    return (numbers(s, lit, len, out, n, d)), 'g'
+  end
+
+  -- the key of text read in full; when `family` is a table, the text's family goes
+  -- into it: {plain, kind, key, plain, kind, key, ..., plain} (kind: 'n', 'u', 'g'
+  -- for a stretch, the quote for a quoted part), or false when it has none (a quote
+  -- that no quote of its kind follows lies in its plain text)
+  local function read(text, family)
+    local q1, q2 = find(text, "'", 1, true), find(text, '"', 1, true)
+    local t = find(text, '[0-9%-]')
+    if not (q1 or q2 or t) then return text end
+    local out, n, i, f = {}, 0, 1, 0
+    while true do
+      local q = q1
+      if q2 and (not q or q2 < q) then q = q2 end
+      if t and (not q or t < q) then
+        -- the stretch around t; the bytes from i to t hold no digit or dash
+        local a = t
+        while a > i and STRETCH[byte(text, a - 1)] do a = a - 1 end
+        local _, e = find(text, '^[0-9a-fA-F.-]*', t)
+        local plain = sub(text, i, a - 1)
+        if a > i then
+          n = n + 1
+          out[n] = plain
+        end
+        local from, kind = n
+        n, kind = stretch(sub(text, a, e), out, n)
+        if family then
+          family[f + 1], family[f + 2], family[f + 3] = plain, kind, concat(out, '', from + 1, n)
+          f = f + 3
+        end
+        i = e + 1
+        t = find(text, '[0-9%-]', i)
+      elseif q then
+        local quote = q == q1 and "'" or '"'
+        local close = find(text, quote, q + 1, true)
+        if close then
+          local plain = sub(text, i, q - 1)
+          if q > i then
+            n = n + 1
+            out[n] = plain
+          end
+          n = n + 1
+          out[n] = '<str>'
+          if family then
+            family[f + 1], family[f + 2], family[f + 3] = plain, quote, '<str>'
+            f = f + 3
+          end
+          i = close + 1
+          if t and t < i then t = find(text, '[0-9%-]', i) end
+          if q1 and q1 < i then q1 = find(text, "'", i, true) end
+          if q2 and q2 < i then q2 = find(text, '"', i, true) end
+        else
+          -- no quote of its kind follows: none of them opens a part
+          if quote == "'" then q1 = nil else q2 = nil end
+          family = false
+        end
+      else
+        break
+      end
+    end
+    if i <= #text then
+      n = n + 1
+      out[n] = sub(text, i)
+    end
+    if family then family[f + 1] = sub(text, i) end
+    return concat(out, '', 1, n)
+  end
+
+  -- true when text is of `family` (so its key is the family's)
+  local function fits(text, family)
+    local pos = 1
+    for j = 1, #family - 1, 3 do
+      local plain, kind, key = family[j], family[j + 1], family[j + 2]
+      if plain ~= '' then
+        if find(text, plain, pos, true) ~= pos then return false end
+        pos = pos + #plain
+      end
+      local _, e
+      if kind == 'n' then
+        _, e = find(text, '^[0-9]*', pos)
+        if e < pos or e - pos > 6 then return false end
+      elseif kind == 'u' then
+        _, e = find(text, UUID_AT, pos)
+        if not e then return false end
+      elseif kind == 'g' then
+        if not STRETCH[byte(text, pos)] then return false end
+        _, e = find(text, '^[0-9a-fA-F.-]*', pos)
+        local out = {}
+        if concat(out, '', 1, (stretch(sub(text, pos, e), out, 0))) ~= key then return false end
+      else
+        if byte(text, pos) ~= byte(kind) then return false end
+        e = find(text, kind, pos + 1, true)
+        if not e then return false end
+      end
+      -- the next plain part (or a quote, or the end) bounds the stretch: checked next
+      pos = e + 1
+    end
+    local last = family[#family]
+    if last ~= '' and find(text, last, pos, true) ~= pos then return false end
+    return pos + #last == #text + 1
+  end
+
+  local known, heads, by_head, learned = {}, {}, {}, 0
+
+  -- a text's family among those learned, as its key; nil when none fits
+  local function through_family(text)
+    local tries = 0
+    for k = 1, #heads do
+      local h = heads[k]
+      local bucket = by_head[h][sub(text, 1, h)]
+      if bucket then
+        for b = 1, #bucket, 2 do
+          if fits(text, bucket[b]) then return bucket[b + 1] end
+          tries = tries + 1
+          if tries >= FAMILY_TRIES then return nil end
+        end
+      end
+    end
+  end
+
+  local function learn(family, key)
+    if learned >= FAMILIES or #family > 3 * LEARN_PARTS then return end
+    local h = #family[1] < HEAD and #family[1] or HEAD
+    local heads_of = by_head[h]
+    if not heads_of then
+      heads_of = {}
+      by_head[h] = heads_of
+      heads[#heads + 1] = h
+    end
+    local head = sub(family[1], 1, h)
+    local bucket = heads_of[head]
+    if not bucket then
+      bucket = {}
+      heads_of[head] = bucket
+    end
+    bucket[#bucket + 1], bucket[#bucket + 2] = family, key
+    learned = learned + 1
+  end
+
+  return function(text)
+    local key = known[text]
+    if key then return key end
+    key = through_family(text)
+    if not key then
+      local family = #text <= LEARN_BYTES and {}
+      key = read(text, family)
+      if family and family[1] then learn(family, key) end
+    end
+    known[text] = key
+    return key
+  end
+end
