@@ -2,7 +2,8 @@
 --@readonly
 -- KEYS[1] = the set (a state set or a lane's backlog), KEYS[2] = the queue base root
 -- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most;
--- ARGV[4] = bytes of last_error read at most (the step ends after the member that
+-- ARGV[4] = bytes of work at most: the last_error texts read, and each part of a text
+-- keyed (a number, a quoted part...) as PART_BYTES (the step ends after the member that
 -- reaches it)
 -- returns {score, member, more, group...}: the cursor and more as @find; each group is
 -- {key, count, least score, greatest score, sample id, sample error} for the rows of this
@@ -24,8 +25,9 @@ local key_of = signature_keyer()
 local groups, order = {}, {}
 local function count(id, rows, at)
   local text = rows[at + 1]
+  local key, parts = '', 0
+  if text then key, parts = key_of(text) end
   if text or redis.call('EXISTS', base .. 'job:' .. id) == 1 then
-    local key = text and key_of(text) or ''
     local g = groups[key]
     if g then
       g[2], g[4] = g[2] + 1, id
@@ -35,7 +37,7 @@ local function count(id, rows, at)
       order[#order + 1] = g
     end
   end
-  return 0
+  return parts * PART_BYTES
 end
 local examined, last = scan_step(set, base, start, tonumber(ARGV[3]), tonumber(ARGV[4]), {'last_error'}, count)
 if examined == 0 then return cursor_head(set, 0, start, ARGV[1], ARGV[2]) end

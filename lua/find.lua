@@ -2,9 +2,9 @@
 --@readonly
 -- KEYS[1] = the set (a state set or a lane's backlog), KEYS[2] = the queue base root
 -- ARGV[1], ARGV[2] = the cursor: score and member of the last member examined ('' =
---   from the start); ARGV[3] = budget, members examined at most; ARGV[4] = bytes read
---   and sent at most (the fields the filters read, and the matches' fields; the step
---   ends after the member that reaches it); ARGV[5] = limit, matches at most; ARGV[6],
+--   from the start); ARGV[3] = budget, members examined at most; ARGV[4] = bytes of
+--   work at most (the fields the filters read, each glob item tried as STEP_BYTES, the
+--   matches' fields sent; the step ends after the member that reaches it); ARGV[5] = limit, matches at most; ARGV[6],
 --   ARGV[7] = the last_error and payload globs (specs as includes/glob.lua reads them;
 --   '' = any); ARGV[8] = group ('' = any); ARGV[9] = least attempts, ARGV[10] = created
 --   at or after, ARGV[11] = created before (epoch ms; '' = any)
@@ -22,8 +22,8 @@ local set, base = KEYS[1], KEYS[2]
 local budget, bytes, limit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local by_error, by_payload, group = glob_of(ARGV[6]), glob_of(ARGV[7]), ARGV[8]
 local least, after, before = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
--- the matching a step may do, in items tried (about 0.1 to 0.3 us each)
-local work = {steps = 100000}
+-- the matcher's work for the text at hand, in items tried
+local work = {steps = 0}
 
 -- only the fields the filters read are fetched
 local wanted, slot = {}, {}
@@ -65,18 +65,21 @@ local function matches(id, row, at)
 end
 
 local found = {}
-local function search(id, row, at)
+local function search(id, row, at, left)
+  -- the matcher may spend the bytes left (STEP_BYTES a step), and at least MIN_STEPS
+  local steps = math.max(MIN_STEPS, math.floor(left / STEP_BYTES))
+  work.steps = steps
   local said = matches(id, row, at)
-  if said == false then return 0 end
+  local spent = (steps - work.steps) * STEP_BYTES
+  if said == false then return spent end
   local f = redis.call('HMGET', base .. 'job:' .. id, 'group', 'priority', 'attempts', 'failures', 'stalled',
     'last_error', 'progress', 'payload')
-  local sent = 0
   for k = 1, 8 do
-    if f[k] then sent = sent + #f[k] end
+    if f[k] then spent = spent + #f[k] end
   end
   found[#found + 1] = {id, f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]}
   if #found >= limit or said == nil then return false end
-  return sent
+  return spent
 end
 
 local start = rank_after(set, ARGV[1], ARGV[2])

@@ -275,6 +275,41 @@ def test_ghosts_and_absent_fields_never_match(conn):
     assert triage.find(conn, Q, error="*").empty
 
 
+def test_a_lane_name_outside_the_gate_is_read_as_it_is(conn):
+    """Lane names another node wrote (`tenant 42`, "") fail the name gate, yet find and
+    errors read their backlogs as snapshot does: a name read from the server is addressed
+    as it is (the `{q}` hash tag comes first in the key)."""
+    jobs.enqueue(conn, Q, "{}", id="j_ok", group="acme")
+    for lane, job_id in (("tenant 42", "j_t42"), ("", "j_empty")):
+        conn.client.hset(
+            f"emq:{{{Q}}}:job:{job_id}",
+            mapping={"payload": "{}", "group": lane, "attempts": "0", "last_error": f"boom {job_id}"},
+        )
+        conn.client.zadd(f"emq:{{{Q}}}:g:{lane}:pending", {job_id: 0})
+        conn.client.sadd(f"emq:{{{Q}}}:groups", lane)
+    expected = {"j_ok", "j_t42", "j_empty"}
+    for state in ("pending", "all", ("dead", "pending")):
+        assert set(triage.find(conn, Q, state=state).index) == expected, state
+    lanes = triage.find(conn, Q, state="pending", error="boom*")
+    assert dict(lanes["group"]) == {"j_empty": "", "j_t42": "tenant 42"}
+    assert triage.errors(conn, Q, "all")["count"].to_dict() == {"": 1, "boom j_t<num>": 1, "boom j_empty": 1}
+    assert set(frames.snapshot(conn, Q, "pending").index) == expected
+
+
+def test_find_never_returns_a_member_with_no_row(conn):
+    put_dead(conn, {"j_1": ("boom", "{}")})
+    conn.client.zadd(DEAD, {"j_ghost": 999, "j_ghost2": 5_000})
+    for how in (
+        {},
+        {"min_attempts": 0},
+        {"created_after": 0},
+        {"created_before": 10**12},
+        {"error": "*"},
+        {"min_attempts": 0, "budget": 1},
+    ):
+        assert list(triage.find(conn, Q, **how).index) == ["j_1"], how
+
+
 def test_bad_arguments_are_refused_before_any_io():
     nowhere = emq.connect("redis://127.0.0.1:1/0", cluster=False)
     for kwargs in (
@@ -296,6 +331,11 @@ def test_bad_arguments_are_refused_before_any_io():
         triage.find(nowhere, "bad{name}")
     with pytest.raises(BadInput):
         triage.errors(nowhere, Q, budget=0)
+    for call in (triage.find, triage.errors):
+        with pytest.raises(BadInput, match="10,000"):
+            call(nowhere, Q, budget=10_001)
+    with pytest.raises(BadInput, match="1,000"):
+        triage.find(nowhere, Q, error="*" * 1_001)
 
 
 # -- a scan while the queue moves ----------------------------------------------------------

@@ -30,17 +30,20 @@ local function rank_after(key, score, member)
   return lo
 end
 
--- members read at once, at most: a step reads the fields of a CHUNK of members before
--- it can count their bytes, so it reads at most its byte budget plus one chunk
-local CHUNK = 16
+-- members read at once: a step reads the fields of a chunk of members before it can
+-- count their bytes, so it reads at most its byte budget plus one chunk. The first
+-- chunk is FIRST_CHUNK members, each next one twice as many, up to CHUNK_MAX, and never
+-- more than the bytes left over the largest row yet
+local FIRST_CHUNK, CHUNK_MAX = 4, 64
 
 -- One step of a scan: the members of `set` from rank `start`, each handed to
--- visit(id, row, at) in set order with its row's `fields` (row[at + k] the k-th; false
--- where the row or the field is missing). The step stops after `budget` members, or
--- after the member at which the bytes counted reach `bytes`: the bytes of its fields,
--- and what visit answers (the bytes it sends back, or false to stop there). Members
--- and fields are read a chunk at a time with one SORT_RO (a chunk holds fewer members
--- once a large text has been met: at most the bytes left over the largest text yet);
+-- visit(id, row, at, left) in set order with its row's `fields` (row[at + k] the k-th;
+-- false where the row or the field is missing) and the bytes left once they are
+-- counted. The step stops after `budget` members, or after the member at which the
+-- bytes counted reach `bytes`: the bytes of its fields, and what visit answers (the
+-- work it did past reading them, in bytes: what it sends back, what it matched), or
+-- false to stop there. Members
+-- and fields are read a chunk at a time with one SORT_RO;
 -- a set kept as a listpack (SORT would rewrite its bytes) or a user whose ACL refuses
 -- reading keys by a pattern reads each row with an HMGET instead. Answers the number
 -- of members examined and the last one's id.
@@ -56,9 +59,10 @@ local function scan_step(set, base, start, budget, bytes, fields, visit)
       sort[#sort + 1] = base .. 'job:*->' .. f
     end
   end
-  local examined, spent, largest, last = 0, 0, 1, nil
+  local examined, spent, largest, last, chunk = 0, 0, 1, nil, FIRST_CHUNK
   while examined < budget and spent < bytes do
-    local want = math.min(CHUNK, budget - examined, math.max(1, math.floor((bytes - spent) / largest)))
+    local want = math.min(chunk, budget - examined, math.max(1, math.floor((bytes - spent) / largest)))
+    chunk = math.min(2 * chunk, CHUNK_MAX)
     local rows
     if sort then
       sort[5], sort[6] = start + examined, want
@@ -81,10 +85,10 @@ local function scan_step(set, base, start, budget, bytes, fields, visit)
         if v then size = size + #v end
       end
       if size > largest then largest = size end
-      examined, last = examined + 1, rows[at]
-      local sent = visit(rows[at], rows, at)
-      if sent == false then return examined, last end
-      spent = spent + size + sent
+      examined, last, spent = examined + 1, rows[at], spent + size
+      local done = visit(rows[at], rows, at, bytes - spent)
+      if done == false then return examined, last end
+      spent = spent + done
       if spent >= bytes or examined >= budget then return examined, last end
     end
     if #rows < want * width then break end

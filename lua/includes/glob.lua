@@ -20,6 +20,10 @@
 -- that would spend more answers nil (undecided), and the caller lets the row through to
 -- the check that follows. Reads only.
 
+-- an item tried, as bytes of a step's work (a fraction of a microsecond), and the
+-- fewest a text is given before it is left undecided
+local STEP_BYTES, MIN_STEPS = 16, 4096
+
 -- the pieces of a glob spec, each a list of items {lit = bytes} | {any = count} |
 -- {lo, hi, lo, hi, ...} (a class), with `width` (its bytes on ASCII text), `before`
 -- (the items before its first literal run, `anchor` that run's index) and `wide` (it

@@ -16,7 +16,8 @@
 -- item, a UUID with fixed-length items; no byte is scanned more than a few times and
 -- no pattern is built from a text.
 --
--- A keyer (one per call: `signature_keyer()`) remembers the texts it has keyed, and
+-- A keyer (one per call: `signature_keyer()`) answers a text's key and the parts it read
+-- (a caller counts them as work). It remembers the texts it has keyed, and
 -- the *family* of each: its plain parts, and the kind of each part between (a number,
 -- a UUID, a quoted part, another stretch with its key). A text of a known family has
 -- that family's key when its plain parts are the same bytes in the same places and
@@ -30,17 +31,36 @@ local DIGIT, HEX, STRETCH = {}, {}, {}
 for b = 48, 57 do DIGIT[b], HEX[b], STRETCH[b] = true, true, true end
 for b = 65, 70 do HEX[b], STRETCH[b], HEX[b + 32], STRETCH[b + 32] = true, true, true, true end
 STRETCH[45], STRETCH[46] = true, true
-local X = '[0-9a-fA-F]'
-local UUID_AT = '^' .. X .. X .. X .. X .. X .. X .. X .. X .. '%-' .. X .. X .. X .. X .. '%-' .. X .. X .. X
-  .. X .. '%-' .. X .. X .. X .. X .. '%-' .. X .. X .. X .. X .. X .. X .. X .. X .. X .. X .. X .. X
+-- the kinds of a family's parts: a number (digits alone, fewer than 8), a UUID, any
+-- other stretch; a quoted part's kind is its quote's byte
+local NUMBER, UUID, OTHER = 1, 2, 3
 -- a family is learned from a text of at most LEARN_BYTES bytes and LEARN_PARTS parts;
 -- a keyer keeps FAMILIES of them, found by a text's first HEAD bytes (fewer when its
 -- first part comes sooner), at most FAMILY_TRIES tried for one text
-local LEARN_BYTES, LEARN_PARTS, FAMILIES, HEAD, FAMILY_TRIES = 1024, 32, 128, 24, 8
+local LEARN_BYTES, LEARN_PARTS, FAMILIES, HEAD, FAMILY_TRIES = 256, 32, 128, 24, 8
+-- a part read or checked, as bytes of a step's work (about a microsecond: reading a
+-- kilobyte costs about as much)
+local PART_BYTES = 128
+-- emq_notebook.triage.SIGNATURE_LENGTH, and the texts long enough to be read only that
+-- far (never learned from: LEARN_BYTES is no more)
+local SHOWN, CUT_FROM = 200, 256
 
 -- a function text -> its key, for one call
 local function signature_keyer()
-  local find, sub, byte, concat = string.find, string.sub, string.byte, table.concat
+  local find, sub, byte, gsub, concat = string.find, string.sub, string.byte, string.gsub, table.concat
+
+  -- true when a UUID's 36 bytes (hex 8-4-4-4-12) start at s[p]: two anchored runs of hex
+  -- digits for the first and last groups, the 16 bytes between read at once
+  local function uuid_at(s, p)
+    local _, e = find(s, '^[0-9a-fA-F]*', p)
+    if e ~= p + 7 then return false end
+    local d1, a, b, c, d, d2, f, g, h, i, d3, j, k, l, m, d4 = byte(s, p + 8, p + 23)
+    if d1 ~= 45 or d2 ~= 45 or d3 ~= 45 or d4 ~= 45 then return false end
+    if not (HEX[a] and HEX[b] and HEX[c] and HEX[d] and HEX[f] and HEX[g] and HEX[h] and HEX[i]
+      and HEX[j] and HEX[k] and HEX[l] and HEX[m]) then return false end
+    _, e = find(s, '^[0-9a-fA-F]*', p + 24)
+    return e >= p + 35
+  end
 
   -- the numbers of s[i..j] -> <num>, onto out after n; d is the first digit of s at
   -- or after i (nil: none). Answers n and the first digit past what it read.
@@ -66,20 +86,19 @@ local function signature_keyer()
 
   -- a stretch s keyed onto out after n: at the first byte of each hex run a UUID,
   -- else a run of 8 or more holding a digit, is <hex>; then the numbers between.
-  -- Answers n and the stretch's kind: 'n' digits alone (a number), 'u' a UUID, 'g'
-  -- any other
+  -- Answers n and the stretch's kind (NUMBER, UUID, OTHER)
   local function stretch(s, out, n)
     local len = #s
     local _, digits = find(s, '^[0-9]*')
     if digits == len and len < 8 then
       n = n + 1
       out[n] = '<num>'
-      return n, 'n'
+      return n, NUMBER
     end
-    if len == 36 and find(s, UUID_AT) then
+    if len == 36 and uuid_at(s, 1) then
       n = n + 1
       out[n] = '<hex>'
-      return n, 'u'
+      return n, UUID
     end
     local lit, r, d = 1, 1, find(s, '[0-9]')
     while r <= len do
@@ -89,7 +108,7 @@ local function signature_keyer()
       else
         local _, run_end = find(s, '^[0-9a-fA-F]*', r)
         local hex_end
-        if run_end - r == 7 and len - r >= 35 and find(s, UUID_AT, r) and not HEX[byte(s, r + 36)] then
+        if run_end - r == 7 and len - r >= 35 and uuid_at(s, r) and not HEX[byte(s, r + 36)] then
           hex_end = r + 35
         elseif run_end - r >= 7 and select(2, find(s, '^[a-fA-F]*', r)) < run_end then
           hex_end = run_end
@@ -105,36 +124,44 @@ local function signature_keyer()
       end
     end
     if d and d < lit then d = find(s, '[0-9]', lit) end
-    return (numbers(s, lit, len, out, n, d)), 'g'
+    return (numbers(s, lit, len, out, n, d)), OTHER
   end
 
-  -- the key of text read in full; when `family` is a table, the text's family goes
-  -- into it: {plain, kind, key, plain, kind, key, ..., plain} (kind: 'n', 'u', 'g'
-  -- for a stretch, the quote for a quoted part), or false when it has none (a quote
-  -- that no quote of its kind follows lies in its plain text)
+  -- the key of text read in full, and the parts it read. When `family` is a table, the
+  -- text's family goes into it: {plain, kind, key, plain, kind, key, ..., plain} (the
+  -- kind of a stretch, or a quote's byte); it stays incomplete when
+  -- the text has none (a quote that no quote of its kind follows lies in its plain text)
+  -- or its key is cut. A text over CUT_FROM bytes is read only until its key shows more
+  -- than SHOWN characters that are no whitespace (printable ASCII), the key cut there:
+  -- the signature keeps its first SHOWN characters, and no later byte can change them.
   local function read(text, family)
     local q1, q2 = find(text, "'", 1, true), find(text, '"', 1, true)
     local t = find(text, '[0-9%-]')
-    if not (q1 or q2 or t) then return text end
-    local out, n, i, f = {}, 0, 1, 0
+    if not (q1 or q2 or t) then return text, 0 end
+    local out, n, i, f, parts = {}, 0, 1, 0, 0
+    local shown = #text > CUT_FROM and 0
     while true do
       local q = q1
       if q2 and (not q or q2 < q) then q = q2 end
+      local plain, from, kind
       if t and (not q or t < q) then
         -- the stretch around t; the bytes from i to t hold no digit or dash
         local a = t
         while a > i and STRETCH[byte(text, a - 1)] do a = a - 1 end
-        local _, e = find(text, '^[0-9a-fA-F.-]*', t)
-        local plain = sub(text, i, a - 1)
+        plain = sub(text, i, a - 1)
         if a > i then
           n = n + 1
           out[n] = plain
         end
-        local from, kind = n
-        n, kind = stretch(sub(text, a, e), out, n)
-        if family then
-          family[f + 1], family[f + 2], family[f + 3] = plain, kind, concat(out, '', from + 1, n)
-          f = f + 3
+        from = n
+        local _, e = find(text, '^[0-9]*', t)
+        if a == t and e - t < 7 and not STRETCH[byte(text, e + 1)] then
+          -- a number alone, the most common stretch
+          n, kind = n + 1, NUMBER
+          out[n] = '<num>'
+        else
+          _, e = find(text, '^[0-9a-fA-F.-]*', t)
+          n, kind = stretch(sub(text, a, e), out, n)
         end
         i = e + 1
         t = find(text, '[0-9%-]', i)
@@ -142,17 +169,13 @@ local function signature_keyer()
         local quote = q == q1 and "'" or '"'
         local close = find(text, quote, q + 1, true)
         if close then
-          local plain = sub(text, i, q - 1)
+          plain = sub(text, i, q - 1)
           if q > i then
             n = n + 1
             out[n] = plain
           end
-          n = n + 1
+          from, n, kind = n, n + 1, byte(quote)
           out[n] = '<str>'
-          if family then
-            family[f + 1], family[f + 2], family[f + 3] = plain, quote, '<str>'
-            f = f + 3
-          end
           i = close + 1
           if t and t < i then t = find(text, '[0-9%-]', i) end
           if q1 and q1 < i then q1 = find(text, "'", i, true) end
@@ -165,13 +188,25 @@ local function signature_keyer()
       else
         break
       end
+      if from then
+        parts = parts + 1
+        if family then
+          family[f + 1], family[f + 2], family[f + 3] = plain, kind, concat(out, '', from + 1, n)
+          f = f + 3
+        end
+        if shown then
+          shown = shown + select(2, gsub(plain, '[!-~]', ''))
+          for k = from + 1, n do shown = shown + #out[k] end
+          if shown > SHOWN then return concat(out, '', 1, n), parts end
+        end
+      end
     end
     if i <= #text then
       n = n + 1
       out[n] = sub(text, i)
     end
     if family then family[f + 1] = sub(text, i) end
-    return concat(out, '', 1, n)
+    return concat(out, '', 1, n), parts
   end
 
   -- true when text is of `family` (so its key is the family's)
@@ -184,20 +219,20 @@ local function signature_keyer()
         pos = pos + #plain
       end
       local _, e
-      if kind == 'n' then
+      if kind == NUMBER then
         _, e = find(text, '^[0-9]*', pos)
         if e < pos or e - pos > 6 then return false end
-      elseif kind == 'u' then
-        _, e = find(text, UUID_AT, pos)
-        if not e then return false end
-      elseif kind == 'g' then
+      elseif kind == UUID then
+        if not uuid_at(text, pos) then return false end
+        e = pos + 35
+      elseif kind == OTHER then
         if not STRETCH[byte(text, pos)] then return false end
         _, e = find(text, '^[0-9a-fA-F.-]*', pos)
         local out = {}
         if concat(out, '', 1, (stretch(sub(text, pos, e), out, 0))) ~= key then return false end
       else
-        if byte(text, pos) ~= byte(kind) then return false end
-        e = find(text, kind, pos + 1, true)
+        if byte(text, pos) ~= kind then return false end
+        e = find(text, kind == 39 and "'" or '"', pos + 1, true)
         if not e then return false end
       end
       -- the next plain part (or a quote, or the end) bounds the stretch: checked next
@@ -210,20 +245,24 @@ local function signature_keyer()
 
   local known, heads, by_head, learned = {}, {}, {}, 0
 
-  -- a text's family among those learned, as its key; nil when none fits
+  -- a text's family among those learned, as its key (nil when none fits), and the
+  -- parts the families tried have
   local function through_family(text)
-    local tries = 0
+    local tries, parts = 0, 0
     for k = 1, #heads do
       local h = heads[k]
       local bucket = by_head[h][sub(text, 1, h)]
       if bucket then
         for b = 1, #bucket, 2 do
-          if fits(text, bucket[b]) then return bucket[b + 1] end
+          local family = bucket[b]
+          parts = parts + (#family - 1) / 3
+          if fits(text, family) then return bucket[b + 1], parts end
           tries = tries + 1
-          if tries >= FAMILY_TRIES then return nil end
+          if tries >= FAMILY_TRIES then return nil, parts end
         end
       end
     end
+    return nil, parts
   end
 
   local function learn(family, key)
@@ -245,16 +284,19 @@ local function signature_keyer()
     learned = learned + 1
   end
 
+  -- the key of text, and the parts read to find it (none for a text met before)
   return function(text)
     local key = known[text]
-    if key then return key end
-    key = through_family(text)
+    if key then return key, 0 end
+    local parts, read_parts
+    key, parts = through_family(text)
     if not key then
       local family = #text <= LEARN_BYTES and {}
-      key = read(text, family)
+      key, read_parts = read(text, family)
+      parts = parts + read_parts
       if family and family[1] then learn(family, key) end
     end
     known[text] = key
-    return key
+    return key, parts
   end
 end
