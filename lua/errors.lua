@@ -2,9 +2,9 @@
 --@readonly
 -- KEYS[1] = the set (a state set or a lane's backlog), KEYS[2] = the queue base root
 -- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most;
--- ARGV[4] = bytes of work at most: the last_error texts read, and each part of a text
--- keyed (a number, a quoted part...) as PART_BYTES (the step ends after the member that
--- reaches it)
+-- ARGV[4] = bytes of work at most: the last_error texts read, and the keying (each part
+-- of a text, a number, a quoted part..., as READ_BYTES or CHECK_BYTES); the step ends
+-- after the member that reaches it
 -- returns {score, member, more, group...}: the cursor and more as @find; each group is
 -- {key, count, least score, greatest score, sample id, sample error} for the rows of this
 -- step whose last_error reads as `key` once the signature's replacements are made
@@ -25,8 +25,8 @@ local key_of = signature_keyer()
 local groups, order = {}, {}
 local function count(id, rows, at)
   local text = rows[at + 1]
-  local key, parts = '', 0
-  if text then key, parts = key_of(text) end
+  local key, work = '', 0
+  if text then key, work = key_of(text) end
   if text or redis.call('EXISTS', base .. 'job:' .. id) == 1 then
     local g = groups[key]
     if g then
@@ -37,7 +37,7 @@ local function count(id, rows, at)
       order[#order + 1] = g
     end
   end
-  return parts * PART_BYTES
+  return work
 end
 local examined, last = scan_step(set, base, start, tonumber(ARGV[3]), tonumber(ARGV[4]), {'last_error'}, count)
 if examined == 0 then return cursor_head(set, 0, start, ARGV[1], ARGV[2]) end

@@ -35,6 +35,11 @@ for _, f in ipairs({{'group', group ~= ''}, {'attempts', least}, {'created_at', 
   end
 end
 
+-- the globs, each with the place of its field in a row
+local globs = {}
+if by_error then globs[#globs + 1] = {by_error, slot.last_error} end
+if by_payload then globs[#globs + 1] = {by_payload, slot.payload} end
+
 -- true when the row passes every filter; nil when a glob could not decide it with the
 -- work left (the row is sent, and checked again by the caller)
 local function matches(id, row, at)
@@ -52,14 +57,12 @@ local function matches(id, row, at)
     if not created or (after and created < after) or (before and created >= before) then return false end
   end
   local decided = true
-  for _, glob in ipairs({{by_error, 'last_error'}, {by_payload, 'payload'}}) do
-    if glob[1] then
-      local text = row[at + slot[glob[2]]]
-      if not text then return false end
-      local said = glob_matches(text, glob[1], work)
-      if said == false then return false end
-      if said == nil then decided = nil end
-    end
+  for g = 1, #globs do
+    local text = row[at + globs[g][2]]
+    if not text then return false end
+    local said = glob_matches(text, globs[g][1], work)
+    if said == false then return false end
+    if said == nil then decided = nil end
   end
   return decided
 end
@@ -67,7 +70,7 @@ end
 local found = {}
 local function search(id, row, at, left)
   -- the matcher may spend the bytes left (STEP_BYTES a step), and at least MIN_STEPS
-  local steps = math.max(MIN_STEPS, math.floor(left / STEP_BYTES))
+  local steps = left > MIN_STEPS * STEP_BYTES and math.floor(left / STEP_BYTES) or MIN_STEPS
   work.steps = steps
   local said = matches(id, row, at)
   local spent = (steps - work.steps) * STEP_BYTES

@@ -79,10 +79,14 @@ local function scan_step(set, base, start, budget, bytes, fields, visit)
     end
     if #rows == 0 then break end
     for at = 1, #rows, width do
-      local size = 0
-      for f = 1, width - 1 do
-        local v = rows[at + f]
-        if v then size = size + #v end
+      local size, v = 0, rows[at + 1]
+      if width == 2 then
+        if v then size = #v end
+      else
+        for f = 1, width - 1 do
+          v = rows[at + f]
+          if v then size = size + #v end
+        end
       end
       if size > largest then largest = size end
       examined, last, spent = examined + 1, rows[at], spent + size

@@ -12,12 +12,13 @@
 -- text between stretches and quoted parts (no digit, dash or quote) stays as it is.
 --
 -- Linear in the text's bytes: quotes are found with plain finds, the next digit or
--- dash with a single-class search, a stretch's end with an anchored single greedy
--- item, a UUID with fixed-length items; no byte is scanned more than a few times and
--- no pattern is built from a text.
+-- dash and a stretch's end with anchored single greedy items (a run of bytes of one
+-- class), a UUID with two such runs and its 16 middle bytes read at once; no byte is
+-- scanned more than a few times and no pattern is built from a text.
 --
--- A keyer (one per call: `signature_keyer()`) answers a text's key and the parts it read
--- (a caller counts them as work). It remembers the texts it has keyed, and
+-- A keyer (one per call: `signature_keyer()`) answers a text's key and the work it took,
+-- in bytes (a caller counts it against its byte budget: READ_BYTES a part read,
+-- CHECK_BYTES a number, UUID or quoted part checked against a family). It remembers the texts it has keyed, and
 -- the *family* of each: its plain parts, and the kind of each part between (a number,
 -- a UUID, a quoted part, another stretch with its key). A text of a known family has
 -- that family's key when its plain parts are the same bytes in the same places and
@@ -38,9 +39,9 @@ local NUMBER, UUID, OTHER = 1, 2, 3
 -- a keyer keeps FAMILIES of them, found by a text's first HEAD bytes (fewer when its
 -- first part comes sooner), at most FAMILY_TRIES tried for one text
 local LEARN_BYTES, LEARN_PARTS, FAMILIES, HEAD, FAMILY_TRIES = 256, 32, 128, 24, 8
--- a part read or checked, as bytes of a step's work (about a microsecond: reading a
--- kilobyte costs about as much)
-local PART_BYTES = 128
+-- a part read, and a part checked against a family, as bytes of a step's work (about a
+-- microsecond, and a third of one)
+local READ_BYTES, CHECK_BYTES = 256, 64
 -- emq_notebook.triage.SIGNATURE_LENGTH, and the texts long enough to be read only that
 -- far (never learned from: LEARN_BYTES is no more)
 local SHOWN, CUT_FROM = 200, 256
@@ -48,6 +49,18 @@ local SHOWN, CUT_FROM = 200, 256
 -- a function text -> its key, for one call
 local function signature_keyer()
   local find, sub, byte, gsub, concat = string.find, string.sub, string.byte, string.gsub, table.concat
+
+  -- the first digit of s at or after i (nil: none), and with `dash` the first digit or
+  -- dash: the end of an anchored greedy run of the other bytes, which Lua's matcher
+  -- scans in one loop (a search restarts the matcher at each byte: twice the cost)
+  local function digit_at(s, i)
+    local _, e = find(s, '^[^0-9]*', i)
+    if e < #s then return e + 1 end
+  end
+  local function mark_at(s, i)
+    local _, e = find(s, '^[^0-9-]*', i)
+    if e < #s then return e + 1 end
+  end
 
   -- true when a UUID's 36 bytes (hex 8-4-4-4-12) start at s[p]: two anchored runs of hex
   -- digits for the first and last groups, the 16 bytes between read at once
@@ -75,7 +88,7 @@ local function signature_keyer()
       n = n + 1
       out[n] = '<num>'
       i = e + 1
-      d = find(s, '[0-9]', i)
+      d = digit_at(s, i)
     end
     if i <= j then
       n = n + 1
@@ -100,7 +113,7 @@ local function signature_keyer()
       out[n] = '<hex>'
       return n, UUID
     end
-    local lit, r, d = 1, 1, find(s, '[0-9]')
+    local lit, r, d = 1, 1, digit_at(s, 1)
     while r <= len do
       local c = byte(s, r)
       if c == 45 or c == 46 then
@@ -114,7 +127,7 @@ local function signature_keyer()
           hex_end = run_end
         end
         if hex_end then
-          if d and d < lit then d = find(s, '[0-9]', lit) end
+          if d and d < lit then d = digit_at(s, lit) end
           n, d = numbers(s, lit, r - 1, out, n, d)
           n = n + 1
           out[n] = '<hex>'
@@ -123,22 +136,27 @@ local function signature_keyer()
         r = (hex_end or run_end) + 1
       end
     end
-    if d and d < lit then d = find(s, '[0-9]', lit) end
+    if d and d < lit then d = digit_at(s, lit) end
     return (numbers(s, lit, len, out, n, d)), OTHER
   end
 
   -- the key of text read in full, and the parts it read. When `family` is a table, the
   -- text's family goes into it: {plain, kind, key, plain, kind, key, ..., plain} (the
-  -- kind of a stretch, or a quote's byte); it stays incomplete when
+  -- kind of a stretch, or a quote's byte, that quote then ending the plain part before
+  -- it); it stays incomplete when
   -- the text has none (a quote that no quote of its kind follows lies in its plain text)
   -- or its key is cut. A text over CUT_FROM bytes is read only until its key shows more
   -- than SHOWN characters that are no whitespace (printable ASCII), the key cut there:
   -- the signature keeps its first SHOWN characters, and no later byte can change them.
+  -- the pieces of a key being made (one table for every text: a new one costs more
+  -- than the pieces)
+  local out, checked = {}, {}
+
   local function read(text, family)
     local q1, q2 = find(text, "'", 1, true), find(text, '"', 1, true)
-    local t = find(text, '[0-9%-]')
+    local t = mark_at(text, 1)
     if not (q1 or q2 or t) then return text, 0 end
-    local out, n, i, f, parts = {}, 0, 1, 0, 0
+    local n, i, f, parts = 0, 1, 0, 0
     local shown = #text > CUT_FROM and 0
     while true do
       local q = q1
@@ -164,7 +182,7 @@ local function signature_keyer()
           n, kind = stretch(sub(text, a, e), out, n)
         end
         i = e + 1
-        t = find(text, '[0-9%-]', i)
+        t = mark_at(text, i)
       elseif q then
         local quote = q == q1 and "'" or '"'
         local close = find(text, quote, q + 1, true)
@@ -177,7 +195,7 @@ local function signature_keyer()
           from, n, kind = n, n + 1, byte(quote)
           out[n] = '<str>'
           i = close + 1
-          if t and t < i then t = find(text, '[0-9%-]', i) end
+          if t and t < i then t = mark_at(text, i) end
           if q1 and q1 < i then q1 = find(text, "'", i, true) end
           if q2 and q2 < i then q2 = find(text, '"', i, true) end
         else
@@ -191,7 +209,11 @@ local function signature_keyer()
       if from then
         parts = parts + 1
         if family then
-          family[f + 1], family[f + 2], family[f + 3] = plain, kind, concat(out, '', from + 1, n)
+          -- a quoted part's opening quote goes with the plain part before it, so one
+          -- plain find checks both; a part but another stretch keys as one token
+          if kind > OTHER then plain = plain .. (kind == 39 and "'" or '"') end
+          family[f + 1], family[f + 2] = plain, kind
+          family[f + 3] = kind == OTHER and concat(out, '', from + 1, n) or out[n]
           f = f + 3
         end
         if shown then
@@ -213,7 +235,7 @@ local function signature_keyer()
   local function fits(text, family)
     local pos = 1
     for j = 1, #family - 1, 3 do
-      local plain, kind, key = family[j], family[j + 1], family[j + 2]
+      local plain, kind = family[j], family[j + 1]
       if plain ~= '' then
         if find(text, plain, pos, true) ~= pos then return false end
         pos = pos + #plain
@@ -228,11 +250,11 @@ local function signature_keyer()
       elseif kind == OTHER then
         if not STRETCH[byte(text, pos)] then return false end
         _, e = find(text, '^[0-9a-fA-F.-]*', pos)
-        local out = {}
-        if concat(out, '', 1, (stretch(sub(text, pos, e), out, 0))) ~= key then return false end
+        local n = stretch(sub(text, pos, e), checked, 0)
+        if concat(checked, '', 1, n) ~= family[j + 2] then return false end
       else
-        if byte(text, pos) ~= kind then return false end
-        e = find(text, kind == 39 and "'" or '"', pos + 1, true)
+        -- the plain part ended with the opening quote: find the closing one
+        e = find(text, kind == 39 and "'" or '"', pos, true)
         if not e then return false end
       end
       -- the next plain part (or a quote, or the end) bounds the stretch: checked next
@@ -243,30 +265,17 @@ local function signature_keyer()
     return pos + #last == #text + 1
   end
 
+  -- the families learned, by the length h of their head and their first h bytes: a
+  -- list of families each, which carry their key and the work of checking one
   local known, heads, by_head, learned = {}, {}, {}, 0
-
-  -- a text's family among those learned, as its key (nil when none fits), and the
-  -- parts the families tried have
-  local function through_family(text)
-    local tries, parts = 0, 0
-    for k = 1, #heads do
-      local h = heads[k]
-      local bucket = by_head[h][sub(text, 1, h)]
-      if bucket then
-        for b = 1, #bucket, 2 do
-          local family = bucket[b]
-          parts = parts + (#family - 1) / 3
-          if fits(text, family) then return bucket[b + 1], parts end
-          tries = tries + 1
-          if tries >= FAMILY_TRIES then return nil, parts end
-        end
-      end
-    end
-    return nil, parts
-  end
 
   local function learn(family, key)
     if learned >= FAMILIES or #family > 3 * LEARN_PARTS then return end
+    -- the work of checking a text against it: a stretch that is no number or UUID is
+    -- keyed again, as when read
+    local cost = 0
+    for j = 2, #family - 1, 3 do cost = cost + (family[j] == OTHER and READ_BYTES or CHECK_BYTES) end
+    family.key, family.cost = key, cost
     local h = #family[1] < HEAD and #family[1] or HEAD
     local heads_of = by_head[h]
     if not heads_of then
@@ -280,23 +289,40 @@ local function signature_keyer()
       bucket = {}
       heads_of[head] = bucket
     end
-    bucket[#bucket + 1], bucket[#bucket + 2] = family, key
+    bucket[#bucket + 1] = family
     learned = learned + 1
   end
 
-  -- the key of text, and the parts read to find it (none for a text met before)
+  -- the key of text, and the work it took in bytes (none for a text met before): a text
+  -- met before; else through the first of its families (FAMILY_TRIES at most) that
+  -- fits; else read
   return function(text)
     local key = known[text]
     if key then return key, 0 end
-    local parts, read_parts
-    key, parts = through_family(text)
-    if not key then
-      local family = #text <= LEARN_BYTES and {}
-      key, read_parts = read(text, family)
-      parts = parts + read_parts
-      if family and family[1] then learn(family, key) end
+    local work, tries = 0, FAMILY_TRIES
+    for k = 1, #heads do
+      local h = heads[k]
+      local bucket = by_head[h][sub(text, 1, h)]
+      if bucket then
+        for b = 1, #bucket do
+          local family = bucket[b]
+          work = work + family.cost
+          if fits(text, family) then
+            key = family.key
+            known[text] = key
+            return key, work
+          end
+          tries = tries - 1
+          if tries == 0 then break end
+        end
+        if tries == 0 then break end
+      end
     end
+    local family = #text <= LEARN_BYTES and {}
+    local read_parts
+    key, read_parts = read(text, family)
+    if family and family[1] then learn(family, key) end
     known[text] = key
-    return key, parts
+    return key, work + read_parts * READ_BYTES
   end
 end
