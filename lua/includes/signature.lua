@@ -140,19 +140,19 @@ local function signature_keyer()
     return (numbers(s, lit, len, out, n, d)), OTHER
   end
 
-  -- the key of text read in full, and the parts it read. When `family` is a table, the
-  -- text's family goes into it: {plain, kind, key, plain, kind, key, ..., plain} (the
-  -- kind of a stretch, or a quote's byte, that quote then ending the plain part before
-  -- it); it stays incomplete when
+  -- the key of text read in full, the parts it read and, when `record` is true and the
+  -- text has a family, its size: the family is then in `scratch`, {plain, kind, key,
+  -- plain, kind, key, ..., plain} (the kind of a stretch, or a quote's byte, that quote
+  -- then ending the plain part before it). It has none when
   -- the text has none (a quote that no quote of its kind follows lies in its plain text)
   -- or its key is cut. A text over CUT_FROM bytes is read only until its key shows more
   -- than SHOWN characters that are no whitespace (printable ASCII), the key cut there:
   -- the signature keeps its first SHOWN characters, and no later byte can change them.
   -- the pieces of a key being made (one table for every text: a new one costs more
   -- than the pieces)
-  local out, checked = {}, {}
+  local out, checked, scratch = {}, {}, {}
 
-  local function read(text, family)
+  local function read(text, record)
     local q1, q2 = find(text, "'", 1, true), find(text, '"', 1, true)
     local t = mark_at(text, 1)
     if not (q1 or q2 or t) then return text, 0 end
@@ -179,7 +179,12 @@ local function signature_keyer()
           out[n] = '<num>'
         else
           _, e = find(text, '^[0-9a-fA-F.-]*', t)
-          n, kind = stretch(sub(text, a, e), out, n)
+          if e - a == 35 and uuid_at(text, a) then
+            n, kind = n + 1, UUID
+            out[n] = '<hex>'
+          else
+            n, kind = stretch(sub(text, a, e), out, n)
+          end
         end
         i = e + 1
         t = mark_at(text, i)
@@ -201,19 +206,19 @@ local function signature_keyer()
         else
           -- no quote of its kind follows: none of them opens a part
           if quote == "'" then q1 = nil else q2 = nil end
-          family = false
+          record = false
         end
       else
         break
       end
       if from then
         parts = parts + 1
-        if family then
+        if record then
           -- a quoted part's opening quote goes with the plain part before it, so one
           -- plain find checks both; a part but another stretch keys as one token
           if kind > OTHER then plain = plain .. (kind == 39 and "'" or '"') end
-          family[f + 1], family[f + 2] = plain, kind
-          family[f + 3] = kind == OTHER and concat(out, '', from + 1, n) or out[n]
+          scratch[f + 1], scratch[f + 2] = plain, kind
+          scratch[f + 3] = kind == OTHER and concat(out, '', from + 1, n) or out[n]
           f = f + 3
         end
         if shown then
@@ -227,8 +232,8 @@ local function signature_keyer()
       n = n + 1
       out[n] = sub(text, i)
     end
-    if family then family[f + 1] = sub(text, i) end
-    return concat(out, '', 1, n), parts
+    if record then scratch[f + 1] = sub(text, i) end
+    return concat(out, '', 1, n), parts, record and f + 1
   end
 
   -- true when text is of `family` (so its key is the family's)
@@ -266,16 +271,16 @@ local function signature_keyer()
   end
 
   -- the families learned, by the length h of their head and their first h bytes: a
-  -- list of families each, which carry their key and the work of checking one
+  -- list of (family, its key, the work of checking a text against it) each
   local known, heads, by_head, learned = {}, {}, {}, 0
 
-  local function learn(family, key)
-    if learned >= FAMILIES or #family > 3 * LEARN_PARTS then return end
-    -- the work of checking a text against it: a stretch that is no number or UUID is
-    -- keyed again, as when read
+  -- the family of size `size` in scratch, learned with its key
+  local function learn(size, key)
+    if learned >= FAMILIES or size > 3 * LEARN_PARTS + 1 then return end
+    local family = {unpack(scratch, 1, size)}
+    -- a stretch that is no number or UUID is keyed again, as when read
     local cost = 0
-    for j = 2, #family - 1, 3 do cost = cost + (family[j] == OTHER and READ_BYTES or CHECK_BYTES) end
-    family.key, family.cost = key, cost
+    for j = 2, size - 1, 3 do cost = cost + (family[j] == OTHER and READ_BYTES or CHECK_BYTES) end
     local h = #family[1] < HEAD and #family[1] or HEAD
     local heads_of = by_head[h]
     if not heads_of then
@@ -289,7 +294,8 @@ local function signature_keyer()
       bucket = {}
       heads_of[head] = bucket
     end
-    bucket[#bucket + 1] = family
+    local b = #bucket
+    bucket[b + 1], bucket[b + 2], bucket[b + 3] = family, key, cost
     learned = learned + 1
   end
 
@@ -304,11 +310,10 @@ local function signature_keyer()
       local h = heads[k]
       local bucket = by_head[h][sub(text, 1, h)]
       if bucket then
-        for b = 1, #bucket do
-          local family = bucket[b]
-          work = work + family.cost
-          if fits(text, family) then
-            key = family.key
+        for b = 1, #bucket, 3 do
+          work = work + bucket[b + 2]
+          if fits(text, bucket[b]) then
+            key = bucket[b + 1]
             known[text] = key
             return key, work
           end
@@ -318,11 +323,10 @@ local function signature_keyer()
         if tries == 0 then break end
       end
     end
-    local family = #text <= LEARN_BYTES and {}
-    local read_parts
-    key, read_parts = read(text, family)
-    if family and family[1] then learn(family, key) end
+    local parts, size
+    key, parts, size = read(text, #text <= LEARN_BYTES)
+    if size then learn(size, key) end
     known[text] = key
-    return key, work + read_parts * READ_BYTES
+    return key, work + parts * READ_BYTES
   end
 end
