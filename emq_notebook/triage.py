@@ -15,12 +15,13 @@ stops the scan, exactly once.
 
 Globs are `fnmatch`'s (`*`, `?`, `[...]`, `[!...]`; case-sensitive; a `^` opening a
 class is a literal, as in `fnmatch`) and match the whole field.  The server matches
-them without backtracking (lua/includes/glob.lua: text bytes x glob items at most):
-exactly on ASCII text; on text with bytes past ASCII, and on a text whose match
-would take more than a call's matching work, it may let a row through, so each row
-the server answers is checked again here with `fnmatch.fnmatchcase`.  A row that
-lacks the field a filter reads does not match (an absent `last_error` is not the
-empty text).
+them without backtracking (lua/includes/glob.lua: text bytes x glob items at most),
+character by character as Python decodes the bytes: exactly, but where the text or
+the glob holds a byte that is no part of a well-formed UTF-8 character, or where a
+match would take more than a call's matching work; there it may let a row through,
+so each row the server answers is checked again here with `fnmatch.fnmatchcase`.  A
+row that lacks the field a filter reads does not match (an absent `last_error` is
+not the empty text).
 """
 
 from __future__ import annotations

@@ -12,9 +12,10 @@
 -- examined) and more = 1 while members follow it; each match is {id, score, group,
 -- priority, attempts, failures, stalled, last_error, progress, payload}. A row that
 -- lacks a field a filter reads does not match; a member with no row never does. A glob
--- is matched exactly on ASCII text; on other text, and on a text whose match would spend
--- more than the step's matching work (includes/glob.lua), the row may be sent when the
--- glob does not match it, for the caller to check again.
+-- is matched exactly but where the text or the glob holds a byte that is no part of a
+-- well-formed UTF-8 character, or where a match would spend more than the step's work
+-- left (includes/glob.lua): there the row may be sent though the glob does not match
+-- it, for the caller to check again.
 --@include reads
 --@include cursor
 --@include glob

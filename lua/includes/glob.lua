@@ -6,10 +6,10 @@
 --   'L' <n> ':' <n bytes> these bytes (a run of literal characters)
 --   'C' <lo>-<hi>,... ';' one character whose code point lies in one of the ranges
 -- A character is what Python reads from the bytes (UTF-8, each byte outside a
--- well-formed sequence a character of its own, U+DC00 + the byte), so `?` and a class
--- are exact on any text. A literal run is compared byte for byte, and a `*` gives up
--- one byte at a time, so on text past ASCII a match may be found that Python's
--- fnmatch would not make (never the reverse): the caller checks each match again.
+-- well-formed sequence a character of its own, U+DC00 + the byte): `?` and a class read
+-- one, and a `*` gives up one at a time. A literal run is compared byte for byte, so a
+-- glob naming such a byte as a literal may match inside a character, where Python's
+-- fnmatch would not (never the reverse): the caller checks each match again.
 --
 -- The stars split the glob into pieces; each piece has a fixed number of items. The
 -- first is matched at the start, each middle one at its leftmost place after the one
@@ -146,8 +146,34 @@ local function piece_at(text, n, piece, p, work)
   return p
 end
 
--- the leftmost place at or after s where `piece` matches: its start and end, or nil
--- (work.steps <= 0 when the work ran out first)
+-- the place of the character after the one at text[p] (p itself at the end)
+local function next_char(text, p)
+  local b = string.byte(text, p)
+  if not b or b < 194 then return p + 1 end
+  local _, len = char_at(text, p)
+  return p + len
+end
+
+-- p, or the place of the next character when p falls inside one: no character starts
+-- at a continuation byte of a well-formed sequence begun up to 3 bytes before
+local function char_start(text, p)
+  local byte = string.byte
+  local b = byte(text, p)
+  if not b or b < 128 or b > 191 then return p end
+  for q = p - 1, p - 3, -1 do
+    local lead = byte(text, q)
+    if not lead or lead < 128 then return p end
+    if lead >= 194 then
+      local _, len = char_at(text, q)
+      return q + len > p and q + len or p
+    end
+  end
+  return p
+end
+
+-- the leftmost place at or after s (a character's start) where `piece` matches: its
+-- start and end, or nil (work.steps <= 0 when the work ran out first). The places tried
+-- are the starts of characters, so a piece matches whole characters.
 local function leftmost(text, n, piece, s, work)
   local anchor, f = piece.anchor, nil
   while s <= n + 1 and work.steps > 0 do
@@ -157,11 +183,11 @@ local function leftmost(text, n, piece, s, work)
       f = string.find(text, piece[anchor].lit, from, true)
       work.steps = work.steps - 1 - ((f or n) - from) / 64
       if not f then return nil end
-      if f - 4 * piece.before > s then s = f - 4 * piece.before end
+      if f - 4 * piece.before > s then s = char_start(text, f - 4 * piece.before) end
     end
     local e = piece_at(text, n, piece, s, work)
     if e then return s, e end
-    s = s + 1
+    s = next_char(text, s)
   end
 end
 
@@ -197,7 +223,7 @@ local function glob_matches(text, pieces, work)
     local at, stop = leftmost(text, n, tail, e, work)
     if not at then break end
     if stop == n + 1 then return true end
-    e = at + 1
+    e = next_char(text, at)
   end
   if work.steps <= 0 then return nil end
   return false
