@@ -16,16 +16,16 @@
 -- class), a UUID with two such runs and its 16 middle bytes read at once; no byte is
 -- scanned more than a few times and no pattern is built from a text.
 --
--- A keyer (one per call: `signature_keyer()`) answers a text's key and the work it took,
--- in bytes (a caller counts it against its byte budget: READ_BYTES a part read,
--- CHECK_BYTES a number, UUID or quoted part checked against a family). It remembers the texts it has keyed, and
--- the *family* of each: its plain parts, and the kind of each part between (a number,
--- a UUID, a quoted part, another stretch with its key). A text of a known family has
--- that family's key when its plain parts are the same bytes in the same places and
--- each part between keys as the family's did; that is checked with plain finds and
--- one anchored match a part, so the plain text is never scanned byte by byte. At most
--- FAMILY_TRIES families are tried for one text, each check linear: the keying stays
--- linear. Definitions only.
+-- A keyer (one per call: `signature_keyer()`) answers a text's key and the work it
+-- took, in bytes (its caller counts them against a byte budget: READ_BYTES a part read,
+-- CHECK_BYTES a number, UUID or quoted part checked against a family). It remembers the
+-- texts it has keyed, and the *family* of each: its plain parts, and the kind of each
+-- part between (a number, a UUID, a quoted part, another stretch with its key). A text
+-- of a known family has that family's key when its plain parts are the same bytes in
+-- the same places and each part between keys as the family's did; that is checked with
+-- plain finds and one anchored match a part, so the plain text is not scanned byte by
+-- byte. At most FAMILY_TRIES families are tried for one text, each check linear: the
+-- keying stays linear. Definitions only.
 
 -- bytes: DIGIT 0-9; HEX 0-9a-fA-F; STRETCH the hex digits, '.' and '-'
 local DIGIT, HEX, STRETCH = {}, {}, {}
@@ -43,16 +43,16 @@ local LEARN_BYTES, LEARN_PARTS, FAMILIES, HEAD, FAMILY_TRIES = 256, 32, 128, 24,
 -- microsecond, and a third of one)
 local READ_BYTES, CHECK_BYTES = 256, 64
 -- emq_notebook.triage.SIGNATURE_LENGTH, and the texts long enough to be read only that
--- far (never learned from: LEARN_BYTES is no more)
+-- far (so never learned from: LEARN_BYTES is no more)
 local SHOWN, CUT_FROM = 200, 256
 
 -- a function text -> its key, for one call
 local function signature_keyer()
   local find, sub, byte, gsub, concat = string.find, string.sub, string.byte, string.gsub, table.concat
 
-  -- the first digit of s at or after i (nil: none), and with `dash` the first digit or
-  -- dash: the end of an anchored greedy run of the other bytes, which Lua's matcher
-  -- scans in one loop (a search restarts the matcher at each byte: twice the cost)
+  -- the first digit of s at or after i (nil: none); mark_at, the first digit or dash:
+  -- the end of an anchored greedy run of the other bytes, which Lua's matcher scans in
+  -- one loop (a search restarts the matcher at each byte: twice the cost)
   local function digit_at(s, i)
     local _, e = find(s, '^[^0-9]*', i)
     if e < #s then return e + 1 end
@@ -140,18 +140,18 @@ local function signature_keyer()
     return (numbers(s, lit, len, out, n, d)), OTHER
   end
 
+  -- the pieces of a key being made, and of a family being learned (one table each for
+  -- every text: a new one costs more than the pieces)
+  local out, checked, scratch = {}, {}, {}
+
   -- the key of text read in full, the parts it read and, when `record` is true and the
   -- text has a family, its size: the family is then in `scratch`, {plain, kind, key,
   -- plain, kind, key, ..., plain} (the kind of a stretch, or a quote's byte, that quote
-  -- then ending the plain part before it). It has none when
-  -- the text has none (a quote that no quote of its kind follows lies in its plain text)
-  -- or its key is cut. A text over CUT_FROM bytes is read only until its key shows more
-  -- than SHOWN characters that are no whitespace (printable ASCII), the key cut there:
-  -- the signature keeps its first SHOWN characters, and no later byte can change them.
-  -- the pieces of a key being made (one table for every text: a new one costs more
-  -- than the pieces)
-  local out, checked, scratch = {}, {}, {}
-
+  -- then ending the plain part before it). A text has none when a quote that no quote
+  -- of its kind follows lies in its plain text, or when its key is cut: a text over
+  -- CUT_FROM bytes is read only until its key shows more than SHOWN characters that are
+  -- no whitespace (printable ASCII), the key cut there, since the signature keeps its
+  -- first SHOWN characters and no later byte can change them.
   local function read(text, record)
     local q1, q2 = find(text, "'", 1, true), find(text, '"', 1, true)
     local t = mark_at(text, 1)
@@ -216,8 +216,8 @@ local function signature_keyer()
         if record then
           -- a quoted part's opening quote goes with the plain part before it, so one
           -- plain find checks both; a part but another stretch keys as one token
-          if kind > OTHER then plain = plain .. (kind == 39 and "'" or '"') end
-          scratch[f + 1], scratch[f + 2] = plain, kind
+          scratch[f + 1] = kind > OTHER and plain .. (kind == 39 and "'" or '"') or plain
+          scratch[f + 2] = kind
           scratch[f + 3] = kind == OTHER and concat(out, '', from + 1, n) or out[n]
           f = f + 3
         end
