@@ -14,11 +14,12 @@
 -- The stars split the glob into pieces; each piece has a fixed number of items. The
 -- first is matched at the start, each middle one at its leftmost place after the one
 -- before (the leftmost end is never later than any other, so no other place need be
--- tried), the last so that it ends the text. A piece's place is found by a plain find
--- of its first literal run, else by trying each byte. So a text costs at most its bytes
--- x the glob's items, and the work a call may spend matching is `work.steps`: a match
--- that would spend more answers nil (undecided), and the caller lets the row through to
--- the check that follows. Reads only.
+-- tried), the last so that it ends the text: on a mismatch only the last star gives
+-- up more. A piece's place is found by a plain find of its first literal run, else by
+-- trying each character's start. So a text costs at most its bytes x the glob's items,
+-- and the work a call may spend matching is `work.steps`: a match that would spend more
+-- answers nil (undecided), and the caller lets the row through to the check that
+-- follows. Nothing recurses. Reads only.
 
 -- an item tried, as bytes of a step's work (a fraction of a microsecond), and the
 -- fewest a text is given before it is left undecided
