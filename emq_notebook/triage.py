@@ -288,7 +288,7 @@ _SPACE = re.compile(r"\s+")
 SIGNATURE_LENGTH = 200
 
 
-def replaced(text: str) -> str:
+def _replaced(text: str) -> str:
     """`text` with the signature's replacements made (quoted parts, then UUIDs and hex
     runs, then numbers), before its whitespace is collapsed, stripped and cut: the key
     the `@errors` script groups a text by (a test holds the two together)."""
@@ -309,7 +309,7 @@ def signature(text: str) -> str:
     """
     if not isinstance(text, str):
         raise BadInput(f"an error text is a string, not {type(text).__name__}")
-    return _SPACE.sub(" ", replaced(text)).strip()[:SIGNATURE_LENGTH]
+    return _SPACE.sub(" ", _replaced(text)).strip()[:SIGNATURE_LENGTH]
 
 
 _PLACEHOLDER = re.compile(r"<str>|<hex>|<num>| ")

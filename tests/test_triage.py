@@ -640,14 +640,14 @@ KEYS_OF = (scripts.lua_dir() / "includes" / "signature.lua").read_text() + (
 
 
 def assert_keyed_as_python(said: list[str], texts: list[str]) -> None:
-    """Each Lua key is the text with `triage.replaced`'s replacements; a text over 256
+    """Each Lua key is the text with `triage._replaced`'s replacements; a text over 256
     bytes may be keyed only as far as its signature shows (a head of the replaced text
     with the same signature)."""
     for key, text in zip(said, texts, strict=True):
         if len(text.encode("utf-8", decoding.ERRORS)) <= 256:
-            assert key == triage.replaced(text), text
+            assert key == triage._replaced(text), text
         else:
-            assert triage.replaced(text).startswith(key), text
+            assert triage._replaced(text).startswith(key), text
             assert triage.signature(key) == triage.signature(text), text
 
 
@@ -655,7 +655,7 @@ def assert_keyed_as_python(said: list[str], texts: list[str]) -> None:
 @given(st.one_of(st.lists(ERROR_TEXT, min_size=1, max_size=12), families()))
 def test_the_lua_key_is_the_signatures_replacements(conn, texts):
     """The keyer's key of each text, read in one pass or through a family met before,
-    is exactly the text with `triage.replaced`'s replacements: the signature before its
+    is exactly the text with `triage._replaced`'s replacements: the signature before its
     whitespace is collapsed, stripped and cut."""
     assert_keyed_as_python(conn.client.eval(KEYS_OF, 0, *(decoding.wire(t) for t in texts)), texts)
 
