@@ -34,7 +34,7 @@ end
 -- count their bytes, so it reads at most its byte budget plus one chunk. The first
 -- chunk is FIRST_CHUNK members, each next one twice as many, up to CHUNK_MAX, and never
 -- more than the bytes left over the largest row yet
-local FIRST_CHUNK, CHUNK_MAX = 4, 64
+local FIRST_CHUNK, CHUNK_MAX = 1, 64
 
 -- One step of a scan: the members of `set` from rank `start`, each handed to
 -- visit(id, row, at, left) in set order with its row's `fields` (row[at + k] the k-th;
