@@ -9,6 +9,7 @@ are checked HERE, before any I/O: a name that could escape its key (braces,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ulid import ULIDGenerator
 
@@ -78,6 +79,22 @@ def lane_key(q: str, group: str) -> str:
 def lane_meta_key(q: str, group: str) -> str:
     """Lane bookkeeping (extension): `limit`, `active`, `paused`, `ring`."""
     return queue_key(q, "g:" + check_name(group, "group") + ":meta")
+
+
+def sets(q: str, states: Iterable[str], groups: Iterable[str]) -> list[tuple[str, str]]:
+    """(state, key) of each set that holds `states`' jobs, in order: each state's set,
+    and right after `pending` each lane's backlog `emq:{q}:g:<g>:pending` (a lane's jobs
+    are pending too), lanes in byte order. `groups` are lane names as read from the
+    server (`emq:{q}:groups`), which another node may have written outside the name
+    gate (`tenant 42`, ""): they are addressed as they are, because the `{q}` hash tag
+    comes first in the key, so no lane name can move it to another slot or queue."""
+    lanes = sorted(groups)
+    out = []
+    for state in states:
+        out.append((state, queue_key(q, state)))
+        if state == "pending":
+            out += [("pending", queue_key(q, f"g:{g}:pending")) for g in lanes]
+    return out
 
 
 def events_channel(q: str) -> str:

@@ -1,21 +1,27 @@
 """Triage: find jobs on the server, and group failures by error signature.
 
 Reads only.  `find` filters a state set (or several) in bounded calls of the
-`@find` script, each examining at most `budget` members, so a million dead jobs
-never block the server in one script and only the matches cross the wire.
-`errors` groups a set's `last_error` texts by `signature` the same way (`@errors`).
+`@find` script, so a million dead jobs never block the server in one script and
+only the matches cross the wire.  `errors` groups a set's `last_error` texts by
+`signature` the same way (`@errors`).  Each call is bounded by its work: at most
+`budget` members examined AND `defaults.BYTE_BUDGET` bytes of text read (and, for
+`find`, sent back); members with no row and rows that lack the field count too.
+What could not keep that bound is refused before any I/O: a budget over
+`defaults.MAX_BUDGET`, a glob over `defaults.MAX_GLOB` characters.
 
 The scan keeps its place as (score, member), not as a rank: a job that stays in
 the set while others come and go is returned at most once and, unless `limit`
 stops the scan, exactly once.
 
 Globs are `fnmatch`'s (`*`, `?`, `[...]`, `[!...]`; case-sensitive; a `^` opening a
-class is a literal, as in `fnmatch`) and match the whole field.  Each is
-translated to a Lua pattern that matches every text the glob matches: exactly on
-ASCII text, and more widely on text with bytes past ASCII (Lua patterns see
-bytes, not characters), where each row the server answers is checked again here
-with `fnmatch.fnmatchcase`.  A row that lacks the field a filter reads does not
-match (an absent `last_error` is not the empty text).
+class is a literal, as in `fnmatch`) and match the whole field.  The server matches
+them without backtracking (lua/includes/glob.lua: text bytes x glob items at most),
+character by character as Python decodes the bytes: exactly, but where the text or
+the glob holds a byte that is no part of a well-formed UTF-8 character, or where a
+match would take more than a call's matching work; there it may let a row through,
+so each row the server answers is checked again here with `fnmatch.fnmatchcase`.  A
+row that lacks the field a filter reads does not match (an absent `last_error` is
+not the empty text).
 """
 
 from __future__ import annotations
@@ -27,58 +33,55 @@ from collections.abc import Iterable, Iterator
 
 import pandas as pd
 
-from . import frames
+from . import checks, defaults, frames
 from .catalogue import document
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput
 from .frames import _TIMED
-from .keyspace import STATES, base, check_name, lane_key, queue_key
+from .keyspace import STATES, base, check_name, queue_key, sets
 
-DEFAULT_LIMIT = 1000
-DEFAULT_BUDGET = 1000
+DEFAULT_LIMIT = defaults.DEFAULT_LIMIT
+DEFAULT_BUDGET = defaults.DEFAULT_BUDGET
 
-# -- globs as Lua patterns -----------------------------------------------------------
-# Text holding bytes past ASCII is sent as bytes (decoding.wire): a byte 0xNN
-# of a pattern is written here as the surrogate "\udcNN".
-_HIGH = "\udc80-\udcff"  # any byte past ASCII (a lead or a continuation byte)
-_CONTINUATION = "[\udc80-\udcbf]"  # a UTF-8 continuation byte
-_ANY = "." + _CONTINUATION + "*"  # one character: a byte and its continuation bytes
-_NEVER = "[^%z\x01-\udcff]"  # no byte at all
-
-
-def _literal(ch: str) -> str:
-    """One character of a glob as a Lua pattern item that matches it (and only it)."""
-    if ch == "\0":
-        return "%z"
-    if ord(ch) < 128 and not ch.isalnum():
-        return "%" + ch  # `%` before a punctuation mark makes it literal
-    return ch
+# -- globs as the server's matcher reads them -----------------------------------------
+# The spec (lua/includes/glob.lua): "G", then per item "*", "?", "L<n>:<n bytes>" (a
+# run of literal characters, as sent: text holding undecodable bytes goes as those
+# bytes, decoding.wire), "C<lo>-<hi>,...;" (a class: the code points it matches).
+_STAR, _ANY = "*", "?"
 
 
 @functools.lru_cache(maxsize=256)
-def _class(text: str) -> str:
-    """A glob class `[...]` as a Lua pattern item: exact on ASCII (each ASCII character
-    tried against fnmatch's own translation of the class), and every character past
-    ASCII let through when the class could match one (negated, or naming one)."""
+def _class(text: str) -> tuple[tuple[int, int], ...]:
+    """The code points a glob class `[...]` matches, as ranges: fnmatch's own translation
+    of the class asked at each code point where its answer can change (0, and each
+    character the class names and the one after it), so the ranges are exactly its."""
     probe = re.compile(fnmatch.translate(text))
-    ascii_ = "".join(_literal(chr(b)) for b in range(128) if probe.match(chr(b)))
-    wide = text[1:2] == "!" or any(ord(c) > 127 for c in text)
-    if wide:
-        return "[" + ascii_ + _HIGH + "]" + _CONTINUATION + "*"
-    return "[" + ascii_ + "]" if ascii_ else _NEVER
+    named = {ord(c) for c in text}
+    points = sorted({0} | named | {c + 1 for c in named if c < 0x10FFFF})
+    ranges: list[tuple[int, int]] = []
+    for k, lo in enumerate(points):
+        if not probe.match(chr(lo)):
+            continue
+        hi = points[k + 1] - 1 if k + 1 < len(points) else 0x10FFFF
+        if ranges and ranges[-1][1] == lo - 1:
+            ranges[-1] = (ranges[-1][0], hi)
+        else:
+            ranges.append((lo, hi))
+    return tuple(ranges)
 
 
-def _tokens(glob: str) -> Iterator[str | None]:
-    """The glob's items as Lua pattern items, None for a `*` (runs of `*` as one).
-    Classes end where `fnmatch.translate` ends them; an unclosed `[` is a literal."""
+def _items(glob: str) -> Iterator[str | tuple[tuple[int, int], ...]]:
+    """The glob's items: `_STAR` (a run of `*` as one), `_ANY`, a class's ranges, or one
+    literal character. Classes end where `fnmatch.translate` ends them; an unclosed `[`
+    is a literal."""
     i, n, star = 0, len(glob), False
     while i < n:
         c = glob[i]
         i += 1
         if c == "*":
             if not star:
-                yield None
+                yield _STAR
             star = True
             continue
         star = False
@@ -93,43 +96,56 @@ def _tokens(glob: str) -> Iterator[str | None]:
             while j < n and glob[j] != "]":
                 j += 1
             if j >= n:
-                yield _literal("[")
+                yield "["
             else:
                 yield _class(glob[i - 1 : j + 1])
                 i = j + 1
         else:
-            yield _literal(c)
+            yield c
 
 
-def glob_spec(glob: str) -> str:
-    """The glob as `@find` reads it (lua/includes/glob.lua): fields split by NUL -- the
-    whole anchored pattern and, when the glob has a `*`, the piece before the first
-    `*`, the piece after the last, that piece's length in characters, "1" when every
-    item is an ASCII literal (the pieces then match byte for byte on any text, so a
-    text past ASCII needs no second try with the whole pattern), the pieces between."""
+def _wire_length(text: str) -> int | None:
+    """The bytes `text` is sent as, or None when no text read from a server can hold it
+    (a surrogate that stands for no byte)."""
+    try:
+        return len(text.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:
+        return None
+
+
+def glob_spec(glob: str, what: str = "a glob") -> str:
+    """The glob as `@find` reads it (lua/includes/glob.lua): "G", then its items: "*";
+    "?"; "L<n>:" and n bytes, a run of literal characters; "C<lo>-<hi>,...;", a class as
+    the ranges of code points it matches. Refuses (`BadInput`) a glob over
+    `defaults.MAX_GLOB` characters: matching costs a text's bytes times its items."""
     if not isinstance(glob, str):
         raise BadInput(f"a glob is a string, not {type(glob).__name__}")
-    items = list(_tokens(glob))
-    whole_ = "^" + "".join(".*" if t is None else t for t in items) + "$"
-    if None not in items:
-        return whole_
-    pieces: list[list[str]] = [[]]
-    for t in items:
-        if t is None:
-            pieces.append([])
+    if len(glob) > defaults.MAX_GLOB:
+        raise BadInput(
+            f"{what} is {len(glob):,} characters, over the {defaults.MAX_GLOB:,} a search takes "
+            "(matching costs each text's length times the glob's)"
+        )
+    out, run = ["G"], list[str]()
+
+    def literal() -> None:
+        if run:
+            text = "".join(run)
+            length = _wire_length(text)
+            # a character no text holds matches nothing: an empty class says so
+            out.append("C;" if length is None else f"L{length}:{text}")
+            run.clear()
+
+    for item in _items(glob):
+        if isinstance(item, tuple):
+            literal()
+            out.append("C" + ",".join(f"{lo}-{hi}" for lo, hi in item) + ";")
+        elif item is _STAR or item is _ANY:
+            literal()
+            out.append(item)
         else:
-            pieces[-1].append(t)
-    prefix, *middle, suffix = pieces
-    exact = "1" if all(t is None or _ascii_literal(t) for t in items) else ""
-    return "\0".join(
-        [whole_, "".join(prefix), "".join(suffix), str(len(suffix)), exact, *("".join(p) for p in middle)]
-    )
-
-
-def _ascii_literal(item: str) -> bool:
-    """True for a pattern item `_literal` made of an ASCII character (one byte, matched
-    only by itself); False for `?`, a class, or a character past ASCII."""
-    return len(item) <= 2 and item.isascii() and item != "."
+            run.append(item)
+    literal()
+    return "".join(out)
 
 
 # -- the sets a search reads -----------------------------------------------------------
@@ -146,14 +162,10 @@ def _states(state: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def _sets(conn: Connection, q: str, states: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(state, key) of every set to read, in order: a lane's backlog is pending too."""
-    out = []
-    for state in states:
-        out.append((state, queue_key(q, state)))
-        if state == "pending":
-            groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or [])
-            out += [("pending", lane_key(q, g)) for g in groups]
-    return out
+    """(state, key) of every set to read, in order: a lane's backlog is pending too. Lane
+    names are read from the server and addressed as they are (`keyspace.sets`)."""
+    groups = (conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
+    return sets(q, states, groups)
 
 
 def server_ms(conn: Connection) -> int:
@@ -191,12 +203,15 @@ def find(
     (inclusive) and `created_before` (exclusive) are epoch ms against `created_at`.
     `signature` (extension) keeps the jobs whose `last_error` has that signature (see
     `signature`; the server narrows by `signature_glob`, the signature is checked here).
-    Checked before any I/O (`BadInput`, `InvalidName`). Reads only: works on a
+    Each call examines at most `budget` members (at most `defaults.MAX_BUDGET`) and
+    reads and sends at most about `defaults.BYTE_BUDGET` bytes. Checked before any I/O
+    (`BadInput`: a budget over the maximum, a glob over `defaults.MAX_GLOB` characters;
+    `InvalidName`). A member with no row is never returned. Reads only: works on a
     read-only connection.
     """
     check_name(q)
     states = _states(state)
-    whole(budget, "budget")
+    checks.budget(budget)
     if limit is not None:
         whole(limit, "limit")
     if group is not None:
@@ -204,7 +219,11 @@ def find(
     if signature is not None and not isinstance(signature, str):
         raise BadInput(f"a signature is a string, not {type(signature).__name__}")
     narrow = error if error is not None or signature is None else signature_glob(signature)
-    specs = [glob_spec(g) if g is not None else "" for g in (narrow, payload)]
+    what = "the error glob" if error is not None else "a signature's glob"
+    specs = [
+        "" if narrow is None else glob_spec(narrow, what),
+        "" if payload is None else glob_spec(payload, "the payload glob"),
+    ]
     filters = [
         group or "",
         _bound(min_attempts, "min_attempts"),
@@ -217,7 +236,11 @@ def find(
         while limit is None or len(found) < limit:
             want = budget if limit is None else limit - len(found)
             score, member, more, *rows = conn.run(
-                "find", [key, base(q)], [*cursor, budget, want, *specs, *filters], verb="find", queue=q
+                "find",
+                [key, base(q)],
+                [*cursor, budget, defaults.BYTE_BUDGET, want, *specs, *filters],
+                verb="find",
+                queue=q,
             )
             for job_id, at, *fields in rows:
                 if job_id in found or not _still_matches(fields, narrow, payload, signature):
@@ -232,7 +255,7 @@ def find(
 
 
 def _still_matches(fields: list, error: str | None, payload: str | None, sig: str | None) -> bool:
-    """The exact check, here, of what the server's patterns let through."""
+    """The exact check, here, of what the server's matcher lets through."""
     last_error, text = fields[5], fields[7]
     return (
         (error is None or (last_error is not None and fnmatch.fnmatchcase(last_error, error)))
@@ -265,6 +288,15 @@ _SPACE = re.compile(r"\s+")
 SIGNATURE_LENGTH = 200
 
 
+def _replaced(text: str) -> str:
+    """`text` with the signature's replacements made (quoted parts, then UUIDs and hex
+    runs, then numbers), before its whitespace is collapsed, stripped and cut: the key
+    the `@errors` script groups a text by (a test holds the two together)."""
+    text = _QUOTED.sub("<str>", text)
+    text = _HEX.sub("<hex>", text)
+    return _NUMBER.sub("<num>", text)
+
+
 def signature(text: str) -> str:
     """An error text with its variable parts replaced, so failures of one cause group:
     `'...'` and `"..."` quoted parts -> `<str>`; UUIDs and runs of 8 or more hex
@@ -277,10 +309,7 @@ def signature(text: str) -> str:
     """
     if not isinstance(text, str):
         raise BadInput(f"an error text is a string, not {type(text).__name__}")
-    text = _QUOTED.sub("<str>", text)
-    text = _HEX.sub("<hex>", text)
-    text = _NUMBER.sub("<num>", text)
-    return _SPACE.sub(" ", text).strip()[:SIGNATURE_LENGTH]
+    return _SPACE.sub(" ", _replaced(text)).strip()[:SIGNATURE_LENGTH]
 
 
 _PLACEHOLDER = re.compile(r"<str>|<hex>|<num>| ")
@@ -309,24 +338,23 @@ def errors(
     as UTC times for the timed sets: died at, due, lease deadline), `sample_id` and
     `sample_error` (the first such job in set order); the largest count first.
 
-    Bounded calls of at most `budget` members. A row without `last_error` counts under
-    the signature "". Reads only.
+    Bounded calls of at most `budget` members (at most `defaults.MAX_BUDGET`, else
+    `BadInput` before any I/O) and about `defaults.BYTE_BUDGET` bytes of error text. A
+    row without `last_error` counts under the signature ""; a member with no row is not
+    counted. Reads only.
     """
     check_name(q)
     states = _states(state)
-    whole(budget, "budget")
+    checks.budget(budget)
     sigs: dict[str, str] = {}
     groups: dict[str, list] = {}
     for st, key in _sets(conn, q, states):
         timed = st in _TIMED
         cursor = ["", ""]
-        # the shapes of texts the script learned in earlier steps go back with the cursor
-        shapes: list = []
         while True:
-            score, member, more, learned, *rows = conn.run(
-                "errors", [key, base(q)], [*cursor, budget, *shapes], verb="errors", queue=q
+            score, member, more, *rows = conn.run(
+                "errors", [key, base(q)], [*cursor, budget, defaults.BYTE_BUDGET], verb="errors", queue=q
             )
-            shapes.extend(learned)
             for text_key, n, lo, hi, sample_id, sample_error in rows:
                 sig = sigs.get(text_key)
                 if sig is None:

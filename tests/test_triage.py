@@ -118,18 +118,22 @@ def test_find_agrees_with_fnmatchcase(conn, data):
     assert list(got.index) == expected, (glob, fields)
 
 
+# the server's matcher alone, with work enough to decide any of these
+MATCH = (scripts.lua_dir() / "includes" / "glob.lua").read_text() + (
+    "\nlocal said = glob_matches(ARGV[1], glob_of(ARGV[2]), {steps = 1e9})\nreturn said and 1 or 0"
+)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(ALPHABET, max_size=10), st.data())
-def test_the_server_pattern_lets_through_every_match(text, data):
-    """The translation alone, on the ASCII path and the byte path: what fnmatch matches,
-    the Lua pattern matches (tried on the embedded server's Lua)."""
+def test_the_server_matcher_lets_through_every_match(text, data):
+    """The matcher alone, on ASCII text and past it: what fnmatch matches, the Lua
+    matcher matches, and on ASCII text nothing more (tried on the embedded server's Lua)."""
     text = canonical(text)
     glob = data.draw(glob_from(text))
     conn = emq.connect(embedded="fake")
     spec = triage.glob_spec(glob)
-    lua = "local g = glob_of(ARGV[2]) return glob_matches(ARGV[1], g) and 1 or 0"
-    body = scripts.source("find").split("local set, base", 1)[0] + lua
-    said = conn.client.eval(body, 0, decoding.wire(text), decoding.wire(spec))
+    said = conn.client.eval(MATCH, 0, decoding.wire(text), decoding.wire(spec))
     if fnmatch.fnmatchcase(text, glob):
         assert said == 1, (text, glob, spec)
     elif text.isascii():
@@ -145,22 +149,25 @@ def test_the_server_pattern_lets_through_every_match(text, data):
         ("*by*ling", "\u00e9 by bil\u00e9 ling", True),
         ("*by*ling", "\u00e9 by bil\u00e9 lin\u00e9", False),
         ("a*\u00e9", "ab\u00e9", True),
-        ("a*?", "a\u00e9", True),
+        ("a*\u00e9", "ab\u00e8", False),
+        ("*\u20ac*", "x\u20ac\u20acx", True),
+        ("?\u00e9", "\u00e9\u00e9", True),
+        ("??", "\u20ac", False),
+        ("[\u00e0-\u00ff]*", "\u00e9t\u00e9", True),
+        ("[!\u00e0-\u00ff]*", "\u00e9t\u00e9", False),
+        ("a?", "a\udcff", True),
+        ("a[\udc80-\udcff]", "a\udcc3", True),
+        ("a[\udc80-\udcff]", "a\u00e9", False),
     ],
 )
-def test_a_glob_of_ascii_literals_is_exact_on_any_text(conn, glob, text, expected):
-    """A glob whose items are all ASCII literals is marked exact: its pieces match byte
-    for byte, so a text past ASCII is answered without a second try with the whole
-    pattern, and the answer is fnmatch's (a `?` or a wide literal is not marked)."""
+def test_the_matcher_is_exact_on_utf8_text_for_a_glob_of_characters(conn, glob, text, expected):
+    """`?` and a class read one character as Python decodes it (a byte that is no part of
+    a well-formed sequence is one of its own), and a literal compares whole characters:
+    so on well-formed text, and for a glob naming no undecodable byte as a literal, the
+    server's answer is fnmatch's, with no second look needed."""
     assert fnmatch.fnmatchcase(text, glob) is expected
-    spec = triage.glob_spec(glob)
-    marked = spec.split("\0")[4] == "1"
-    assert marked is all(c.isascii() and c != "?" for c in glob)
-    lua = "local g = glob_of(ARGV[2]) return glob_matches(ARGV[1], g) and 1 or 0"
-    body = scripts.source("find").split("local set, base", 1)[0] + lua
-    said = conn.client.eval(body, 0, decoding.wire(text), decoding.wire(spec))
-    if marked or expected:
-        assert said == int(expected), (glob, text)
+    said = conn.client.eval(MATCH, 0, decoding.wire(text), decoding.wire(triage.glob_spec(glob)))
+    assert said == int(expected), (glob, text)
 
 
 GLOBS = [  # (glob, text, fnmatch's answer): Lua's magic characters taken as written
@@ -268,6 +275,41 @@ def test_ghosts_and_absent_fields_never_match(conn):
     assert triage.find(conn, Q, error="*").empty
 
 
+def test_a_lane_name_outside_the_gate_is_read_as_it_is(conn):
+    """Lane names another node wrote (`tenant 42`, "") fail the name gate, yet find and
+    errors read their backlogs as snapshot does: a name read from the server is addressed
+    as it is (the `{q}` hash tag comes first in the key)."""
+    jobs.enqueue(conn, Q, "{}", id="j_ok", group="acme")
+    for lane, job_id in (("tenant 42", "j_t42"), ("", "j_empty")):
+        conn.client.hset(
+            f"emq:{{{Q}}}:job:{job_id}",
+            mapping={"payload": "{}", "group": lane, "attempts": "0", "last_error": f"boom {job_id}"},
+        )
+        conn.client.zadd(f"emq:{{{Q}}}:g:{lane}:pending", {job_id: 0})
+        conn.client.sadd(f"emq:{{{Q}}}:groups", lane)
+    expected = {"j_ok", "j_t42", "j_empty"}
+    for state in ("pending", "all", ("dead", "pending")):
+        assert set(triage.find(conn, Q, state=state).index) == expected, state
+    lanes = triage.find(conn, Q, state="pending", error="boom*")
+    assert dict(lanes["group"]) == {"j_empty": "", "j_t42": "tenant 42"}
+    assert triage.errors(conn, Q, "all")["count"].to_dict() == {"": 1, "boom j_t<num>": 1, "boom j_empty": 1}
+    assert set(frames.snapshot(conn, Q, "pending").index) == expected
+
+
+def test_find_never_returns_a_member_with_no_row(conn):
+    put_dead(conn, {"j_1": ("boom", "{}")})
+    conn.client.zadd(DEAD, {"j_ghost": 999, "j_ghost2": 5_000})
+    for how in (
+        {},
+        {"min_attempts": 0},
+        {"created_after": 0},
+        {"created_before": 10**12},
+        {"error": "*"},
+        {"min_attempts": 0, "budget": 1},
+    ):
+        assert list(triage.find(conn, Q, **how).index) == ["j_1"], how
+
+
 def test_bad_arguments_are_refused_before_any_io():
     nowhere = emq.connect("redis://127.0.0.1:1/0", cluster=False)
     for kwargs in (
@@ -289,6 +331,11 @@ def test_bad_arguments_are_refused_before_any_io():
         triage.find(nowhere, "bad{name}")
     with pytest.raises(BadInput):
         triage.errors(nowhere, Q, budget=0)
+    for call in (triage.find, triage.errors):
+        with pytest.raises(BadInput, match="10,000"):
+            call(nowhere, Q, budget=10_001)
+    with pytest.raises(BadInput, match="1,000"):
+        triage.find(nowhere, Q, error="*" * 1_001)
 
 
 # -- a scan while the queue moves ----------------------------------------------------------
@@ -438,7 +485,7 @@ ERROR_TEXT = (
             st.uuids().map(lambda u: str(u).upper()[:-1]),
             st.from_regex(r"[0-9a-fA-F]{6,10}", fullmatch=True),
             st.sampled_from(["'", '"', "1.5", "..", "-", " ", "1.2.3", "e1", "deadbeef", "deadbeef1"]),
-            # a UUID with no digit (the script's in-place reader hands these to its whole-text form)
+            # a UUID with no digit (found from its dashes: it holds no digit to find it by)
             st.sampled_from(["abcdefab-abcd-abcd-abcd-abcdefabcdef", "ABCDEFAB-ABCD-ABCD-ABCD-ABCDEFABCDEF"]),
         ),
         max_size=8,
@@ -511,9 +558,9 @@ def test_errors_of_a_moving_set_count_each_stayer_once(conn):
     assert len(ids) - left <= total <= len(ids)
 
 
-# -- @errors: a step's texts read at once, keyed through the shapes learned in the scan --
+# -- @errors: a text keyed in one pass, or through the family of a text met before ----------
 
-# the parts a text's shape keeps variable, each drawn afresh for every text of a family
+# the parts a family keeps variable, each drawn afresh for every text of the family
 VARIABLE = {
     "number": st.from_regex(r"[0-9]{1,9}", fullmatch=True),
     "decimal": st.from_regex(r"[0-9]{1,8}\.[0-9]{1,8}", fullmatch=True),
@@ -547,7 +594,7 @@ VARIABLE = {
     ),
 }
 # literal parts: letters that are hex digits and letters that are not, Lua's magic
-# characters, a quote now and then (one left open: that text has no shape)
+# characters, a quote now and then (one left open: that text has no family)
 LITERAL = st.text(
     st.sampled_from(list("ghkxyz abcdefABC:,;/()%+*?[]^$.-\t") + ["é", "'", '"']), min_size=1, max_size=6
 )
@@ -576,26 +623,58 @@ def families(draw) -> list[str]:
 
 @on_a_backend
 @given(families(), st.integers(1, 6))
-def test_texts_of_one_shape_group_as_the_signature_does(conn, texts, budget):
-    """A text keyed through a shape learned from another (in its step or handed on from an
-    earlier one) has the key its own reading would give: numbers 7 and 8 digits long, hex
-    runs with and without a digit, UUIDs without one, quotes inside quotes, literal parts
-    that run into the variable ones."""
+def test_texts_of_one_family_group_as_the_signature_does(conn, texts, budget):
+    """A text keyed through the family of another met earlier in its step has the key its
+    own reading would give: numbers 7 and 8 digits long, hex runs with and without a
+    digit, UUIDs without one, quotes inside quotes, literal parts that run into the
+    variable ones."""
     assert_grouped_by_signature(conn, texts, budget)
 
 
-def test_a_scan_hands_its_shapes_on_so_a_later_step_learns_none(conn):
-    put_dead(conn, {f"j_{i:02d}": (f"SMTP 5{i % 10}0 for 'u{i}@x' after {i}ms", "{}") for i in range(20)})
-    keys = [DEAD, f"emq:{{{Q}}}:"]
-    key = "SMTP <num> for <str> after <num>ms"
-    score, member, more, learned, *groups = conn.run("errors", keys, ["", "", 10], verb="errors", queue=Q)
-    # five values a shape: head length, head, pattern, key, hex runs to check
-    assert len(learned) == 5 and learned[1] == "SMTP " and learned[3] == key
-    assert [g[:2] for g in groups] == [[key, 10]] and more == 1
-    handed = conn.run("errors", keys, [score, member, 10, *learned], verb="errors", queue=Q)
-    assert handed[3] == [] and [g[:2] for g in handed[4:]] == [[key, 10]]
-    alone = conn.run("errors", keys, [score, member, 10], verb="errors", queue=Q)
-    assert alone[3] == learned and alone[4:] == handed[4:]
+# the keyer alone: one keyer keys the texts in order, as one @errors step does
+KEYS_OF = (scripts.lua_dir() / "includes" / "signature.lua").read_text() + (
+    "\nlocal key_of, out = signature_keyer(), {}"
+    "\nfor i = 1, #ARGV do out[i] = key_of(ARGV[i]) end"
+    "\nreturn out"
+)
+
+
+def assert_keyed_as_python(said: list[str], texts: list[str]) -> None:
+    """Each Lua key is the text with `triage._replaced`'s replacements; a text over 256
+    bytes may be keyed only as far as its signature shows (a head of the replaced text
+    with the same signature)."""
+    for key, text in zip(said, texts, strict=True):
+        if len(text.encode("utf-8", decoding.ERRORS)) <= 256:
+            assert key == triage._replaced(text), text
+        else:
+            assert triage._replaced(text).startswith(key), text
+            assert triage.signature(key) == triage.signature(text), text
+
+
+@on_a_backend
+@given(st.one_of(st.lists(ERROR_TEXT, min_size=1, max_size=12), families()))
+def test_the_lua_key_is_the_signatures_replacements(conn, texts):
+    """The keyer's key of each text, read in one pass or through a family met before,
+    is exactly the text with `triage._replaced`'s replacements: the signature before its
+    whitespace is collapsed, stripped and cut."""
+    assert_keyed_as_python(conn.client.eval(KEYS_OF, 0, *(decoding.wire(t) for t in texts)), texts)
+
+
+LONG_PART = st.one_of(
+    ERROR_TEXT,
+    st.text(st.sampled_from(list(" \t\n\x1c\x85\xa0é\udcffxyz")), min_size=50, max_size=300),
+    st.text(st.sampled_from(list("0123456789 .-'")), min_size=50, max_size=300),
+)
+LONG_TEXT = st.lists(LONG_PART, min_size=1, max_size=10).map("".join).map(canonical)
+
+
+@on_a_backend
+@given(st.lists(LONG_TEXT, min_size=1, max_size=4))
+def test_a_long_text_is_keyed_as_far_as_its_signature_shows(conn, texts):
+    """A text over 256 bytes is read until its key holds more than 200 printable ASCII
+    characters, and no further: long runs of whitespace or bytes past ASCII (which the
+    signature collapses or counts as characters) keep it reading."""
+    assert_keyed_as_python(conn.client.eval(KEYS_OF, 0, *(decoding.wire(t) for t in texts)), texts)
 
 
 def test_a_user_refused_reading_keys_by_pattern_gets_the_same_answers(valkey):

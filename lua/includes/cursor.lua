@@ -1,7 +1,7 @@
 -- a resumable place in a sorted set, kept as (score, member) rather than as a rank,
 -- so a scan in bounded calls stays right while members come and go: each call starts
--- just after the last member the previous one examined, wherever that place is now.
--- Reads only.
+-- just after the last member the previous one examined, wherever that place is now;
+-- and the bounded read of one step of such a scan. Reads only.
 
 -- true when member `a` sorts after `b` at an equal score: byte order, as the set
 -- keeps it (Lua's own `>` on strings follows the server's locale)
@@ -30,11 +30,92 @@ local function rank_after(key, score, member)
   return lo
 end
 
--- a reply's head after examining the first `examined` members of `batch` (a
--- ZRANGE WITHSCORES from rank `start`): the place of the last one examined (the
--- next call's cursor; the old place when none was) and 1 while members follow it
-local function cursor_head(key, batch, examined, start, score, member)
+-- members read at once: a step reads the fields of a chunk of members before it can
+-- count their bytes, so it reads at most its byte budget plus one chunk. The first
+-- chunk is FIRST_CHUNK members, each next one twice as many, up to CHUNK_MAX, and never
+-- more than the bytes left over the largest row yet
+local FIRST_CHUNK, CHUNK_MAX = 1, 64
+
+-- One step of a scan: the members of `set` from rank `start`, each handed to
+-- visit(id, row, at, left) in set order with its row's `fields` (row[at + k] the k-th;
+-- false where the row or the field is missing) and the bytes left once they are
+-- counted. The step stops after `budget` members, or after the member at which the
+-- bytes counted reach `bytes`: the bytes of its fields, and what visit answers (the
+-- work it did past reading them, in bytes: what it sends back, what it matched), or
+-- false to stop there. Members
+-- and fields are read a chunk at a time with one SORT_RO;
+-- a set kept as a listpack (SORT would rewrite its bytes) or a user whose ACL refuses
+-- reading keys by a pattern reads each row with an HMGET instead. Answers the number
+-- of members examined and the last one's id.
+local function scan_step(set, base, start, budget, bytes, fields, visit)
+  local encoding = redis.pcall('OBJECT', 'ENCODING', set)
+  -- a server with no encodings to keep (no OBJECT command: fakeredis) reads any set so
+  local by_pattern = encoding == 'skiplist' or (type(encoding) == 'table' and encoding.err ~= nil)
+  local width, sort = #fields + 1, nil
+  if by_pattern then
+    sort = {set, 'BY', 'nosort', 'LIMIT', 0, 0, 'GET', '#'}
+    for _, f in ipairs(fields) do
+      sort[#sort + 1] = 'GET'
+      sort[#sort + 1] = base .. 'job:*->' .. f
+    end
+  end
+  local examined, spent, largest, last, chunk = 0, 0, 1, nil, FIRST_CHUNK
+  while examined < budget and spent < bytes do
+    local want = math.min(chunk, budget - examined, math.max(1, math.floor((bytes - spent) / largest)))
+    chunk = math.min(2 * chunk, CHUNK_MAX)
+    local rows
+    if sort then
+      sort[5], sort[6] = start + examined, want
+      rows = redis.pcall('SORT_RO', unpack(sort))
+      if rows.err then sort, rows = nil, nil end
+    end
+    if not rows then
+      rows = {}
+      for k, id in ipairs(redis.call('ZRANGE', set, start + examined, start + examined + want - 1)) do
+        rows[#rows + 1] = id
+        local values = #fields > 0 and redis.call('HMGET', base .. 'job:' .. id, unpack(fields)) or {}
+        for f = 1, #fields do rows[#rows + 1] = values[f] end
+      end
+    end
+    if #rows == 0 then break end
+    for at = 1, #rows, width do
+      local size, v = 0, rows[at + 1]
+      if width == 2 then
+        if v then size = #v end
+      else
+        for f = 1, width - 1 do
+          v = rows[at + f]
+          if v then size = size + #v end
+        end
+      end
+      if size > largest then largest = size end
+      examined, last, spent = examined + 1, rows[at], spent + size
+      local done = visit(rows[at], rows, at, bytes - spent)
+      if done == false then return examined, last end
+      spent = spent + done
+      if spent >= bytes or examined >= budget then return examined, last end
+    end
+    if #rows < want * width then break end
+  end
+  return examined, last
+end
+
+-- the scores of `ids` in `set`, in their order (ZMSCORE a thousand at a time: unpack
+-- takes no more than a few thousand values)
+local function scores_of(set, ids)
+  local scores = {}
+  for from = 1, #ids, 1000 do
+    local read = redis.call('ZMSCORE', set, unpack(ids, from, math.min(#ids, from + 999)))
+    for k = 1, #read do scores[from + k - 1] = read[k] end
+  end
+  return scores
+end
+
+-- a reply's head after examining `examined` members from rank `start`, the last of
+-- them `last` at `score` (the next call's cursor; the old place when none was), and
+-- 1 while members follow it
+local function cursor_head(key, examined, start, place_score, place_member, last, score)
   local more = redis.call('ZCARD', key) > start + examined and 1 or 0
-  if examined == 0 then return {score, member, more} end
-  return {batch[2 * examined], batch[2 * examined - 1], more}
+  if examined == 0 then return {place_score, place_member, more} end
+  return {score, last, more}
 end
