@@ -206,7 +206,7 @@ def _connections(s: Session, ns: Namespace) -> pd.DataFrame:
 
 @verb(
     "queues",
-    "every queue with its counts (the queues known; --rescan walks the keyspace first)",
+    "every queue known, with its counts (--rescan looks for queues first)",
     opt("--rescan", action="store_true", help="find the queues again (SCAN) before counting"),
 )
 def _queues(s: Session, ns: Namespace) -> pd.DataFrame:

@@ -26,7 +26,7 @@ PLOTS = ("throughput", "latency")
 
 @verb(
     "health",
-    "every queue's verdict (failing, stuck, growing, dead_letters, paused, ok, idle) and why",
+    "every queue's verdict and why, the most urgent first",
     arg("queue", nargs="?"),
 )
 def _health(s: Session, ns: Namespace) -> pd.DataFrame:
