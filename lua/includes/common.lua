@@ -51,10 +51,13 @@ local function emit(base, ev)
   redis.call('PUBLISH', base .. 'events', cjson.encode(ev))
 end
 
--- a job's row, its logs and its lock
+-- a job's row, its logs and its lock. UNLINK has DEL's effect on the keyspace and
+-- frees a value of many parts (a :logs list of a million lines) off the script's
+-- thread, whatever the server's lazyfree settings; one large field (a 100 MB payload)
+-- is still freed here, so the bulk deletes charge it to their byte budget
 local function del_job(base, id)
   local jk = base .. 'job:' .. id
-  redis.call('DEL', jk, jk .. ':logs', jk .. ':lock')
+  redis.call('UNLINK', jk, jk .. ':logs', jk .. ':lock')
 end
 
 -- give back a dedup key, but only while it still points at this job

@@ -25,23 +25,32 @@ end
 local function remove_refusal(base, id)
   local jk = base .. 'job:' .. id
   if redis.call('EXISTS', jk) == 0 then return -1 end
-  if redis.call('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
+  -- (a key of another type under the row's name holds no lock field)
+  if redis.pcall('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
   return nil
 end
 
--- the word a bulk reprocess answers for job `id` (flat or grouped: lanes are carried)
--- and, for 'bad_row', the refusal naming the field. Reads only.
+-- the word a bulk reprocess answers for job `id` (flat or grouped: lanes are carried),
+-- in the order of reprocess_refusal's checks: 'foreign_id' (never addressed), 'gone',
+-- 'not_dead', 'bad_row' (then the refusal naming the field) or 'reprocessed'; and the
+-- bytes read. Reads only.
 local function reprocess_word(base, id, dead)
-  local refused = reprocess_refusal(base, id, dead, true)
-  if refused == nil then return 'reprocessed' end
-  if refused == -1 then return 'gone' end
-  if string.find(refused.err, 'EMQSTATE not dead', 1, true) == 1 then return 'not_dead' end
-  return 'bad_row', refused
+  if foreign_id(id) then return 'foreign_id', nil, #id end
+  local refused, _, _, bytes = read_member(base, id)
+  bytes = bytes + #id
+  if refused == -1 then return 'gone', nil, bytes end
+  if not redis.call('ZSCORE', dead, id) then return 'not_dead', nil, bytes end
+  if refused then return 'bad_row', refused, bytes end
+  return 'reprocessed', nil, bytes
 end
 
--- the word a bulk remove answers for job `id`. Reads only.
+-- the word a bulk remove answers for job `id` ('foreign_id', 'gone', 'locked' or
+-- 'removed'), the work it costs (a ghost: one more for each lane it is looked for in,
+-- as remove_one does) and the bytes (its id, and the payload a remove frees). Reads only.
 local REMOVE_WORDS = {[-1] = 'gone', [0] = 'locked'}
 local function remove_word(base, id)
+  if foreign_id(id) then return 'foreign_id', 1, #id end
   local refused = remove_refusal(base, id)
-  return refused == nil and 'removed' or REMOVE_WORDS[refused]
+  if refused == -1 then return 'gone', 1 + redis.call('SCARD', base .. 'groups'), #id end
+  return refused == nil and 'removed' or REMOVE_WORDS[refused], 1, #id + payload_bytes(base .. 'job:' .. id)
 end
