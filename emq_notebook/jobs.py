@@ -80,7 +80,6 @@ def enqueue(
 # 500,000 jobs and up to 20 ms at 1,000,000 (bench/scale.py, SLOWLOG), too close to
 # the 20 ms a PING may wait; an enqueue writes a row, a drain only deletes one
 CHUNK = 250
-MAX_CHUNK = 10_000
 
 
 def enqueue_many(
@@ -111,7 +110,7 @@ def enqueue_many(
 
     Refuses before any I/O, so nothing at all is written: `BadInput` for a
     payload that is not a string, a `dedup` that is not one entry per payload,
-    the numbers `enqueue` refuses and a `chunk` outside 1 to 10,000;
+    the numbers `enqueue` refuses and a `chunk` outside 1 to `defaults.MAX_BUDGET`;
     `InvalidName` for a bad group name or dedup key. Each call is atomic and checks
     its arguments before its first write; an interrupt between calls leaves the
     chunks already sent.
@@ -138,7 +137,7 @@ def enqueue_many(
         whole(max_attempts, "max_attempts"),
         whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS),
     ]
-    whole(chunk, "chunk", most=MAX_CHUNK)
+    admin.check_budget(chunk, "chunk")
     if not texts:
         return []
     conn.refuse_writes(f"enqueue_many {q}")
