@@ -21,5 +21,5 @@ return due_moves(set, base, 'expire', ARGV, function(id, g, priority)
   redis.call('HSET', jk, 'state', 'pending')
   if g then lane_release(base, g) end
   make_ready(base, id, g, priority)
-  emit(base, {event = 'stalled', job = id})
+  emit_job(base, 'stalled', id)
 end)

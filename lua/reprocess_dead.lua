@@ -26,6 +26,7 @@ local dead, pending, base = KEYS[1], KEYS[2], KEYS[3]
 local most = whole_of(ARGV[6]) or tonumber(ARGV[1])
 local listed = ARGV[7] == '1'
 local moved, ghosts, bad, foreign, ids = 0, 0, 0, {}, {}
+local seen = {}
 local gone, flat = {}, {}
 local head = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
   if foreign_id(id) then
@@ -33,7 +34,7 @@ local head = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
     skipped_bad_row(base, 'reprocess', id, {err = 'foreign id'})
     return #id
   end
-  local refused, g, _, bytes = read_member(base, id)
+  local refused, g, _, bytes = read_member(base, id, seen)
   if refused == nil then
     gone[#gone + 1] = id
     reprocess_row(base, id, g)

@@ -12,12 +12,13 @@ local dead, base = KEYS[1], KEYS[3]
 local most = whole_of(ARGV[6]) or tonumber(ARGV[1])
 local listed = ARGV[7] == '1'
 local moved, ghosts, bad, foreign, ids = 0, 0, 0, {}, {}
+local seen = {}
 local head = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
   if foreign_id(id) then
     foreign[#foreign + 1] = id
     return #id
   end
-  local refused, _, _, bytes = read_member(base, id)
+  local refused, _, _, bytes = read_member(base, id, seen)
   if refused == nil then
     moved = moved + 1
     if listed then ids[#ids + 1] = id end

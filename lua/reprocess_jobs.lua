@@ -13,13 +13,16 @@
 --@include lanes
 --@include reprocess
 local dead, pending, base = KEYS[1], KEYS[2], KEYS[3]
+local seen = {}
 return each_id(ARGV, function(id)
-  local word, refused, bytes = reprocess_word(base, id, dead)
-  -- this job's checks have run: now its writes
+  local word, said, bytes = reprocess_word(base, id, dead, seen)
+  -- this job's checks have run: now its writes (`said` is its group, or the refusal)
   if word == 'reprocessed' then
-    reprocess_move(base, id, dead, pending)
+    redis.call('ZREM', dead, id)
+    if not said then redis.call('ZADD', pending, 0, id) end
+    reprocess_row(base, id, said)
   elseif word == 'bad_row' then
-    skipped_bad_row(base, 'reprocess', id, refused)
+    skipped_bad_row(base, 'reprocess', id, said)
   end
   return word, 1, bytes
 end)

@@ -7,7 +7,8 @@
 -- @reprocess_jobs's would. Writes nothing.
 --@include refusals
 local dead, base = KEYS[1], KEYS[3]
+local seen = {}
 return each_id(ARGV, function(id)
-  local word, _, bytes = reprocess_word(base, id, dead)
+  local word, _, bytes = reprocess_word(base, id, dead, seen)
   return word, 1, bytes
 end)

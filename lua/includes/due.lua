@@ -8,13 +8,13 @@
 -- a ghost leaves the set; a bad row (or its lane's meta) or a foreign id stays where
 -- it is, announced once as a `bad_row` event of `verb`. Answers {moved, score, member, more}.
 local function due_moves(set, base, verb, argv, move)
-  local moved = 0
+  local moved, seen = 0, {}
   local head = walk(set, argv, string.format('%.0f', now_ms()), function(id)
     if foreign_id(id) then
       skipped_bad_row(base, verb, id, {err = 'foreign id'})
       return #id
     end
-    local refused, g, priority, bytes = read_member(base, id)
+    local refused, g, priority, bytes = read_member(base, id, seen)
     if refused == -1 then
       redis.call('ZREM', set, id)
     elseif refused then

@@ -32,16 +32,16 @@ end
 
 -- the word a bulk reprocess answers for job `id` (flat or grouped: lanes are carried),
 -- in the order of reprocess_refusal's checks: 'foreign_id' (never addressed), 'gone',
--- 'not_dead', 'bad_row' (then the refusal naming the field) or 'reprocessed'; and the
--- bytes read. Reads only.
-local function reprocess_word(base, id, dead)
+-- 'not_dead', 'bad_row' (then the refusal naming the field) or 'reprocessed' (then
+-- the group, false when flat); and the bytes read. `seen` as read_member's. Reads only.
+local function reprocess_word(base, id, dead, seen)
   if foreign_id(id) then return 'foreign_id', nil, #id end
-  local refused, _, _, bytes = read_member(base, id)
+  local refused, g, _, bytes = read_member(base, id, seen)
   bytes = bytes + #id
   if refused == -1 then return 'gone', nil, bytes end
   if not redis.call('ZSCORE', dead, id) then return 'not_dead', nil, bytes end
   if refused then return 'bad_row', refused, bytes end
-  return 'reprocessed', nil, bytes
+  return 'reprocessed', g, bytes
 end
 
 -- the word a bulk remove answers for job `id` ('foreign_id', 'gone', 'locked' or

@@ -31,6 +31,6 @@ local function remove_one(base, id, dedup)
   redis.call('UNLINK', jk, jk .. ':logs')
   release_dedup(base, row[2], id)
   if dedup and dedup ~= '' then release_dedup(base, dedup, id) end
-  emit(base, {event = 'removed', job = id})
+  emit_job(base, 'removed', id)
   return 1, 1
 end

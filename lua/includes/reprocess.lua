@@ -15,7 +15,7 @@ local function reprocess_row(base, id, g)
   redis.call('HSET', jk, 'state', 'pending')
   -- a grouped job returns to its lane, not the flat set
   if g then lane_push(base, g, 0, id) end
-  emit(base, {event = 'reprocessed', job = id})
+  emit_job(base, 'reprocessed', id)
 end
 
 -- one job's whole move, once reprocess_refusal(...) answered nil: out of dead, a
