@@ -18,7 +18,7 @@ from harm import bounded, commands_sent
 from helpers import consistency_problems, dump, keys_of, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, jobs, lanes, magics, triage
+from emq_notebook import admin, jobs, lanes, magics, scripts, triage
 from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET
 from emq_notebook.errors import BadInput, ReadOnly
 
@@ -380,3 +380,23 @@ def test_an_id_naming_another_jobs_subkey_is_never_addressed(conn):
     after = dump(conn)
     assert {k: after[k] for k in before} == before
     assert conn.client.zrange(P + "dead", 0, -1) == sorted(odd)
+
+
+# -- 6. EchoMQ's own callers send no byte budget -------------------------------------------
+
+
+def test_echomqs_own_drain_and_obliterate_layouts_answer_as_echomq_does(conn):
+    """EchoMQ's Elixir Admin sends drain no ARGV and obliterate two: the byte budget is
+    an optional last argument, so their replies are EchoMQ's."""
+    for i in range(5):
+        jobs.enqueue(conn, Q, "x" * 100, id=f"j_{i}")
+    assert (
+        conn.client.evalsha(conn.client.script_load(scripts.source("drain")), 2, P, P + "pending") == 5
+    )  # the count drained, unbounded
+    for i in range(5):
+        jobs.enqueue(conn, Q, "x" * 100, id=f"j_{i}")
+    admin.pause(conn, Q)
+    sha = conn.client.script_load(scripts.source("obliterate"))
+    # five jobs at two a call: 1 (:more), 1, then the last job and the rest, 0 (:ok)
+    assert [conn.client.evalsha(sha, 2, P + "meta", P, "", "2") for _ in range(3)] == [1, 1, 0]
+    assert keys_of(conn, Q) == []
