@@ -12,7 +12,7 @@ from __future__ import annotations
 # members examined (or jobs moved) by one bounded call, when the caller names none
 DEFAULT_BUDGET = 1000
 # the most a caller may ask of one call: above it one call could hold the server too long
-MAX_BUDGET = 10_000
+MAX_BUDGET = 1000
 # bytes of row text (error texts, payloads) one bounded call reads at most
 BYTE_BUDGET = 1 << 20
 # rows a listing or a search answers when the caller names no limit

@@ -82,17 +82,19 @@ for _, g in ipairs(redis.call('SRANDMEMBER', base .. 'groups', budget)) do
   if budget <= 0 then return 1 end
 end
 if redis.call('SCARD', base .. 'groups') > 0 then return 1 end
--- the latency histograms: two hashes a minute, a unit of the budget each minute
+-- the latency histograms: two hashes a minute, a unit of the budget each minute. They
+-- go in the call that deletes the metrics hashes, so the throughput record stays whole
+-- between calls, unless there are more minutes than the budget left (a longer history
+-- than any budget: then a budget's worth a call)
 local index = base .. 'lat:minutes'
-local minutes = redis.call('ZRANGE', index, 0, budget - 1)
-for _, m in ipairs(minutes) do
-  redis.call('UNLINK', base .. 'lat:wait:' .. m, base .. 'lat:run:' .. m)
+local minutes = redis.call('ZRANGE', index, 0, budget)
+local now = math.min(#minutes, budget)
+for i = 1, now do
+  redis.call('UNLINK', base .. 'lat:wait:' .. minutes[i], base .. 'lat:run:' .. minutes[i])
 end
-if #minutes > 0 then
-  redis.call('ZREMRANGEBYRANK', index, 0, #minutes - 1)
-  budget = budget - #minutes
-  if budget <= 0 then return 1 end
-end
+if now > 0 then redis.call('ZREMRANGEBYRANK', index, 0, now - 1) end
+if #minutes > budget then return 1 end
+budget = budget - now
 -- the repeat records, the metrics hashes, the dedup keys, the ring
 redis.call('UNLINK', base .. 'groups', base .. 'ring', base .. 'wake',
   base .. 'repeat', base .. 'repeat:defs', index, base .. 'metrics:claimed',

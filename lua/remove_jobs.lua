@@ -1,8 +1,8 @@
 -- @remove_jobs -- remove many jobs by id, one bounded step (extension).
 -- KEYS[1] = the queue base root
--- ARGV[1] = budget, work at most (an id costs 1; a ghost 1 more for each lane it is
---   looked for in); ARGV[2] = bytes at most (an id's, and the payload its delete
---   frees); ARGV[3...] = ids
+-- ARGV[1] = budget, work at most (an id costs 1, a removed job 2: its row, logs and
+--   every set are written; a ghost 1 more for each lane it is looked for in);
+--   ARGV[2] = bytes at most (an id's, and the payload its delete frees); ARGV[3...] = ids
 -- returns one word per id examined, in order: 'removed', 'gone', 'locked' (left
 -- untouched) or 'foreign_id' (an id naming another job's :logs or :lock: never
 -- addressed). The step ends once either budget is spent, after one id at least: the
@@ -15,7 +15,6 @@ local base = KEYS[1]
 local words = {[1] = 'removed', [-1] = 'gone', [0] = 'locked'}
 return each_id(ARGV, function(id)
   if foreign_id(id) then return 'foreign_id', 1, #id end
-  local bytes = #id + payload_bytes(base .. 'job:' .. id)
-  local r, work = remove_one(base, id, '')
+  local r, work, bytes = remove_one(base, id, '')
   return words[r], work, bytes
 end)

@@ -28,7 +28,7 @@ local listed = ARGV[7] == '1'
 local moved, ghosts, bad, foreign, ids = 0, 0, 0, {}, {}
 local seen = {}
 local gone, flat = {}, {}
-local head = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
+local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
   if foreign_id(id) then
     foreign[#foreign + 1] = id
     skipped_bad_row(base, 'reprocess', id, {err = 'foreign id'})
@@ -53,8 +53,13 @@ local head = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
   end
   return #id + bytes
 end, function() return moved >= most end)
--- the step's set moves: out of dead, the flat ones into pending at 0 (slices of 500
--- members keep unpack well inside Lua's stack)
-for s = 1, #gone, 500 do redis.call('ZREM', dead, unpack(gone, s, math.min(s + 499, #gone))) end
+-- the step's set moves: out of dead (by rank when every member examined leaves, the
+-- usual case), the flat ones into pending at 0 (slices of 500 members keep unpack well
+-- inside Lua's stack)
+if bad == 0 and #foreign == 0 and #gone > 0 then
+  redis.call('ZREMRANGEBYRANK', dead, start, start + #gone - 1)
+else
+  for s = 1, #gone, 500 do redis.call('ZREM', dead, unpack(gone, s, math.min(s + 499, #gone))) end
+end
 for s = 1, #flat, 1000 do redis.call('ZADD', pending, unpack(flat, s, math.min(s + 999, #flat))) end
 return {head[1], head[2], head[3], moved, ghosts, bad, foreign, ids}

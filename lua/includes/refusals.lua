@@ -20,14 +20,17 @@ local function reprocess_refusal(base, id, dead, carries_lanes)
   return nil
 end
 
--- what stops job `id` being removed: nil when it may be, -1 for no row, 0 when a
--- worker holds it (a `:lock` key or a `lock` field). Reads only.
+-- what stops job `id` being removed: nil when it may be (then its {group, dedup}),
+-- -1 for no row, 0 when a worker holds it (a `:lock` key or a `lock` field). One
+-- HMGET (EXISTS only for a hash holding none of its fields). Reads only.
 local function remove_refusal(base, id)
   local jk = base .. 'job:' .. id
-  if redis.call('EXISTS', jk) == 0 then return -1 end
-  -- (a key of another type under the row's name holds no lock field)
-  if redis.pcall('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
-  return nil
+  -- (a key of another type under the row's name holds none of these fields)
+  local row = redis.pcall('HMGET', jk, 'group', 'dedup', 'lock')
+  if row.err then row = {false, false, false} end
+  if not (row[1] or row[2] or row[3]) and redis.call('EXISTS', jk) == 0 then return -1 end
+  if row[3] or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
+  return nil, row
 end
 
 -- the word a bulk reprocess answers for job `id` (flat or grouped: lanes are carried),
@@ -45,12 +48,12 @@ local function reprocess_word(base, id, dead, seen)
 end
 
 -- the word a bulk remove answers for job `id` ('foreign_id', 'gone', 'locked' or
--- 'removed'), the work it costs (a ghost: one more for each lane it is looked for in,
--- as remove_one does) and the bytes (its id, and the payload a remove frees). Reads only.
-local REMOVE_WORDS = {[-1] = 'gone', [0] = 'locked'}
+-- 'removed'), the work it costs and the bytes it frees, as remove_one counts them.
+-- Reads only.
 local function remove_word(base, id)
   if foreign_id(id) then return 'foreign_id', 1, #id end
   local refused = remove_refusal(base, id)
   if refused == -1 then return 'gone', 1 + redis.call('SCARD', base .. 'groups'), #id end
-  return refused == nil and 'removed' or REMOVE_WORDS[refused], 1, #id + payload_bytes(base .. 'job:' .. id)
+  if refused == 0 then return 'locked', 1, #id end
+  return 'removed', 2, #id + payload_bytes(base .. 'job:' .. id)
 end
