@@ -20,7 +20,7 @@ from . import checks, triage
 from .catalogue import document
 from .checks import whole
 from .connector import Connection
-from .defaults import BYTE_BUDGET, DEFAULT_BUDGET
+from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, MOVE_BUDGET
 from .errors import BadInput, EMQError, Halted, InvalidName
 from .keyspace import base, check_server_id, lane_key, queue_key
 
@@ -229,7 +229,7 @@ class DeadRun:
 def reprocess_dead(
     conn: Connection,
     q: str,
-    budget: int = DEFAULT_BUDGET,
+    budget: int = MOVE_BUDGET,
     limit: int | None = None,
     progress: Progress | None = None,
     *,
@@ -243,9 +243,10 @@ def reprocess_dead(
 
     Answers the count moved (a `Moved`: an int, with `.bad_rows` left in dead,
     `.ghosts` dropped and `.foreign` ids left in dead). Bounded calls of at most
-    `budget` members examined each (a bad row, a ghost and a foreign id cost one like
-    a job moved); each call begins where the last ended, so a run walks past rows it
-    leaves and announces each once (a `bad_row` event). At most `limit` jobs in all.
+    `budget` members examined each, `defaults.MOVE_BUDGET` unless named (a bad row, a
+    ghost and a foreign id cost one like a job moved); each call begins where the last
+    ended, so a run walks past rows it leaves and announces each once (a `bad_row`
+    event). At most `limit` jobs in all.
     Only jobs dead when the call began are moved, each at most once. Counters stay.
     `progress(calls, moved_so_far)` is called after each call.
 

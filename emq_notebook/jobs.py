@@ -15,7 +15,7 @@ from . import admin, decoding, transitions
 from .catalogue import document
 from .checks import MAX_MS, whole
 from .connector import Connection, Pipeline
-from .defaults import BYTE_BUDGET, DEFAULT_BUDGET
+from .defaults import BYTE_BUDGET, MOVE_BUDGET
 from .errors import BadInput, Gone, WireError
 from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
 from .transitions import Claimed
@@ -278,7 +278,7 @@ def _token(conn: Connection, token: str | None) -> str:
     return conn.token if token is None else check_text(token, "token")
 
 
-def expire_leases(conn: Connection, q: str, budget: int = DEFAULT_BUDGET) -> int:
+def expire_leases(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
     """In-flight jobs whose lease passed go back to pending (or their lane), `stalled`
     counted: ONE bounded call. Answers how many went back.
 
@@ -294,7 +294,7 @@ def expire_leases(conn: Connection, q: str, budget: int = DEFAULT_BUDGET) -> int
     return _lap(conn, q, "expire", queue_key(q, "active"), budget)
 
 
-def promote(conn: Connection, q: str, budget: int = DEFAULT_BUDGET) -> int:
+def promote(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
     """Due scheduled jobs become ready (pending, or their lane): ONE bounded call.
     Answers how many.
 
