@@ -4,9 +4,9 @@
 -- last: the members' ids and the payloads their deletes free)
 -- returns 1 (:more, the budget is spent, call again) or 0 (:ok, the queue is gone);
 -- EMQSTATE not paused; EMQSTATE active jobs present (unforced, jobs in flight).
--- Bounded: at most ARGV[2] units of work (a member of a state set or lane, one
--- latency minute, a key the sweep deletes; a SCAN page costs 100), about ARGV[3]
--- bytes; every key goes by UNLINK, so a large one (a dedup hash of a million keys,
+-- Bounded: at most ARGV[2] units of work (a member of a state set or lane, a lane, a
+-- key the sweep deletes; a SCAN page costs 100), and the latency history (a day of
+-- minutes by default: at most 1,440 a call), about ARGV[3] bytes; every key goes by UNLINK, so a large one (a dedup hash of a million keys,
 -- a long :logs list) costs no more than a small one. No key is built from a foreign
 -- id (one naming another job's :logs or :lock): its member leaves, the sweep takes the rest.
 --@include common
@@ -82,18 +82,20 @@ for _, g in ipairs(redis.call('SRANDMEMBER', base .. 'groups', budget)) do
   if budget <= 0 then return 1 end
 end
 if redis.call('SCARD', base .. 'groups') > 0 then return 1 end
--- the latency histograms: two hashes a minute, a unit of the budget each minute. They
+-- the latency histograms: two hashes a minute, each minute a unit of the budget. They
 -- go in the call that deletes the metrics hashes, so the throughput record stays whole
--- between calls, unless there are more minutes than the budget left (a longer history
--- than any budget: then a budget's worth a call)
+-- between calls: the default retention is a day of minutes (metrics_keep 1,440), so at
+-- most a day's worth goes in one call, a longer history (metrics_keep set higher) a
+-- day's worth a call
+local DAY = 1440
 local index = base .. 'lat:minutes'
-local minutes = redis.call('ZRANGE', index, 0, budget)
-local now = math.min(#minutes, budget)
+local minutes = redis.call('ZRANGE', index, 0, DAY)
+local now = math.min(#minutes, DAY)
 for i = 1, now do
   redis.call('UNLINK', base .. 'lat:wait:' .. minutes[i], base .. 'lat:run:' .. minutes[i])
 end
 if now > 0 then redis.call('ZREMRANGEBYRANK', index, 0, now - 1) end
-if #minutes > budget then return 1 end
+if #minutes > DAY then return 1 end
 budget = budget - now
 -- the repeat records, the metrics hashes, the dedup keys, the ring
 redis.call('UNLINK', base .. 'groups', base .. 'ring', base .. 'wake',

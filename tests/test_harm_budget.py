@@ -400,3 +400,20 @@ def test_echomqs_own_drain_and_obliterate_layouts_answer_as_echomq_does(conn):
     # five jobs at two a call: 1 (:more), 1, then the last job and the rest, 0 (:ok)
     assert [conn.client.evalsha(sha, 2, P + "meta", P, "", "2") for _ in range(3)] == [1, 1, 0]
     assert keys_of(conn, Q) == []
+
+
+def test_obliterate_keeps_the_throughput_record_whole_between_calls(conn):
+    """The latency minutes go in the call that deletes the metrics hashes, however small
+    the budget and however many minutes the history spans."""
+    for i in range(3):
+        jobs.enqueue(conn, Q, "{}", id=f"j_{i}")
+    jobs.complete(conn, Q, jobs.claim(conn, Q, 60_000).id)
+    for minute in (1, 2, 3):  # a history spanning more minutes than the budget
+        conn.client.zadd(P + "lat:minutes", {str(minute): minute})
+        conn.client.hset(P + f"lat:wait:{minute}", "0", "1")
+    admin.pause(conn, Q)
+    while admin.obliterate(conn, Q, budget=1) == "more":
+        metrics = conn.client.exists(P + "metrics:claimed", P + "metrics:completed")
+        minutes = conn.client.exists(P + "lat:minutes", *(P + f"lat:wait:{m}" for m in (1, 2, 3)))
+        assert (metrics, minutes) in ((2, 4), (0, 0))
+    assert keys_of(conn, Q) == []
