@@ -13,12 +13,21 @@ against BullMQ's drain, retryJobs and obliterate; `%emq status` and `%emq jobs
 PING is the slowest PING another process saw meanwhile, and "longest call" the
 longest single command the server ran (SLOWLOG), which is what a PING waits on.
 
-    python bench/scale.py [--jobs 1000000]
+    python bench/scale.py [--jobs 1000000] [--repeat 1] [--only FIGURES] [--bad-rows 30000]
     # last line: the worst ratio of a figure to its target (<= 1 meets every target)
+
+`--only` picks figures (the queue is always built, and its enqueue_many measured):
+reads (counts, health, snapshot(limit=1000)), snapshot (the full one against its
+floor), shell (the magics), bulk (drain, reprocess_dead, obliterate_all against their
+floors), harm (reprocess_dead past `--bad-rows` bad rows and as many ghosts at the head
+of dead), budget (one call of each bulk verb at `defaults.MAX_BUDGET`), bullmq. On a
+shared machine `--only bulk,harm,budget --repeat 3` measures what the budgets bound,
+each bulk verb and its floor alternating, the best run of each kept.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -32,11 +41,12 @@ from pathlib import Path
 
 import pandas as pd
 import redis
-from common import Pinger, args, connect, payload, server
+from common import Pinger, connect, payload, server
 from peers import peers_python
 
 import emq_notebook as emq
 from emq_notebook import admin, frames, jobs
+from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET
 from emq_notebook.keyspace import STATES, base, queue_key
 
 Q = "scale"
@@ -297,16 +307,89 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:,.1f} ms"
 
 
+FIGURES = ("reads", "snapshot", "shell", "bulk", "harm", "budget", "bullmq")
+
+
+def options() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--jobs", type=int, default=1_000_000, help="how many jobs (default 1,000,000)")
+    p.add_argument(
+        "--repeat", type=int, default=1, help="runs of each bulk verb and its floor; the best of each counts"
+    )
+    p.add_argument(
+        "--only", default=",".join(FIGURES), help=f"figures, comma-separated: {', '.join(FIGURES)}"
+    )
+    p.add_argument(
+        "--bad-rows", type=int, default=30_000, help="bad rows (and as many ghosts) for the harm figure"
+    )
+    a = p.parse_args()
+    a.only = set(a.only.split(","))
+    if a.only - set(FIGURES):
+        p.error(f"no figure {', '.join(sorted(a.only - set(FIGURES)))}; pick from {', '.join(FIGURES)}")
+    return a
+
+
+def bad_rows_and_ghosts(client, n: int) -> None:
+    """`n` rows no transition can read and `n` members with no row, interleaved at the
+    head of dead (the oldest deaths), written by pipeline."""
+    pipe = client.pipeline(transaction=False)
+    for i in range(2 * n):
+        job_id = f"b_{i:07d}"
+        if i % 2 == 0:
+            pipe.hset(queue_key(Q, "job:" + job_id), mapping={"payload": "{}", "attempts": "three"})
+        pipe.zadd(queue_key(Q, "dead"), {job_id: i + 1})
+        if i % 10_000 == 9_999:
+            pipe.execute()
+    pipe.execute()
+
+
+def at_the_budget(srv, client, conn) -> dict[str, Figure]:
+    """One call of each bulk verb at MAX_BUDGET on the staged queue: its longest call."""
+    mb = MAX_BUDGET
+    dead = client.zrange(queue_key(Q, "dead"), mb, 2 * mb - 1)  # past the ones the walk moves
+    pending = client.zrange(queue_key(Q, "pending"), 0, 2 * mb - 1)
+    # MAX_BUDGET scheduled jobs made due, MAX_BUDGET pending ones claimed with a 1 ms lease
+    client.zadd(
+        queue_key(Q, "schedule"), dict.fromkeys(client.zrange(queue_key(Q, "schedule"), 0, mb - 1), 0)
+    )
+    pipe = conn.pipeline()
+    keys = [queue_key(Q, "pending"), queue_key(Q, "active"), base(Q)]
+    for _ in range(mb):
+        conn.run("claim2", keys, [1, conn.token], verb="claim", queue=Q, pipeline=pipe)
+    pipe.execute()
+    time.sleep(0.01)
+    walk = admin.DeadRun(conn, Q, mb, dry_run=True)
+    run = admin.DeadRun(conn, Q, mb)
+    calls = {
+        "reprocess_dead dry run": lambda: walk.step(mb),
+        "reprocess_dead": lambda: run.step(mb),
+        "reprocess_jobs dry run": lambda: admin.reprocess_jobs(conn, Q, dead, dry_run=True, budget=mb),
+        "reprocess_jobs": lambda: admin.reprocess_jobs(conn, Q, dead, budget=mb),
+        "remove_jobs": lambda: admin.remove_jobs(conn, Q, pending[mb:], budget=mb),
+        "promote": lambda: jobs.promote(conn, Q, budget=mb),
+        "expire_leases": lambda: jobs.expire_leases(conn, Q, budget=mb),
+        "enqueue_many": lambda: jobs.enqueue_many(conn, Q, [payload(i) for i in range(mb)], chunk=mb),
+        "drain": lambda: conn.run("drain", [base(Q), queue_key(Q, "pending")], [mb, BYTE_BUDGET]),
+        "obliterate": lambda: (admin.pause(conn, Q), admin.obliterate(conn, Q, force=True, budget=mb)),
+    }
+    return {what: watched(srv, client, call) for what, call in calls.items()}
+
+
+def best_of(runs: list[Figure]) -> Figure:
+    return min(runs, key=lambda f: f.seconds)
+
+
 def main() -> None:
-    a = args(1_000_000, __doc__, repeat=1)
+    a = options()
     n, part = a.jobs, shape(a.jobs)
     print(
         f"jobs: {n:,} (pending {part['pending']:,}, schedule {part['schedule']:,}, "
         f"dead {part['dead']:,}, grouped {part['grouped']:,} in {min(LANES, part['grouped'])} lanes), "
-        "100-byte payloads",
+        f"100-byte payloads; budget {admin.DEFAULT_BUDGET:,} a call (at most {MAX_BUDGET:,}), "
+        f"{BYTE_BUDGET:,} bytes",
         flush=True,
     )
-    py = peers_python()
+    py = peers_python() if "bullmq" in a.only else None
     payloads = [payload(i) for i in range(n)]
     targets: list[tuple[str, float, float]] = []  # (what, value, target): value/target <= 1 meets it
 
@@ -336,109 +419,161 @@ def main() -> None:
             f"{time.perf_counter() - t:.1f}s]"
         )
         targets.append(("enqueue_many worst PING", enq.ping, 0.020))
+        targets.append(("enqueue_many longest call", enq.longest, 0.020))
 
-        # reads that must not read rows
-        c = quick(srv, client, lambda: frames.counts(conn, [Q]))
-        say(f"frames.counts: {ms(c.seconds)} (target 50 ms), {c.pinged()}")
-        targets.append(("frames.counts", c.seconds, 0.050))
-        health = getattr(frames, "health", None)
-        if health is None:
-            say("health: not built")
-        else:
-            h = quick(srv, client, lambda: health(conn, [Q]))
-            say(f"frames.health: {ms(h.seconds)} (target 50 ms), {h.pinged()}")
-            targets.append(("frames.health", h.seconds, 0.050))
-        s = quick(srv, client, lambda: frames.snapshot(conn, Q, limit=1000))
-        assert len(s.result) == 1000
-        say(f"frames.snapshot(limit=1000): {ms(s.seconds)} (target 50 ms), {s.pinged()}")
-        targets.append(("snapshot(limit=1000)", s.seconds, 0.050))
+        if "reads" in a.only:  # reads that must not read rows
+            c = quick(srv, client, lambda: frames.counts(conn, [Q]))
+            say(f"frames.counts: {ms(c.seconds)} (target 50 ms), {c.pinged()}")
+            targets.append(("frames.counts", c.seconds, 0.050))
+            health = getattr(frames, "health", None)
+            if health is None:
+                say("health: not built")
+            else:
+                h = quick(srv, client, lambda: health(conn, [Q]))
+                say(f"frames.health: {ms(h.seconds)} (target 50 ms), {h.pinged()}")
+                targets.append(("frames.health", h.seconds, 0.050))
+            s = quick(srv, client, lambda: frames.snapshot(conn, Q, limit=1000))
+            assert len(s.result) == 1000
+            say(f"frames.snapshot(limit=1000): {ms(s.seconds)} (target 50 ms), {s.pinged()}")
+            targets.append(("snapshot(limit=1000)", s.seconds, 0.050))
 
-        # the full snapshot, each side in its own process
-        full = {
-            side: full_snapshot(srv, client, side) for side in ("arrow strings", "object strings", "floor")
-        }
-        for side, f in full.items():
-            assert f.result["rows"] == n, f.result
-            name = "floor (pipelined HGETALL)" if side == "floor" else f"frames.snapshot, {side}"
+        if "snapshot" in a.only:  # the full snapshot, each side in its own process
+            full = {
+                side: full_snapshot(srv, client, side)
+                for side in ("arrow strings", "object strings", "floor")
+            }
+            for side, f in full.items():
+                assert f.result["rows"] == n, f.result
+                name = "floor (pipelined HGETALL)" if side == "floor" else f"frames.snapshot, {side}"
+                say(
+                    f"{name:>32}: {f.seconds:.2f}s, peak RSS +{f.result['rss'] / 2**20:,.0f} MiB, frame "
+                    f"{f.result['memory'] / 2**20:,.0f} MiB, {f.pinged()}"
+                )
+            arrow, plain = full["arrow strings"].result, full["object strings"].result
             say(
-                f"{name:>32}: {f.seconds:.2f}s, peak RSS +{f.result['rss'] / 2**20:,.0f} MiB, frame "
-                f"{f.result['memory'] / 2**20:,.0f} MiB, {f.pinged()}"
+                f"Arrow-backed strings: frame {arrow['memory'] / plain['memory']:.2f}x, peak RSS "
+                f"{arrow['rss'] / plain['rss']:.2f}x the object-string frame's"
             )
-        arrow, plain = full["arrow strings"].result, full["object strings"].result
-        say(
-            f"Arrow-backed strings: frame {arrow['memory'] / plain['memory']:.2f}x, peak RSS "
-            f"{arrow['rss'] / plain['rss']:.2f}x the object-string frame's"
-        )
-        ratio = full["arrow strings"].seconds / full["floor"].seconds
-        say(f"snapshot/floor: {ratio:.2f} (target 1.25)")
-        targets.append(("snapshot()/floor", ratio, 1.25))
+            ratio = full["arrow strings"].seconds / full["floor"].seconds
+            say(f"snapshot/floor: {ratio:.2f} (target 1.25)")
+            targets.append(("snapshot()/floor", ratio, 1.25))
 
-        # the magics in a real IPython shell
-        for line, f in ipython_cells(srv, client).items():
-            say(f"{line}: {ms(f.seconds)} (target 100 ms)")
-            targets.append((line, f.seconds, 0.100))
+        if "shell" in a.only:  # the magics in a real IPython shell
+            for line, f in ipython_cells(srv, client).items():
+                say(f"{line}: {ms(f.seconds)} (target 100 ms)")
+                targets.append((line, f.seconds, 0.100))
 
-        # the bulk verbs, bounded
-        def obliterate() -> int:
-            admin.pause(conn, Q)
-            return admin.obliterate_all(conn, Q)
+        ours: dict[str, list[Figure]] = {"drain": [], "reprocess_dead": [], "obliterate_all": []}
+        floors: dict[str, list[Figure]] = {verb: [] for verb in ours}
+        if "bulk" in a.only:  # the bulk verbs, bounded, and the same work in ONE script
 
-        ours = {
-            "drain": watched(srv, client, lambda: admin.drain(conn, Q)),
-            "reprocess_dead": watched(srv, client, lambda: admin.reprocess_dead(conn, Q)),
-            "obliterate_all": watched(srv, client, obliterate),
-        }
-        assert ours["drain"].result == part["pending"] + part["grouped"]
-        assert ours["reprocess_dead"].result == part["dead"]
-        assert client.dbsize() == 0, sorted(client.scan_iter(count=1000))[:20]
+            def obliterate() -> int:
+                admin.pause(conn, Q)
+                return admin.obliterate_all(conn, Q)
 
-        # the floors, on the same queue built again
-        client.flushall()
-        stage(conn, n, payloads)
-        root = [base(Q)]
-        floors = {
-            "drain": watched(srv, client, lambda: client.eval(FLOOR_DRAIN, 1, *root)),
-            "reprocess_dead": watched(srv, client, lambda: client.eval(FLOOR_REPROCESS, 1, *root)),
-            "obliterate_all": watched(srv, client, lambda: client.eval(FLOOR_OBLITERATE, 1, *root)),
-        }
-        assert floors["drain"].result == ours["drain"].result
-        assert client.dbsize() == 0, sorted(client.scan_iter(count=1000))[:20]
+            root = [base(Q)]
+            for run in range(a.repeat):
+                if run:
+                    client.flushall()
+                    stage(conn, n, payloads)
+                ours["drain"].append(watched(srv, client, lambda: admin.drain(conn, Q)))
+                ours["reprocess_dead"].append(watched(srv, client, lambda: admin.reprocess_dead(conn, Q)))
+                ours["obliterate_all"].append(watched(srv, client, obliterate))
+                assert ours["drain"][-1].result == part["pending"] + part["grouped"]
+                assert ours["reprocess_dead"][-1].result == part["dead"]
+                assert client.dbsize() == 0, sorted(client.scan_iter(count=1000))[:20]
+                client.flushall()
+                stage(conn, n, payloads)
+                floors["drain"].append(watched(srv, client, lambda: client.eval(FLOOR_DRAIN, 1, *root)))
+                floors["reprocess_dead"].append(
+                    watched(srv, client, lambda: client.eval(FLOOR_REPROCESS, 1, *root))
+                )
+                floors["obliterate_all"].append(
+                    watched(srv, client, lambda: client.eval(FLOOR_OBLITERATE, 1, *root))
+                )
+                assert floors["drain"][-1].result == ours["drain"][-1].result
+                assert client.dbsize() == 0, sorted(client.scan_iter(count=1000))[:20]
+            if a.repeat > 1:
+                for verb, runs in ours.items():
+                    say(
+                        f"{verb} runs: "
+                        + ", ".join(
+                            f"{f.seconds:.2f}s (longest call {ms(f.longest)}) / floor {fl.seconds:.2f}s"
+                            for f, fl in zip(runs, floors[verb], strict=True)
+                        )
+                    )
+
+        if "harm" in a.only:  # reprocess_dead past bad rows and ghosts, each walked once
+            client.flushall()
+            stage(conn, n, payloads)
+            bad_rows_and_ghosts(client, a.bad_rows)
+            steps: list[int] = []
+            f = watched(
+                srv, client, lambda: admin.reprocess_dead(conn, Q, progress=lambda c, m: steps.append(m))
+            )
+            assert f.result == part["dead"] and f.result.bad_rows == f.result.ghosts == a.bad_rows, f.result
+            say(
+                f"reprocess_dead past {a.bad_rows:,} bad rows and {a.bad_rows:,} ghosts at the head of dead: "
+                f"{f.seconds:.2f}s in {len(steps):,} calls, longest call {ms(f.longest)} (target 20 ms), "
+                f"{f.pinged()}"
+            )
+            targets.append(("reprocess_dead past bad rows, longest call", f.longest, 0.020))
+
+        if "budget" in a.only:  # one call of each bulk verb at the largest budget it takes
+            client.flushall()
+            stage(conn, n, payloads)
+            for what, f in at_the_budget(srv, client, conn).items():
+                say(f"{what} at budget {MAX_BUDGET:,}: longest call {ms(f.longest)} (target 20 ms)")
+                targets.append((f"{what} at MAX_BUDGET, longest call", f.longest, 0.020))
 
         # BullMQ on a queue of the same shape
-        client.flushall()
-        peer = {
-            phase: bullmq_phase(py, srv, client, phase, n)
-            for phase in ("add-dead", "fail", "add-rest", "drain", "retry", "obliterate")
-        }
-        assert client.dbsize() == 0, client.dbsize()
+        peer: dict[str, Figure] = {}
+        if py is not None:
+            client.flushall()
+            peer = {
+                phase: bullmq_phase(py, srv, client, phase, n)
+                for phase in ("add-dead", "fail", "add-rest", "drain", "retry", "obliterate")
+            }
+            assert client.dbsize() == 0, client.dbsize()
 
-    adds = peer["add-dead"].seconds + peer["add-rest"].seconds
-    say(
-        f"bullmq addBulk (chunks of 1,000): {n / adds:,.0f} jobs/s ({adds:.1f}s), "
-        f"{max(peer['add-dead'], peer['add-rest'], key=lambda f: f.ping).pinged()}, longest call "
-        f"{ms(max(peer['add-dead'].longest, peer['add-rest'].longest))}   [set-up: a Worker failed "
-        f"{part['dead']:,} in {peer['fail'].seconds:.1f}s]"
-    )
-    say(
-        f"{'':>16} {'ours':>9} {'worst PING':>11} {'longest call':>13} | {'floor':>9} {'PING':>10} "
-        f"| {'bullmq':>9} {'PING':>10}"
-    )
-    for (verb, f), theirs in zip(ours.items(), ("drain", "retry", "obliterate"), strict=True):
-        fl, bq = floors[verb], peer[theirs]
+    if peer:
+        adds = peer["add-dead"].seconds + peer["add-rest"].seconds
         say(
-            f"{verb:>16} {f.seconds:>8.2f}s {ms(f.ping):>11} {ms(f.longest):>13} | {fl.seconds:>8.2f}s "
-            f"{ms(fl.ping):>10} | {bq.seconds:>8.2f}s {ms(bq.ping):>10}   (bullmq {theirs})"
+            f"bullmq addBulk (chunks of 1,000): {n / adds:,.0f} jobs/s ({adds:.1f}s), "
+            f"{max(peer['add-dead'], peer['add-rest'], key=lambda f: f.ping).pinged()}, longest call "
+            f"{ms(max(peer['add-dead'].longest, peer['add-rest'].longest))}   [set-up: a Worker failed "
+            f"{part['dead']:,} in {peer['fail'].seconds:.1f}s]"
         )
-        say(f"{'':>16} ours: {f.pinged()}; bullmq's longest call {ms(bq.longest)}")
-        if bq.result["note"]:
-            say(f"{'':>16} bullmq {theirs}: {bq.result['note']}")
-        targets.append((f"{verb} worst PING", f.ping, 0.020))
-        targets.append((f"{verb}/floor", f.seconds / fl.seconds, 2.0))
-    total, floor_total = sum(f.seconds for f in ours.values()), sum(f.seconds for f in floors.values())
-    say(
-        f"bulk verbs in all: ours {total:.2f}s, floor {floor_total:.2f}s: {total / floor_total:.2f}x "
-        f"(target 2.0), bullmq {sum(peer[p].seconds for p in ('drain', 'retry', 'obliterate')):.2f}s"
-    )
+    if ours["drain"]:
+        say(
+            f"{'':>16} {'ours':>9} {'worst PING':>11} {'longest call':>13} | {'floor':>9} {'PING':>10} "
+            f"| {'bullmq':>9} {'PING':>10}"
+        )
+        for verb, theirs in zip(ours, ("drain", "retry", "obliterate"), strict=True):
+            f, fl = best_of(ours[verb]), best_of(floors[verb])
+            bq = peer.get(theirs)
+            bullmq = (
+                f"{bq.seconds:>8.2f}s {ms(bq.ping):>10}   (bullmq {theirs})" if bq else "(bullmq not run)"
+            )
+            say(
+                f"{verb:>16} {f.seconds:>8.2f}s {ms(f.ping):>11} {ms(f.longest):>13} | {fl.seconds:>8.2f}s "
+                f"{ms(fl.ping):>10} | {bullmq}"
+            )
+            say(f"{'':>16} ours: {f.pinged()}" + (f"; bullmq's longest call {ms(bq.longest)}" if bq else ""))
+            if bq and bq.result["note"]:
+                say(f"{'':>16} bullmq {theirs}: {bq.result['note']}")
+            targets.append((f"{verb} worst PING", f.ping, 0.020))
+            targets.append((f"{verb} longest call", f.longest, 0.020))
+            targets.append((f"{verb}/floor", f.seconds / fl.seconds, 2.0))
+        total = sum(best_of(r).seconds for r in ours.values())
+        floor_total = sum(best_of(r).seconds for r in floors.values())
+        theirs_total = (
+            f", bullmq {sum(peer[p].seconds for p in ('drain', 'retry', 'obliterate')):.2f}s" if peer else ""
+        )
+        say(
+            f"bulk verbs in all: ours {total:.2f}s, floor {floor_total:.2f}s: {total / floor_total:.2f}x "
+            f"(target 2.0){theirs_total}"
+        )
     say("ratios to target (<= 1 meets it): " + ", ".join(f"{w} {v / t:.2f}" for w, v, t in targets))
     what, value, target = max(targets, key=lambda x: x[1] / x[2])
     print(f"worst ratio to target: {value / target:.2f} ({what})")

@@ -3,6 +3,9 @@
 Each verb is one script (bounded where the work grows with the queue); the
 bounded loops (`drain`, `obliterate_all`, `reprocess_dead`) are a Python loop
 over atomic calls, so an interrupt between calls leaves a consistent queue.
+Every call of a bulk verb stops after a budget of work: `budget` members examined
+(whatever becomes of them: a job moved, a ghost dropped, a bad row left) and about
+`defaults.BYTE_BUDGET` bytes read or freed, so no call holds the server long.
 """
 
 from __future__ import annotations
@@ -13,20 +16,21 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from . import triage
+from . import checks, triage
 from .catalogue import document
 from .checks import whole
 from .connector import Connection
-from .errors import BadInput, Halted
-from .keyspace import base, check_name, lane_key, queue_key
+from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, MOVE_BUDGET
+from .errors import BadInput, EMQError, Halted, InvalidName
+from .keyspace import base, check_server_id, lane_key, queue_key
 
-DEFAULT_BUDGET = 1000
 Progress = Callable[[int, int], None]
 
 
 def check_budget(budget: object, what: str = "budget") -> int:
-    """A budget is a whole number of jobs per call, from 1 to 2**53 - 1 (`BadInput`)."""
-    return whole(budget, what)
+    """A budget is a whole number of members a call, from 1 to `defaults.MAX_BUDGET`
+    (`BadInput`, before any I/O): a larger one could hold the server too long."""
+    return checks.budget(budget, what)
 
 
 @document
@@ -56,9 +60,13 @@ def drain(
 ) -> int:
     """Delete the pending backlog (lane backlogs too; the schedule set when asked).
 
-    Answers the total count drained. Runs in calls of at most `budget` jobs, so a
-    large backlog never blocks the server in one script. Active jobs and the
-    repeat registry survive; drained jobs' dedup keys are released. Never refuses.
+    Answers the total count drained. Runs in calls of at most `budget` jobs (and
+    about `defaults.BYTE_BUDGET` bytes of payloads freed), so a large backlog never
+    blocks the server in one script; rows and logs go by UNLINK, so a long `:logs`
+    list costs no more than a short one. Active jobs and the repeat registry
+    survive; drained jobs' dedup keys are released. A member whose id names another
+    job's `:logs` or `:lock` leaves the set and no key is built from it. Refuses
+    only a budget above `defaults.MAX_BUDGET` (`BadInput`, before any I/O).
     `progress(calls, drained_so_far)` is called after each call.
     """
     check_budget(budget)
@@ -67,7 +75,7 @@ def drain(
         keys.append(queue_key(q, "schedule"))
     total = calls = 0
     while True:
-        n, more = conn.run("drain", keys, [budget], verb="drain", queue=q)
+        n, more = conn.run("drain", keys, [budget, BYTE_BUDGET], verb="drain", queue=q)
         total += n
         calls += 1
         if progress:
@@ -87,12 +95,15 @@ def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFA
     large for one call that pass spans calls; a job added meanwhile, or a resume,
     starts it again, but a key another client writes by hand behind its cursor
     while the queue stays paused can outlive it (obliterate again to be sure).
+    A call does at most `budget` units of work and frees about
+    `defaults.BYTE_BUDGET` bytes of payloads; a budget above `defaults.MAX_BUDGET` is
+    `BadInput`, before any I/O.
     """
     check_budget(budget)
     return conn.run(
         "obliterate",
         [queue_key(q, "meta"), base(q)],
-        ["force" if force else "", budget],
+        ["force" if force else "", budget, BYTE_BUDGET],
         verb="obliterate",
         queue=q,
     )
@@ -139,24 +150,113 @@ def _count(conn: Connection, q: str, states: Iterable[str]) -> int:
     return sum(pipe.execute())
 
 
+class Moved(int):
+    """How many jobs a bulk reprocess moved (in a dry run: would move), an int, with
+    what it left: `.bad_rows` (rows no transition can read, left in dead), `.ghosts`
+    (members with no row, dropped from dead) and `.foreign` (the ids naming another
+    job's `:logs` or `:lock`, left in dead and never addressed)."""
+
+    bad_rows: int
+    ghosts: int
+    foreign: list[str]
+
+    def __new__(
+        cls, moved: int = 0, bad_rows: int = 0, ghosts: int = 0, foreign: Iterable[str] = ()
+    ) -> Moved:
+        self = super().__new__(cls, moved)
+        self.bad_rows, self.ghosts, self.foreign = bad_rows, ghosts, list(foreign)
+        return self
+
+    def left(self, dry_run: bool = False) -> list[str]:
+        """What stayed, a line each: "2 bad rows left in dead", "1 ghost dropped",
+        "1 job with a foreign id left in dead: ord:17"."""
+        stay, drop = ("would stay", "would be dropped") if dry_run else ("left in dead", "dropped")
+        lines = []
+        if self.bad_rows:
+            lines.append(f"{_jobs(self.bad_rows, 'bad row')} (a field no transition can read) {stay}")
+        if self.ghosts:
+            lines.append(f"{_jobs(self.ghosts, 'ghost')} (a member with no row) {drop}")
+        if self.foreign:
+            shown = ", ".join(self.foreign[:5]) + (", …" if len(self.foreign) > 5 else "")
+            lines.append(f"{_jobs(len(self.foreign), 'job')} with a foreign id {stay}: {shown}")
+        return lines
+
+
+def _jobs(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
+class DeadRun:
+    """One run over the dead set, oldest death first, in bounded steps of
+    `@reprocess_dead` (or its read-only dry run `@reprocess_dead_check`): each step
+    examines at most `budget` members and about `defaults.BYTE_BUDGET` bytes, and the
+    next begins after the last member the previous one examined, so the run walks
+    each member once, whatever it leaves in dead. Only jobs dead when the run began
+    are moved: a job that dies again meanwhile is not moved again."""
+
+    def __init__(self, conn: Connection, q: str, budget: int, dry_run: bool = False):
+        self.conn, self.q, self.budget = conn, q, budget
+        self.name = "reprocess_dead_check" if dry_run else "reprocess_dead"
+        self.keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
+        self.began = triage.server_ms(conn)
+        if not dry_run:
+            # the first move comes a millisecond after the clock read, so a job this run
+            # moves can only die again at a later time than `began`
+            time.sleep(0.001)
+        self.place: tuple[str, str] = ("", "")
+        self.more = True
+        self.moved = self.bad_rows = self.ghosts = 0
+        self.foreign: list[str] = []
+
+    def step(self, moves: int, listed: bool = False) -> list[str]:
+        """One call moving at most `moves` jobs; answers the ids moved when `listed`."""
+        argv = [self.budget, BYTE_BUDGET, *self.place, self.began, moves, "1" if listed else ""]
+        score, member, more, moved, ghosts, bad, foreign, ids = self.conn.run(
+            self.name, self.keys, argv, verb="reprocess", queue=self.q
+        )
+        self.place, self.more = (score, member), bool(more)
+        self.moved += int(moved)
+        self.ghosts += int(ghosts)
+        self.bad_rows += int(bad)
+        self.foreign += foreign
+        return list(ids)
+
+    def result(self) -> Moved:
+        return Moved(self.moved, self.bad_rows, self.ghosts, self.foreign)
+
+
 @document
 def reprocess_dead(
     conn: Connection,
     q: str,
-    budget: int = DEFAULT_BUDGET,
+    budget: int = MOVE_BUDGET,
     limit: int | None = None,
     progress: Progress | None = None,
     *,
+    dry_run: bool = False,
     rate: float | None = None,
     trial: int | None = None,
     stop_if_failing: float | None = None,
     watch_s: float = 30,
-) -> int:
+) -> Moved:
     """Move dead jobs back (flat to pending, grouped to their lanes), oldest death first.
 
-    Bounded calls of at most `budget` jobs; at most `limit` jobs in all. Counters
-    stay. Answers the count moved. An empty dead set answers 0.
+    Answers the count moved (a `Moved`: an int, with `.bad_rows` left in dead,
+    `.ghosts` dropped and `.foreign` ids left in dead). Bounded calls of at most
+    `budget` members examined each, `defaults.MOVE_BUDGET` unless named (a bad row, a
+    ghost and a foreign id cost one like a job moved); each call begins where the last
+    ended, so a run walks past rows it leaves and announces each once (a `bad_row`
+    event). At most `limit` jobs in all.
+    Only jobs dead when the call began are moved, each at most once. Counters stay.
     `progress(calls, moved_so_far)` is called after each call.
+
+    Ids are read from the server and addressed as they are (`ord:17`, `a b`); one that
+    names another job's `:logs` or `:lock` would address that job's key, so it is
+    left in dead and reported in `.foreign`.
+
+    `dry_run=True` answers what the real call would move on the same state, walking
+    the same members with the same rules in read-only steps, and writes nothing (it
+    works on a read-only session; the rate and the trial do not change the answer).
 
     A controlled retry, for a downstream that may still be failing:
     - `rate` caps the jobs moved per second;
@@ -165,14 +265,16 @@ def reprocess_dead(
     - `stop_if_failing` (a fraction, with `trial`): when at least that share of the
       trial's jobs are dead again, it stops there and raises `Halted` (`.moved`,
       `.failed_again`); the jobs after the trial stay in dead.
-    Only jobs dead when the call began are moved, each at most once, so a job that
-    dies again meanwhile is not moved again. A row no transition can read is left in
-    dead. Checked before any I/O (`BadInput`, `ReadOnly`).
+    Checked before any I/O: `BadInput` (a budget above `defaults.MAX_BUDGET` too),
+    `ReadOnly`.
     """
     check_budget(budget)
     if limit is not None:
-        check_budget(limit, "limit")
+        whole(limit, "limit")
+    if dry_run:
+        return _reprocess_all(conn, q, budget, limit, progress, dry_run=True)
     if rate is None and trial is None and stop_if_failing is None:
+        conn.refuse_writes(f"reprocess {q}")
         return _reprocess_all(conn, q, budget, limit, progress)
     return ControlledRetry(
         conn,
@@ -188,20 +290,21 @@ def reprocess_dead(
 
 
 def _reprocess_all(
-    conn: Connection, q: str, budget: int, limit: int | None, progress: Progress | None
-) -> int:
-    keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
-    total = calls = 0
-    while limit is None or total < limit:
-        step = budget if limit is None else min(budget, limit - total)
-        n, more = conn.run("reprocess_dead", keys, [step], verb="reprocess", queue=q)
-        total += n
+    conn: Connection,
+    q: str,
+    budget: int,
+    limit: int | None,
+    progress: Progress | None,
+    dry_run: bool = False,
+) -> Moved:
+    run = DeadRun(conn, q, budget, dry_run)
+    calls = 0
+    while run.more and (limit is None or run.moved < limit):
+        run.step(budget if limit is None else min(budget, limit - run.moved))
         calls += 1
         if progress:
-            progress(calls, total)
-        if not more:
-            break
-    return total
+            progress(calls, run.moved)
+    return run.result()
 
 
 def _number(value: object, what: str, least: float, most: float) -> float:
@@ -217,8 +320,8 @@ def _number(value: object, what: str, least: float, most: float) -> float:
 
 
 class ControlledRetry:
-    """`reprocess_dead` with a rate, a trial and a stop rule: ids read from the dead set
-    (only those dead when it began), moved by `reprocess_jobs`, a trial watched."""
+    """`reprocess_dead` with a rate, a trial and a stop rule: one `DeadRun` (only jobs
+    dead when it began, each member walked once), its steps paced, its first jobs watched."""
 
     POLL_S = 0.1
 
@@ -243,71 +346,64 @@ class ControlledRetry:
                 raise BadInput("stop_if_failing needs a trial: how many jobs to watch first")
         self.stop_if_failing = stop_if_failing
         self.watch_s = _number(watch_s, "watch_s", 0, 86_400)
-        self.dead, self.pending = queue_key(q, "dead"), queue_key(q, "pending")
+        self.dead = queue_key(q, "dead")
         conn.refuse_writes(f"reprocess {q}")
         self.conn, self.q, self.budget, self.limit, self.progress = conn, q, budget, limit, progress
-        self.moved = self.calls = self.stayed = 0
-        self.seen: set[str] = set()
-        self.began_ms = 0
+        self.calls = 0
 
-    def run(self) -> int:
-        self.began_ms = triage.server_ms(self.conn)
+    def run(self) -> Moved:
+        self.walk = DeadRun(self.conn, self.q, self.budget)
         if self.trial is not None:
-            watched = self.step(self._room(self.trial))
+            watched = self.move(self._room(self.trial))
             failed = self.watch(watched)
             if self.stop_if_failing is not None and watched and failed / len(watched) >= self.stop_if_failing:
                 raise Halted(
                     f"reprocess {self.q} halted after its trial: {failed} of {len(watched)} jobs "
-                    f"dead again (stop at {self.stop_if_failing:g}); {self.moved} moved in all",
-                    moved=self.moved,
+                    f"dead again (stop at {self.stop_if_failing:g}); {self.walk.moved} moved in all",
+                    moved=self.walk.moved,
                     failed_again=failed,
                 )
         chunk = self.budget if self.rate is None else max(1, min(self.budget, math.ceil(self.rate / 10)))
         started, paced = time.monotonic(), 0
-        while self._room(chunk):
-            moved = self.step(self._room(chunk))
-            if moved is None:
-                break
-            paced += len(moved)
+        while self.walk.more and self._room(chunk):
+            before = self.walk.moved
+            self.step(self._room(chunk))
+            paced += self.walk.moved - before
             if self.rate is not None:
                 wait = started + paced / self.rate - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
-        return self.moved
+        return self.walk.result()
 
     def _room(self, want: int) -> int:
-        return want if self.limit is None else min(want, self.limit - self.moved)
+        return want if self.limit is None else min(want, self.limit - self.walk.moved)
 
-    def step(self, n: int) -> list[str] | None:
-        """Move up to `n` of the oldest jobs dead when the retry began: the ids moved,
-        or None when none is left to try."""
-        ids = self.conn.command("ZRANGEBYSCORE", self.dead, "-inf", self.began_ms, "LIMIT", self.stayed, n)
-        if not ids:
-            return None
-        fresh = [i for i in ids if i not in self.seen]
-        self.stayed += len(ids) - len(fresh)  # died again after it was moved: left be
-        self.seen.update(fresh)
-        words = reprocess_jobs(self.conn, self.q, fresh, budget=self.budget) if fresh else {}
-        moved = [i for i, w in words.items() if w == "reprocessed"]
-        # a ghost or a bad row stays in dead: step over it next time
-        self.stayed += sum(1 for w in words.values() if w in ("gone", "bad_row"))
-        self.moved += len(moved)
+    def step(self, moves: int, listed: bool = False) -> list[str]:
+        ids = self.walk.step(moves, listed)
         self.calls += 1
         if self.progress:
-            self.progress(self.calls, self.moved)
+            self.progress(self.calls, self.walk.moved)
+        return ids
+
+    def move(self, n: int) -> list[str]:
+        """Move `n` jobs (fewer when the run ends first), in steps; the ids moved."""
+        moved: list[str] = []
+        while self.walk.more and len(moved) < n:
+            moved += self.step(n - len(moved), listed=True)
         return moved
 
-    def watch(self, ids: list[str] | None) -> int:
+    def watch(self, ids: list[str]) -> int:
         """Wait (at most watch_s) until each job has finished or is dead again; the
         number dead again. Stops early once the stop rule is met."""
         if not ids:
             return 0
         deadline = time.monotonic() + self.watch_s
+        rows = [base(self.q) + "job:" + i for i in ids]
         while True:
             pipe = self.conn.pipeline()
-            for i in ids:
+            for i, row in zip(ids, rows, strict=True):
                 pipe.zscore(self.dead, i)
-                pipe.exists(queue_key(self.q, "job:" + i))
+                pipe.exists(row)
             replies = pipe.execute()
             dead = sum(1 for s in replies[0::2] if s is not None)
             done = sum(
@@ -321,13 +417,28 @@ class ControlledRetry:
 
 def job_ids(ids: Iterable[str]) -> list[str]:
     """Job ids as the bulk verbs take them: any iterable of ids (a frame's index; a frame
-    stands for its index), each gated by the key builder, duplicates dropped, first
-    order kept. One id alone (a str) is `BadInput`: pass `[id]`."""
+    stands for its index), duplicates dropped, first order kept. The ids are sent as
+    script arguments, never built into a key here, so an id read from the server is
+    taken as it is (`ord:17`, `a b`: `keyspace.check_server_id`). One id alone (a str)
+    is `BadInput`: pass `[id]`; an id that is not a string is `InvalidName`."""
     if isinstance(ids, pd.DataFrame):
         ids = ids.index
     if isinstance(ids, str):
         raise BadInput(f"ids is a collection of job ids, not one id: pass [{ids!r}]")
-    return list(dict.fromkeys(check_name(i, "job id") for i in ids))
+    chosen = list(dict.fromkeys(ids))
+    for i in chosen:
+        if not isinstance(i, str):
+            raise InvalidName(f"job id must be a string, not {type(i).__name__}")
+    return chosen
+
+
+def _foreign(job_id: str) -> bool:
+    """True for an id no verb addresses (it names another job's `:logs` or `:lock`)."""
+    try:
+        check_server_id(job_id)
+    except InvalidName:
+        return True
+    return False
 
 
 def _bulk(
@@ -341,21 +452,42 @@ def _bulk(
     rate: float | None = None,
     progress: Progress | None = None,
 ) -> dict[str, str]:
-    """Run script `name` over `ids` in calls of at most `budget` ids (and, with a `rate`,
-    at most a tenth of a second's worth, paced to that many ids a second)."""
+    """Run script `name` over `ids` in bounded steps: each sends at most `budget` ids
+    (with a `rate`, at most a tenth of a second's worth, paced to that many ids a
+    second) and about `defaults.BYTE_BUDGET` bytes of them; a step answers the ids it
+    examined within its budget of work, and the rest go again. An id naming another
+    job's `:logs` or `:lock` is not sent: its word is "foreign_id"."""
+    sent = [i for i in ids if not _foreign(i)]
     words: dict[str, str] = {}
     step = budget if rate is None else max(1, min(budget, math.ceil(rate / 10)))
-    began = time.monotonic()
-    for calls, start in enumerate(range(0, len(ids), step), 1):
-        chunk = ids[start : start + step]
-        words.update(conn.run(name, keys, chunk, verb=verb, queue=q))
+    began, calls, at = time.monotonic(), 0, 0
+    while at < len(sent):
+        chunk = _chunk(sent, at, step)
+        answered = conn.run(name, keys, [budget, BYTE_BUDGET, *chunk], verb=verb, queue=q)
+        if not answered:  # every step examines one id at least: this is a script's bug
+            raise EMQError(f"{name} answered no word for {len(chunk)} ids")
+        words.update(answered)
+        at += len(answered)
+        calls += 1
         if progress:
             progress(calls, len(words))
         if rate is not None:
             wait = began + len(words) / rate - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
-    return words
+    return {i: words.get(i, "foreign_id") for i in ids}
+
+
+def _chunk(ids: list[str], at: int, most: int) -> list[str]:
+    """The ids from `at` that one step takes: at most `most`, and about BYTE_BUDGET bytes
+    (one at least)."""
+    size, end = 0, at
+    while end < len(ids) and end - at < most:
+        size += len(ids[end])
+        if end > at and size > BYTE_BUDGET:
+            break
+        end += 1
+    return ids[at:end]
 
 
 @document
@@ -371,12 +503,16 @@ def reprocess_jobs(
 ) -> dict[str, str]:
     """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
     of at most `budget` ids: `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
-    for a row no transition can read, left in dead).
+    for a row no transition can read, left in dead; "foreign_id" for an id naming
+    another job's `:logs` or `:lock`, never addressed).
 
+    Ids are taken as the server holds them (a frame's index from `triage.find`), so
+    one written outside the name gate by another node is acted on like the rest.
     `dry_run=True` answers the words the real call would give on the same state,
     from a read-only script, and writes nothing (it works on a read-only session).
     `rate` caps the ids sent a second; `progress(calls, ids_answered)` after each call.
-    Counters stay. Ids are gated and de-duplicated before anything is sent.
+    Counters stay. Refused before any I/O: a budget above `defaults.MAX_BUDGET`, a
+    rate that is not a positive number (`BadInput`), an id that is not a string.
     """
     check_budget(budget)
     if rate is not None:
@@ -399,18 +535,22 @@ def reprocess_jobs(
 
 
 @document
-def remove_jobs(conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False) -> dict[str, str]:
-    """Remove many jobs by id: `{id: "removed" | "gone" | "locked"}`, in calls of at most
-    1,000 ids.
+def remove_jobs(
+    conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = DEFAULT_BUDGET
+) -> dict[str, str]:
+    """Remove many jobs by id: `{id: "removed" | "gone" | "locked"}` (and "foreign_id"
+    for an id naming another job's `:logs` or `:lock`, never addressed), in calls of at
+    most `budget` ids and of bounded work (a ghost is looked for in every lane, and
+    costs one more for each).
 
-    Locked jobs are left untouched; every id is gated (and duplicates dropped) before
-    anything is sent. `dry_run=True` answers the words the real call would give on the
-    same state, from a read-only script, and writes nothing.
+    Locked jobs are left untouched; ids are taken as the server holds them and
+    duplicates dropped. `dry_run=True` answers the words the real call would give on
+    the same state, from a read-only script, and writes nothing. Refused before any
+    I/O: a budget above `defaults.MAX_BUDGET`, an id that is not a string.
     """
+    check_budget(budget)
     keys = [base(q)]
     chosen = job_ids(ids)
     if not dry_run:
         conn.refuse_writes(f"remove {q}")
-    return _bulk(
-        conn, q, "remove_jobs_check" if dry_run else "remove_jobs", keys, chosen, DEFAULT_BUDGET, "remove"
-    )
+    return _bulk(conn, q, "remove_jobs_check" if dry_run else "remove_jobs", keys, chosen, budget, "remove")

@@ -128,13 +128,18 @@ def reprocess(s: Session, ns: Namespace) -> Any:
 
 
 def _reprocess_all(s: Session, ns: Namespace) -> Any:
+    """`reprocess QUEUE --all`: the dry run answers what the real call would move, from
+    the same walk in read-only steps (bad rows stay, ghosts are dropped, foreign ids
+    stay), then the errors of the dead set; the real call says what it moved and left."""
     q = ns.queue
     dead = int(s.conn.command("ZCARD", queue_key(q, "dead")))
-    total = dead if ns.limit is None else min(dead, ns.limit)
     if ns.dry_run:
-        errors = triage.errors(s.conn, q, budget=s.settings.budget)
-        s.say(f"reprocess {q} --all: {total:,} of {dead:,} dead jobs would move; nothing written")
-        return errors
+        would = admin.reprocess_dead(s.conn, q, budget=_budget(s, ns), limit=ns.limit, dry_run=True)
+        s.say(f"reprocess {q} --all: {would:,} of {dead:,} dead jobs would move; nothing written")
+        for line in would.left(dry_run=True):
+            s.say(f"  {line}")
+        return triage.errors(s.conn, q, budget=s.settings.budget)
+    total = dead if ns.limit is None else min(dead, ns.limit)
     confirm(s, ns, total, "reprocess")
     report = s.progress(f"reprocess {q}", total)
     n = admin.reprocess_dead(
@@ -149,6 +154,8 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
         watch_s=ns.watch / 1000,
     )
     s.say(f"reprocessed {n} dead jobs of {q}")
+    for line in n.left():
+        s.say(f"  {line}")
     return None
 
 

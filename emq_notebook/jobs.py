@@ -7,13 +7,15 @@ Each per-job verb is ONE script that declares its keys; a missing row refuses
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import admin, transitions
+from . import admin, decoding, transitions
 from .catalogue import document
 from .checks import MAX_MS, whole
 from .connector import Connection, Pipeline
+from .defaults import BYTE_BUDGET, MOVE_BUDGET
 from .errors import BadInput, Gone, WireError
 from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
 from .transitions import Claimed
@@ -78,7 +80,6 @@ def enqueue(
 # 500,000 jobs and up to 20 ms at 1,000,000 (bench/scale.py, SLOWLOG), too close to
 # the 20 ms a PING may wait; an enqueue writes a row, a drain only deletes one
 CHUNK = 250
-MAX_CHUNK = 10_000
 
 
 def enqueue_many(
@@ -103,11 +104,16 @@ def enqueue_many(
     payload; a held key answers the id holding it and writes nothing for that
     payload, as `enqueue` does.
 
+    A call takes at most `chunk` jobs and about `defaults.BYTE_BUDGET` bytes of
+    ids, payloads and dedup keys (a payload larger than that goes alone), so a
+    batch of large payloads never becomes one long script.
+
     Refuses before any I/O, so nothing at all is written: `BadInput` for a
     payload that is not a string, a `dedup` that is not one entry per payload,
-    the numbers `enqueue` refuses and a `chunk` outside 1 to 10,000;
-    `InvalidName` for a bad group name or dedup key. Each call is atomic and checks its arguments before its
-    first write; an interrupt between calls leaves the chunks already sent.
+    the numbers `enqueue` refuses and a `chunk` outside 1 to `defaults.MAX_BUDGET`;
+    `InvalidName` for a bad group name or dedup key. Each call is atomic and checks
+    its arguments before its first write; an interrupt between calls leaves the
+    chunks already sent.
     """
     check_name(q)
     if isinstance(payloads, (str, bytes)):
@@ -131,17 +137,41 @@ def enqueue_many(
         whole(max_attempts, "max_attempts"),
         whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS),
     ]
-    whole(chunk, "chunk", most=MAX_CHUNK)
+    admin.check_budget(chunk, "chunk")
     if not texts:
         return []
     conn.refuse_writes(f"enqueue_many {q}")
     answers: list[str] = []
-    for start in range(0, len(texts), chunk):
+    for start, end in _chunks(texts, keys, chunk):
         argv: list[object] = list(shared)
-        for payload, key in zip(texts[start : start + chunk], keys[start : start + chunk], strict=True):
+        for payload, key in zip(texts[start:end], keys[start:end], strict=True):
             argv += (new_id(), payload, key)
         answers += conn.run("enqueue_many", [base(q)], argv, verb="enqueue_many", queue=q)
     return answers
+
+
+# the bytes of a generated id (`j_` + a ULID)
+_ID_BYTES = 28
+
+
+def _size(text: str) -> int:
+    """The bytes `text` takes on the wire."""
+    return len(text) if text.isascii() else len(decoding.wire(text))
+
+
+def _chunks(texts: list[str], keys: list[str], most: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each call's jobs: at most `most` of them and about BYTE_BUDGET
+    bytes (one job at least, however large)."""
+    start = 0
+    while start < len(texts):
+        end, size = start, 0
+        while end < len(texts) and end - start < most:
+            size += _ID_BYTES + _size(texts[end]) + len(keys[end])
+            if end > start and size > BYTE_BUDGET:
+                break
+            end += 1
+        yield start, end
+        start = end
 
 
 def paused_for_claim(conn: Connection, q: str) -> bool | None:
@@ -248,24 +278,52 @@ def _token(conn: Connection, token: str | None) -> str:
     return conn.token if token is None else check_text(token, "token")
 
 
-def expire_leases(conn: Connection, q: str, budget: int = 1000) -> int:
-    """In-flight jobs whose lease passed go back to pending (or their lane), `stalled` counted.
+def expire_leases(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
+    """In-flight jobs whose lease passed go back to pending (or their lane), `stalled`
+    counted: ONE bounded call. Answers how many went back.
 
-    Answers how many went back. A member whose row is gone leaves the set
-    (uncounted); a bad row is skipped, left in active, and announced as a
-    `bad_row` event: it never holds the others up.
+    A call examines at most `budget` members of active whose lease passed, in a lap
+    that goes on where this connection's previous call for the queue stopped: a
+    member whose row is gone leaves the set (uncounted); a bad row, or an id naming
+    another job's `:logs` or `:lock`, is left in active and announced as a `bad_row`
+    event once a lap. Each costs one of the budget, and the lap walks past it, so it
+    never holds the others up. A budget above `defaults.MAX_BUDGET` is `BadInput`,
+    before any I/O.
     """
     admin.check_budget(budget)
-    return conn.run("expire", [queue_key(q, "active"), base(q)], [budget], verb="expire", queue=q)
+    return _lap(conn, q, "expire", queue_key(q, "active"), budget)
 
 
-def promote(conn: Connection, q: str, budget: int = 1000) -> int:
-    """Due scheduled jobs become ready (pending, or their lane); answers how many.
+def promote(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
+    """Due scheduled jobs become ready (pending, or their lane): ONE bounded call.
+    Answers how many.
 
-    Ghosts and bad rows are handled as in `expire_leases`.
+    Ghosts, bad rows and foreign ids are handled, and the budget counted and checked,
+    as in `expire_leases`.
     """
     admin.check_budget(budget)
-    return conn.run("promote", [queue_key(q, "schedule"), base(q)], [budget], verb="promote", queue=q)
+    return _lap(conn, q, "promote", queue_key(q, "schedule"), budget)
+
+
+# where each housekeeping lap stands, per connection and (script, queue): the place
+# (score, member) the last call ended at, while due members follow it
+_laps: weakref.WeakKeyDictionary[Connection, dict[tuple[str, str], tuple[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _lap(conn: Connection, q: str, name: str, key: str, budget: int) -> int:
+    """One call of @promote or @expire, from where this connection's lap stands; a
+    call that reaches the last due member ends the lap (the next starts again)."""
+    laps = _laps.setdefault(conn, {})
+    place = laps.get((name, q), ("", ""))
+    argv = [budget, BYTE_BUDGET, *place]
+    moved, score, member, more = conn.run(name, [key, base(q)], argv, verb=name, queue=q)
+    if more:
+        laps[(name, q)] = (score, member)
+    else:
+        laps.pop((name, q), None)
+    return int(moved)
 
 
 @document

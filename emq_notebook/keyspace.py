@@ -39,6 +39,21 @@ def check_name(value: object, what: str = "queue name") -> str:
     return value
 
 
+def check_server_id(value: object, what: str = "job id") -> str:
+    """Return `value`, an id as a set holds it (read from the server, e.g. a frame's
+    index), to be sent as a script argument and addressed as it is: the gate above is
+    for the keys built here from what a person types, and another node may write ids
+    it refuses (`ord:17`, `a b`). Refuses (`InvalidName`) a non-string, and an id ending
+    `:logs` or `:lock`: its row key would be another job's logs list or lock, so no
+    verb addresses it (the scripts' `foreign_id` holds the same rule); a bulk verb
+    leaves such an id where it is and reports it."""
+    if not isinstance(value, str):
+        raise InvalidName(f"{what} must be a string, not {type(value).__name__}")
+    if value.endswith((":logs", ":lock")):
+        raise InvalidName(f"{what} {value!r} names another job's {value[-4:]} key")
+    return value
+
+
 def check_text(value: object, what: str, limit: int = 512) -> str:
     """A free-text field (a dedup key, a hash field): non-empty, bounded, no control characters."""
     if not isinstance(value, str) or not value:

@@ -39,7 +39,7 @@ class Reply(Enum):
     FOUND = "-1 (no row) -> Gone; anything else as sent"
     MORE_OR_OK = '1 -> "more" (call again), 0 -> "ok" (done)'
     COUNTED = "{n, more} -> (n, more as a bool)"
-    PER_ID = "one word per id in ARGV -> {id: word}"
+    PER_ID = "{budget, bytes, id...}: one word per id examined -> {id: word} (the first ids)"
     HOLDER = "{id, created} -> the id that answers (the holder)"
 
 
@@ -125,7 +125,8 @@ TABLE: dict[str, Transition] = {
         Transition("get_logs", FOUND),
         Transition("read_rows"),
         Transition("lane_set"),
-        Transition("reprocess_dead", COUNTED),
+        Transition("reprocess_dead"),
+        Transition("reprocess_dead_check"),
         Transition("reprocess_jobs", PER_ID),
         Transition("reprocess_jobs_check", PER_ID),
         Transition("remove_jobs", PER_ID),
@@ -168,7 +169,12 @@ def decode(kind: Reply, reply: Any, call: Call) -> Any:
             n, more = reply
             return int(n), bool(more)
         case Reply.PER_ID:
-            return dict(zip(call.args, reply, strict=True))
+            # a step that spent its budget answers the first ids only: the caller
+            # sends the rest again
+            ids = call.args[2:]
+            if len(reply) > len(ids):
+                raise ValueError(f"{call.name} answered {len(reply)} words for {len(ids)} ids")
+            return dict(zip(ids, reply, strict=False))
         case Reply.HOLDER:
             return reply[0]
     raise ValueError(f"no reply kind {kind!r}")

@@ -1,33 +1,47 @@
 -- @drain -- wipe a set's rows and logs, then the set itself; bounded.
 -- KEYS[1] = the queue base root; KEYS[2] = pending; KEYS[3] = schedule (optional)
 -- ARGV[1] = budget: at most this many jobs in one call (extension; EchoMQ's
--- Elixir Admin sends no ARGV and drains everything)
+-- Elixir Admin sends no ARGV and drains everything); ARGV[2] = bytes at most (optional,
+-- last: the members' ids and the payloads their deletes free)
 -- returns {n, more}: n jobs drained by this call, more = 1 while work remains;
 -- with no budget sent, EchoMQ's own reply: n, the count drained.
 -- Active jobs and the repeat registry are never touched; lane backlogs are
 -- pending work too and are drained; held dedup keys are released.
--- A drain reads no numeric field of a row, so a bad row drains like any other.
+-- A drain reads no numeric field of a row, so a bad row drains like any other; a
+-- ghost or a foreign id (naming another job's :logs or :lock) leaves the set, and
+-- no key is built from a foreign id. Bounded: at most ARGV[1] members (an HSTRLEN,
+-- an HGET of the dedup key while the queue holds any, one UNLINK of row and logs)
+-- and about ARGV[2] bytes, plus one ZRANGE per lane.
 --@include common
 --@include lanes
 local base = KEYS[1]
 local unbounded = ARGV[1] == nil
 local budget = unbounded and MAX_WHOLE or tonumber(ARGV[1])
-local n = 0
+local bytes = whole_of(ARGV[2]) or MAX_WHOLE
+local n, spent = 0, 0
 -- a row is read for its dedup key only while the queue holds any
 local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
 local function wipe(setkey)
   local ids = redis.call('ZRANGE', setkey, 0, budget - n - 1)
-  for _, id in ipairs(ids) do
-    -- the row key derives from the base root
-    local jk = base .. 'job:' .. id
-    if has_dedup then release_dedup(base, redis.call('HGET', jk, 'dedup'), id) end
-    -- the row and its logs subkey
-    redis.call('DEL', jk, jk .. ':logs')
+  local k = 0
+  while k < #ids and spent < bytes do
+    k = k + 1
+    local id = ids[k]
+    spent = spent + #id
+    if not foreign_id(id) then
+      local jk = base .. 'job:' .. id
+      if has_dedup then
+        local key = redis.pcall('HGET', jk, 'dedup')
+        if type(key) == 'string' then release_dedup(base, key, id) end
+      end
+      spent = spent + payload_bytes(jk)
+      redis.call('UNLINK', jk, jk .. ':logs')
+    end
   end
-  -- the same ranks just read: no unpack limit on a large budget
-  if #ids > 0 then redis.call('ZREMRANGEBYRANK', setkey, 0, #ids - 1) end
-  n = n + #ids
-  return n >= budget
+  -- the ranks just examined: no unpack limit on a large budget
+  if k > 0 then redis.call('ZREMRANGEBYRANK', setkey, 0, k - 1) end
+  n = n + k
+  return n >= budget or spent >= bytes
 end
 local function finish(more)
   if n > 0 then emit(base, {event = 'drained', count = n}) end

@@ -8,7 +8,10 @@
 -- nothing). An error, with nothing written, for a number that is not whole or a
 -- job list that is not whole triples.
 -- The work shared by the chunk is done once: the clock, the meta hash, the
--- ZADD into the target set (in slices), the lane's wake.
+-- ZADD into the target set (in slices), the lane's wake. Bounded by its chunk:
+-- jobs.enqueue_many sends at most `chunk` jobs and about defaults.BYTE_BUDGET bytes
+-- of ids, payloads and dedup keys a call (a larger payload alone in its call); each
+-- job costs a dedup read, an EXISTS, one HSET and an event.
 --@include common
 --@include lanes
 --@include enqueue_row

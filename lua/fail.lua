@@ -11,21 +11,10 @@
 --@include lanes
 --@include metrics
 --@include latency
+--@include finish
 local jk, id, base = KEYS[1], ARGV[1], KEYS[3]
-if redis.call('EXISTS', jk) == 0 then return -1 end
-if not redis.call('ZSCORE', KEYS[2], id) then return redis.error_reply('EMQSTATE not active') end
-local row = redis.call('HMGET', jk, 'group', 'dedup', 'owner', 'claimed_at')
-if ARGV[3] and row[3] and row[3] ~= '' and row[3] ~= ARGV[3] then
-  return redis.error_reply('EMQSTATE not owner')
-end
-local nums, bad = row_wholes(jk)
-if not nums then return bad_row(bad, id) end
-if row[1] then
-  local refused = lane_refusal(base, row[1])
-  if refused then return refused end
-end
-local keep = metrics_keep(base)
-if not keep then return bad_row('metrics_keep', 'meta') end
+local refused, row, nums, keep = finish_checks(jk, KEYS[2], base, id, ARGV[3])
+if refused then return refused end
 -- every check has run: now the writes
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)

@@ -1,8 +1,14 @@
 -- @obliterate -- destroy a PAUSED queue down to its keyspace footprint, bounded.
 -- KEYS[1] = meta, KEYS[2] = the queue base root
--- ARGV[1] = 'force' or '', ARGV[2] = the budget
+-- ARGV[1] = 'force' or '', ARGV[2] = the budget, ARGV[3] = bytes at most (optional,
+-- last: the members' ids and the payloads their deletes free)
 -- returns 1 (:more, the budget is spent, call again) or 0 (:ok, the queue is gone);
 -- EMQSTATE not paused; EMQSTATE active jobs present (unforced, jobs in flight).
+-- Bounded: at most ARGV[2] units of work (a member of a state set or lane, a lane, a
+-- key the sweep deletes; a SCAN page costs 100), and the latency history (a day of
+-- minutes by default: at most 1,440 a call), about ARGV[3] bytes; every key goes by UNLINK, so a large one (a dedup hash of a million keys,
+-- a long :logs list) costs no more than a small one. No key is built from a foreign
+-- id (one naming another job's :logs or :lock): its member leaves, the sweep takes the rest.
 --@include common
 --@include lanes
 local meta = KEYS[1]
@@ -13,31 +19,44 @@ if redis.call('HGET', meta, 'paused') == false then
 end
 local force = ARGV[1] == 'force'
 local budget = tonumber(ARGV[2])
+local bytes = whole_of(ARGV[3]) or MAX_WHOLE
 
 -- a job leaves for good: its dedup key is given back and, when it was in flight,
 -- its lane slot, so the queue is consistent after every call, not only the last
 -- (the row is read only when there is something to give back)
 local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
+-- the bytes charged: the id's and the payload's
 local function destroy(id, in_flight)
+  if foreign_id(id) then return #id end
+  local jk = base .. 'job:' .. id
   if in_flight or has_dedup then
-    local row = redis.call('HMGET', base .. 'job:' .. id, 'group', 'dedup')
-    if in_flight and row[1] then lane_release(base, row[1]) end
-    release_dedup(base, row[2], id)
+    local row = redis.pcall('HMGET', jk, 'group', 'dedup')
+    if not row.err then
+      if in_flight and row[1] then lane_release(base, row[1]) end
+      release_dedup(base, row[2], id)
+    end
   end
+  local freed = #id + payload_bytes(jk)
   del_job(base, id)
+  return freed
 end
 
--- delete up to `budget` jobs of one set, rows first; true when the budget is spent
-local spent = 0
+-- delete up to `budget` jobs of one set (and about `bytes`), rows first; true when
+-- either budget is spent
+local spent, used = 0, 0
 local function sweep(sk, in_flight)
   local ids = redis.call('ZRANGE', sk, 0, budget - 1)
-  for _, id in ipairs(ids) do destroy(id, in_flight) end
-  if #ids > 0 then
-    redis.call('ZREMRANGEBYRANK', sk, 0, #ids - 1)
-    budget = budget - #ids
-    spent = spent + #ids
+  local k = 0
+  while k < #ids and used < bytes do
+    k = k + 1
+    used = used + destroy(ids[k], in_flight)
   end
-  return budget <= 0
+  if k > 0 then
+    redis.call('ZREMRANGEBYRANK', sk, 0, k - 1)
+    budget = budget - k
+    spent = spent + k
+  end
+  return budget <= 0 or used >= bytes
 end
 
 -- active first: refuse on live active jobs unless forced
@@ -53,20 +72,33 @@ for _, t in ipairs({'pending', 'schedule', 'dead'}) do
   if sweep(base .. t) then return 1 end
 end
 
--- every state set is empty: the lanes, their rows first, under the same budget
-for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
+-- every state set is empty: the lanes, their rows first, under the same budget (a
+-- lane's meta costs one unit; the lanes are read a budget's worth at a time)
+for _, g in ipairs(redis.call('SRANDMEMBER', base .. 'groups', budget)) do
   if sweep(lane_pending(base, g)) then return 1 end
-  redis.call('DEL', lane_meta(base, g))
+  redis.call('UNLINK', lane_meta(base, g))
   redis.call('SREM', base .. 'groups', g)
+  budget = budget - 1
+  if budget <= 0 then return 1 end
 end
--- the latency histograms: two hashes a minute, at most metrics_keep minutes (the
--- same bound as the fields of the metrics hashes deleted with them)
+if redis.call('SCARD', base .. 'groups') > 0 then return 1 end
+-- the latency histograms: two hashes a minute, each minute a unit of the budget. They
+-- go in the call that deletes the metrics hashes, so the throughput record stays whole
+-- between calls: the default retention is a day of minutes (metrics_keep 1,440), so at
+-- most a day's worth goes in one call, a longer history (metrics_keep set higher) a
+-- day's worth a call
+local DAY = 1440
 local index = base .. 'lat:minutes'
-for _, m in ipairs(redis.call('ZRANGE', index, 0, -1)) do
-  redis.call('DEL', base .. 'lat:wait:' .. m, base .. 'lat:run:' .. m)
+local minutes = redis.call('ZRANGE', index, 0, DAY)
+local now = math.min(#minutes, DAY)
+for i = 1, now do
+  redis.call('UNLINK', base .. 'lat:wait:' .. minutes[i], base .. 'lat:run:' .. minutes[i])
 end
+if now > 0 then redis.call('ZREMRANGEBYRANK', index, 0, now - 1) end
+if #minutes > DAY then return 1 end
+budget = budget - now
 -- the repeat records, the metrics hashes, the dedup keys, the ring
-redis.call('DEL', base .. 'groups', base .. 'ring', base .. 'wake',
+redis.call('UNLINK', base .. 'groups', base .. 'ring', base .. 'wake',
   base .. 'repeat', base .. 'repeat:defs', index, base .. 'metrics:claimed',
   base .. 'metrics:completed', base .. 'metrics:failed', base .. 'dedup')
 
@@ -88,7 +120,7 @@ while true do
   local page = redis.call('SCAN', cursor, 'MATCH', base .. '*', 'COUNT', 1000)
   cursor = page[1]
   for _, k in ipairs(page[2]) do
-    if k ~= meta then redis.call('DEL', k); budget = budget - 1; dirty = true end
+    if k ~= meta then redis.call('UNLINK', k); budget = budget - 1; dirty = true end
   end
   -- a page of 1000 slots is charged like 100 deletes, so a call stays bounded
   -- however large the rest of the keyspace is
@@ -105,6 +137,6 @@ while true do
   end
 end
 -- and last the meta hash with the paused flag
-redis.call('DEL', meta)
+redis.call('UNLINK', meta)
 emit(base, {event = 'obliterated'})
 return 0

@@ -1,37 +1,22 @@
 -- @promote -- due scheduled jobs (delayed, or retrying) become ready: pending,
 -- or their lane for a grouped job.
--- KEYS[1] = schedule, KEYS[2] = the queue base root ; ARGV[1] = budget
--- returns the number promoted (at most the budget). A ghost leaves the set,
--- uncounted; a bad row (or its lane's meta) is skipped and left where it is,
--- with a `bad_row` event, and costs no budget.
+-- KEYS[1] = schedule, KEYS[2] = the queue base root
+-- ARGV[1] = budget, members examined at most; ARGV[2] = bytes read at most;
+--   ARGV[3], ARGV[4] = the place (score, member) the previous call ended at ('' = the start)
+-- returns {n, score, member, more}: n promoted; the place of the last member
+-- examined and more = 1 while due members follow it (more = 0: the next call starts
+-- from the start). A ghost (a member with no row) leaves the set, uncounted; a bad
+-- row (or its lane's meta) or a foreign id (one naming another job's :logs or
+-- :lock) is left where it is, with a `bad_row` event. Each costs its member of the
+-- budget. Bounded: at most ARGV[1] members (one HMGET each, and a promoted job's
+-- four writes), and about ARGV[2] bytes read (a member's fields, its id).
 --@include common
 --@include lanes
-local base = KEYS[2]
-local budget = tonumber(ARGV[1])
-local now = now_ms()
-local moved, skipped = 0, 0
-while moved < budget do
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, budget - moved)
-  if #ids == 0 then break end
-  for _, id in ipairs(ids) do
-    local jk = base .. 'job:' .. id
-    if redis.call('EXISTS', jk) == 0 then
-      redis.call('ZREM', KEYS[1], id)
-    else
-      local g = redis.call('HGET', jk, 'group')
-      local nums, bad = row_wholes(jk)
-      local refused = (not nums and bad_row(bad, id)) or (g and lane_refusal(base, g))
-      if refused then
-        skipped = skipped + 1
-        skipped_bad_row(base, 'promote', id, refused)
-      else
-        redis.call('ZREM', KEYS[1], id)
-        redis.call('HSET', jk, 'state', 'pending')
-        make_ready(base, id, g, nums.priority)
-        emit(base, {event = 'promoted', job = id})
-        moved = moved + 1
-      end
-    end
-  end
-end
-return moved
+--@include due
+local set, base = KEYS[1], KEYS[2]
+return due_moves(set, base, 'promote', ARGV, function(id, g, priority)
+  redis.call('ZREM', set, id)
+  redis.call('HSET', base .. 'job:' .. id, 'state', 'pending')
+  make_ready(base, id, g, priority)
+  emit_job(base, 'promoted', id)
+end)

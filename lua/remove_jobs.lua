@@ -1,11 +1,20 @@
--- @remove_jobs -- remove many jobs by id in one call (extension).
--- KEYS[1] = the queue base root ; ARGV = ids
--- returns one word per id: 'removed', 'gone' or 'locked' (locked ones untouched)
+-- @remove_jobs -- remove many jobs by id, one bounded step (extension).
+-- KEYS[1] = the queue base root
+-- ARGV[1] = budget, work at most (an id costs 1, a removed job 2: its row, logs and
+--   every set are written; a ghost 1 more for each lane it is looked for in);
+--   ARGV[2] = bytes at most (an id's, and the payload its delete frees); ARGV[3...] = ids
+-- returns one word per id examined, in order: 'removed', 'gone', 'locked' (left
+-- untouched) or 'foreign_id' (an id naming another job's :logs or :lock: never
+-- addressed). The step ends once either budget is spent, after one id at least: the
+-- caller sends the ids past the last word again. Rows and logs go by UNLINK.
 -- @remove_jobs_check answers the same words and writes nothing.
 --@include common
 --@include lanes
 --@include remove
+local base = KEYS[1]
 local words = {[1] = 'removed', [-1] = 'gone', [0] = 'locked'}
-local out = {}
-for i, id in ipairs(ARGV) do out[i] = words[remove_one(KEYS[1], id, '')] end
-return out
+return each_id(ARGV, function(id)
+  if foreign_id(id) then return 'foreign_id', 1, #id end
+  local r, work, bytes = remove_one(base, id, '')
+  return words[r], work, bytes
+end)

@@ -1,42 +1,65 @@
--- @reprocess_dead -- move dead jobs back, oldest death first, bounded (extension).
--- Flat jobs to pending at score 0, grouped ones to their lanes; counters stay.
--- KEYS[1] = dead, KEYS[2] = pending, KEYS[3] = the queue base root ; ARGV[1] = budget
--- returns {n, more}: n jobs moved (at most the budget), more = 1 while the dead
--- set holds members past the ones skipped. A ghost (a member with no row) leaves
--- the set, uncounted; a bad row (or its lane's meta) is skipped and left in dead,
--- with a `bad_row` event, and costs no budget: it never holds the loop up.
--- Each job costs one read (dead_member_refusal) and its row's writes; the set
--- moves of a batch are one ZREM and one ZADD per 500 jobs.
+-- @reprocess_dead -- move dead jobs back, oldest death first, one bounded step of a
+-- run (extension). Flat jobs to pending at score 0, grouped ones to their lanes;
+-- counters stay, `last_error` goes.
+-- KEYS[1] = dead, KEYS[2] = pending, KEYS[3] = the queue base root
+-- ARGV[1] = budget, members examined at most; ARGV[2] = bytes read at most;
+--   ARGV[3], ARGV[4] = the place (score, member) the previous step ended at ('' = the
+--   start); ARGV[5] = move only jobs dead at or before this time (epoch ms; '' = any:
+--   the run's start, so a job that dies again during the run is not moved again); ARGV[6] = jobs moved at most ('' = the budget);
+--   ARGV[7] = '1' to answer the ids moved
+-- returns {score, member, more, moved, ghosts, bad, foreign, ids}: the place of the
+-- last member examined and more = 1 while members within the death time follow it;
+-- the jobs moved; the ghosts (members with no row) dropped from dead; the bad rows
+-- (a field no transition can read, or their lane's meta) left in dead with a
+-- `bad_row` event; the list of foreign ids (naming another job's :logs or :lock)
+-- left in dead with a `bad_row` event; the ids moved (when asked, else {}). Every
+-- member examined costs one of the budget, whatever becomes of it, and the next step
+-- starts after it: a run walks each member once. Bounded: at most ARGV[1] members
+-- (one HMGET each, and a moved job's HDEL, HSET and event; the set moves of a step
+-- are one ZREM per 500 and one ZADD per 500 jobs), about ARGV[2] bytes read.
+-- @reprocess_dead_check answers the same and writes nothing.
 --@include common
 --@include lanes
 --@include reprocess
+--@include walk
 local dead, pending, base = KEYS[1], KEYS[2], KEYS[3]
-local budget = tonumber(ARGV[1])
-local moved, skipped = 0, 0
--- ZREM the batch's members from dead, ZADD the flat ones to pending at 0
-local function move_sets(gone, flat)
-  for s = 1, #gone, 500 do redis.call('ZREM', dead, unpack(gone, s, math.min(s + 499, #gone))) end
-  for s = 1, #flat, 1000 do redis.call('ZADD', pending, unpack(flat, s, math.min(s + 999, #flat))) end
-end
-while moved < budget do
-  -- the skipped bad rows hold the first ranks: every member before them has left
-  local ids = redis.call('ZRANGE', dead, skipped, skipped + budget - moved - 1)
-  if #ids == 0 then break end
-  local gone, flat = {}, {}
-  for _, id in ipairs(ids) do
-    local refused, g = dead_member_refusal(base, id)
-    if refused == nil then
-      gone[#gone + 1] = id
-      reprocess_row(base, id, g)
-      if not g then flat[#flat + 1] = 0; flat[#flat + 1] = id end
-      moved = moved + 1
-    elseif refused == -1 then
-      gone[#gone + 1] = id
-    else
-      skipped = skipped + 1
-      skipped_bad_row(base, 'reprocess', id, refused)
-    end
+local most = whole_of(ARGV[6]) or tonumber(ARGV[1])
+local listed = ARGV[7] == '1'
+local moved, ghosts, bad, foreign, ids = 0, 0, 0, {}, {}
+local seen = {}
+local gone, flat = {}, {}
+local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
+  if foreign_id(id) then
+    foreign[#foreign + 1] = id
+    skipped_bad_row(base, 'reprocess', id, {err = 'foreign id'})
+    return #id
   end
-  move_sets(gone, flat)
+  local refused, g, _, bytes = read_member(base, id, seen)
+  if refused == nil then
+    gone[#gone + 1] = id
+    reprocess_row(base, id, g)
+    if not g then
+      flat[#flat + 1] = 0
+      flat[#flat + 1] = id
+    end
+    moved = moved + 1
+    if listed then ids[#ids + 1] = id end
+  elseif refused == -1 then
+    gone[#gone + 1] = id
+    ghosts = ghosts + 1
+  else
+    bad = bad + 1
+    skipped_bad_row(base, 'reprocess', id, refused)
+  end
+  return #id + bytes
+end, function() return moved >= most end)
+-- the step's set moves: out of dead (by rank when every member examined leaves, the
+-- usual case), the flat ones into pending at 0 (slices of 500 members keep unpack well
+-- inside Lua's stack)
+if bad == 0 and #foreign == 0 and #gone > 0 then
+  redis.call('ZREMRANGEBYRANK', dead, start, start + #gone - 1)
+else
+  for s = 1, #gone, 500 do redis.call('ZREM', dead, unpack(gone, s, math.min(s + 499, #gone))) end
 end
-return {moved, redis.call('ZCARD', dead) > skipped and 1 or 0}
+for s = 1, #flat, 1000 do redis.call('ZADD', pending, unpack(flat, s, math.min(s + 999, #flat))) end
+return {head[1], head[2], head[3], moved, ghosts, bad, foreign, ids}

@@ -98,7 +98,7 @@ def test_the_shell_reads_pyproject_and_gates_every_destructive_call(url, tmp_pat
         *(
             [*EMQ, "--url", url, *args]
             for args in (
-                ["obliterate", "mail", "--step", "--budget", "100000"],
+                ["obliterate", "mail", "--step", "--budget", "1000"],
                 ["obliterate", "mail"],
                 ["drain", "mail"],
             )
@@ -108,7 +108,7 @@ def test_the_shell_reads_pyproject_and_gates_every_destructive_call(url, tmp_pat
     for out in refused:
         assert out.returncode == 2 and "would destroy 5 jobs on default" in out.stderr, out
     assert r.zcard("emq:{mail}:pending") == 5
-    out = here("obliterate", "mail", "--step", "--budget", "100000", "--yes")
+    out = here("obliterate", "mail", "--step", "--budget", "1000", "--yes")
     assert out.returncode == 0 and r.keys("emq:{mail}:*") == []
 
 

@@ -12,6 +12,7 @@ from helpers import dump
 
 from emq_notebook import footprint, jobs
 from emq_notebook.connector import Connection
+from emq_notebook.defaults import MAX_BUDGET
 from emq_notebook.errors import BadInput, EMQError, InvalidName, ReadOnly
 from emq_notebook.keyspace import base
 
@@ -169,7 +170,7 @@ BAD = [
     ("a fractional priority", dict(payloads=["{}"], priority=1.5), BadInput),
     ("zero attempts", dict(payloads=["{}"], max_attempts=0), BadInput),
     ("a zero chunk", dict(payloads=["{}"], chunk=0), BadInput),
-    ("a chunk over 10,000", dict(payloads=["{}"], chunk=10_001), BadInput),
+    ("a chunk over the maximum budget", dict(payloads=["{}"], chunk=MAX_BUDGET + 1), BadInput),
     ("a bad queue name", dict(q="a b", payloads=["{}"]), InvalidName),
 ]
 

@@ -200,8 +200,10 @@ def test_expire_skips_a_bad_row_and_leaves_it_in_active(conn, ex, field, value):
     _expired(conn, ["j_1", "j_2", "j_3"])
     corrupt(conn, "j_1", field, value)
     before = dump(conn)
+    # the bad row costs its member of the budget, and the next call walks past it
+    assert jobs.expire_leases(ex, Q, budget=1) == 0
     assert jobs.expire_leases(ex, Q, budget=1) == 1
-    assert jobs.expire_leases(ex, Q, budget=1) == 1
+    assert jobs.expire_leases(ex, Q) == 1
     assert jobs.expire_leases(ex, Q) == 0
     after = dump(conn)
     assert after[P + "job:j_1"] == before[P + "job:j_1"]
@@ -229,7 +231,9 @@ def test_promote_skips_a_bad_row_and_leaves_it_scheduled(conn, ex, field, value)
     until_past(conn, P + "schedule")
     corrupt(conn, "j_1", field, value)
     before = dump(conn)
-    assert jobs.promote(ex, Q, budget=1) == 1
+    # the bad row costs its member of the budget, and the next call walks past it
+    assert jobs.promote(ex, Q, budget=1) == 0
+    assert jobs.promote(ex, Q) == 1
     assert jobs.promote(ex, Q) == 0
     after = dump(conn)
     assert after[P + "job:j_1"] == before[P + "job:j_1"]

@@ -388,7 +388,7 @@ def test_every_destructive_path_is_gated(emq, conn, confirm_above_3):
     emq("pause mail")
     before = dump(conn)
     for line in (
-        "obliterate mail --step --budget 100000",
+        "obliterate mail --step --budget 1000",
         "obliterate mail --force --step",
         "obliterate mail",
         "drain mail",
@@ -407,7 +407,7 @@ def test_every_destructive_path_is_gated(emq, conn, confirm_above_3):
     assert emq("reprocess mail --all-dead --limit 3") is None  # 3 is not above the threshold
     assert conn.client.zcard("emq:{mail}:dead") == 2
     emq("pause mail")
-    assert emq("obliterate mail --step --budget 100000 --yes") is None
+    assert emq("obliterate mail --step --budget 1000 --yes") is None
     assert conn.client.keys("emq:{mail}:*") == []
 
 

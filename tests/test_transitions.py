@@ -129,7 +129,11 @@ def test_every_reply_kind_is_decoded_in_one_place():
     assert [transitions.decode(Reply.MORE_OR_OK, r, call) for r in (1, 0)] == ["more", "ok"]
     assert transitions.decode(Reply.COUNTED, [5, 1], call) == (5, True)
     assert transitions.decode(Reply.COUNTED, 7, call) == (7, False)  # EchoMQ's unbounded drain
-    assert transitions.decode(Reply.PER_ID, ["removed", "gone"], call) == {"a": "removed", "b": "gone"}
+    # the two budgets lead the ids; a step that spent its budget answers the first ids only
+    per_id = Call("x", args=(1000, 1 << 20, "a", "b", "c"), verb="remove", queue=Q)
+    assert transitions.decode(Reply.PER_ID, ["removed", "gone"], per_id) == {"a": "removed", "b": "gone"}
+    with pytest.raises(ValueError):
+        transitions.decode(Reply.PER_ID, ["removed"] * 4, per_id)
     assert transitions.decode(Reply.HOLDER, ["j_9", 0], call) == "j_9"
     assert transitions.decode(Reply.AS_SENT, {"k": 1}, call) == {"k": 1}
     refused = transitions.error("EMQSTATE not active", call)

@@ -9,6 +9,7 @@ from helpers import consistency_problems, dump, server_for, server_url
 
 import emq_notebook as emq
 from emq_notebook import admin, footprint, jobs, lanes, triage
+from emq_notebook.defaults import MAX_BUDGET
 from emq_notebook.errors import BadInput, InvalidName, ReadOnly
 
 Q = "act"
@@ -112,7 +113,7 @@ def test_a_frames_index_and_chunks_and_duplicates(conn):
     real = conn.run
 
     def count(name, keys, args=(), **kw):
-        sent.append(len(args))
+        sent.append(len(args) - 2)  # the ids, after the two budgets
         return real(name, keys, args, **kw)
 
     conn.run = count
@@ -139,11 +140,12 @@ def test_bad_ids_are_refused_before_any_io():
         with pytest.raises(BadInput):
             call(nowhere, Q, "j_1")
         with pytest.raises(InvalidName):
-            call(nowhere, Q, ["j_1", "bad id"])
+            call(nowhere, Q, ["j_1", 7])  # an id is a string; any string is sent as it is
         with pytest.raises(InvalidName):
             call(nowhere, "bad{q}", ["j_1"])
-    with pytest.raises(BadInput):
-        admin.reprocess_jobs(nowhere, Q, ["j_1"], budget=0)
+        for budget in (0, MAX_BUDGET + 1):
+            with pytest.raises(BadInput):
+                call(nowhere, Q, ["j_1"], budget=budget)
 
 
 def test_a_read_only_session_previews_and_refuses_the_real_call(conn, backend, request):

@@ -105,15 +105,16 @@ def test_the_rate_paces_the_moves(conn, monkeypatch):
     real = conn.run
 
     def record(name, keys, args=(), **kw):
-        if name == "reprocess_jobs":
-            sizes.append(len(args))
+        if name == "reprocess_dead":
+            sizes.append(args[5])  # the jobs a step moves at most
         return real(name, keys, args, **kw)
 
     conn.run = record
     calls = []
     assert admin.reprocess_dead(conn, Q, rate=20, progress=lambda c, n: calls.append(n)) == 20
     assert sizes == [2] * 10  # rate / 10 a call
-    assert sum(slept) == pytest.approx(1.0)  # 20 jobs at 20/s: one (simulated) second
+    # the millisecond after the run's clock read, then 20 jobs at 20/s: one (simulated) second
+    assert slept[0] == 0.001 and sum(slept[1:]) == pytest.approx(1.0)
     assert calls == list(range(2, 21, 2))
     assert admin.reprocess_dead(conn, Q, rate=20) == 0  # nothing dead: nothing moved
 
@@ -201,7 +202,7 @@ def test_reprocess_jobs_at_a_rate(conn, monkeypatch):
     real = conn.run
 
     def record(name, keys, args=(), **kw):
-        sizes.append(len(args))
+        sizes.append(len(args) - 2)  # the ids, after the two budgets
         return real(name, keys, args, **kw)
 
     conn.run = record

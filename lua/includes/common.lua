@@ -51,10 +51,21 @@ local function emit(base, ev)
   redis.call('PUBLISH', base .. 'events', cjson.encode(ev))
 end
 
--- a job's row, its logs and its lock
+-- a job's lifecycle event {event, job}, as emit publishes it; written out directly
+-- when the id needs no escaping (the common case, where cjson would cost more than
+-- the PUBLISH itself)
+local function emit_job(base, event, id)
+  if string.find(id, '[%c"\\\128-\255]') then return emit(base, {event = event, job = id}) end
+  redis.call('PUBLISH', base .. 'events', '{"event":"' .. event .. '","job":"' .. id .. '"}')
+end
+
+-- a job's row, its logs and its lock. UNLINK has DEL's effect on the keyspace and
+-- frees a value of many parts (a :logs list of a million lines) off the script's
+-- thread, whatever the server's lazyfree settings; one large field (a 100 MB payload)
+-- is still freed here, so the bulk deletes charge it to their byte budget
 local function del_job(base, id)
   local jk = base .. 'job:' .. id
-  redis.call('DEL', jk, jk .. ':logs', jk .. ':lock')
+  redis.call('UNLINK', jk, jk .. ':logs', jk .. ':lock')
 end
 
 -- give back a dedup key, but only while it still points at this job

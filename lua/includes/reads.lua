@@ -63,3 +63,80 @@ local function lane_refusal(base, g)
   if ok == nil then return bad_row(field, 'lane ' .. g) end
   return nil
 end
+
+-- an id another node wrote that names another job's subkey (`x:logs`, `x:lock`): its
+-- row key would be job x's logs list or lock, so no script addresses it as a job; a
+-- bulk verb leaves it where it is and reports it (emq_notebook.keyspace.check_server_id
+-- holds the same rule). Any other id read from a set is addressed as it is.
+local function foreign_id(id)
+  local tail = string.sub(id, -5)
+  return tail == ':logs' or tail == ':lock'
+end
+
+-- what a bulk verb reads of a member's row, in ONE HMGET: its group, then every
+-- whole-number field (the priority's place noted for the moves that need it)
+local MEMBER_FIELDS, PRIORITY_AT = {'group'}, 0
+for i = 1, #ROW_WHOLES do
+  MEMBER_FIELDS[i + 1] = ROW_WHOLES[i][1]
+  if ROW_WHOLES[i][1] == 'priority' then PRIORITY_AT = i + 1 end
+end
+
+-- a set member's row as a bulk verb reads it: one HMGET (EXISTS only for a hash that
+-- holds none of those fields). Answers -1 for no row (a ghost); the refusal naming the
+-- first field no transition can read, or its lane's meta (`type` when the key is not a
+-- hash); else nil, the group (false when flat) and the priority. Last, the bytes read.
+-- `seen` (optional) is the caller's table of the numbers it has read already, by text:
+-- a bulk call reads the same few counters over and over, and a lookup costs a tenth of
+-- whole_of.
+local function read_member(base, id, seen)
+  local jk = base .. 'job:' .. id
+  local vals = redis.pcall('HMGET', jk, unpack(MEMBER_FIELDS))
+  if vals.err then return bad_row('type', id), false, 0, 0 end
+  local g = vals[1]
+  local bytes, any, priority = g and #g or 0, g and true or false, 0
+  for i = 1, #ROW_WHOLES do
+    local v, n = vals[i + 1], nil
+    if v then
+      any, bytes = true, bytes + #v
+      if seen then n = seen[v] end
+      if n == nil then
+        n = whole_of(v) or false
+        if seen then seen[v] = n end
+      end
+    else
+      n = ROW_WHOLES[i][2]
+    end
+    if n == false then return bad_row(ROW_WHOLES[i][1], id), false, 0, bytes end
+    if i + 1 == PRIORITY_AT then priority = n end
+  end
+  if not any and redis.call('EXISTS', jk) == 0 then return -1, false, 0, 0 end
+  if g then
+    local refused = lane_refusal(base, g)
+    if refused then return refused, g, 0, bytes end
+  end
+  return nil, g, priority, bytes
+end
+
+-- the bytes a delete of row `jk` frees on the script's thread: its payload, the one
+-- field that is large by design (0 for a key that is not a hash)
+local function payload_bytes(jk)
+  local n = redis.pcall('HSTRLEN', jk, 'payload')
+  return type(n) == 'number' and n or 0
+end
+
+-- the loop of the bulk verbs by id: ARGV[1] = work at most, ARGV[2] = bytes at most,
+-- ARGV[3...] = the ids. visit(id) answers the id's word, the work it cost and the
+-- bytes it read or freed; the loop stops once either budget is spent (after one id
+-- at least, so every call makes progress). Answers the words of the ids examined, in
+-- order: the caller sends the rest again.
+local function each_id(argv, visit)
+  local budget, bytes = tonumber(argv[1]), tonumber(argv[2])
+  local out, work, spent = {}, 0, 0
+  for i = 3, #argv do
+    if work >= budget or spent >= bytes then break end
+    local word, w, b = visit(argv[i])
+    out[#out + 1] = word
+    work, spent = work + w, spent + b
+  end
+  return out
+end

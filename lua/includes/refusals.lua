@@ -20,28 +20,40 @@ local function reprocess_refusal(base, id, dead, carries_lanes)
   return nil
 end
 
--- what stops job `id` being removed: nil when it may be, -1 for no row, 0 when a
--- worker holds it (a `:lock` key or a `lock` field). Reads only.
+-- what stops job `id` being removed: nil when it may be (then its {group, dedup}),
+-- -1 for no row, 0 when a worker holds it (a `:lock` key or a `lock` field). One
+-- HMGET (EXISTS only for a hash holding none of its fields). Reads only.
 local function remove_refusal(base, id)
   local jk = base .. 'job:' .. id
-  if redis.call('EXISTS', jk) == 0 then return -1 end
-  if redis.call('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
-  return nil
+  -- (a key of another type under the row's name holds none of these fields)
+  local row = redis.pcall('HMGET', jk, 'group', 'dedup', 'lock')
+  if row.err then row = {false, false, false} end
+  if not (row[1] or row[2] or row[3]) and redis.call('EXISTS', jk) == 0 then return -1 end
+  if row[3] or redis.call('EXISTS', jk .. ':lock') == 1 then return 0 end
+  return nil, row
 end
 
--- the word a bulk reprocess answers for job `id` (flat or grouped: lanes are carried)
--- and, for 'bad_row', the refusal naming the field. Reads only.
-local function reprocess_word(base, id, dead)
-  local refused = reprocess_refusal(base, id, dead, true)
-  if refused == nil then return 'reprocessed' end
-  if refused == -1 then return 'gone' end
-  if string.find(refused.err, 'EMQSTATE not dead', 1, true) == 1 then return 'not_dead' end
-  return 'bad_row', refused
+-- the word a bulk reprocess answers for job `id` (flat or grouped: lanes are carried),
+-- in the order of reprocess_refusal's checks: 'foreign_id' (never addressed), 'gone',
+-- 'not_dead', 'bad_row' (then the refusal naming the field) or 'reprocessed' (then
+-- the group, false when flat); and the bytes read. `seen` as read_member's. Reads only.
+local function reprocess_word(base, id, dead, seen)
+  if foreign_id(id) then return 'foreign_id', nil, #id end
+  local refused, g, _, bytes = read_member(base, id, seen)
+  bytes = bytes + #id
+  if refused == -1 then return 'gone', nil, bytes end
+  if not redis.call('ZSCORE', dead, id) then return 'not_dead', nil, bytes end
+  if refused then return 'bad_row', refused, bytes end
+  return 'reprocessed', g, bytes
 end
 
--- the word a bulk remove answers for job `id`. Reads only.
-local REMOVE_WORDS = {[-1] = 'gone', [0] = 'locked'}
+-- the word a bulk remove answers for job `id` ('foreign_id', 'gone', 'locked' or
+-- 'removed'), the work it costs and the bytes it frees, as remove_one counts them.
+-- Reads only.
 local function remove_word(base, id)
+  if foreign_id(id) then return 'foreign_id', 1, #id end
   local refused = remove_refusal(base, id)
-  return refused == nil and 'removed' or REMOVE_WORDS[refused]
+  if refused == -1 then return 'gone', 1 + redis.call('SCARD', base .. 'groups'), #id end
+  if refused == 0 then return 'locked', 1, #id end
+  return 'removed', 2, #id + payload_bytes(base .. 'job:' .. id)
 end

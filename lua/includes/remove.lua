@@ -2,31 +2,35 @@
 -- was in flight, delete the row and logs, release its dedup key(s).
 -- returns 1 removed, -1 gone, 0 locked (nothing written for 0; for -1 the one
 -- cleanup: a ghost -- the id left as a member of a state set or lane after its
--- row went -- leaves those sets; an id in no set changes nothing)
+-- row went -- leaves those sets; an id in no set changes nothing); then the work
+-- it cost (1 an id; a removed job 2, its row, logs and every set written; a ghost 1
+-- more for each lane it was looked for in) and the bytes its delete freed (with
+-- the id's: remove_word counts the same)
 --@include refusals
 
 local function remove_one(base, id, dedup)
   local jk = base .. 'job:' .. id
-  local refused = remove_refusal(base, id)
+  local refused, row = remove_refusal(base, id)
   if refused == -1 then
     for _, t in ipairs({'pending', 'active', 'schedule', 'dead'}) do redis.call('ZREM', base .. t, id) end
-    for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
+    local groups = redis.call('SMEMBERS', base .. 'groups')
+    for _, g in ipairs(groups) do
       redis.call('ZREM', lane_pending(base, g), id)
     end
-    return -1
+    return -1, 1 + #groups, #id
   end
   -- a held job is left untouched
-  if refused == 0 then return 0 end
-  local row = redis.call('HMGET', jk, 'group', 'dedup')
+  if refused == 0 then return 0, 1, #id end
+  local freed = #id + payload_bytes(jk)
   local was_active = redis.call('ZREM', base .. 'active', id) == 1
   for _, t in ipairs({'pending', 'schedule', 'dead'}) do redis.call('ZREM', base .. t, id) end
   if row[1] then
     redis.call('ZREM', lane_pending(base, row[1]), id)
     if was_active then lane_release(base, row[1]) end
   end
-  redis.call('DEL', jk, jk .. ':logs')
+  redis.call('UNLINK', jk, jk .. ':logs')
   release_dedup(base, row[2], id)
   if dedup and dedup ~= '' then release_dedup(base, dedup, id) end
-  emit(base, {event = 'removed', job = id})
-  return 1
+  emit_job(base, 'removed', id)
+  return 1, 2, freed
 end

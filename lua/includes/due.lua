@@ -1,0 +1,29 @@
+-- the due-member loop @promote and @expire share: the members of a set due by now,
+-- walked from the place the previous call ended at (includes/walk.lua)
+--@include common
+--@include walk
+
+-- the due-member loop of @promote and @expire: each member of `set` due by now (from
+-- the place in argv) that may move is handed to move(id, group, priority) and counted;
+-- a ghost leaves the set; a bad row (or its lane's meta) or a foreign id stays where
+-- it is, announced once as a `bad_row` event of `verb`. Answers {moved, score, member, more}.
+local function due_moves(set, base, verb, argv, move)
+  local moved, seen = 0, {}
+  local head = walk(set, argv, string.format('%.0f', now_ms()), function(id)
+    if foreign_id(id) then
+      skipped_bad_row(base, verb, id, {err = 'foreign id'})
+      return #id
+    end
+    local refused, g, priority, bytes = read_member(base, id, seen)
+    if refused == -1 then
+      redis.call('ZREM', set, id)
+    elseif refused then
+      skipped_bad_row(base, verb, id, refused)
+    else
+      move(id, g, priority)
+      moved = moved + 1
+    end
+    return #id + bytes
+  end)
+  return {moved, head[1], head[2], head[3]}
+end

@@ -1,0 +1,419 @@
+"""Do no harm, the bulk verbs: every call is bounded by the work it does (members
+examined AND bytes), whatever the sets hold -- bad rows, ghosts, ids another node
+wrote outside the name gate, 8 MB payloads, a :logs list of 200,000 lines -- and a run
+walks each member once, so it never re-walks (or re-announces) what it left behind.
+Both backends; the calls that could hold a server run under the harness's watchdog
+(tests/harm.py). Work is observed in the replies and the events, never timed."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from harm import bounded, commands_sent
+from helpers import consistency_problems, dump, keys_of, server_for, server_url
+
+import emq_notebook as emq
+from emq_notebook import admin, jobs, lanes, magics, scripts, triage
+from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET
+from emq_notebook.errors import BadInput, ReadOnly
+
+Q = "harm"
+P = f"emq:{{{Q}}}:"
+
+
+def kill(conn, ids, group=None, error="boom"):
+    """Each id enqueued, claimed and failed for good: dead, scored by its time of death."""
+    for job_id in ids:
+        jobs.enqueue(conn, Q, "{}", id=job_id, max_attempts=1, group=group)
+        got = (lanes.claim if group else jobs.claim)(conn, Q, 60_000)
+        assert got.id == job_id
+        jobs.fail(conn, Q, job_id, error)
+
+
+def bad_rows_and_ghosts(conn, bad: int, ghosts: int, key: str = "dead") -> list[str]:
+    """`bad` rows no transition can read and `ghosts` members with no row, interleaved at
+    the head of set `key` (scored 1, 2, ...: the oldest), written by pipeline; the
+    bad rows' ids."""
+    pipe = conn.client.pipeline(transaction=False)
+    bad_ids: list[str] = []
+    for i in range(bad + ghosts):
+        if len(bad_ids) < bad and (i % 2 == 0 or i - len(bad_ids) == ghosts):
+            job_id = f"b_{i:06d}"
+            bad_ids.append(job_id)
+            pipe.hset(P + "job:" + job_id, mapping={"payload": "{}", "attempts": "three", "state": key})
+        else:
+            job_id = f"g_{i:06d}"
+        pipe.zadd(P + key, {job_id: i + 1})
+        if i % 5000 == 4999:
+            pipe.execute()
+    pipe.execute()
+    return bad_ids
+
+
+def steps(conn) -> list[list]:
+    """Every step reply `conn` gets from @reprocess_dead or its dry run, as it comes."""
+    seen: list[list] = []
+    real = conn.run
+
+    def run(name, keys, args=(), **kw):
+        reply = real(name, keys, args, **kw)
+        if name.startswith("reprocess_dead"):
+            seen.append(reply)
+        return reply
+
+    conn.run = run
+    return seen
+
+
+def examined(step: list) -> int:
+    """The members a step examined, from its reply: moved, ghosts, bad rows, foreign ids."""
+    return int(step[3]) + int(step[4]) + int(step[5]) + len(step[6])
+
+
+class Events:
+    """The events published on the queue's channel between `with` and its end."""
+
+    def __init__(self, conn):
+        self.conn, self.seen = conn, []
+
+    def __enter__(self) -> Events:
+        self.ps = self.conn.client.pubsub()
+        self.ps.subscribe(P + "events")
+        deadline = time.time() + 5
+        while self.ps.get_message(timeout=0.1) is None and time.time() < deadline:
+            pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        marker = f"the end {time.time_ns()}"
+        self.conn.client.publish(P + "events", marker)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            m = self.ps.get_message(timeout=0.1)
+            if m and m["type"] == "message":
+                if m["data"] == marker:
+                    break
+                self.seen.append(json.loads(m["data"]))
+        else:
+            raise AssertionError("the marker never came back")
+        self.ps.close()
+
+    def bad_rows(self) -> Counter:
+        return Counter(e["job"] for e in self.seen if e["event"] == "bad_row")
+
+
+# -- 1. bounded by the work, and each member walked once --------------------------------
+
+
+def test_each_reprocess_dead_call_examines_at_most_its_budget_past_30000_bad_rows_and_ghosts(harm):
+    conn, srv = harm
+    bad = bad_rows_and_ghosts(conn, 15_000, 15_000)
+    good = [f"j_{i:02d}" for i in range(20)]
+    kill(conn, good)
+    seen = steps(conn)
+    with Events(conn) as events:
+        moved = bounded(lambda: admin.reprocess_dead(conn, Q, budget=500), srv, what="reprocess_dead")
+    assert (moved, moved.bad_rows, moved.ghosts, moved.foreign) == (20, 15_000, 15_000, [])
+    assert all(examined(s) <= 500 for s in seen)
+    # each member examined once: 30,020 members in 61 calls, not 30,000 a call
+    assert sum(examined(s) for s in seen) == 30_020
+    assert len(seen) == math.ceil(30_020 / 500)
+    # each bad row announced once in the run, and left in dead; the ghosts dropped
+    assert events.bad_rows() == Counter(bad)
+    assert sorted(conn.client.zrange(P + "dead", 0, -1)) == bad
+    assert sorted(conn.client.zrange(P + "pending", 0, -1)) == good
+
+
+@pytest.mark.parametrize("how", ["rate", "trial"])
+def test_a_paced_or_trial_run_keeps_its_place_past_bad_rows(harm, how):
+    conn, srv = harm
+    bad = bad_rows_and_ghosts(conn, 1_500, 1_500)
+    good = [f"j_{i:02d}" for i in range(12)]
+    kill(conn, good)
+    seen = steps(conn)
+    control = {"rate": {"rate": 500}, "trial": {"trial": 4, "watch_s": 0.05}}[how]
+    with Events(conn) as events:
+        moved = bounded(lambda: admin.reprocess_dead(conn, Q, budget=400, **control), srv, what=how)
+    assert moved == 12 and (moved.bad_rows, moved.ghosts) == (1_500, 1_500)
+    assert all(examined(s) <= 400 for s in seen)
+    assert sum(examined(s) for s in seen) == 3_012  # never re-walked
+    if how == "rate":  # a step moves at most a tenth of a second's worth
+        assert all(int(s[3]) <= 50 for s in seen)
+    assert events.bad_rows() == Counter(bad)
+    assert sorted(conn.client.zrange(P + "pending", 0, -1)) == good
+
+
+@pytest.mark.parametrize("verb", ["promote", "expire_leases"])
+def test_housekeeping_laps_past_bad_rows_and_announces_each_once_a_lap(harm, verb):
+    conn, srv = harm
+    key = "schedule" if verb == "promote" else "active"
+    bad = bad_rows_and_ghosts(conn, 600, 600, key)
+    for i in range(5):  # due (or expired) a moment after they are added
+        jobs.enqueue(conn, Q, "{}", id=f"j_{i}", delay_ms=1 if verb == "promote" else 0)
+    if verb == "expire_leases":
+        while jobs.claim(conn, Q, 1):
+            pass
+    time.sleep(0.01)
+    call = getattr(jobs, verb)
+    with Events(conn) as events:
+        moved = [bounded(lambda: call(conn, Q, budget=500), srv, what=verb) for _ in range(3)]
+    # 1,205 due members: three calls of at most 500, the good ones last
+    assert moved == [0, 0, 5]
+    assert events.bad_rows() == Counter(bad)
+    assert conn.client.zcard(P + key) == 600  # the bad rows stay; the ghosts left
+    with Events(conn) as again:
+        assert call(conn, Q, budget=500) == 0  # a new lap from the head
+    assert set(again.bad_rows().values()) == {1} and len(again.bad_rows()) == 500
+
+
+# -- 2. big values ------------------------------------------------------------------------
+
+
+def big_jobs(conn) -> None:
+    """Four jobs with an 8 MB payload, then one with a :logs list of 200,000 lines."""
+    big = "x" * (8 << 20)
+    for i in range(4):
+        jobs.enqueue(conn, Q, big, id=f"j_big{i}")
+    jobs.enqueue(conn, Q, "{}", id="j_logs")
+    pipe = conn.client.pipeline(transaction=False)
+    for _ in range(20):
+        pipe.rpush(P + "job:j_logs:logs", *(f"line {i}" for i in range(10_000)))
+    pipe.execute()
+
+
+def test_drain_of_big_payloads_and_long_logs_returns_a_call_per_big_row(harm):
+    conn, srv = harm
+    big_jobs(conn)
+    drained: list[int] = []
+    n = bounded(lambda: admin.drain(conn, Q, progress=lambda c, k: drained.append(k)), srv, what="drain")
+    # each 8 MB payload spends a call's bytes: a call of its own, then the rest
+    assert n == 5 and drained == [1, 2, 3, 4, 5]
+    assert keys_of(conn, Q) == [P + "meta"]
+
+
+def test_obliterate_of_big_payloads_and_long_logs_returns_and_leaves_nothing(harm):
+    conn, srv = harm
+    big_jobs(conn)
+    admin.pause(conn, Q)
+    left: list[int] = []
+    calls = bounded(
+        lambda: admin.obliterate_all(conn, Q, progress=lambda c, k: left.append(k)), srv, what="obliterate"
+    )
+    assert left == [4, 3, 2, 1] and calls == 5  # one 8 MB row a call, then the rest
+    assert keys_of(conn, Q) == []
+
+
+def test_enqueue_many_splits_large_payloads_by_bytes(conn):
+    sent: list[tuple[int, int]] = []
+    real = conn.run
+
+    def run(name, keys, args=(), **kw):
+        triples = args[5:]
+        sent.append((len(triples) // 3, sum(len(str(a)) for a in triples)))
+        return real(name, keys, args, **kw)
+
+    conn.run = run
+    payloads = ["x" * 300_000] * 12 + ["y" * 1_500_000] + ["{}"] * 3
+    ids = jobs.enqueue_many(conn, Q, payloads)
+    # about a megabyte a call; a payload larger than that goes alone
+    assert [jobs_in for jobs_in, _ in sent] == [3, 3, 3, 3, 1, 3]
+    assert all(size <= BYTE_BUDGET or jobs_in == 1 for jobs_in, size in sent)
+    assert conn.client.zrange(P + "pending", 0, -1) == ids
+    assert conn.client.hstrlen(P + "job:" + ids[12], "payload") == 1_500_000
+
+
+# -- 3. a budget over the maximum: refused before anything is sent ------------------------
+
+OVER = MAX_BUDGET + 1
+OVER_BUDGET = {
+    "reprocess_dead": lambda c: admin.reprocess_dead(c, Q, budget=OVER),
+    "reprocess_dead paced": lambda c: admin.reprocess_dead(c, Q, budget=OVER, rate=10),
+    "reprocess_dead trial": lambda c: admin.reprocess_dead(c, Q, budget=OVER, trial=2),
+    "reprocess_dead dry run": lambda c: admin.reprocess_dead(c, Q, budget=OVER, dry_run=True),
+    "reprocess_jobs": lambda c: admin.reprocess_jobs(c, Q, ["j_1"], budget=OVER),
+    "reprocess_jobs dry run": lambda c: admin.reprocess_jobs(c, Q, ["j_1"], budget=OVER, dry_run=True),
+    "remove_jobs": lambda c: admin.remove_jobs(c, Q, ["j_1"], budget=OVER),
+    "remove_jobs dry run": lambda c: admin.remove_jobs(c, Q, ["j_1"], budget=OVER, dry_run=True),
+    "drain": lambda c: admin.drain(c, Q, budget=OVER),
+    "obliterate": lambda c: admin.obliterate(c, Q, budget=OVER),
+    "obliterate_all": lambda c: admin.obliterate_all(c, Q, budget=OVER),
+    "enqueue_many": lambda c: jobs.enqueue_many(c, Q, ["{}"], chunk=OVER),
+    "promote": lambda c: jobs.promote(c, Q, budget=OVER),
+    "expire_leases": lambda c: jobs.expire_leases(c, Q, budget=OVER),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(OVER_BUDGET))
+def test_a_budget_over_the_maximum_is_refused_before_anything_is_sent(harm, verb):
+    conn, srv = harm
+    kill(conn, ["j_1"])
+    before = dump(conn)
+
+    def refused() -> None:
+        with pytest.raises(BadInput) as info:
+            OVER_BUDGET[verb](conn)
+        assert "\n" not in str(info.value) and f"{MAX_BUDGET:,}" in str(info.value)
+
+    if srv is None:  # every command the client sends
+        calls: list[tuple] = []
+        real = conn.client.execute_command
+        conn.client.execute_command = lambda *a, **kw: (calls.append(a), real(*a, **kw))[1]
+        refused()
+        assert calls == []
+    else:  # counted on the server
+        assert commands_sent(conn.client, refused) == {}
+    assert dump(conn) == before
+
+
+# -- 4. the dry run answers what the real call does ---------------------------------------
+
+
+def mixed_dead(conn, logs: bool = True) -> None:
+    """Seven dead members: three that move (one grouped), two bad rows, a ghost, and an
+    id naming another job's logs (j_flat's, which hold a line when `logs`)."""
+    kill(conn, ["j_flat", "j_flat2"])
+    kill(conn, ["j_lane"], group="acme")
+    kill(conn, ["j_bad", "j_bad2"])
+    conn.client.hset(P + "job:j_bad", "attempts", "three")
+    conn.client.hset(P + "job:j_bad2", "priority", "1e999")
+    conn.client.zadd(P + "dead", {"j_ghost": 1})
+    if logs:
+        conn.client.rpush(P + "job:j_flat:logs", "a line")
+    conn.client.zadd(P + "dead", {"j_flat:logs": 2})
+
+
+def test_the_dry_run_of_reprocess_dead_equals_the_real_call_on_the_same_state(conn, backend, request):
+    mixed_dead(conn)
+    before = dump(conn)
+    url = server_url(backend, server_for(backend, request))
+    ro = emq.connect(url, embedded="fake" if url is None else None, read_only=True)
+    would = admin.reprocess_dead(ro, Q, budget=2, dry_run=True)
+    assert dump(conn) == before  # nothing written, on a read-only session
+    with pytest.raises(ReadOnly):
+        admin.reprocess_dead(ro, Q)
+    moved = admin.reprocess_dead(conn, Q, budget=2)
+    assert (would, would.bad_rows, would.ghosts, would.foreign) == (3, 2, 1, ["j_flat:logs"])
+    assert (moved, moved.bad_rows, moved.ghosts, moved.foreign) == (would, 2, 1, ["j_flat:logs"])
+    assert sorted(conn.client.zrange(P + "dead", 0, -1)) == ["j_bad", "j_bad2", "j_flat:logs"]
+    assert conn.client.lrange(P + "job:j_flat:logs", 0, -1) == ["a line"]  # never addressed
+    assert admin.reprocess_dead(conn, Q, limit=1, dry_run=True) == 0
+
+
+def test_reprocess_all_dead_dry_run_says_what_the_real_call_moves(ip, conn, capsys):
+    mixed_dead(conn, logs=False)  # (the frame of errors the dry run shows reads every member's row)
+    magics.SESSION.conn = conn
+    frame = ip.run_line_magic("emq", f"reprocess {Q} --all-dead --dry-run")
+    said = capsys.readouterr().out
+    assert "3 of 7 dead jobs would move; nothing written" in said
+    assert "2 bad rows (a field no transition can read) would stay" in said
+    assert "1 ghost (a member with no row) would be dropped" in said
+    assert "1 job with a foreign id would stay: j_flat:logs" in said
+    assert list(frame.columns)[:1] == ["count"]
+    ip.run_line_magic("emq", f"reprocess {Q} --all-dead --rate 100000")
+    said = capsys.readouterr().out
+    assert "reprocessed 3 dead jobs of harm" in said
+    assert "1 job with a foreign id left in dead: j_flat:logs" in said
+
+
+# -- 5. ids another node wrote outside the name gate --------------------------------------
+
+
+def foreign_dead(conn) -> list[str]:
+    """Seven dead jobs, two of them with ids our gate refuses, written as another node
+    writes them (the row, then the dead set)."""
+    ids = [f"j_{i}" for i in range(5)]
+    kill(conn, ids)
+    for job_id in ("ord:17", "a b"):
+        conn.client.hset(
+            P + "job:" + job_id,
+            mapping={"payload": "{}", "attempts": "1", "failures": "1", "max_attempts": "1"}
+            | {"state": "dead", "last_error": "boom"},
+        )
+        conn.client.zadd(P + "dead", {job_id: int(time.time() * 1000)})
+    return [*ids, "ord:17", "a b"]
+
+
+FOREIGN_WAYS = {
+    "reprocess_dead paced": lambda c: admin.reprocess_dead(c, Q, rate=1000),
+    "reprocess_dead trial": lambda c: admin.reprocess_dead(c, Q, trial=2, watch_s=0.05),
+    "reprocess_jobs of find": lambda c: admin.reprocess_jobs(c, Q, triage.find(c, Q, error="boom").index),
+}
+
+
+@pytest.mark.parametrize("way", sorted(FOREIGN_WAYS))
+def test_foreign_ids_do_not_stop_the_rest(conn, way):
+    ids = foreign_dead(conn)
+    answer = FOREIGN_WAYS[way](conn)
+    assert answer == 7 or answer == dict.fromkeys(ids, "reprocessed")
+    assert conn.client.zcard(P + "dead") == 0
+    assert sorted(conn.client.zrange(P + "pending", 0, -1)) == sorted(ids)
+    assert consistency_problems(conn, Q) == []
+
+
+def test_the_filtered_dry_runs_answer_for_foreign_ids(conn):
+    ids = foreign_dead(conn)
+    found = triage.find(conn, Q, error="boom").index
+    before = dump(conn)
+    assert admin.reprocess_jobs(conn, Q, found, dry_run=True) == dict.fromkeys(ids, "reprocessed")
+    assert admin.remove_jobs(conn, Q, found, dry_run=True) == dict.fromkeys(ids, "removed")
+    assert dump(conn) == before
+
+
+def test_an_id_naming_another_jobs_subkey_is_never_addressed(conn):
+    jobs.enqueue(conn, Q, "{}", id="j_1")
+    jobs.add_log(conn, Q, "j_1", "keep me")
+    assert jobs.claim(conn, Q, 60_000).id == "j_1"  # its lock is held
+    before = {k: dump(conn)[k] for k in (P + "job:j_1", P + "job:j_1:logs", P + "job:j_1:lock")}
+    odd = ["j_1:logs", "j_1:lock"]
+    conn.client.zadd(P + "dead", dict.fromkeys(odd, 1))
+    assert admin.reprocess_jobs(conn, Q, odd) == dict.fromkeys(odd, "foreign_id")
+    assert admin.remove_jobs(conn, Q, odd, dry_run=True) == dict.fromkeys(odd, "foreign_id")
+    assert admin.remove_jobs(conn, Q, odd) == dict.fromkeys(odd, "foreign_id")
+    assert admin.reprocess_dead(conn, Q).foreign == sorted(odd)
+    conn.client.zadd(P + "pending", dict.fromkeys(odd, 1))
+    assert admin.drain(conn, Q) == 2  # the members leave; no key is built from them
+    after = dump(conn)
+    assert {k: after[k] for k in before} == before
+    assert conn.client.zrange(P + "dead", 0, -1) == sorted(odd)
+
+
+# -- 6. EchoMQ's own callers send no byte budget -------------------------------------------
+
+
+def test_echomqs_own_drain_and_obliterate_layouts_answer_as_echomq_does(conn):
+    """EchoMQ's Elixir Admin sends drain no ARGV and obliterate two: the byte budget is
+    an optional last argument, so their replies are EchoMQ's."""
+    for i in range(5):
+        jobs.enqueue(conn, Q, "x" * 100, id=f"j_{i}")
+    assert (
+        conn.client.evalsha(conn.client.script_load(scripts.source("drain")), 2, P, P + "pending") == 5
+    )  # the count drained, unbounded
+    for i in range(5):
+        jobs.enqueue(conn, Q, "x" * 100, id=f"j_{i}")
+    admin.pause(conn, Q)
+    sha = conn.client.script_load(scripts.source("obliterate"))
+    # five jobs at two a call: 1 (:more), 1, then the last job and the rest, 0 (:ok)
+    assert [conn.client.evalsha(sha, 2, P + "meta", P, "", "2") for _ in range(3)] == [1, 1, 0]
+    assert keys_of(conn, Q) == []
+
+
+def test_obliterate_keeps_the_throughput_record_whole_between_calls(conn):
+    """The latency minutes go in the call that deletes the metrics hashes, however small
+    the budget and however many minutes the history spans."""
+    for i in range(3):
+        jobs.enqueue(conn, Q, "{}", id=f"j_{i}")
+    jobs.complete(conn, Q, jobs.claim(conn, Q, 60_000).id)
+    for minute in (1, 2, 3):  # a history spanning more minutes than the budget
+        conn.client.zadd(P + "lat:minutes", {str(minute): minute})
+        conn.client.hset(P + f"lat:wait:{minute}", "0", "1")
+    admin.pause(conn, Q)
+    while admin.obliterate(conn, Q, budget=1) == "more":
+        metrics = conn.client.exists(P + "metrics:claimed", P + "metrics:completed")
+        minutes = conn.client.exists(P + "lat:minutes", *(P + f"lat:wait:{m}" for m in (1, 2, 3)))
+        assert (metrics, minutes) in ((2, 4), (0, 0))
+    assert keys_of(conn, Q) == []
