@@ -58,7 +58,7 @@ CLAIM_CUTS = [
 COMPLETE_CUTS = [
     ("'owner', 'claimed_at')", "'owner')"),
     (
-        "local claimed_at = whole_of(row[5])\n"
+        "local claimed_at = whole_of(row[4])\n"
         "if claimed_at then record_latency(base, 'run', now - claimed_at, now, keep) end\n",
         "",
     ),
