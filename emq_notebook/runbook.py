@@ -38,7 +38,7 @@ from . import admin, frames, health, lanes, plots, repeat, triage
 from .connector import Connection, connect, redact, secrets_of
 from .decoding import text_dtype, visible
 from .errors import BadInput, Halted, OutcomeNotReached, PreconditionFailed
-from .keyspace import base, check_name, queue_key
+from .keyspace import check_name, queue_key
 
 SAMPLE = 5
 
@@ -293,7 +293,7 @@ def start(
             "note: the embedded default is an empty in-process server; set EMQ_URL (or the "
             "EMQ_URL parameter) to reach the live one"
         )
-    if not absent_ok and not conn.scan(base(queue) + "*"):
+    if not absent_ok and not _has_keys(conn, queue):
         known = ", ".join(frames.queues(conn)[:20]) or "none"
         raise BadInput(f"no queue {queue!r} on {conn.label} (queues there: {known})")
     try:
@@ -303,6 +303,17 @@ def start(
     except ImportError:  # pragma: no cover
         pass
     return Runbook(name, conn, queue, apply, {"QUEUE": queue, "APPLY": apply, **params})
+
+
+# the keys one of which every queue holds while it holds anything: its meta hash (every
+# transition writes it), its sets, its lanes' names, its repeatables and dedup keys
+_QUEUE_KEYS = ("meta", "pending", "active", "schedule", "dead", "groups", "repeat", "repeat:defs", "dedup")
+
+
+def _has_keys(conn: Connection, q: str) -> bool:
+    """True when queue `q` has a key on the server: one EXISTS of its own keys (one
+    slot), never a SCAN of the keyspace, whose cost grows with every key anyone stores."""
+    return bool(conn.command("EXISTS", *(queue_key(q, k) for k in _QUEUE_KEYS)))
 
 
 # -- readers the runbooks share ----------------------------------------------------------

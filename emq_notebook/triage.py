@@ -243,7 +243,11 @@ def find(
                 queue=q,
             )
             for job_id, at, *fields in rows:
-                if job_id in found or not _still_matches(fields, narrow, payload, signature):
+                if job_id in found:
+                    continue
+                if len(fields) > len(frames.FIELDS):  # a payload too large for the script
+                    fields = frames._whole(conn, q, job_id, fields)
+                if not _still_matches(fields, narrow, payload, signature):
                     continue
                 found[job_id] = (st, float(at), fields)
                 if limit is not None and len(found) >= limit:

@@ -12,8 +12,10 @@
 -- runs of 8 or more hex digits holding a digit -> <hex>; numbers -> <num>), as
 -- emq_notebook.triage.signature makes them before it collapses whitespace, strips and
 -- cuts (a test holds the two together). So a step sends about one group per signature.
--- A row with no last_error counts under '' (its sample error nil); a member with no row
--- is examined (it costs budget) and not counted.
+-- A row with no last_error counts under '' (its sample error nil); a member with no row,
+-- an id naming another job's :logs or :lock and a key that is no hash are examined
+-- (each costs budget) and not counted.
+--@include reads
 --@include cursor
 --@include signature
 local set, base = KEYS[1], KEYS[2]
@@ -24,10 +26,11 @@ local key_of = signature_keyer()
 -- greatest; the groups hold those rows' ids until their scores are read, below
 local groups, order = {}, {}
 local function count(id, rows, at)
+  if foreign_id(id) then return 0 end
   local text = rows[at + 1]
   local key, work = '', 0
   if text then key, work = key_of(text) end
-  if text or redis.call('EXISTS', base .. 'job:' .. id) == 1 then
+  if text or redis.call('TYPE', base .. 'job:' .. id).ok == 'hash' then
     local g = groups[key]
     if g then
       g[2], g[4] = g[2] + 1, id

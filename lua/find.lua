@@ -4,18 +4,23 @@
 -- ARGV[1], ARGV[2] = the cursor: score and member of the last member examined ('' =
 --   from the start); ARGV[3] = budget, members examined at most; ARGV[4] = bytes of
 --   work at most (the fields the filters read, each glob item tried as STEP_BYTES, the
---   matches' fields sent; the step ends after the member that reaches it); ARGV[5] = limit, matches at most; ARGV[6],
+--   matches' fields sent; the step ends after the member that reaches it); ARGV[5] =
+--   limit, matches at most; ARGV[6],
 --   ARGV[7] = the last_error and payload globs (specs as includes/glob.lua reads them;
 --   '' = any); ARGV[8] = group ('' = any); ARGV[9] = least attempts, ARGV[10] = created
 --   at or after, ARGV[11] = created before (epoch ms; '' = any)
 -- returns {score, member, more, match...}: the next call's cursor (the last member
 -- examined) and more = 1 while members follow it; each match is {id, score, group,
--- priority, attempts, failures, stalled, last_error, progress, payload}. A row that
--- lacks a field a filter reads does not match; a member with no row never does. A glob
--- is matched exactly but where the text or the glob holds a byte that is no part of a
--- well-formed UTF-8 character, or where a match would spend more than the step's work
--- left (includes/glob.lua): there the row may be sent though the glob does not match
--- it, for the caller to check again.
+-- priority, attempts, failures, stalled, last_error, progress, payload}, and one value
+-- more, 8 (the payload's place), when its payload is over ARGV[4] bytes: that payload is
+-- not read here (a script holds the server about a millisecond a megabyte it reads),
+-- it is nil, for the caller to read with a plain HGET. A row that lacks a field a filter
+-- reads does not match; a member with no row never does, nor an id naming another
+-- job's :logs or :lock, nor a key that is no hash. A glob is matched exactly but where
+-- the text or the glob holds a byte that is no part of a well-formed UTF-8 character,
+-- where a match would spend more than the step's work left (includes/glob.lua), or
+-- where the payload a payload glob reads is over ARGV[4] bytes: there the row may be
+-- sent though the glob does not match it, for the caller to check again.
 --@include reads
 --@include cursor
 --@include glob
@@ -26,46 +31,64 @@ local least, after, before = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARG
 -- the matcher's work for the text at hand, in items tried
 local work = {steps = 0}
 
--- only the fields the filters read are fetched
+-- only the fields the filters read are fetched, the payload apart (its size first)
 local wanted, slot = {}, {}
 for _, f in ipairs({{'group', group ~= ''}, {'attempts', least}, {'created_at', after or before},
-                    {'last_error', by_error}, {'payload', by_payload}}) do
+                    {'last_error', by_error}}) do
   if f[2] then
     wanted[#wanted + 1] = f[1]
     slot[f[1]] = #wanted
   end
 end
 
--- the globs, each with the place of its field in a row
-local globs = {}
-if by_error then globs[#globs + 1] = {by_error, slot.last_error} end
-if by_payload then globs[#globs + 1] = {by_payload, slot.payload} end
+-- the fields a match sends, and the same without the payload (its place is the last)
+local SENT = {'group', 'priority', 'attempts', 'failures', 'stalled', 'last_error', 'progress', 'payload'}
+local SENT_SMALL = {unpack(SENT, 1, 7)}
+
+-- the payload of row jk when it is at most `bytes` long: the text (false when the row
+-- has none), or nil and its size when it is longer; false and 0 for a key that is no hash
+local function payload_of(jk)
+  local size = redis.pcall('HSTRLEN', jk, 'payload')
+  if type(size) ~= 'number' then return false, 0 end
+  if size > bytes then return nil, size end
+  return redis.call('HGET', jk, 'payload'), size
+end
 
 -- true when the row passes every filter; nil when a glob could not decide it with the
--- work left (the row is sent, and checked again by the caller)
+-- work left, or the payload a payload glob reads is too large to read here (the row is
+-- sent, and checked again by the caller). Also the bytes of the payload it read
 local function matches(id, row, at)
+  if foreign_id(id) then return false, 0 end
+  local jk = base .. 'job:' .. id
   local any = false
   for k = 1, #wanted do any = any or row[at + k] ~= false end
-  -- no field read at all: a member with no row is never a match
-  if not any and redis.call('EXISTS', base .. 'job:' .. id) == 0 then return false end
-  if group ~= '' and row[at + slot.group] ~= group then return false end
+  -- no field read at all: a member with no row (or a key that is no row) never matches
+  if not any and redis.call('TYPE', jk).ok ~= 'hash' then return false, 0 end
+  if group ~= '' and row[at + slot.group] ~= group then return false, 0 end
   if least then
     local n = whole_of(row[at + slot.attempts], 0)
-    if not n or n < least then return false end
+    if not n or n < least then return false, 0 end
   end
   if after or before then
     local created = whole_of(row[at + slot.created_at])
-    if not created or (after and created < after) or (before and created >= before) then return false end
+    if not created or (after and created < after) or (before and created >= before) then return false, 0 end
   end
   local decided = true
-  for g = 1, #globs do
-    local text = row[at + globs[g][2]]
-    if not text then return false end
-    local said = glob_matches(text, globs[g][1], work)
-    if said == false then return false end
+  if by_error then
+    local text = row[at + slot.last_error]
+    if not text then return false, 0 end
+    local said = glob_matches(text, by_error, work)
+    if said == false then return false, 0 end
     if said == nil then decided = nil end
   end
-  return decided
+  if not by_payload then return decided, 0 end
+  local text, size = payload_of(jk)
+  if text == false then return false, 0 end
+  if text == nil then return nil, 0 end
+  local said = glob_matches(text, by_payload, work)
+  if said == false then return false, size end
+  if said == nil then decided = nil end
+  return decided, size
 end
 
 local found = {}
@@ -73,15 +96,23 @@ local function search(id, row, at, left)
   -- the matcher may spend the bytes left (STEP_BYTES a step), and at least MIN_STEPS
   local steps = left > MIN_STEPS * STEP_BYTES and math.floor(left / STEP_BYTES) or MIN_STEPS
   work.steps = steps
-  local said = matches(id, row, at)
-  local spent = (steps - work.steps) * STEP_BYTES
+  local said, read = matches(id, row, at)
+  local spent = (steps - work.steps) * STEP_BYTES + read
   if said == false then return spent end
-  local f = redis.call('HMGET', base .. 'job:' .. id, 'group', 'priority', 'attempts', 'failures', 'stalled',
-    'last_error', 'progress', 'payload')
+  -- a match is a hash: its payload's size, then its fields
+  local jk = base .. 'job:' .. id
+  local f
+  if redis.call('HSTRLEN', jk, 'payload') > bytes then
+    f = redis.call('HMGET', jk, unpack(SENT_SMALL))
+    f[8], f[9] = false, 8
+  else
+    f = redis.call('HMGET', jk, unpack(SENT))
+  end
   for k = 1, 8 do
     if f[k] then spent = spent + #f[k] end
   end
-  found[#found + 1] = {id, f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]}
+  table.insert(f, 1, id)
+  found[#found + 1] = f
   if #found >= limit or said == nil then return false end
   return spent
 end

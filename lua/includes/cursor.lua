@@ -73,8 +73,10 @@ local function scan_step(set, base, start, budget, bytes, fields, visit)
       rows = {}
       for k, id in ipairs(redis.call('ZRANGE', set, start + examined, start + examined + want - 1)) do
         rows[#rows + 1] = id
-        local values = #fields > 0 and redis.call('HMGET', base .. 'job:' .. id, unpack(fields)) or {}
-        for f = 1, #fields do rows[#rows + 1] = values[f] end
+        -- a key that is no hash (another job's :logs list) reads as a row with no field
+        local values = #fields > 0 and redis.pcall('HMGET', base .. 'job:' .. id, unpack(fields)) or {}
+        if values.err then values = {} end
+        for f = 1, #fields do rows[#rows + 1] = values[f] or false end
       end
     end
     if #rows == 0 then break end
