@@ -21,9 +21,12 @@
 -- answers nil (undecided), and the caller lets the row through to the check that
 -- follows. Nothing recurses. Reads only.
 
--- an item tried, as bytes of a step's work (a fraction of a microsecond), and the
--- fewest a text is given before it is left undecided
-local STEP_BYTES, MIN_STEPS = 32, 2048
+-- an item tried, as bytes of a step's work (0.3 to 1.1 us on the bench machine, a class
+-- read on non-ASCII text the dearest: so a step's byte budget of matching, 1 MB, is
+-- at most about 8 ms), and the fewest a text is given before it is left undecided
+local STEP_BYTES, MIN_STEPS = 128, 2048
+-- a class's ranges tried for one item: each RANGES_A_STEP of them cost a step more
+local RANGES_A_STEP = 4
 
 -- the pieces of a glob spec, each a list of items {lit = bytes} | {any = count} |
 -- {lo, hi, lo, hi, ...} (a class), with `width` (its bytes on ASCII text), `before`
@@ -36,7 +39,9 @@ local function glob_of(spec)
   local pieces, piece, i, n = {}, {width = 0, cost = 0}, 2, #spec
   local function add(item, width)
     piece[#piece + 1] = item
-    piece.width, piece.cost = piece.width + width, piece.cost + 1
+    local cost = 1
+    if not item.lit and not item.any then cost = 1 + math.floor(#item / (2 * RANGES_A_STEP)) end
+    piece.width, piece.cost = piece.width + width, piece.cost + cost
     if item.lit then
       piece.anchor = piece.anchor or #piece
     else
