@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from . import checks, triage
+from . import checks
 from .catalogue import document
 from .checks import whole
 from .connector import Connection
@@ -198,7 +198,7 @@ class DeadRun:
         self.conn, self.q, self.budget = conn, q, budget
         self.name = "reprocess_dead_check" if dry_run else "reprocess_dead"
         self.keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
-        self.began = triage.server_ms(conn)
+        self.began = conn.server_ms()
         if not dry_run:
             # the first move comes a millisecond after the clock read, so a job this run
             # moves can only die again at a later time than `began`

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import commands, grammar, registry, settings
+from . import commands, defaults, grammar, registry, settings
 from .connector import connect
 from .decoding import visible
 from .errors import EMQError, Refused, UsageProblem
@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     top.add_argument(
         "--executor",
-        choices=list(settings.EXECUTORS),
+        choices=list(defaults.EXECUTORS),
         default=None,
         help="how transitions run: script (EVALSHA), function (FCALL), native (EMQ.*); "
         "default: [tool.emq_notebook] executor",

@@ -23,11 +23,12 @@ from . import admin, frames, jobs, lanes, registry
 from .catalogue import Entry
 from .checks import json_text
 from .connector import Connection, connect
+from .defaults import EXECUTORS
 from .errors import ActiveJobs, NotPaused, Refused, UsageProblem
 from .grammar import delay, duration, fraction, grammar, limit, rate, seconds, verb_help, whole
 from .keyspace import STATES, queue_key
 from .registry import arg, opt, verb
-from .settings import EXECUTORS, Settings
+from .settings import Settings
 
 DEFAULT_NAME = "default"
 _NAME = re.compile(r"[A-Za-z0-9_.@+\-]{1,64}\Z")

@@ -205,7 +205,7 @@ def remove(s: Session, ns: Namespace) -> Any:
 )
 def _find(s: Session, ns: Namespace) -> pd.DataFrame:
     rows = s.settings.default_limit if ns.limit is None else ns.limit
-    after = None if ns.since is None else triage.server_ms(s.conn) - ns.since
+    after = None if ns.since is None else s.conn.server_ms() - ns.since
     frame = triage.find(
         s.conn,
         ns.queue,

@@ -27,7 +27,6 @@ import contextlib
 import os
 import re
 import threading
-import urllib.parse
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -37,10 +36,11 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from . import decoding, scripts, transitions
+from .defaults import EXECUTORS
 from .directory import Directory
 from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError
+from .redaction import redact, scrub, secrets_of
 
-EXECUTORS = ("script", "function", "native")
 # the native commands of a module-loaded EchoMQ node, by transition (the transition table's)
 NATIVE = {t.name: t.native for t in transitions.TABLE.values() if t.native}
 
@@ -91,71 +91,10 @@ READING_COMMANDS = frozenset(
         "OBJECT",
     }
 )
-# query-string parameters that carry a secret (redis-py reads `password` from the query)
-_SECRET_PARAMS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
 
 _lock = threading.Lock()
 _fake_server = None
 _valkey_server = None
-
-
-def _split(url: str) -> tuple[str, str, str, str]:
-    """(scheme://, netloc, path, query) by hand: never raises, whatever the URL."""
-    head, sep, rest = url.partition("://")
-    if not sep:
-        head, rest = "", url
-    else:
-        head += sep
-    cut = min([i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0] or [len(rest)])
-    netloc, tail = rest[:cut], rest[cut:]
-    path, _, query = tail.partition("?")
-    return head, netloc, path, query
-
-
-def _is_secret_param(name: str) -> bool:
-    name = urllib.parse.unquote_plus(name).lower()
-    return any(word in name for word in _SECRET_PARAMS)
-
-
-def redact(url: str) -> str:
-    """The URL with every password replaced by `***`: the user part's and any
-    query-string credential (`?password=...`). Never fails, even on a malformed URL."""
-    head, netloc, path, query = _split(url)
-    userinfo, at, hostport = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        netloc = f"{userinfo.split(':', 1)[0]}:***@{hostport}"
-    if query:
-        fragment = ""
-        if "#" in query:
-            query, fragment = query.split("#", 1)
-            fragment = "#" + fragment
-        pairs = []
-        for pair in query.split("&"):
-            name, eq, value = pair.partition("=")
-            pairs.append(f"{name}=***" if eq and value and _is_secret_param(name) else pair)
-        query = "?" + "&".join(pairs) + fragment
-    return head + netloc + path + query
-
-
-def secrets_of(url: str) -> tuple[str, ...]:
-    """Every secret written in `url`, raw and percent-decoded, longest first (for scrubbing)."""
-    _, netloc, _, query = _split(url)
-    found: set[str] = set()
-    userinfo, at, _ = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        found.add(userinfo.split(":", 1)[1])
-    for pair in query.split("#", 1)[0].split("&") if query else []:
-        name, eq, value = pair.partition("=")
-        if eq and _is_secret_param(name):
-            found.add(value)
-    found |= {urllib.parse.unquote_plus(v) for v in found} | {urllib.parse.unquote(v) for v in found}
-    return tuple(sorted((v for v in found if v), key=len, reverse=True))
-
-
-def _scrub(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
 
 
 def sent_once() -> Retry:
@@ -285,6 +224,12 @@ class Connection:
                 "connect without read_only=True to change the queue"
             )
 
+    def server_ms(self) -> int:
+        """The server's clock in epoch ms: the clock the scripts stamp every time with
+        (`created_at`, leases, due times, deaths), never this machine's. Reads only."""
+        seconds, micros = self.command("TIME")
+        return int(seconds) * 1000 + int(micros) // 1000
+
     @property
     def folds_pause(self) -> bool:
         """True when the claim reads the paused field inside the same call (one round trip)."""
@@ -341,7 +286,7 @@ class Connection:
                 else:
                     reply = self.script(body)(keys=wire_keys, args=wire_args)
         except redis.ResponseError as exc:
-            raise transitions.error(_scrub(str(exc), self._secrets), call) from None
+            raise transitions.error(scrub(str(exc), self._secrets), call) from None
         return transitions.decode(t.reply, reply, call)
 
     def _fcall(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
@@ -399,7 +344,7 @@ class Connection:
             yield self.client
         except redis.AuthenticationError as exc:
             raise WireError(
-                f"authentication failed at {self.label}: {_scrub(str(exc), self._secrets)}"
+                f"authentication failed at {self.label}: {scrub(str(exc), self._secrets)}"
             ) from None
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise self.wire_error(exc) from None
@@ -415,11 +360,11 @@ class Connection:
 
     def typed(self, exc: redis.ResponseError, verb: str, queue: str, job: str | None) -> EMQError:
         return transitions.error(
-            _scrub(str(exc), self._secrets), transitions.Call(verb, verb=verb, queue=queue, job=job)
+            scrub(str(exc), self._secrets), transitions.Call(verb, verb=verb, queue=queue, job=job)
         )
 
     def wire_error(self, exc: Exception) -> WireError:
-        return WireError(f"lost the server at {self.label}: {_scrub(str(exc), self._secrets)}")
+        return WireError(f"lost the server at {self.label}: {scrub(str(exc), self._secrets)}")
 
     def _native(self, command: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
         try:
@@ -531,7 +476,7 @@ class Pipeline:
         out = []
         for at, reply in enumerate(replies):
             if isinstance(reply, redis.ResponseError):
-                text = _scrub(str(reply), self._conn._secrets)
+                text = scrub(str(reply), self._conn._secrets)
                 if at in runs:
                     raise transitions.error(text, runs[at][1])
                 raise EMQError(f"server error in a pipelined command: {text}")
@@ -650,9 +595,9 @@ def connect(
                 real, decode_responses=True, encoding_errors=decoding.ERRORS, **options
             )
     except (ValueError, TypeError, redis.ResponseError) as exc:
-        raise BadInput(f"cannot use {label}: {_scrub(str(exc), secrets)}") from None
+        raise BadInput(f"cannot use {label}: {scrub(str(exc), secrets)}") from None
     except redis.AuthenticationError as exc:
-        raise WireError(f"authentication failed at {label}: {_scrub(str(exc), secrets)}") from None
+        raise WireError(f"authentication failed at {label}: {scrub(str(exc), secrets)}") from None
     except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
-        raise WireError(f"cannot reach the cluster at {label}: {_scrub(str(exc), secrets)}") from None
+        raise WireError(f"cannot reach the cluster at {label}: {scrub(str(exc), secrets)}") from None
     return Connection(client, label, executor, secret=secrets, cluster=cluster, **session)

@@ -34,3 +34,20 @@ BYTE_BUDGET = 1 << 20
 DEFAULT_LIMIT = 1000
 # the longest glob a search takes (characters): matching costs text length x glob length
 MAX_GLOB = 1000
+
+# -- the operator's settings' defaults (settings.py: each a `%config EMQMagics.<name>`) --
+# how a connection runs the transitions: EVALSHA of the scripts, FCALL of the function
+# library, or the EMQ.* commands of a module-loaded node
+EXECUTORS = ("script", "function", "native")
+# a command that destroys or moves more jobs than this asks for --yes, stating the count
+CONFIRM_ABOVE = 1000
+# a queue panel's and the dashboard's auto-refresh interval (seconds)
+REFRESH_S = 2.0
+# the health and metrics views' (seconds): each refresh reads minutes of history
+VIEW_REFRESH_S = 5.0
+
+# -- finding the queues (directory.py) ------------------------------------------
+# a whole sweep of the keyspace starts at most this often in the background (seconds)
+RESCAN_EVERY_S = 60.0
+# keys one SCAN call examines: about 1 ms of Valkey's time (bench/watch.py)
+SCAN_COUNT = 10_000

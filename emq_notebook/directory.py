@@ -9,7 +9,7 @@ millisecond of server time on Valkey) and runs:
 
 - at first use, whole, so the first answer is complete;
 - when asked (`rescan()`: `%emq queues --rescan`, the dashboard's Rescan button);
-- in the background at most once every `EVERY_S`: a look that finds a sweep due
+- in the background at most once every `RESCAN_EVERY_S`: a look that finds a sweep due
   starts one on a thread of its own, one SCAN call a step with `PAUSE_S` between
   steps, and answers at once. A look never sends a SCAN and never waits for a sweep.
 
@@ -35,16 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from .defaults import RESCAN_EVERY_S, SCAN_COUNT
 from .errors import InvalidName, WireError
 from .keyspace import check_name, queue_from_key
+from .redaction import scrub
 
 if TYPE_CHECKING:
     from .connector import Connection
 
-# a whole sweep starts at most this often in the background (seconds)
-EVERY_S = 60.0
-# keys one SCAN call examines: about 1 ms of Valkey's time (bench/watch.py)
-SCAN_COUNT = 10_000
 # the background sweep's rest between two SCAN calls, so it never holds a server busy
 PAUSE_S = 0.002
 # every queue has a meta hash: a queue is found by it
@@ -141,8 +139,10 @@ class Directory:
         return sorted(self._known)
 
     def due(self) -> bool:
-        """True when no sweep runs and the last one ended `EVERY_S` ago or more."""
-        return self.swept_at is not None and not self.sweeping and self.clock() - self.swept_at >= EVERY_S
+        """True when no sweep runs and the last one ended `RESCAN_EVERY_S` ago or more."""
+        return (
+            self.swept_at is not None and not self.sweeping and self.clock() - self.swept_at >= RESCAN_EVERY_S
+        )
 
     @property
     def sweeping(self) -> bool:
@@ -220,9 +220,7 @@ class Directory:
         try:
             yield
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            from .connector import _scrub
-
-            raise WireError(f"lost the server at {self._label}: {_scrub(str(exc), self._secrets)}") from None
+            raise WireError(f"lost the server at {self._label}: {scrub(str(exc), self._secrets)}") from None
 
     def _scan_once(self, sweep: _Sweep) -> None:
         client = self._client

@@ -52,12 +52,6 @@ LANE_SAMPLE = 10
 _QUANTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 
 
-def server_ms(conn: Connection) -> int:
-    """The server's clock in ms: the clock the scripts stamp every time with."""
-    secs, micros = conn.command("TIME")
-    return int(secs) * 1000 + int(micros) // 1000
-
-
 def _minute_index(minutes: list[int]) -> pd.DatetimeIndex:
     index = pd.to_datetime([m * 60 for m in minutes], unit="s", utc=True)
     index.name = "minute"
@@ -73,7 +67,7 @@ def latency(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFra
     check_name(q)
     minutes = sorted(int(float(m)) for m in conn.command("ZRANGE", latency_index_key(q), 0, -1))
     if since_ms is not None:
-        floor = (server_ms(conn) - since_ms) // 60_000
+        floor = (conn.server_ms() - since_ms) // 60_000
         minutes = [m for m in minutes if m >= floor]
     pipe = conn.pipeline()
     for m in minutes:
@@ -167,7 +161,7 @@ def health(
     each; redis-py's cluster pipeline sends each to every primary at once, a
     command per queue to the node holding its slot), whatever the keys around.
     """
-    now = server_ms(conn) if now_ms is None else int(now_ms)
+    now = conn.server_ms() if now_ms is None else int(now_ms)
     if counts is None:
         counts = frames.counts(conn, queues)
     elif queues is not None:

@@ -10,11 +10,11 @@ its traitlets are the settings (`%config EMQMagics.default_limit = 50`).
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
-from traitlets import Enum as TEnum
-from traitlets import Float, Int, Unicode, observe, validate
+from traitlets import Enum, Float, Int, TraitType, Unicode, observe, validate
 
 from . import commands, grammar, settings
 from .decoding import visible
@@ -48,7 +48,6 @@ class NotebookSession(commands.Session):
 
 
 SESSION = NotebookSession()
-SETTINGS = ("confirm_above", "default_limit", "budget", "refresh_s", "executor", "env")
 
 
 def run(line: str, cell: str | None = None, namespace: dict[str, Any] | None = None) -> Any:
@@ -103,18 +102,32 @@ def show_refusal(refusal: Refused) -> None:
     publish_display_data(data, metadata)
 
 
+def setting_traits() -> dict[str, TraitType]:
+    """One `%config EMQMagics.<name>` trait per field of `settings.Settings`, with its
+    default and help; its value is checked by the field's own check (`_valid`)."""
+    traits: dict[str, TraitType] = {}
+    for f in fields(settings.Settings):
+        default: Any = f.default
+        help = f.metadata["help"]
+        if f.metadata["choices"]:
+            trait: TraitType = Enum(list(f.metadata["choices"]), default, help=help)
+        elif f.type == "int":
+            trait = Int(default, help=help)
+        elif f.type == "float":
+            trait = Float(default, help=help)
+        else:
+            trait = Unicode(default, allow_none=True, help=help)
+        traits[f.name] = trait.tag(config=True)
+    return traits
+
+
 @magics_class
 class EMQMagics(Magics):
     """`%emq VERB QUEUE [ID] [options]`; `%emq?` or `%emq help` for the grammar."""
 
-    confirm_above = Int(1000, help="a destructive command on more jobs asks for --yes").tag(config=True)
-    default_limit = Int(1000, help="rows a listing verb shows without --limit (0: all)").tag(config=True)
-    budget = Int(1000, help="jobs per bounded call of drain, obliterate, reprocess").tag(config=True)
-    refresh_s = Float(2.0, help="the panels' auto-refresh interval (seconds)").tag(config=True)
-    executor = TEnum(
-        list(settings.EXECUTORS), "script", help="the executor of a connection opened without --executor"
-    ).tag(config=True)
-    env = Unicode(None, allow_none=True, help="the env label of a new connection").tag(config=True)
+    # the settings as traits: a class body's namespace is a dict, so they are declared
+    # where traitlets looks for them, from the one declaration in settings.py
+    locals().update(setting_traits())
 
     def __init__(self, shell: Any = None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -124,16 +137,16 @@ class EMQMagics(Magics):
                 setattr(self, name, value)
         self._push()
 
-    @validate(*SETTINGS)
+    @validate(*settings.NAMES)
     def _valid(self, proposal: Any) -> Any:
         return settings.check(proposal["trait"].name, proposal["value"], "%config EMQMagics")
 
-    @observe(*SETTINGS)
+    @observe(*settings.NAMES)
     def _changed(self, change: Any) -> None:
         self._push()
 
     def _push(self) -> None:
-        SESSION.settings.update({n: getattr(self, n) for n in SETTINGS}, where="%config EMQMagics")
+        SESSION.settings.update({n: getattr(self, n) for n in settings.NAMES}, where="%config EMQMagics")
 
     @no_var_expand
     @line_cell_magic

@@ -47,7 +47,7 @@ MINUTE = pd.Timedelta(minutes=1)
 def _window(conn: Connection, since: str) -> tuple[pd.Timestamp, pd.Timestamp, str]:
     """(start, end, the window in words) of the last `since` by the server's clock."""
     span = duration_ms(since, "since", least=60_000)
-    end = pd.Timestamp(health.server_ms(conn), unit="ms", tz="UTC")
+    end = pd.Timestamp(conn.server_ms(), unit="ms", tz="UTC")
     return end - pd.Timedelta(milliseconds=span), end, f"last {_words(span)}"
 
 

@@ -35,10 +35,12 @@ from typing import Any
 import pandas as pd
 
 from . import admin, frames, health, lanes, plots, repeat, triage
-from .connector import Connection, connect, redact, secrets_of
+from .connector import Connection, connect
 from .decoding import text_dtype, visible
+from .defaults import DEFAULT_BUDGET
 from .errors import BadInput, Halted, OutcomeNotReached, PreconditionFailed
 from .keyspace import check_name, queue_key
+from .redaction import redact, secrets_of
 
 SAMPLE = 5
 
@@ -319,12 +321,6 @@ def _has_keys(conn: Connection, q: str) -> bool:
 # -- readers the runbooks share ----------------------------------------------------------
 
 
-def server_ms(conn: Connection) -> int:
-    """The server's clock in ms (the one every lease and due time is written in)."""
-    sec, usec = conn.command("TIME")
-    return int(sec) * 1000 + int(usec) // 1000
-
-
 def members(
     conn: Connection, q: str, state: str, max_score: float | None = None, n: int = SAMPLE
 ) -> tuple[int, list[str]]:
@@ -338,12 +334,12 @@ def members(
 
 def expired_leases(conn: Connection, q: str, now: int | None = None) -> tuple[int, list[str]]:
     """In-flight jobs whose lease deadline has passed: (count, sample ids)."""
-    return members(conn, q, "active", server_ms(conn) if now is None else now)
+    return members(conn, q, "active", conn.server_ms() if now is None else now)
 
 
 def overdue(conn: Connection, q: str, now: int | None = None) -> tuple[int, list[str]]:
     """Scheduled jobs already due (a promotion would make them ready): (count, sample ids)."""
-    return members(conn, q, "schedule", server_ms(conn) if now is None else now)
+    return members(conn, q, "schedule", conn.server_ms() if now is None else now)
 
 
 def lane_frame(conn: Connection, q: str) -> pd.DataFrame:
@@ -439,7 +435,7 @@ def reprocess_chosen(
                 failed_again=len(failed),
             )
     rest = ids[len(first) :]
-    batch = max(1, int(rate)) if rate else 1000
+    batch = max(1, int(rate)) if rate else DEFAULT_BUDGET
     for start in range(0, len(rest), batch):
         began = time.monotonic()
         words.update(reprocess_words(conn, q, rest[start : start + batch]))

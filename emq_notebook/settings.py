@@ -1,71 +1,100 @@
 """The operator's settings: thresholds, limits and defaults the verbs read.
 
-One `Settings` per front end.  In a notebook they are `%config EMQMagics.<name> =
-...` (traitlets on the magics class); both the notebook and the `emq` shell command
-first read `[tool.emq_notebook]` from `pyproject.toml` in the working directory
-(as jupysql reads `[tool.jupysql.SqlMagic]`), so a team can pin them per repository.
+Each setting is declared once, as a field of `Settings` with its default (from
+`defaults.py`), its help and its check. In a notebook each is a traitlet of the
+magics class built from that field (`%config EMQMagics.<name> = ...`); both the
+notebook and the `emq` shell command first read `[tool.emq_notebook]` from
+`pyproject.toml` in the working directory (as jupysql reads
+`[tool.jupysql.SqlMagic]`), so a team can pin them per repository.
 """
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from . import defaults
 from .checks import MAX_WHOLE
 from .errors import BadInput
 
-EXECUTORS = ("script", "function", "native")
+# a setting's check: its value (as the setting keeps it), or ValueError saying what it must be
+Check = Callable[[Any], Any]
+
+
+def _whole_from(least: int) -> Check:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_WHOLE:
+            raise ValueError(f"is a whole number from {least}")
+        return value
+
+    return check
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.1 <= value <= 3600:
+        raise ValueError("is a number of seconds from 0.1 to 3600")
+    return float(value)
+
+
+def _executor(value: Any) -> str:
+    if value not in defaults.EXECUTORS:
+        raise ValueError(f"is one of {', '.join(defaults.EXECUTORS)}")
+    return str(value)
+
+
+def _label(value: Any) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip() or not value.isprintable()):
+        raise ValueError("is a short printable word or None")
+    return value
+
+
+def setting(default: Any, help: str, check: Check, choices: tuple[str, ...] = ()) -> Any:
+    """A field of `Settings`: its default, the help `%config EMQMagics` shows, its check
+    and (for a word) the words it takes."""
+    return field(default=default, metadata={"help": help, "check": check, "choices": choices})
 
 
 @dataclass
 class Settings:
-    # a destructive command on more jobs than this asks for --yes, stating the count
-    confirm_above: int = 1000
-    # rows a listing verb (`jobs`) shows unless given --limit (0: all)
-    default_limit: int = 1000
-    # jobs per bounded call of drain, obliterate and bulk reprocess unless given --budget
-    budget: int = 1000
-    # the panels' auto-refresh interval, in seconds
-    refresh_s: float = 2.0
-    # the executor of a connection opened without --executor
-    executor: str = "script"
-    # the env label of a connection opened without --env ("production", or None)
-    env: str | None = None
+    confirm_above: int = setting(
+        defaults.CONFIRM_ABOVE, "a destructive command on more jobs asks for --yes", _whole_from(0)
+    )
+    default_limit: int = setting(
+        defaults.DEFAULT_LIMIT, "rows a listing verb shows without --limit (0: all)", _whole_from(0)
+    )
+    budget: int = setting(
+        defaults.DEFAULT_BUDGET, "jobs per bounded call of drain, obliterate, reprocess", _whole_from(1)
+    )
+    refresh_s: float = setting(defaults.REFRESH_S, "the panels' auto-refresh interval (seconds)", _seconds)
+    executor: str = setting(
+        "script", "the executor of a connection opened without --executor", _executor, defaults.EXECUTORS
+    )
+    env: str | None = setting(None, "the env label of a new connection", _label)
 
     def update(self, values: dict[str, Any], where: str = "settings") -> Settings:
         """Set each of `values` after checking it; an unknown name or a bad value is
         `BadInput` naming `where`."""
-        known = {f.name for f in fields(self)}
         for name, value in values.items():
-            if name not in known:
-                raise BadInput(f"{where}: unknown setting {name!r}; known: {', '.join(sorted(known))}")
+            if name not in NAMES:
+                raise BadInput(f"{where}: unknown setting {name!r}; known: {', '.join(sorted(NAMES))}")
             setattr(self, name, check(name, value, where))
         return self
 
 
+# the settings' names, in declaration order
+NAMES = tuple(f.name for f in fields(Settings))
+
+
 def check(name: str, value: Any, where: str = "settings") -> Any:
-    """`value` when it suits setting `name`, else `BadInput`."""
-
-    def bad(why: str) -> BadInput:
-        return BadInput(f"{where}: {name} {why}, not {value!r}")
-
-    if name in ("confirm_above", "default_limit", "budget"):
-        least = 1 if name == "budget" else 0
-        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_WHOLE:
-            raise bad(f"is a whole number from {least}")
-    elif name == "refresh_s":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.1 <= value <= 3600:
-            raise bad("is a number of seconds from 0.1 to 3600")
-        value = float(value)
-    elif name == "executor":
-        if value not in EXECUTORS:
-            raise bad(f"is one of {', '.join(EXECUTORS)}")
-    elif name == "env":
-        if value is not None and (not isinstance(value, str) or not value.strip() or not value.isprintable()):
-            raise bad("is a short printable word or None")
-    return value
+    """`value` when it suits setting `name`, else `BadInput` naming `where`."""
+    declared = next(f for f in fields(Settings) if f.name == name)
+    try:
+        return declared.metadata["check"](value)
+    except ValueError as why:
+        raise BadInput(f"{where}: {name} {why}, not {value!r}") from None
 
 
 def from_pyproject(directory: Path | str | None = None) -> dict[str, Any]:

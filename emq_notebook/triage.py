@@ -168,12 +168,6 @@ def _sets(conn: Connection, q: str, states: tuple[str, ...]) -> list[tuple[str, 
     return sets(q, states, groups)
 
 
-def server_ms(conn: Connection) -> int:
-    """The server's clock in epoch ms (the clock `created_at` and the set scores use)."""
-    seconds, micros = conn.command("TIME")
-    return int(seconds) * 1000 + int(micros) // 1000
-
-
 def _bound(value: object, what: str) -> str:
     return "" if value is None else str(whole(value, what, least=0))
 

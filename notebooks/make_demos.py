@@ -414,7 +414,7 @@ h[["pending", "active", "dead", "paused", "claimed_5m", "completed_5m", "failed_
         "backlogs are stuck (`now_ms` judges at another time than the server's clock)."
     ),
     code("""
-later = emq.health.server_ms(conn) + 10 * 60_000
+later = conn.server_ms() + 10 * 60_000
 for q, row in emq.frames.health(conn, ["mailers", "exports"], now_ms=later).iterrows():
     print(f"{q}: {row.verdict} — {row.why}")
 """),

@@ -321,7 +321,7 @@ minutes) and its jobs per minute over the last hour: when the claims (dashed) st
 is when the queue stopped moving."""),
     md("## Why nothing moves"),
     code("""
-now = emq.runbook.server_ms(conn)
+now = conn.server_ms()
 paused = emq.admin.is_paused(conn, QUEUE)
 backlog = emq.admin.backlog(conn, QUEUE)
 expired, expired_ids = emq.runbook.expired_leases(conn, QUEUE, now)
@@ -428,7 +428,7 @@ rb.verify({
         lambda: not emq.admin.is_paused(conn, QUEUE) or emq.admin.backlog(conn, QUEUE) == 0,
     "no expired lease": lambda: emq.runbook.expired_leases(conn, QUEUE)[0] == 0,
     f"no scheduled job overdue by more than {OVERDUE_S} s":
-        lambda: emq.runbook.overdue(conn, QUEUE, emq.runbook.server_ms(conn) - OVERDUE_S * 1000)[0] == 0,
+        lambda: emq.runbook.overdue(conn, QUEUE, conn.server_ms() - OVERDUE_S * 1000)[0] == 0,
     "no paused lane holds a backlog": no_paused_lane_waits,
 });
 """),

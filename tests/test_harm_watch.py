@@ -207,7 +207,7 @@ def test_a_background_sweep_never_makes_a_look_wait_or_scan(watched):
     stage(conn)
     foreign_keys(conn, srv, 50_000)
     frames.queues(conn)
-    clock.now += directory.EVERY_S
+    clock.now += directory.RESCAN_EVERY_S
     steps: list[str] = []
     real = directory.Directory._scan_once
 

@@ -91,9 +91,9 @@ def test_completed_runs_are_within_ten_percent(conn):
 
         time.sleep(rng.uniform(0.02, 0.2))
         claimed = int(conn.client.hget(P + "job:" + got.id, "claimed_at"))
-        before = health.server_ms(conn)
+        before = conn.server_ms()
         jobs.complete(conn, Q, got.id)
-        bounds.append((before - claimed, health.server_ms(conn) - claimed))
+        bounds.append((before - claimed, conn.server_ms() - claimed))
     lat = frames.latency(conn, Q)
     if len(lat) == 1:  # one minute: the whole run is in its histogram
         for name, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
@@ -103,7 +103,7 @@ def test_completed_runs_are_within_ten_percent(conn):
 
 
 def test_latency_since_keeps_the_recent_minutes(conn):
-    now_minute = health.server_ms(conn) // MIN
+    now_minute = conn.server_ms() // MIN
     for m in (now_minute - 90, now_minute):
         conn.client.zadd(P + "lat:minutes", {str(m): m})
         conn.client.hset(P + f"lat:wait:{m}", str(histogram.bucket(250)), 4)
@@ -153,7 +153,7 @@ def test_ok(conn):
 def test_idle(conn):
     run_jobs(conn, "quiet", 2)
     jobs.enqueue(conn, "quiet", "later", delay_ms=3_600_000)
-    later = health.server_ms(conn) + 10 * MIN
+    later = conn.server_ms() + 10 * MIN
     h = verdicts(conn, now_ms=later).loc["quiet"]
     assert h["verdict"] == "idle" and h["claimed_5m"] == 0
     assert "nothing pending or in flight" in h["why"] and "1 scheduled" in h["why"]
@@ -165,7 +165,7 @@ def test_paused(conn):
     for i in range(3):
         jobs.enqueue(conn, "held", str(i))
     admin.pause(conn, "held")
-    h = verdicts(conn, now_ms=health.server_ms(conn) + 30 * MIN).loc["held"]
+    h = verdicts(conn, now_ms=conn.server_ms() + 30 * MIN).loc["held"]
     assert h["verdict"] == "paused" and bool(h["paused"])
     assert h["why"].startswith("paused by an operator: 3 pending")
 
@@ -194,7 +194,7 @@ def test_stuck_says_the_quiet_time_from_the_minute_of_the_last_claim(conn):
 def test_stuck_with_expired_leases_and_nobody_putting_them_back(conn):
     jobs.enqueue(conn, "gone", "x")
     jobs.claim(conn, "gone", 1_000)
-    h = verdicts(conn, now_ms=health.server_ms(conn) + 6 * MIN).loc["gone"]
+    h = verdicts(conn, now_ms=conn.server_ms() + 6 * MIN).loc["gone"]
     assert h["verdict"] == "stuck" and h["expired_leases"] == 1
     assert "1 leases expired and no claim for" in h["why"] and "past their lease" in h["why"]
 
@@ -288,7 +288,7 @@ def test_retries_overdue_in_schedule_with_the_workers_gone_read_stuck_not_idle(c
 
 
 def test_the_oldest_pending_age_comes_from_the_rows_not_from_the_id(conn):
-    now = health.server_ms(conn)
+    now = conn.server_ms()
     # a custom-id job enqueued just now in a queue made an hour ago: not stuck
     jobs.enqueue(conn, "orders", "{}", id="order-17")
     conn.client.hset("emq:{orders}:meta", "created_at", now - 60 * MIN)
@@ -344,7 +344,7 @@ def stage_every_verdict(conn) -> None:
     run_jobs(conn, "failing", 4, fail=3)
     run_jobs(conn, "dead", 4, fail=1)  # 1 of 4 failed: below the failing rate
     jobs.enqueue(conn, "growing", "x")
-    old = health.server_ms(conn) - 10 * MIN
+    old = conn.server_ms() - 10 * MIN
     for i in range(3):
         conn.client.hset("emq:{stuck}:job:" + jobs.enqueue(conn, "stuck", str(i)), "created_at", old)
     jobs.enqueue(conn, "paused", "x")

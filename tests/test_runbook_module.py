@@ -120,7 +120,7 @@ def test_glance_prints_the_verdict_and_writes_nothing(conn, capsys):
 
 
 def test_the_readers(conn):
-    now = runbook.server_ms(conn)
+    now = conn.server_ms()
     for i in range(3):
         jobs.enqueue(conn, "q", "{}", id=f"j_{i}")
     jobs.claim(conn, "q", 1)  # a lease of 1 ms: expired at once

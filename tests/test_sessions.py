@@ -69,7 +69,6 @@ READING = {
     "frames.metrics": (lambda c: len(frames.metrics(c, Q)) >= 0, True),
     "triage.find": (lambda c: list(triage.find(c, Q, state="all", error="b*").index), ["j_dead"]),
     "triage.errors": (lambda c: triage.errors(c, Q)["count"].to_dict(), {"boom": 1}),
-    "triage.server_ms": (lambda c: triage.server_ms(c) > 1_600_000_000_000, True),
     "frames.latency": (lambda c: int(frames.latency(c, Q)["n"].sum()), 2),
     "frames.health": (lambda c: frames.health(c, [Q]).loc[Q, "claimed_5m"], 2),
 }
