@@ -249,9 +249,12 @@ def notebook() -> str:
 def who() -> str:
     """The JupyterHub user (`JUPYTERHUB_USER`) when set, else `user@host` of this process.
     Self-reported: the server cannot check it (`acl_user` it can)."""
-    hub = os.environ.get("JUPYTERHUB_USER")
-    if hub:
-        return hub
+    return os.environ.get("JUPYTERHUB_USER") or _user_at_host()
+
+
+@functools.cache
+def _user_at_host() -> str:
+    """`user@host` of this process, asked once (a record is made on every write)."""
     try:
         user = getpass.getuser()
     except Exception:  # no login name and no passwd entry (a bare container)
