@@ -124,6 +124,24 @@ def queue_from_key(key: str) -> str | None:
     return key[5:end] if end > 5 else None
 
 
+# the audit trail's streams: `{q}` is the queue's hash tag (its cluster slot), and the key
+# is OUTSIDE `emq:{q}:`, so an obliterate's "ok" leaves the record of it (SPEC 12)
+AUDIT_PREFIX = "emq:audit:"
+AUDIT_MATCH = AUDIT_PREFIX + "{*}"
+
+
+def audit_key(q: str) -> str:
+    """`emq:audit:{q}`, queue `q`'s audit stream."""
+    return f"{AUDIT_PREFIX}{{{check_name(q)}}}"
+
+
+def queue_from_audit_key(key: str) -> str | None:
+    """The queue name inside `emq:audit:{q}`, or None for a key that is not one."""
+    if not key.startswith(AUDIT_PREFIX + "{") or not key.endswith("}"):
+        return None
+    return key[len(AUDIT_PREFIX) + 1 : -1] or None
+
+
 def new_id() -> str:
     """A branded, time-sortable id: `j_` + a 26-character ULID (id order = enqueue order)."""
     return "j_" + str(_ids.generate())

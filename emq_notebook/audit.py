@@ -1,0 +1,726 @@
+"""The audit trail: who did what to which queue, when, why, and what came of it (SPEC 12).
+
+Every operator write leaves one entry on the server, in the queue's stream
+`emq:audit:{q}` (`keyspace.audit_key`): the queue's hash tag, so it lives in the
+queue's cluster slot, and outside its footprint `emq:{q}:*`, so the record of an
+obliterate survives it. The entry is appended after the transition, beside it, by
+`XADD emq:audit:{q} MAXLEN ~ <keep> * field value ...` (the stream id is the server
+time); the seed's scripts keep their exact writes.
+
+One recorder writes every entry: `recorded(conn, verb, queue, ...)` (a context
+manager) or `audited(verb)` (a decorator of a domain verb whose first parameters
+are `conn` and the queue). It works out
+
+- `outcome`: `done`; `refused:<reason>` from the typed refusal (`errors.Refused.reason`);
+  `unknown` for a call cut by a wire fault (`WireError`) or interrupted (Ctrl-C),
+  whose effect the client cannot know; `error` for anything else raised;
+- `count` (jobs touched) and `ids` (the first `FIRST_IDS`, and a digest of all) from the
+  verb's answer (`touched`), or as the caller says (`Record.touch`);
+- `args`: the options given, secrets never (`options`);
+- the identity (`identity`): `who`, `acl_user`, `conn`, `env`, `surface`, `notebook`,
+  `reason`. Everything but `acl_user` (the server's `ACL WHOAMI`) is what the
+  client says of itself.
+
+What writes nothing: a read (only writing verbs are recorded), a dry run
+(`dry_run=True`), a read-only session (`conn.read_only`), a call nested in another
+recorded call (the outermost records, once: `obliterate_all` is one entry, not one
+per call of `obliterate`), and a queue name the gate refuses (no key can name it; the
+verb raises `InvalidName` itself).
+
+A failure to write the entry never hides the verb's result nor replaces its
+exception. It becomes a one-line note, `audit_failed: <why>`, delivered
+- to the surface block around the call (`with surface("magic") as said:` ...
+  `said.suffix()`), which prints it on the same line as the verb's result;
+- outside any surface block (Python), as an `AuditNotWritten` warning;
+- and, when the verb raised, as a note on its exception (`add_note`), so the
+  traceback or the one-line error carries it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import getpass
+import hashlib
+import inspect
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import pandas as pd
+
+from .checks import whole
+from .decoding import printable
+from .errors import EMQError, Halted, InvalidName, Refused, WireError
+from .keyspace import AUDIT_MATCH, audit_key, check_name, queue_from_audit_key
+
+try:  # where the toolkit's scrubbing lives (redaction.py); connector.py holds it otherwise
+    from .redaction import redact, scrub  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - depends on the tree
+    from .connector import _scrub as scrub  # type: ignore[no-redef,attr-defined,unused-ignore]
+    from .connector import redact  # type: ignore[no-redef,unused-ignore]
+
+if TYPE_CHECKING:
+    from .connector import Connection
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# entries kept per queue (`XADD ... MAXLEN ~`); the `audit_keep` setting feeds `keep`
+KEEP = 10_000
+# ids written whole in an entry; the digest covers all of them
+FIRST_IDS = 100
+SURFACES = ("magic", "panel", "runbook", "shell", "python")
+# a bulk verb's per-id words that mean the job was touched
+DONE_WORDS = frozenset({"reprocessed", "removed"})
+# what a bounded bulk verb answers that names no job: obliterate's "more" and "ok"
+_NO_JOB = frozenset({"ok", "more"})
+# a value longer than this is cut in `args`
+MAX_ARG = 200
+MAX_REASON = 1000
+# args that hold a job's data rather than an option: their size is recorded, never their text
+DATA_ARGS = frozenset({"payload", "payloads", "line", "data"})
+# args whose name says secret: `***` (the URL query words `redact` treats so, and the claim token)
+_SECRET_WORDS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
+# args that are the call's plumbing, not its options
+_PLUMBING = frozenset({"conn", "pipeline", "progress"})
+# the stream field order, and the frame's columns (SPEC 12's, then what else an entry holds)
+FIELDS = (
+    "verb",
+    "outcome",
+    "count",
+    "ids",
+    "args",
+    "who",
+    "acl_user",
+    "conn",
+    "env",
+    "surface",
+    "notebook",
+    "reason",
+)
+COLUMNS = (
+    "time",
+    "queue",
+    "verb",
+    "outcome",
+    "count",
+    "who",
+    "env",
+    "conn",
+    "surface",
+    "reason",
+    "args",
+    "ids",
+    "notebook",
+    "acl_user",
+    "ids_digest",
+    "entry",
+)
+# the streams a look at every queue reads are found again at most this often (seconds)
+STREAMS_EVERY_S = 60.0
+# keys one SCAN call examines when finding the streams
+SCAN_COUNT = 10_000
+# entries one read answers at most (`read`'s limit)
+MAX_READ = 100_000
+
+
+class AuditNotWritten(UserWarning):
+    """A verb ran but its audit entry could not be written (outside a surface block)."""
+
+
+# -- the surface, the reason, the notebook --------------------------------------------------
+
+
+@dataclass
+class Said:
+    """What the records written inside one surface block came to: the entries written
+    (`(queue, stream id)`) and the `audit_failed` notes of those that were not."""
+
+    surface: str
+    entries: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    def suffix(self) -> str:
+        """` · audit_failed: ...` to end the verb's line with, or "" when all were written."""
+        return "".join(f" · {note}" for note in self.failed)
+
+
+_surface: contextvars.ContextVar[Said | None] = contextvars.ContextVar("emq_audit_surface", default=None)
+_reason: contextvars.ContextVar[str | None] = contextvars.ContextVar("emq_audit_reason", default=None)
+_open: contextvars.ContextVar[Record | None] = contextvars.ContextVar("emq_audit_open", default=None)
+# process-wide: a runbook's kernel is a runbook from its first cell on, whatever context
+# IPython runs each cell in
+_process: dict[str, str | None] = {"surface": "python", "notebook": None}
+
+
+def _check_surface(name: str) -> str:
+    if name not in SURFACES:
+        raise ValueError(f"surface is one of {', '.join(SURFACES)}, not {name!r}")
+    return name
+
+
+@contextlib.contextmanager
+def surface(name: str) -> Iterator[Said]:
+    """Inside the block, records say they came from `name` (`magic`, `panel`, `runbook`,
+    `shell`, `python`); yields a `Said` whose `suffix()` the surface prints after the
+    verb's result. Nested blocks: the innermost names the surface."""
+    said = Said(_check_surface(name))
+    token = _surface.set(said)
+    try:
+        yield said
+    finally:
+        _surface.reset(token)
+
+
+def set_default_surface(name: str) -> None:
+    """The surface of records made outside any `surface` block in this process
+    (`python` unless set; a runbook's kernel sets `runbook`)."""
+    _process["surface"] = _check_surface(name)
+
+
+def current_surface() -> str:
+    said = _surface.get()
+    return said.surface if said is not None else str(_process["surface"])
+
+
+@contextlib.contextmanager
+def because(text: str | None) -> Iterator[None]:
+    """The reason of the calls inside the block (`--reason TEXT` of one command); it
+    goes before the session's (`conn.reason`). None or "" leaves the session's."""
+    token = _reason.set(text or None)
+    try:
+        yield
+    finally:
+        _reason.reset(token)
+
+
+def reason_of(conn: Connection) -> str:
+    """The reason a record carries: the call's (`because`), else the session's
+    (`conn.reason`), else ""."""
+    said = _reason.get() or getattr(conn, "reason", None) or ""
+    return str(said)[:MAX_REASON]
+
+
+def set_notebook(path: str | None) -> None:
+    """Name the notebook this process runs (a runbook's path and parameters); None
+    goes back to what IPython knows (`notebook`)."""
+    _process["notebook"] = path or None
+
+
+def runbook(name: str, params: Mapping[str, Any]) -> None:
+    """This kernel runs runbook `name` with `params`: its records say surface `runbook`
+    and notebook `<name>.ipynb {"QUEUE": ..., "APPLY": ..., "REASON": ...}` (the
+    parameters papermill gave, secrets scrubbed)."""
+    set_default_surface("runbook")
+    shown = json.dumps({k: _option(k, v, ()) for k, v in params.items()}, sort_keys=True, default=str)
+    set_notebook(f"{name}.ipynb {shown}")
+
+
+def notebook() -> str:
+    """The notebook this process runs, when known: the one named (`set_notebook`,
+    `runbook`), else VS Code's `__vsc_ipynb_file__`, ipykernel's `__session__` (the path
+    Jupyter Server gives the kernel), else `JPY_SESSION_NAME`; "" in a plain process."""
+    named = _process["notebook"]
+    if named:
+        return named
+    if "IPython" in sys.modules:  # never import IPython in a shell process just to ask
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            for variable in ("__vsc_ipynb_file__", "__session__"):
+                path = shell.user_ns.get(variable)
+                if isinstance(path, str) and path:
+                    return path
+    return os.environ.get("JPY_SESSION_NAME", "")
+
+
+# -- identity ------------------------------------------------------------------------------------
+
+
+def who() -> str:
+    """The JupyterHub user (`JUPYTERHUB_USER`) when set, else `user@host` of this process.
+    Self-reported: the server cannot check it (`acl_user` it can)."""
+    return os.environ.get("JUPYTERHUB_USER") or _user_at_host()
+
+
+@functools.cache
+def _user_at_host() -> str:
+    """`user@host` of this process, asked once (a record is made on every write)."""
+    try:
+        user = getpass.getuser()
+    except Exception:  # no login name and no passwd entry (a bare container)
+        user = f"uid{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+_UNASKED = object()
+
+
+def acl_user(conn: Connection) -> str | None:
+    """The server's `ACL WHOAMI`, asked once per connection (kept on it); None where the
+    server refuses or does not know the command. A wire fault is not kept: asked again."""
+    known = getattr(conn, "_audit_acl_user", _UNASKED)
+    if known is not _UNASKED:
+        return known  # type: ignore[return-value]
+    import redis
+
+    try:
+        with conn.wire():
+            answer = conn.client.execute_command("ACL", "WHOAMI")
+    except redis.ResponseError:
+        answer = None
+    conn._audit_acl_user = None if answer is None else str(answer)  # type: ignore[attr-defined]
+    return conn._audit_acl_user  # type: ignore[attr-defined]
+
+
+def _word(text: str) -> str:
+    """`text` as one CLIENT SETNAME word: each character outside `!`..`~` becomes `_`."""
+    return "".join(c if "!" <= c <= "~" else "_" for c in text) or "_"
+
+
+def client_name(conn: Connection) -> str:
+    """`emq_notebook:<who>:<conn>`, one word (`CLIENT SETNAME` refuses spaces)."""
+    return f"emq_notebook:{_word(who())}:{_word(conn.name or 'unnamed')}"
+
+
+def _pools(client: Any) -> list[Any]:
+    if hasattr(client, "get_nodes"):  # a cluster: each node's own pool
+        return [n.redis_connection.connection_pool for n in client.get_nodes() if n.redis_connection]
+    pool = getattr(client, "connection_pool", None)
+    return [pool] if pool is not None else []
+
+
+def name_client(conn: Connection) -> str:
+    """Name this connection to the server, so `CLIENT LIST` shows who is connected from
+    where: `CLIENT SETNAME emq_notebook:<who>:<conn>` now, and each pooled connection
+    opened later sends it on connect (redis-py's `client_name`). Answers the name.
+    Not a write to the keyspace: a read-only session names itself too. A server that
+    refuses it (an ACL without `client`) leaves the connection unnamed, silently."""
+    import redis
+
+    name = client_name(conn)
+    for pool in _pools(conn.client):
+        pool.connection_kwargs["client_name"] = name
+        for c in [*getattr(pool, "_available_connections", ()), *getattr(pool, "_in_use_connections", ())]:
+            c.client_name = name
+    if hasattr(conn.client, "nodes_manager"):
+        conn.client.nodes_manager.connection_kwargs["client_name"] = name
+    with contextlib.suppress(redis.ResponseError), conn.wire():
+        conn.client.execute_command("CLIENT", "SETNAME", name)
+    return name
+
+
+def identity(conn: Connection) -> dict[str, str]:
+    """The fields saying who made a record, as the stream holds them ("" for unknown)."""
+    return {
+        "who": who(),
+        "acl_user": acl_user(conn) or "",
+        "conn": conn.name or "",
+        "env": conn.env or "",
+        "surface": current_surface(),
+        "notebook": notebook(),
+        "reason": scrub(reason_of(conn), conn._secrets),
+    }
+
+
+# -- what an entry says ---------------------------------------------------------------------------
+
+
+def touched(result: Any, job: str | None = None) -> tuple[int, list[str]]:
+    """(count, ids) of the jobs a verb's answer says it touched:
+
+    - a claim's `Claimed` (`.id`): that job; None with no `job` (nothing to claim, a
+      queue verb): none;
+    - `{id: word}` (a bulk remove or reprocess): the ids whose word is in `DONE_WORDS`;
+    - a list of ids (enqueue_many, tick): those;
+    - an int (a drain's count, a `Moved`): that many, ids unknown (`job`'s when named);
+    - a str: with `job`, that job (a fail's "retry"/"dead"); obliterate's "ok"/"more":
+      none; else the id a verb answers (enqueue, run-now);
+    - None (a per-job verb) with `job`: that job.
+    """
+    if result is None or isinstance(result, bool):
+        return (1, [job]) if job else (0, [])
+    job_id = getattr(result, "id", None)
+    if isinstance(job_id, str):
+        return 1, [job_id]
+    if isinstance(result, Mapping):
+        done = [str(i) for i, word in result.items() if word in DONE_WORDS]
+        return len(done), done
+    if isinstance(result, int):
+        return int(result), [job] if job else []
+    if isinstance(result, str):
+        if job:
+            return 1, [job]
+        return (0, []) if result in _NO_JOB else (1, [result])
+    if isinstance(result, (list, tuple)) and all(isinstance(i, str) for i in result):
+        return len(result), list(result)
+    return (1, [job]) if job else (0, [])
+
+
+def digest(ids: Iterable[str]) -> str:
+    """`sha256:` and the first 16 hex digits of the SHA-256 of the ids, one a line, in
+    the order given ("" for none); an id's bytes as the server holds them."""
+    chosen = list(ids)
+    if not chosen:
+        return ""
+    text = "\n".join(chosen).encode("utf-8", "surrogateescape")
+    return "sha256:" + hashlib.sha256(text).hexdigest()[:16]
+
+
+def ids_field(ids: list[str]) -> str:
+    """The `ids` field: JSON `{"first": [the first FIRST_IDS ids], "digest": digest(all)}`."""
+    return json.dumps({"first": ids[:FIRST_IDS], "digest": digest(ids)}, ensure_ascii=False)
+
+
+def _secret_name(name: str) -> bool:
+    return any(word in name.lower() for word in _SECRET_WORDS)
+
+
+def _option(name: str, value: Any, secrets: tuple[str, ...]) -> Any:
+    """One option as the record keeps it: a secret as `***`, a job's data by its size, a
+    collection by its length, text with URL passwords and the session's secrets out and
+    cut to `MAX_ARG` characters."""
+    if _secret_name(name) and value not in (None, ""):
+        return "***"
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    if name in DATA_ARGS:
+        size = len(value) if hasattr(value, "__len__") else 1
+        return f"<{size:,} {'items' if name == 'payloads' else 'chars'}>"
+    if isinstance(value, str):
+        text = redact(value) if "://" in value else value
+        text = scrub(text, secrets)
+        return text if len(text) <= MAX_ARG else text[:MAX_ARG] + "…"
+    if hasattr(value, "__len__"):
+        return f"<{len(value):,} items>"
+    return _option(name, str(value), secrets)
+
+
+def options(conn: Connection, args: Mapping[str, Any] | None) -> str:
+    """The `args` field: the options given, as JSON, secrets never (the code that scrubs
+    every other output: `redact` for a URL, the session's secrets, `***` for an option
+    named like a secret or a token), callables and the plumbing left out."""
+    kept = {
+        name: _option(name, value, conn._secrets)
+        for name, value in (args or {}).items()
+        if name not in _PLUMBING and value is not None and not callable(value)
+    }
+    return json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def outcome_of(exc: BaseException | None) -> str:
+    """`done`, `refused:<reason>`, `unknown` (a wire fault or an interrupt: the call may
+    or may not have run) or `error`."""
+    if exc is None:
+        return "done"
+    if isinstance(exc, Refused):
+        return f"refused:{exc.reason}"
+    if isinstance(exc, WireError) or not isinstance(exc, Exception):
+        return "unknown"
+    return "error"
+
+
+# -- the recorder --------------------------------------------------------------------------------
+
+# the queues each server's audit streams were written to by this process (by redacted label)
+_written: dict[str, set[str]] = {}
+_written_lock = threading.Lock()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:MAX_ARG]
+
+
+class Record:
+    """One writing call being recorded (`recorded` makes it; use it as a context manager).
+
+    Inside the block, set `.result` to the verb's answer (count and ids come from it,
+    `touched`), or call `touch(count, ids)` to say them. On leaving, the entry is
+    written (unless the call writes nothing: `.active` is False) and `.entry` holds its
+    stream id; `.failed` holds the `audit_failed` note when it could not be written.
+    """
+
+    def __init__(
+        self,
+        conn: Connection,
+        verb: str,
+        queue: str,
+        *,
+        args: Mapping[str, Any] | None = None,
+        job: str | None = None,
+        dry_run: bool = False,
+        keep: int | None = None,
+        counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
+    ):
+        self.conn, self.verb, self.queue, self.args, self.job = conn, verb, queue, args, job
+        self.dry_run, self.counts = bool(dry_run), counts
+        self.keep = keep
+        self.result: Any = None
+        self.said: tuple[int, list[str]] | None = None
+        self.entry: str | None = None
+        self.failed: str | None = None
+        self.active = False
+        self._token: contextvars.Token[Record | None] | None = None
+
+    def touch(self, count: int, ids: Iterable[str] = ()) -> None:
+        """Say what the call touched (instead of reading it from `.result`)."""
+        self.said = (int(count), [str(i) for i in ids])
+
+    def _records(self) -> bool:
+        if self.dry_run or self.conn.read_only or _open.get() is not None:
+            return False
+        try:
+            check_name(self.queue)
+        except InvalidName:
+            return False
+        return True
+
+    def __enter__(self) -> Record:
+        self.active = self._records()
+        if self.active:
+            self._token = _open.set(self)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> Literal[False]:
+        if not self.active:
+            return False
+        assert self._token is not None
+        _open.reset(self._token)
+        try:
+            self.entry = self.write(exc)
+        except Exception as fault:
+            self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({_one_line(fault)})"
+        said = _surface.get()
+        if said is not None:
+            if self.entry is not None:
+                said.entries.append((self.queue, self.entry))
+            if self.failed:
+                said.failed.append(self.failed)
+        if self.failed:
+            if exc is not None:
+                exc.add_note(self.failed)
+            elif said is None:
+                warnings.warn(self.failed, AuditNotWritten, stacklevel=3)
+        return False
+
+    def fields(self, exc: BaseException | None) -> dict[str, str]:
+        """The entry's fields for a call that ended with `exc` (None: it answered)."""
+        outcome = outcome_of(exc)
+        count: int | None
+        if outcome == "done":
+            count, ids = self.said if self.said is not None else self.counts(self.result, self.job)
+        elif isinstance(exc, Halted):
+            count, ids = exc.moved, []
+        else:
+            # refused: nothing touched; cut or failed: how much ran is not known
+            count = 0 if outcome.startswith("refused") else None
+            ids = [self.job] if self.job else []
+        return {
+            "verb": self.verb,
+            "outcome": outcome,
+            "count": "" if count is None else str(count),
+            "ids": ids_field(ids),
+            "args": options(self.conn, self.args),
+            **identity(self.conn),
+        }
+
+    def write(self, exc: BaseException | None) -> str:
+        """XADD the entry; answers its stream id. A wire fault raises `WireError`."""
+        keep = whole(
+            self.keep if self.keep is not None else getattr(self.conn, "audit_keep", KEEP), "audit_keep"
+        )
+        entry = append(self.conn, self.queue, self.fields(exc), keep)
+        with _written_lock:
+            _written.setdefault(self.conn.label, set()).add(self.queue)
+        return entry
+
+
+def append(conn: Connection, queue: str, fields: Mapping[str, str], keep: int = KEEP) -> str:
+    """`XADD emq:audit:{q} MAXLEN ~ keep * field value ...`; answers the entry's id."""
+    flat = [part for pair in fields.items() for part in pair]
+    return str(conn.command("XADD", audit_key(queue), "MAXLEN", "~", keep, "*", *flat))
+
+
+def recorded(
+    conn: Connection,
+    verb: str,
+    queue: str,
+    *,
+    args: Mapping[str, Any] | None = None,
+    job: str | None = None,
+    dry_run: bool = False,
+    keep: int | None = None,
+    counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
+) -> Record:
+    """Record the writing call run inside the block (a context manager):
+
+        with audit.recorded(conn, "pause", q) as rec:
+            rec.result = admin.pause(conn, q)
+
+    `args` are the options given (scrubbed: `options`), `job` the one job a per-job
+    verb addresses, `keep` the entries kept (`conn.audit_keep`, else `KEEP`),
+    `counts(result, job)` reads count and ids from the answer (`touched`).
+    Writes nothing for a dry run, on a read-only session, or nested in another record."""
+    return Record(conn, verb, queue, args=args, job=job, dry_run=dry_run, keep=keep, counts=counts)
+
+
+def audited(
+    verb: str,
+    *,
+    queue: str = "q",
+    job: str | None = None,
+    counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
+) -> Callable[[F], F]:
+    """A decorator recording every call of a writing domain verb `fn(conn, q, ...)`:
+
+        @audited("remove", job="job_id")
+        def remove_job(conn, q, job_id, dedup=None): ...
+
+    `queue` and `job` name the parameters holding the queue and the one job; the other
+    arguments given (not the defaults) are the record's `args`; a true `dry_run`
+    argument writes nothing."""
+
+    def wrap(fn: F) -> F:
+        signature = inspect.signature(fn)
+        first = next(iter(signature.parameters))
+
+        @functools.wraps(fn)
+        def run(*a: Any, **kw: Any) -> Any:
+            try:
+                bound = signature.bind(*a, **kw).arguments
+            except TypeError:
+                return fn(*a, **kw)  # let the verb raise its own TypeError
+            conn, q = bound[first], bound.get(queue)
+            if _open.get() is not None or not isinstance(q, str) or getattr(conn, "read_only", True):
+                return fn(*a, **kw)
+            extra = {k: v for k, v in bound.items() if k not in (first, queue, job)}
+            named = bound.get(job) if job else None
+            with recorded(
+                conn,
+                verb,
+                q,
+                args=extra,
+                job=named if isinstance(named, str) else None,
+                dry_run=bool(bound.get("dry_run")),
+                counts=counts,
+            ) as rec:
+                rec.result = fn(*a, **kw)
+            return rec.result
+
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
+# -- reading it -------------------------------------------------------------------------------------
+
+
+def streams(conn: Connection, *, rescan: bool = False) -> list[str]:
+    """The queues with an audit stream: found by `SCAN MATCH emq:audit:{*} TYPE stream`
+    over every primary (one walk of the keyspace, `SCAN_COUNT` keys a call), kept on
+    the connection and walked again at most every `STREAMS_EVERY_S` seconds (or when
+    `rescan`), with the queues this process wrote to since. The queue directory cannot
+    answer it: an obliterated queue keeps its stream and has no meta hash."""
+    kept = getattr(conn, "_audit_streams", None)
+    now = time.monotonic()
+    if rescan or kept is None or now - kept[0] >= STREAMS_EVERY_S:
+        with conn.wire():
+            keys = conn.client.scan_iter(match=AUDIT_MATCH, count=SCAN_COUNT, _type="stream")
+            found = {q for q in map(queue_from_audit_key, keys) if q}
+        kept = conn._audit_streams = (now, found)  # type: ignore[attr-defined]
+    with _written_lock:
+        written = set(_written.get(conn.label, ()))
+    return sorted(kept[1] | written)
+
+
+def _server_ms(conn: Connection) -> int:
+    seconds, micros = conn.command("TIME")
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def _entry_order(entry: str) -> tuple[int, int]:
+    ms, _, seq = entry.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def _parsed(text: str, empty: Any) -> Any:
+    if not text:
+        return empty
+    try:
+        return json.loads(text)
+    except ValueError:  # an entry another client wrote by hand: shown as it is
+        return printable(text)
+
+
+def _row(queue: str, entry: str, fields: Mapping[str, str]) -> dict[str, Any]:
+    ids = _parsed(fields.get("ids", ""), {})
+    first = ids.get("first", []) if isinstance(ids, dict) else [ids]
+    count = fields.get("count", "")
+    return {
+        "time": pd.Timestamp(_entry_order(entry)[0], unit="ms", tz="UTC"),
+        "queue": queue,
+        **{name: printable(fields.get(name, "")) for name in ("verb", "outcome")},
+        "count": int(count) if count.isdigit() else None,
+        **{name: printable(fields.get(name, "")) for name in ("who", "env", "conn", "surface", "reason")},
+        "args": _parsed(fields.get("args", ""), {}),
+        "ids": [printable(i) for i in first],
+        "notebook": printable(fields.get("notebook", "")),
+        "acl_user": printable(fields.get("acl_user", "")),
+        "ids_digest": ids.get("digest", "") if isinstance(ids, dict) else "",
+        "entry": entry,
+    }
+
+
+def read(
+    conn: Connection, queue: str | None = None, *, since_ms: int | None = None, limit: int = 1000
+) -> pd.DataFrame:
+    """The audit entries, newest first: one queue's, or (None) every queue's with a
+    stream (`streams`), at most `limit` in all, and only the last `since_ms`
+    milliseconds (by the server's clock) when given. Columns: `time` (UTC, the entry's
+    server time), `queue`, `verb`, `outcome`, `count` (NA when not known), `who`, `env`,
+    `conn`, `surface`, `reason`, `args` (a dict), `ids` (the first ids, a list), then
+    `notebook`, `acl_user`, `ids_digest` and `entry` (the stream id). Text is shown
+    with any non-UTF-8 byte as `\\xNN`.
+
+    Bounded: one `XREVRANGE ... COUNT limit` per stream, in one pipeline. Reads only,
+    so it works on a read-only session. A `limit` outside 1 to `MAX_READ` is
+    `BadInput`, a bad queue name `InvalidName`, before any I/O."""
+    whole(limit, "limit", most=MAX_READ)
+    if since_ms is not None:
+        whole(since_ms, "since_ms", least=0)
+    queues = [check_name(queue)] if queue is not None else streams(conn)
+    low = "-" if since_ms is None else str(max(0, _server_ms(conn) - since_ms))
+    rows: list[dict[str, Any]] = []
+    if queues:
+        with conn.wire():
+            # a pipeline of reads on the client itself: XREVRANGE reads, on any session
+            pipe = conn.client.pipeline(transaction=False)
+            for q in queues:
+                pipe.xrevrange(audit_key(q), "+", low, count=limit)
+            replies = pipe.execute()
+        for q, entries in zip(queues, replies, strict=True):
+            rows += [_row(q, entry, fields) for entry, fields in entries]
+    rows.sort(key=lambda r: _entry_order(r["entry"]), reverse=True)
+    frame = pd.DataFrame.from_records(rows[:limit], columns=list(COLUMNS))
+    frame["count"] = frame["count"].astype("Int64")
+    return frame
+
+
+def failure_line(exc: BaseException) -> str:
+    """The one line of an exception with its audit note, for a surface that prints errors
+    as one line (`EMQError: ... · audit_failed: ...`)."""
+    notes = [n for n in getattr(exc, "__notes__", ()) if str(n).startswith("audit_failed")]
+    head = f"{type(exc).__name__}: {exc}" if isinstance(exc, EMQError) else _one_line(exc)
+    return head + "".join(f" · {n}" for n in notes)

@@ -1,0 +1,355 @@
+"""The audit trail's core (SPEC 12, `emq_notebook.audit`), on both backends: one entry
+per writing call with every field, nested calls recorded once, refusals with their
+reason, a cut call never `done`, nothing from a read-only session or a dry run, the
+record of an obliterate outliving the queue, secrets never in `args`, the stream
+bounded, and an ACL user limited to `~emq:*` writing it (real Valkey)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import pytest
+import redis
+
+import emq_notebook as emq
+from emq_notebook import admin, audit, jobs
+from emq_notebook.errors import BadInput, NotPaused, ReadOnly, WireError
+from emq_notebook.keyspace import audit_key
+
+Q = "mailers"
+
+# the writing verbs as the wiring will declare them: recorded by the one decorator
+pause = audit.audited("pause")(admin.pause)
+obliterate = audit.audited("obliterate")(admin.obliterate)
+remove_job = audit.audited("remove", job="job_id")(jobs.remove_job)
+remove_jobs = audit.audited("remove")(admin.remove_jobs)
+reprocess_jobs = audit.audited("reprocess")(admin.reprocess_jobs)
+
+
+def obliterate_all(conn: emq.Connection, q: str, **kw: Any) -> int:
+    """A loop over the recorded `obliterate`, itself recorded: one entry in all."""
+    with audit.recorded(conn, "obliterate", q, args=kw) as rec:
+        rec.result = 0
+        while obliterate(conn, q, **kw) != "ok":
+            pass
+    return 0
+
+
+def raw(conn: emq.Connection, q: str = Q) -> list[dict[str, str]]:
+    """The stream's entries as the server holds them, oldest first."""
+    return [fields for _, fields in conn.client.xrange(audit_key(q))]
+
+
+def enqueue(conn: emq.Connection, n: int, q: str = Q) -> list[str]:
+    return [jobs.enqueue(conn, q, "{}", id=f"j{i:04d}") for i in range(n)]
+
+
+def test_an_entry_holds_who_did_what_when_from_where_and_why(conn, monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_USER", "jane")
+    monkeypatch.setenv("JPY_SESSION_NAME", "incidents/mailers.ipynb")
+    conn.name, conn.env = "oncall", "production"
+    before = conn.client.time()[0] * 1000
+    with audit.surface("magic") as said, audit.because("bounce storm, INC-42"):
+        pause(conn, Q)
+    [entry] = raw(conn)
+    assert entry == {
+        "verb": "pause",
+        "outcome": "done",
+        "count": "0",
+        "ids": json.dumps({"first": [], "digest": ""}),
+        "args": "{}",
+        "who": "jane",
+        "acl_user": "default",
+        "conn": "oncall",
+        "env": "production",
+        "surface": "magic",
+        "notebook": "incidents/mailers.ipynb",
+        "reason": "bounce storm, INC-42",
+    }
+    assert list(entry) == list(audit.FIELDS)
+    assert said.suffix() == "" and [q for q, _ in said.entries] == [Q]
+    # the one line that answers "who paused mailers, when, from which notebook, and why?"
+    frame = audit.read(conn, Q)
+    row = frame[frame.verb == "pause"].iloc[0]
+    assert (row.who, row.notebook, row.reason) == ("jane", "incidents/mailers.ipynb", "bounce storm, INC-42")
+    assert list(frame.columns)[:12] == [
+        *("time", "queue", "verb", "outcome", "count", "who", "env", "conn", "surface", "reason"),
+        *("args", "ids"),
+    ]
+    # the stream id is the server's time
+    assert before <= row.time.value // 1_000_000 <= before + 60_000
+    assert row.entry == said.entries[0][1]
+
+
+def test_the_reason_is_the_calls_then_the_sessions_and_the_surface_python_by_default(conn):
+    conn.reason = "session reason"
+    pause(conn, Q)
+    with audit.because("this call"):
+        pause(conn, Q)
+    with audit.because(None):
+        pause(conn, Q)
+    assert [(e["reason"], e["surface"]) for e in raw(conn)] == [
+        ("session reason", "python"),
+        ("this call", "python"),
+        ("session reason", "python"),
+    ]
+
+
+def test_a_runbook_names_itself_its_parameters_and_its_surface(conn):
+    try:
+        audit.runbook(
+            "11-runaway-producer", {"QUEUE": Q, "APPLY": True, "EMQ_PASSWORD": "pw-1", "REASON": "x"}
+        )
+        pause(conn, Q)
+        with audit.surface("panel"):
+            pause(conn, Q)
+    finally:
+        audit.set_default_surface("python")
+        audit.set_notebook(None)
+    first, second = raw(conn)
+    assert first["surface"] == "runbook" and second["surface"] == "panel"
+    name, params = first["notebook"].split(" ", 1)
+    assert name == "11-runaway-producer.ipynb"
+    assert json.loads(params) == {"APPLY": True, "EMQ_PASSWORD": "***", "QUEUE": Q, "REASON": "x"}
+
+
+def test_a_per_job_verb_records_its_job_and_a_bulk_verb_one_entry_with_the_first_ids_and_a_digest(conn):
+    ids = enqueue(conn, 150)
+    remove_job(conn, Q, ids[0])
+    words = remove_jobs(conn, Q, ids[1:] + ["ghost"], budget=40)  # four calls of the script
+    assert sum(w == "removed" for w in words.values()) == 149
+    single, bulk = raw(conn)
+    assert (single["verb"], single["count"], json.loads(single["ids"])["first"]) == ("remove", "1", [ids[0]])
+    assert (bulk["verb"], bulk["outcome"], bulk["count"]) == ("remove", "done", "149")
+    said = json.loads(bulk["ids"])
+    assert said == {"first": ids[1:101], "digest": audit.digest(ids[1:])}
+    assert json.loads(bulk["args"]) == {"budget": 40, "ids": "<150 items>"}
+    row = audit.read(conn, Q).iloc[0]
+    assert (row["count"], row.ids, row.ids_digest) == (149, ids[1:101], audit.digest(ids[1:]))
+
+
+def test_nested_recorded_calls_record_once(conn):
+    enqueue(conn, 30)
+    pause(conn, Q)
+    obliterate_all(conn, Q, budget=5)  # many calls of the recorded obliterate inside
+    assert [(e["verb"], e["outcome"]) for e in raw(conn)] == [("pause", "done"), ("obliterate", "done")]
+
+
+def test_a_refusal_is_recorded_with_its_reason_and_nothing_touched(conn):
+    enqueue(conn, 1)
+    with pytest.raises(NotPaused):
+        obliterate(conn, Q)
+    with pytest.raises(emq.Refused):
+        remove_job(conn, Q, "nobody")
+    refused, gone = raw(conn)
+    assert (refused["verb"], refused["outcome"], refused["count"]) == (
+        "obliterate",
+        "refused:not_paused",
+        "0",
+    )
+    assert (gone["outcome"], gone["count"], json.loads(gone["ids"])["first"]) == (
+        "refused:gone",
+        "0",
+        ["nobody"],
+    )
+    assert conn.client.exists("emq:{mailers}:job:j0000") == 1
+
+
+def test_an_error_is_recorded_as_error_with_its_count_unknown(conn):
+    with pytest.raises(BadInput):
+        remove_jobs(conn, Q, ["a"], budget=0)
+    [entry] = raw(conn)
+    assert (entry["outcome"], entry["count"]) == ("error", "")
+    assert audit.read(conn, Q)["count"].isna().all()
+
+
+def _cut(conn: emq.Connection, monkeypatch, *, ran: bool) -> None:
+    """The wire fails on the next script call: after the server ran it (`ran`: its
+    reply is lost) or before it was sent. Later commands go through."""
+    send = conn.client.execute_command
+
+    def cut(*parts: Any, **kw: Any) -> Any:
+        if str(parts[0]).upper() in ("EVALSHA", "EVAL", "FCALL"):
+            monkeypatch.setattr(conn.client, "execute_command", send)
+            if ran:
+                send(*parts, **kw)
+            raise redis.ConnectionError("Connection closed by server.")
+        return send(*parts, **kw)
+
+    monkeypatch.setattr(conn.client, "execute_command", cut)
+
+
+@pytest.mark.parametrize("ran", [True, False], ids=["reply-lost", "never-sent"])
+def test_a_cut_call_is_recorded_unknown_never_done(conn, monkeypatch, ran):
+    _cut(conn, monkeypatch, ran=ran)
+    with audit.surface("shell") as said, pytest.raises(WireError):
+        pause(conn, Q)
+    assert admin.is_paused(conn, Q) == ran
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"], entry["count"]) == ("pause", "unknown", "")
+    assert said.failed == []
+
+
+def test_a_real_cut_on_a_valkey_records_unknown_or_nothing(private_valkey):
+    """A server that dies under the call: the verb raises `WireError` with the audit's
+    note; nothing says `done`."""
+    srv = private_valkey
+    conn = emq.connect(f"redis://127.0.0.1:{srv.port}/0", socket_timeout=2, socket_connect_timeout=2)
+    enqueue(conn, 1)
+    srv.stop()
+    with audit.surface("magic") as said, pytest.raises(WireError) as caught:
+        remove_job(conn, Q, "j0000")
+    assert said.entries == [] and said.failed[0].startswith("audit_failed: remove mailers not recorded")
+    assert audit.failure_line(caught.value).endswith(said.suffix())
+
+
+def test_a_record_that_cannot_be_written_never_hides_the_result(conn, monkeypatch):
+    command = conn.command
+
+    def no_xadd(*parts: Any) -> Any:
+        if parts[0] == "XADD":
+            raise WireError("lost the server at test: XADD cut")
+        return command(*parts)
+
+    monkeypatch.setattr(conn, "command", no_xadd)
+    ids = enqueue(conn, 3)
+    with audit.surface("magic") as said:
+        assert remove_jobs(conn, Q, ids) == dict.fromkeys(ids, "removed")
+    assert said.suffix() == " · audit_failed: remove mailers not recorded (lost the server at test: XADD cut)"
+    with pytest.warns(audit.AuditNotWritten, match="audit_failed: pause mailers not recorded"):
+        assert pause(conn, Q) is None
+    with pytest.raises(NotPaused) as caught:
+        monkeypatch.setattr(conn, "command", command)
+        admin.resume(conn, Q)
+        monkeypatch.setattr(conn, "command", no_xadd)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a failed verb carries the note: no warning
+            obliterate(conn, Q)
+    assert caught.value.__notes__ == [
+        "audit_failed: obliterate mailers not recorded (lost the server at test: XADD cut)"
+    ]
+    assert raw(conn) == []
+
+
+def test_nothing_is_recorded_by_a_read_only_session_or_a_dry_run(conn):
+    ids = enqueue(conn, 2)
+    watching = emq.Connection(conn.client, conn.label, read_only=True)
+    with pytest.raises(ReadOnly):
+        pause(watching, Q)
+    with audit.recorded(watching, "pause", Q) as rec:
+        assert not rec.active
+    assert remove_jobs(conn, Q, ids, dry_run=True) == dict.fromkeys(ids, "removed")
+    assert reprocess_jobs(conn, Q, ids, dry_run=True) == dict.fromkeys(ids, "not_dead")
+    assert conn.client.exists(audit_key(Q)) == 0
+    assert audit.read(watching, Q).empty  # reading it works on a read-only session
+
+
+def test_the_record_of_an_obliterate_survives_it(conn):
+    enqueue(conn, 25)
+    jobs.add_log(conn, Q, "j0001", "a line")
+    pause(conn, Q)
+    obliterate_all(conn, Q, budget=10)
+    cursor, keys = conn.client.scan(0, match="emq:{mailers}:*", count=100_000)
+    assert (cursor, keys) == (0, [])
+    assert [k for k in conn.scan("emq:{mailers}:*")] == []
+    assert list(audit.read(conn, Q).verb) == ["obliterate", "pause"]
+    # every queue's record, found without the queue directory (the queue has no meta left)
+    assert Q in audit.streams(conn, rescan=True)
+    assert list(audit.read(conn).verb) == ["obliterate", "pause"]
+    assert Q not in conn.directory.rescan()
+
+
+def test_secrets_are_never_in_args(conn):
+    secret = "pw-9Zq-never-recorded"
+    session = emq.Connection(conn.client, conn.label, secret=secret)
+    with audit.because(f"rotated {secret}"):
+        with audit.recorded(
+            session,
+            "data",
+            Q,
+            args={
+                "url": f"redis://ops:{secret}@db:6379/0?token=abc",
+                "note": f"the password is {secret}",
+                "token": "claim-token-1",
+                "password": "x",
+                "payload": '{"card": "4111 1111 1111 1111"}',
+                "budget": 10,
+            },
+        ):
+            pass
+    [entry] = raw(conn)
+    text = json.dumps(entry)
+    for leak in (secret, "abc", "claim-token-1", "4111"):
+        assert leak not in text
+    assert json.loads(entry["args"]) == {
+        "budget": 10,
+        "note": "the password is ***",
+        "password": "***",
+        "payload": "<31 chars>",
+        "token": "***",
+        "url": "redis://ops:***@db:6379/0?token=***",
+    }
+    assert entry["reason"] == "rotated ***"
+
+
+def test_the_stream_is_bounded_by_keep(conn):
+    for _ in range(300):
+        with audit.recorded(conn, "pause", Q, keep=10):
+            pass
+    # MAXLEN ~ trims whole stream nodes (100 entries each on Valkey): never far above keep
+    assert 10 <= conn.client.xlen(audit_key(Q)) <= 110
+    conn.audit_keep = 5  # the setting's place on the connection
+    for _ in range(300):
+        with audit.recorded(conn, "pause", Q):
+            pass
+    assert conn.client.xlen(audit_key(Q)) <= 105
+
+
+def test_a_non_utf8_byte_reads_as_xnn(conn):
+    with audit.because("bytes \udcff\udcfe"):
+        pause(conn, Q)
+    assert audit.read(conn, Q).reason[0] == "bytes \\xff\\xfe"
+
+
+def test_each_connection_names_itself_to_the_server(conn, monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_USER", "Jane Doe")
+    conn.name = "on call"
+    assert audit.name_client(conn) == "emq_notebook:Jane_Doe:on_call"
+    assert conn.client.execute_command("CLIENT", "GETNAME") == "emq_notebook:Jane_Doe:on_call"
+    watching = emq.Connection(conn.client, conn.label, read_only=True, name="ro")
+    assert audit.name_client(watching) == "emq_notebook:Jane_Doe:ro"  # not a keyspace write
+
+
+def test_a_connection_named_before_it_reconnects_keeps_its_name(valkey):
+    conn = emq.connect(f"redis://127.0.0.1:{valkey.port}/0", name="desk")
+    name = audit.name_client(conn)
+    conn.client.connection_pool.disconnect()
+    pause(conn, "named")
+    listed = conn.client.execute_command("CLIENT", "LIST")
+    assert name in str(listed)
+    conn.client.delete(audit_key("named"), "emq:{named}:meta")
+
+
+def test_an_acl_user_limited_to_emq_keys_writes_and_names_it(valkey):
+    secret = "pw-audit-3Kx"
+    root = redis.Redis(port=valkey.port, decode_responses=True)
+    root.flushall()
+    root.execute_command(
+        *("ACL", "SETUSER", "auditor", "on", f">{secret}", "resetkeys", "~emq:*"),
+        *("resetchannels", "&emq:*", "+@all", "-@dangerous"),
+    )
+    try:
+        conn = emq.connect(f"redis://auditor:{secret}@127.0.0.1:{valkey.port}/0", name="acl")
+        assert audit.name_client(conn).endswith(":acl")
+        pause(conn, Q)
+        [entry] = [fields for _, fields in root.xrange(audit_key(Q))]
+        assert (entry["outcome"], entry["acl_user"]) == ("done", "auditor")
+        assert list(audit.read(conn).verb) == ["pause"]
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            conn.client.set("not-ours", "1")  # the limit is real
+        assert secret not in json.dumps(entry)
+    finally:
+        root.execute_command("ACL", "DELUSER", "auditor")
+        root.flushall()
