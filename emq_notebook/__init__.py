@@ -10,7 +10,8 @@ In IPython: `%load_ext emq_notebook`, then `%emq help`.
 
 from typing import Any
 
-from . import admin, commands, footprint, frames, jobs, lanes, repeat, runbook, triage, widgets
+# importing `verbs` declares the verbs and the catalogue entries of admin and jobs
+from . import admin, footprint, frames, jobs, lanes, repeat, runbook, triage, verbs, widgets
 from .connector import Connection, connect
 from .errors import (
     ActiveJobs,
@@ -37,8 +38,6 @@ from .errors import (
     WireError,
 )
 from .worker import Worker
-
-# importing `commands` (above) declares the verbs and the catalogue entries of admin and jobs
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,7 @@
 how its native form reads.
 
 The entries are declared with the `%emq` verbs that run them (`registry.verb(...,
-catalogue=Entry(...))` in `commands.py`), and this module keeps them: the operator
+catalogue=Entry(...))` in `verbs/`), and this module keeps them: the operator
 console shows them, the Python verbs' docstrings end with them (`document`), and the
 README's verbs table is `markdown()` (a test keeps them equal).
 `python -m emq_notebook.catalogue` prints the table.

@@ -1,6 +1,6 @@
 """The command grammar: how a `%emq` line or `emq` argv becomes a parsed command.
 
-Parsing only -- `commands.py` does the work, and `registry.py` declares the verbs
+Parsing only -- the `verbs` package does the work, and `registry.py` declares the verbs
 this grammar is built from.  A line that does not parse raises `UsageProblem` (an
 `EMQError` that renders as one line and FAILS a notebook cell; IPython's plain
 `UsageError` would not fail it under nbval).

@@ -3,8 +3,8 @@
 How to add a verb
 -----------------
 Write its handler (a function of the session and the parsed namespace) and declare
-it with `@verb` just above, in `emq_notebook/commands.py` beside the verbs like it
-(or in a module of your own imported at the end of `commands.py`)::
+it with `@verb` just above, in the module of `emq_notebook/verbs/` beside the verbs
+like it (or in a module of your own, imported in `verbs/__init__.py`)::
 
     @verb("errors", "the dead letters grouped by error signature",
           arg("queue"), opt("--state", choices=["dead", "schedule"], default="dead"))
@@ -23,7 +23,7 @@ That one declaration gives the verb everything else:
   Python verb's docstring;
 - `writes=True` for a verb that changes the queue: refused with `ReadOnly` on a
   read-only connection before anything is read or sent.  A verb that destroys or
-  moves many jobs at once also calls `commands.confirm(...)` with the count before its
+  moves many jobs at once also calls `verbs.confirm(...)` with the count before its
   first write (the one confirmation gate, threshold `confirm_above`).
 
 Arguments: `arg(name)` is a positional word; `arg(name, literal=True)` is data taken
