@@ -116,8 +116,6 @@ def shell_help() -> str:
 def _writes(ns: argparse.Namespace) -> bool:
     """True when the parsed command changes a queue (a dry run included: it reads a
     queue it was told to change)."""
-    if ns.verb == "lane":
-        return ns.limit is not None or ns.pause or ns.resume
     return registry.VERBS[ns.verb].writes
 
 

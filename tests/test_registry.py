@@ -82,3 +82,49 @@ def test_a_new_verb_is_one_declaration(shout):
     assert said == ["MAIL MAIL"]
     assert "shout QUEUE [--times N]" in grammar.grammar()
     assert Completer(session).words("sh") == ["shout"]
+
+
+def test_every_writing_verb_declares_the_functions_it_writes_through():
+    # catalogue.writers() is the one list to wrap every write a verb makes: each
+    # writing verb has its functions there, and each function there a writing verb
+    writing = {v.name for v in VERBS if v.writes}
+    by_verb = {op.verb for op in catalogue.writers()}
+    assert by_verb == writing
+    named = {op.name for op in catalogue.writers()}
+    assert {
+        "admin.pause",
+        "admin.resume",
+        "admin.drain",
+        "admin.obliterate",
+        "jobs.update_data",
+        "jobs.update_progress",
+        "jobs.add_log",
+        "jobs.remove_job",
+        "jobs.reprocess_job",
+        "admin.reprocess_jobs",
+        "admin.reprocess_dead",
+        "admin.remove_jobs",
+        "jobs.promote_job",
+        "repeat.run_now",
+        "lanes.set_limit",
+        "lanes.pause_lane",
+        "lanes.resume_lane",
+        "jobs.enqueue",
+        "jobs.claim",
+        "lanes.claim",
+        "jobs.complete",
+        "jobs.fail",
+    } == named
+
+
+def test_a_reading_verb_runs_no_writer():
+    reading = {v.name for v in VERBS if not v.writes}
+    assert not [op.name for op in catalogue.writers() if op.verb in reading]
+    assert {"jobs.get_job", "triage.find"} <= {
+        op.name for op in catalogue.OPERATIONS.values() if not op.writes
+    }
+
+
+def test_the_lane_verbs_read_and_write_apart():
+    assert not registry.VERBS["lane"].writes and not registry.VERBS["lane"].options
+    assert registry.VERBS["lane-set"].writes

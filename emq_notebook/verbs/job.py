@@ -11,7 +11,6 @@ from typing import Any
 import pandas as pd
 
 from .. import admin, jobs, lanes, repeat
-from ..catalogue import Entry
 from ..checks import json_text
 from ..errors import UsageProblem
 from ..grammar import delay, duration, whole
@@ -40,9 +39,6 @@ from .session import (
     "one job's row",
     QUEUE,
     JOB,
-    catalogue=Entry(
-        "jobs.get_job", "HGETALL", "the row exists", "nothing (a read)", "dict / Gone", "none, one command"
-    ),
 )
 def _job(s: Session, ns: Namespace) -> dict:
     return dict(sorted(jobs.get_job(s.conn, ns.queue, ns.id).items()))
@@ -55,14 +51,6 @@ def _job(s: Session, ns: Namespace) -> dict:
     JOB,
     arg("json", literal=True),
     writes=True,
-    catalogue=Entry(
-        "jobs.update_data",
-        "@update_data",
-        "the row exists",
-        "HSET payload; publishes `data`",
-        "None / Gone",
-        "none, a script only",
-    ),
 )
 def _data(s: Session, ns: Namespace) -> None:
     jobs.update_data(s.conn, ns.queue, ns.id, json_text(ns.json, "data"))
@@ -76,14 +64,6 @@ def _data(s: Session, ns: Namespace) -> None:
     JOB,
     arg("value"),
     writes=True,
-    catalogue=Entry(
-        "jobs.update_progress",
-        "@update_progress",
-        "the row exists",
-        "HSET progress; PUBLISH {event: progress, job, progress}",
-        "None / Gone",
-        "none, a script only",
-    ),
 )
 def _progress(s: Session, ns: Namespace) -> None:
     jobs.update_progress(s.conn, ns.queue, ns.id, ns.value)
@@ -98,14 +78,6 @@ def _progress(s: Session, ns: Namespace) -> None:
     opt("--keep", type=whole, help="trim to the last N lines"),
     arg("line", free=True),
     writes=True,
-    catalogue=Entry(
-        "jobs.add_log",
-        "@add_log",
-        "the row exists",
-        "RPUSH :logs (LTRIM to the last `keep`)",
-        "int — the list length / Gone",
-        "none, a script only",
-    ),
 )
 def _log(s: Session, ns: Namespace) -> None:
     n = jobs.add_log(s.conn, ns.queue, ns.id, " ".join(ns.line), keep=ns.keep)
@@ -117,14 +89,6 @@ def _log(s: Session, ns: Namespace) -> None:
     "a job's log lines",
     QUEUE,
     JOB,
-    catalogue=Entry(
-        "jobs.get_job_logs",
-        "@get_logs",
-        "the row exists",
-        "nothing (a read)",
-        "list[str] in append order ([] when empty) / Gone",
-        "none, a script only",
-    ),
 )
 def _logs(s: Session, ns: Namespace) -> list[str]:
     return jobs.get_job_logs(s.conn, ns.queue, ns.id)
@@ -144,25 +108,6 @@ def _logs(s: Session, ns: Namespace) -> list[str]:
     DRY_RUN,
     YES,
     writes=True,
-    catalogue=(
-        Entry(
-            "jobs.remove_job",
-            "@remove_job2",
-            "the row exists and no worker holds it",
-            "ZREM from its set and lane (a lane slot given back when in flight), DEL row and "
-            ":logs, release dedup; publishes `removed`",
-            "None / Gone / Locked (a :lock key or a lock field: untouched)",
-            "none, a script only",
-        ),
-        Entry(
-            "admin.remove_jobs",
-            "@remove_jobs",
-            "none; each id checked on its own",
-            "as remove_job for each removed id; dry_run: nothing (@remove_jobs_check, read-only)",
-            "dict — {id: removed / gone / locked}; the dry run answers the same words",
-            "none, a script only",
-        ),
-    ),
 )
 def _remove(s: Session, ns: Namespace) -> Any:
     if bulk.filtered(ns) or ns.id is None:
@@ -186,36 +131,6 @@ def _remove(s: Session, ns: Namespace) -> Any:
     *CONTROLLED,
     YES,
     writes=True,
-    catalogue=(
-        Entry(
-            "jobs.reprocess_job",
-            "@reprocess2",
-            "the row exists and is in dead",
-            "ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job: its "
-            "lane and the ring); counters kept; publishes `reprocessed`",
-            "None / Gone / NotDead",
-            "EMQ.REPROCESS 4 emq:{q}:job:<id> emq:{q}:dead emq:{q}:pending emq:{q}: <id> — reads "
-            "dead membership before writing; refuses a grouped row (reprocess lane not native)",
-        ),
-        Entry(
-            "admin.reprocess_jobs",
-            "@reprocess_jobs",
-            "none; each id checked on its own",
-            "as reprocess_job for each id moved (grouped jobs to their lanes); dry_run: nothing "
-            "(@reprocess_jobs_check, read-only)",
-            "dict — {id: reprocessed / gone / not_dead} (bad_row: left in dead); the dry "
-            "run answers the same words",
-            "none, a script only",
-        ),
-        Entry(
-            "admin.reprocess_dead",
-            "@reprocess_dead / @reprocess_jobs",
-            "none; bounded calls; with rate / trial: only jobs dead when it began, each once",
-            "as reprocess_job for each job moved",
-            "int — the count moved / Halted (moved, failed_again) when a trial fails again",
-            "none, a script only",
-        ),
-    ),
 )
 def _reprocess(s: Session, ns: Namespace) -> Any:
     if bulk.filtered(ns):
@@ -239,15 +154,6 @@ def _reprocess(s: Session, ns: Namespace) -> Any:
     QUEUE,
     JOB,
     writes=True,
-    catalogue=Entry(
-        "jobs.promote_job",
-        "@promote_job",
-        "the row exists and is in schedule",
-        "ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
-        "lane); publishes `promoted`",
-        "None / Gone / NotScheduled",
-        "none, a script only",
-    ),
 )
 def _promote(s: Session, ns: Namespace) -> None:
     jobs.promote_job(s.conn, ns.queue, ns.id)
@@ -272,14 +178,6 @@ def _repeats(s: Session, ns: Namespace) -> pd.DataFrame:
     QUEUE,
     arg("name"),
     writes=True,
-    catalogue=Entry(
-        "repeat.run_now",
-        "@repeat_run_now",
-        "the repeatable exists and its definition reads",
-        "a new job (row, pending or its lane); the next due time unchanged; publishes `added`",
-        "str — the new job's id / Gone / BadRow",
-        "none, a script only",
-    ),
 )
 def _run_now(s: Session, ns: Namespace) -> str:
     job_id = repeat.run_now(s.conn, ns.queue, ns.name)

@@ -8,7 +8,6 @@ from argparse import Namespace
 import pandas as pd
 
 from .. import admin, frames, lanes
-from ..catalogue import Entry
 from ..errors import ActiveJobs, NotPaused, UsageProblem
 from ..grammar import duration, limit, whole
 from ..keyspace import STATES, queue_key
@@ -38,14 +37,6 @@ def _status(s: Session, ns: Namespace) -> pd.DataFrame:
     "close the claim gate (idempotent; no set moves)",
     QUEUE,
     writes=True,
-    catalogue=Entry(
-        "admin.pause",
-        "@pause",
-        "none (idempotent)",
-        "HSET emq:{q}:meta paused 1; publishes `paused`",
-        "None — paused field set; the pending backlog is untouched",
-        "none, a script only; EMQ.CLAIM reads the same paused field",
-    ),
 )
 def _pause(s: Session, ns: Namespace) -> None:
     admin.pause(s.conn, ns.queue)
@@ -57,14 +48,6 @@ def _pause(s: Session, ns: Namespace) -> None:
     "open the claim gate (idempotent)",
     QUEUE,
     writes=True,
-    catalogue=Entry(
-        "admin.resume",
-        "@resume",
-        "none (idempotent)",
-        "HDEL emq:{q}:meta paused; publishes `resumed`",
-        "None — a later claim serves the head of pending",
-        "none, a script only",
-    ),
 )
 def _resume(s: Session, ns: Namespace) -> None:
     admin.resume(s.conn, ns.queue)
@@ -79,15 +62,6 @@ def _resume(s: Session, ns: Namespace) -> None:
     BUDGET,
     YES,
     writes=True,
-    catalogue=Entry(
-        "admin.drain",
-        "@drain",
-        "none; bounded calls of `budget` jobs",
-        "deletes pending (and lane, and with include_schedule scheduled) rows and :logs, "
-        "releases their dedup keys; publishes `drained`",
-        "int — the count drained; active jobs and the repeat registry survive",
-        "none, a script only",
-    ),
 )
 def _drain(s: Session, ns: Namespace) -> None:
     confirm(s, ns, admin.backlog(s.conn, ns.queue, ns.include_schedule))
@@ -104,15 +78,6 @@ def _drain(s: Session, ns: Namespace) -> None:
     opt("--step", action="store_true", help="ONE bounded call: answers more or ok"),
     YES,
     writes=True,
-    catalogue=Entry(
-        "admin.obliterate",
-        "@obliterate",
-        "paused; unforced, no jobs in flight",
-        "deletes up to `budget` jobs a call, then lanes, repeat records, metrics, dedup keys, "
-        "orphans and meta; publishes `obliterated`",
-        '"more" (call again) or "ok" (nothing left under emq:{q}:) / NotPaused / ActiveJobs',
-        "none, a script only",
-    ),
 )
 def _obliterate(s: Session, ns: Namespace) -> None:
     q, budget = ns.queue, budget_of(s, ns)
@@ -161,21 +126,31 @@ def _metrics(s: Session, ns: Namespace) -> pd.DataFrame:
     return frames.metrics(s.conn, ns.queue, since_ms=ns.since)
 
 
+@verb("lane", "a lane's state: its limit, its jobs in flight, pending and paused", QUEUE, arg("group"))
+def _lane(s: Session, ns: Namespace) -> dict | None:
+    known = lanes.lanes(s.conn, ns.queue)
+    if ns.group not in known:
+        s.say(f"no lane {ns.group} in {ns.queue}" + (f" (lanes: {', '.join(known)})" if known else ""))
+        return None
+    return known[ns.group]
+
+
 @verb(
-    "lane",
-    "a lane's state (with options: set its limit, pause or resume it)",
+    "lane-set",
+    "set a lane's concurrency limit, pause it or resume it",
     QUEUE,
     arg("group"),
-    opt("--limit", type=whole),
-    opt("--pause", action="store_true"),
+    opt("--limit", type=whole, help="at most N of its jobs in flight"),
+    opt("--pause", action="store_true", help="its jobs wait; other lanes are served"),
     opt("--resume", action="store_true"),
+    writes=True,
 )
-def _lane(s: Session, ns: Namespace) -> dict | None:
+def _lane_set(s: Session, ns: Namespace) -> None:
     if ns.pause and ns.resume:
-        raise UsageProblem("lane takes --pause or --resume, not both")
+        raise UsageProblem("lane-set takes --pause or --resume, not both")
+    if ns.limit is None and not ns.pause and not ns.resume:
+        raise UsageProblem("lane-set takes --limit N, --pause or --resume — see %emq lane-set --help")
     done = []
-    if ns.limit is not None or ns.pause or ns.resume:
-        s.conn.refuse_writes(f"lane {ns.queue} {ns.group}")
     if ns.limit is not None:
         lanes.set_limit(s.conn, ns.queue, ns.group, ns.limit)
         done.append(f"limit {ns.limit}")
@@ -185,11 +160,4 @@ def _lane(s: Session, ns: Namespace) -> dict | None:
     if ns.resume:
         lanes.resume_lane(s.conn, ns.queue, ns.group)
         done.append("resumed")
-    if not done:
-        known = lanes.lanes(s.conn, ns.queue)
-        if ns.group not in known:
-            s.say(f"no lane {ns.group} in {ns.queue}" + (f" (lanes: {', '.join(known)})" if known else ""))
-            return None
-        return known[ns.group]
     s.say(f"lane {ns.queue}/{ns.group}: {', '.join(done)}")
-    return None

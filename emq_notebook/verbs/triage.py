@@ -8,7 +8,6 @@ from argparse import Namespace
 import pandas as pd
 
 from .. import triage
-from ..catalogue import Entry
 from ..grammar import duration, limit, whole
 from ..registry import opt, verb
 from .session import ERROR, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, states
@@ -26,14 +25,6 @@ from .session import ERROR, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, states
     opt("--min-attempts", type=whole),
     opt("--since", type=duration, help="created within this long, e.g. 1h"),
     opt("--limit", type=limit, help="at most N rows (0: all; default: %%config default_limit)"),
-    catalogue=Entry(
-        "triage.find",
-        "@find",
-        "none; bounded calls of `budget` members examined",
-        "nothing (a read)",
-        "DataFrame — frames.snapshot's columns, index id, at most `limit` rows, in set order",
-        "none, a read-only script (FCALL_RO with the function executor)",
-    ),
 )
 def _find(s: Session, ns: Namespace) -> pd.DataFrame:
     rows = s.settings.default_limit if ns.limit is None else ns.limit
@@ -61,14 +52,6 @@ def _find(s: Session, ns: Namespace) -> pd.DataFrame:
     "the failures grouped by error signature (a frame)",
     QUEUE,
     STATE,
-    catalogue=Entry(
-        "triage.errors",
-        "@errors",
-        "none; bounded calls of `budget` members",
-        "nothing (a read)",
-        "DataFrame by signature — count, first_seen, last_seen, sample_id, sample_error; count descending",
-        "none, a read-only script (FCALL_RO with the function executor)",
-    ),
 )
 def _errors(s: Session, ns: Namespace) -> pd.DataFrame:
     return triage.errors(s.conn, ns.queue, states(ns), budget=s.settings.budget)
