@@ -22,7 +22,7 @@ from .checks import whole
 from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, MOVE_BUDGET
 from .errors import BadInput, EMQError, Halted, InvalidName
-from .keyspace import base, check_server_id, lane_key, queue_key
+from .keyspace import base, check_server_id, queue_key, sets
 
 Progress = Callable[[int, int], None]
 
@@ -177,10 +177,8 @@ def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
 def _count(conn: Connection, q: str, states: Iterable[str]) -> int:
     groups = conn.command("SMEMBERS", queue_key(q, "groups")) or []
     pipe = conn.pipeline()
-    for state in states:
-        pipe.zcard(queue_key(q, state))
-    for g in groups:
-        pipe.zcard(lane_key(q, g))
+    for _, key in sets(q, states, groups):
+        pipe.zcard(key)
     return sum(pipe.execute())
 
 
