@@ -71,7 +71,7 @@ def test_a_new_verb_is_one_declaration(shout):
         "shout",
         "say a queue's name loudly",
         registry.arg("queue"),
-        registry.opt("--times", type=grammar.whole, default=1),
+        registry.opt("--times", type=grammar.whole_arg, default=1),
     )
     def _shout(s, ns):
         s.say(" ".join([ns.queue.upper()] * ns.times))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import frames, health, plots
+from .. import frames, health
 from ..errors import EMQError
 from ..grammar import duration
 from ..registry import arg, opt, verb
@@ -58,6 +58,8 @@ def _latency(s: Session, ns: Namespace) -> pd.DataFrame:
     opt("--save", metavar="FILE", help="write the figure to FILE (.png, .svg, .pdf)"),
 )
 def _plot(s: Session, ns: Namespace) -> Any:
+    from .. import plots  # matplotlib, loaded by the first plot
+
     draw = plots.throughput if ns.what == "throughput" else plots.latency
     fig = draw(s.conn, ns.queue, since=ns.since)
     if ns.save:
@@ -72,5 +74,7 @@ def _plot(s: Session, ns: Namespace) -> Any:
 
 def _shown(fig: Any) -> Any:
     """The figure, with IPython told to show a figure as an image."""
+    from .. import plots
+
     plots.show_in_notebook()
     return fig

@@ -13,7 +13,7 @@ import pandas as pd
 from .. import admin, jobs, lanes, repeat
 from ..checks import json_text
 from ..errors import UsageProblem
-from ..grammar import delay, duration, whole
+from ..grammar import delay, duration, whole_arg
 from ..keyspace import queue_key
 from ..registry import arg, opt, verb
 from . import bulk
@@ -75,7 +75,7 @@ def _progress(s: Session, ns: Namespace) -> None:
     "append a line to a job's logs (the rest of the line, as written)",
     QUEUE,
     JOB,
-    opt("--keep", type=whole, help="trim to the last N lines"),
+    opt("--keep", type=whole_arg, help="trim to the last N lines"),
     arg("line", free=True),
     writes=True,
 )
@@ -104,7 +104,7 @@ def _logs(s: Session, ns: Namespace) -> list[str]:
     PAYLOAD,
     SIGNATURE,
     STATE,
-    opt("--limit", type=whole, help="with a filter: the first N matches only"),
+    opt("--limit", type=whole_arg, help="with a filter: the first N matches only"),
     DRY_RUN,
     YES,
     writes=True,
@@ -123,7 +123,7 @@ def _remove(s: Session, ns: Namespace) -> Any:
     arg("id", nargs="?"),
     opt("--all-dead", "--all", action="store_true"),
     BUDGET,
-    opt("--limit", type=whole, help="at most N jobs: the first N matches (with --all: the oldest N)"),
+    opt("--limit", type=whole_arg, help="at most N jobs: the first N matches (with --all: the oldest N)"),
     ERROR,
     PAYLOAD,
     SIGNATURE,
@@ -196,7 +196,7 @@ def _run_now(s: Session, ns: Namespace) -> str:
     opt("--delay", type=delay, default=0),
     opt("--id"),
     opt("--priority", type=int, default=0),
-    opt("--attempts", type=whole, default=3),
+    opt("--attempts", type=whole_arg, default=3),
     opt("--dedup"),
     writes=True,
 )

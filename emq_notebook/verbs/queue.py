@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import admin, frames, lanes
 from ..errors import ActiveJobs, NotPaused, UsageProblem
-from ..grammar import duration, limit, whole
+from ..grammar import duration, limit, whole_arg
 from ..keyspace import STATES, queue_key
 from ..registry import arg, opt, verb
 from .session import BUDGET, QUEUE, YES, Session, budget_of, confirm
@@ -140,7 +140,7 @@ def _lane(s: Session, ns: Namespace) -> dict | None:
     "set a lane's concurrency limit, pause it or resume it",
     QUEUE,
     arg("group"),
-    opt("--limit", type=whole, help="at most N of its jobs in flight"),
+    opt("--limit", type=whole_arg, help="at most N of its jobs in flight"),
     opt("--pause", action="store_true", help="its jobs wait; other lanes are served"),
     opt("--resume", action="store_true"),
     writes=True,

@@ -25,7 +25,7 @@ from .. import registry
 from ..connector import Connection, connect
 from ..defaults import EXECUTORS
 from ..errors import Refused, UsageProblem
-from ..grammar import duration, fraction, grammar, rate, verb_help, whole
+from ..grammar import duration, fraction, grammar, rate, verb_help, whole_arg
 from ..keyspace import STATES
 from ..registry import arg, opt, verb
 from ..settings import Settings
@@ -125,7 +125,9 @@ def budget_of(s: Session, ns: Namespace) -> int:
 
 QUEUE = arg("queue")
 JOB = arg("id")
-BUDGET = opt("--budget", type=whole, default=None, help="jobs per bounded call (default: %%config budget)")
+BUDGET = opt(
+    "--budget", type=whole_arg, default=None, help="jobs per bounded call (default: %%config budget)"
+)
 YES = opt("--yes", action="store_true", help="confirm a command on more than confirm_above jobs")
 # the filtered and controlled forms of reprocess and remove (bulk.py)
 ERROR = opt("--error", metavar="GLOB", help="last_error matches this glob (fnmatch: * ? [...])")
@@ -148,7 +150,7 @@ def states(ns: Namespace) -> Any:
 DRY_RUN = opt("--dry-run", action="store_true", help="print the preview and each id's word; write nothing")
 CONTROLLED = (
     opt("--rate", type=rate, help="at most this many jobs a second (50/s)"),
-    opt("--trial", type=whole, help="with --all: move N first and watch them"),
+    opt("--trial", type=whole_arg, help="with --all: move N first and watch them"),
     opt("--stop-if-failing", type=fraction, help="with --trial: halt at this share dead again"),
     opt("--watch", type=duration, default=30_000, help="how long a trial is watched (default 30s)"),
 )

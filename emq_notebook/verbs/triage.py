@@ -8,7 +8,7 @@ from argparse import Namespace
 import pandas as pd
 
 from .. import triage
-from ..grammar import duration, limit, whole
+from ..grammar import duration, limit, whole_arg
 from ..registry import opt, verb
 from .session import ERROR, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, states
 
@@ -22,7 +22,7 @@ from .session import ERROR, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, states
     PAYLOAD,
     SIGNATURE,
     opt("--group"),
-    opt("--min-attempts", type=whole),
+    opt("--min-attempts", type=whole_arg),
     opt("--since", type=duration, help="created within this long, e.g. 1h"),
     opt("--limit", type=limit, help="at most N rows (0: all; default: %%config default_limit)"),
 )
