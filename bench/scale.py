@@ -47,7 +47,7 @@ from peers import peers_python
 import emq_notebook as emq
 from emq_notebook import admin, frames, jobs
 from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET
-from emq_notebook.keyspace import STATES, base, queue_key
+from emq_notebook.keyspace import STATES, base, lane_sets, queue_key
 
 Q = "scale"
 LANES = 100
@@ -166,7 +166,7 @@ def floor_snapshot(client: redis.Redis) -> pd.DataFrame:
     in batches of 1,000, one DataFrame."""
     groups = sorted(client.smembers(queue_key(Q, "groups")))
     pipe = client.pipeline(transaction=False)
-    for key in [queue_key(Q, s) for s in STATES] + [queue_key(Q, f"g:{g}:pending") for g in groups]:
+    for key in [queue_key(Q, s) for s in STATES] + [key for _, key in lane_sets(Q, groups)]:
         pipe.zrange(key, 0, -1)
     ids = [i for members in pipe.execute() for i in members]
     rows = []

@@ -10,7 +10,8 @@ In IPython: `%load_ext emq_notebook`, then `%emq help`.
 
 from typing import Any
 
-from . import admin, commands, footprint, frames, jobs, lanes, repeat, runbook, triage, widgets
+# `verbs` declares every `%emq` verb (the registry the grammar reads)
+from . import admin, footprint, frames, jobs, lanes, repeat, triage, verbs
 from .connector import Connection, connect
 from .errors import (
     ActiveJobs,
@@ -37,8 +38,6 @@ from .errors import (
     WireError,
 )
 from .worker import Worker
-
-# importing `commands` (above) declares the verbs and the catalogue entries of admin and jobs
 
 __version__ = "0.1.0"
 
@@ -79,14 +78,22 @@ __all__ = [
 ]
 
 
+# imported on first use (`emq.widgets`), so a worker process never pays for the
+# notebook (ipywidgets, IPython, matplotlib); `demo` too, which imported with the
+# package would run twice over under `python -m emq_notebook.demo` (runpy's warning)
+_ON_FIRST_USE = ("widgets", "magics", "runbook", "plots", "demo")
+
+
 def __getattr__(name: str) -> Any:
-    """`emq_notebook.demo`, imported on first use: importing it with the package would
-    run it twice over under `python -m emq_notebook.demo` (runpy's RuntimeWarning)."""
-    if name == "demo":
+    if name in _ON_FIRST_USE:
         import importlib
 
-        return importlib.import_module(".demo", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_ON_FIRST_USE])
 
 
 def current(name: str | None = None) -> Connection:

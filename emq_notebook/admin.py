@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterable
 import pandas as pd
 
 from . import checks
-from .catalogue import document
+from .catalogue import contract
 from .checks import whole
 from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, MOVE_BUDGET
 from .errors import BadInput, EMQError, Halted, InvalidName
-from .keyspace import base, check_server_id, lane_key, queue_key
+from .keyspace import base, check_server_id, queue_key, sets
 
 Progress = Callable[[int, int], None]
 
@@ -33,13 +33,29 @@ def check_budget(budget: object, what: str = "budget") -> int:
     return checks.budget(budget, what)
 
 
-@document
+@contract(
+    "pause",
+    writes=True,
+    script="@pause",
+    precondition="none (idempotent)",
+    changes="HSET emq:{q}:meta paused 1; publishes `paused`",
+    replies="None — paused field set; the pending backlog is untouched",
+    native="none, a script only; EMQ.CLAIM reads the same paused field",
+)
 def pause(conn: Connection, q: str) -> None:
     """Close the claim gate: HSET meta paused 1. No set moves; idempotent; never refuses."""
     conn.run("pause", [queue_key(q, "meta")], [base(q)], verb="pause", queue=q)
 
 
-@document
+@contract(
+    "resume",
+    writes=True,
+    script="@resume",
+    precondition="none (idempotent)",
+    changes="HDEL emq:{q}:meta paused; publishes `resumed`",
+    replies="None — a later claim serves the head of pending",
+    native="none, a script only",
+)
 def resume(conn: Connection, q: str) -> None:
     """Open the claim gate: HDEL meta paused. Idempotent; never refuses."""
     conn.run("resume", [queue_key(q, "meta")], [base(q)], verb="resume", queue=q)
@@ -50,7 +66,16 @@ def is_paused(conn: Connection, q: str) -> bool:
     return conn.command("HGET", queue_key(q, "meta"), "paused") is not None
 
 
-@document
+@contract(
+    "drain",
+    writes=True,
+    script="@drain",
+    precondition="none; bounded calls of `budget` jobs",
+    changes="deletes pending (and lane, and with include_schedule scheduled) rows and :logs, "
+    "releases their dedup keys; publishes `drained`",
+    replies="int — the count drained; active jobs and the repeat registry survive",
+    native="none, a script only",
+)
 def drain(
     conn: Connection,
     q: str,
@@ -84,7 +109,16 @@ def drain(
             return total
 
 
-@document
+@contract(
+    "obliterate",
+    writes=True,
+    script="@obliterate",
+    precondition="paused; unforced, no jobs in flight",
+    changes="deletes up to `budget` jobs a call, then lanes, repeat records, metrics, dedup keys, "
+    "orphans and meta; publishes `obliterated`",
+    replies='"more" (call again) or "ok" (nothing left under emq:{q}:) / NotPaused / ActiveJobs',
+    native="none, a script only",
+)
 def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFAULT_BUDGET) -> str:
     """ONE bounded call of @obliterate: `"more"` (call again) or `"ok"` (queue gone).
 
@@ -143,10 +177,8 @@ def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
 def _count(conn: Connection, q: str, states: Iterable[str]) -> int:
     groups = conn.command("SMEMBERS", queue_key(q, "groups")) or []
     pipe = conn.pipeline()
-    for state in states:
-        pipe.zcard(queue_key(q, state))
-    for g in groups:
-        pipe.zcard(lane_key(q, g))
+    for _, key in sets(q, states, groups):
+        pipe.zcard(key)
     return sum(pipe.execute())
 
 
@@ -225,7 +257,15 @@ class DeadRun:
         return Moved(self.moved, self.bad_rows, self.ghosts, self.foreign)
 
 
-@document
+@contract(
+    "reprocess",
+    writes=True,
+    script="@reprocess_dead / @reprocess_jobs",
+    precondition="none; bounded calls; with rate / trial: only jobs dead when it began, each once",
+    changes="as reprocess_job for each job moved",
+    replies="int — the count moved / Halted (moved, failed_again) when a trial fails again",
+    native="none, a script only",
+)
 def reprocess_dead(
     conn: Connection,
     q: str,
@@ -490,7 +530,17 @@ def _chunk(ids: list[str], at: int, most: int) -> list[str]:
     return ids[at:end]
 
 
-@document
+@contract(
+    "reprocess",
+    writes=True,
+    script="@reprocess_jobs",
+    precondition="none; each id checked on its own",
+    changes="as reprocess_job for each id moved (grouped jobs to their lanes); dry_run: nothing "
+    "(@reprocess_jobs_check, read-only)",
+    replies="dict — {id: reprocessed / gone / not_dead} (bad_row: left in dead); the dry "
+    "run answers the same words",
+    native="none, a script only",
+)
 def reprocess_jobs(
     conn: Connection,
     q: str,
@@ -534,7 +584,15 @@ def reprocess_jobs(
     )
 
 
-@document
+@contract(
+    "remove",
+    writes=True,
+    script="@remove_jobs",
+    precondition="none; each id checked on its own",
+    changes="as remove_job for each removed id; dry_run: nothing (@remove_jobs_check, read-only)",
+    replies="dict — {id: removed / gone / locked}; the dry run answers the same words",
+    native="none, a script only",
+)
 def remove_jobs(
     conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = DEFAULT_BUDGET
 ) -> dict[str, str]:

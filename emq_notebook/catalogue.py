@@ -1,11 +1,21 @@
-"""The verb catalogue: what each Python operator verb requires, writes, answers and
-how its native form reads.
+"""The verb catalogue: each Python operator verb's contract, declared on the function
+itself, and the registry of every function a `%emq` verb runs.
 
-The entries are declared with the `%emq` verbs that run them (`registry.verb(...,
-catalogue=Entry(...))` in `commands.py`), and this module keeps them: the operator
-console shows them, the Python verbs' docstrings end with them (`document`), and the
-README's verbs table is `markdown()` (a test keeps them equal).
-`python -m emq_notebook.catalogue` prints the table.
+A domain function says which verb runs it, whether it writes, and (when it runs a
+Lua transition) its contract, with `@contract` just above it::
+
+    @contract("pause", writes=True, script="@pause", precondition="none (idempotent)",
+              changes="HSET emq:{q}:meta paused 1; publishes `paused`",
+              replies="None — paused field set", native="none, a script only")
+    def pause(conn, q): ...
+
+The function is returned as it is, its docstring ending with the contract block.
+From these declarations come: the operator console's text (`describe`), the
+README's verbs table (`markdown()`; a test keeps them equal; `python -m
+emq_notebook.catalogue` prints it), each `%emq` verb's entries
+(`registry.Verb.entries`), and `OPERATIONS`: the functions declared, among them
+every function a `%emq` verb runs that can change a queue (`writers()`, each with
+its verb: the one place to wrap them all).
 """
 
 from __future__ import annotations
@@ -20,17 +30,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 @dataclass(frozen=True)
 class Entry:
     name: str  # the Python verb, module.function
+    verb: str  # the `%emq` verb that runs it
     script: str  # the Lua transition it runs
     precondition: str
-    writes: str
+    changes: str  # what it writes
     replies: str
     native: str
 
 
+@dataclass(frozen=True)
+class Operation:
+    """A function a `%emq` verb runs. `writes`: it can change a queue (a bulk call
+    given `dry_run=True` reads only, as its docstring says)."""
+
+    name: str  # module.function
+    verb: str
+    writes: bool
+    function: Callable[..., Any]
+
+
 # module.function -> its entry, in declaration order (the README's order)
 CATALOGUE: dict[str, Entry] = {}
-# Python verbs decorated with `document` whose entry is not declared yet
-_WAITING: dict[str, Callable[..., Any]] = {}
+# module.function -> every function declared with `contract`, in declaration order
+OPERATIONS: dict[str, Operation] = {}
 
 
 def describe(name: str) -> str:
@@ -39,43 +61,42 @@ def describe(name: str) -> str:
     return (
         f"{v.name} · {v.script}\n"
         f"precondition: {v.precondition}\n"
-        f"writes: {v.writes}\n"
+        f"writes: {v.changes}\n"
         f"replies: {v.replies}\n"
         f"native: {v.native}"
     )
 
 
-def _append_doc(fn: Callable[..., Any], name: str) -> None:
-    fn.__doc__ = (
-        (fn.__doc__ or "").rstrip()
-        + "\n\n"
-        + "\n".join("    " + line for line in describe(name).splitlines()[1:])
-        + "\n"
-    )
+def contract(
+    verb: str,
+    *,
+    writes: bool = False,
+    script: str | None = None,
+    precondition: str = "",
+    changes: str = "nothing (a read)",
+    replies: str = "",
+    native: str = "",
+) -> Callable[[F], F]:
+    """Declare the decorated function as run by the `%emq` verb `verb`; with `script`,
+    its catalogue entry too (appended to its docstring)."""
+
+    def declare(fn: F) -> F:
+        name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
+        if name in OPERATIONS:
+            raise ValueError(f"{name} is declared twice")
+        OPERATIONS[name] = Operation(name, verb, writes, fn)
+        if script is not None:
+            CATALOGUE[name] = Entry(name, verb, script, precondition, changes, replies, native)
+            block = describe(name).splitlines()[1:]
+            fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\n" + "\n".join("    " + b for b in block) + "\n"
+        return fn
+
+    return declare
 
 
-def add(entry: Entry) -> None:
-    """Keep `entry` (once per Python verb); a verb already `document`ed gets its block."""
-    if entry.name in CATALOGUE:
-        if CATALOGUE[entry.name] != entry:
-            raise ValueError(f"two catalogue entries for {entry.name}")
-        return
-    CATALOGUE[entry.name] = entry
-    fn = _WAITING.pop(entry.name, None)
-    if fn is not None:
-        _append_doc(fn, entry.name)
-
-
-def document(fn: F) -> F:
-    """Append the catalogue entry to a verb's docstring (a decorator). The Python verbs
-    are imported before the `%emq` verbs that declare their entries, so the block is
-    appended when the entry arrives (importing the package declares them all)."""
-    name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
-    if name in CATALOGUE:
-        _append_doc(fn, name)
-    else:
-        _WAITING[name] = fn
-    return fn
+def writers() -> list[Operation]:
+    """Every function a verb runs that can change a queue, in declaration order."""
+    return [op for op in OPERATIONS.values() if op.writes]
 
 
 def markdown() -> str:

@@ -22,13 +22,13 @@ from typing import Any
 
 import pandas as pd
 
-from . import commands, defaults, grammar, registry, settings
+from . import defaults, grammar, registry, settings, verbs
 from .connector import connect
 from .decoding import visible
 from .errors import EMQError, Refused, UsageProblem
 
 
-class ShellSession(commands.Session):
+class ShellSession(verbs.Session):
     def widget(self, make: Callable[[], Any]) -> Any:
         raise EMQError("panels need a notebook: use `%emq panel` in Jupyter")
 
@@ -109,15 +109,13 @@ def _parser() -> argparse.ArgumentParser:
 def shell_help() -> str:
     """What `emq`, `emq -h`, `emq --help` and `emq help` print: the shell's own options,
     its exit codes, then every verb."""
-    verbs = ["verbs (emq help VERB, or emq VERB -h, for one verb's options):", *grammar.verb_lines()]
-    return "\n".join([_parser().format_help().rstrip(), "", EXIT_CODES, "", *verbs, "", *NOTES])
+    listed = ["verbs (emq help VERB, or emq VERB -h, for one verb's options):", *grammar.verb_lines()]
+    return "\n".join([_parser().format_help().rstrip(), "", EXIT_CODES, "", *listed, "", *NOTES])
 
 
 def _writes(ns: argparse.Namespace) -> bool:
     """True when the parsed command changes a queue (a dry run included: it reads a
     queue it was told to change)."""
-    if ns.verb == "lane":
-        return ns.limit is not None or ns.pause or ns.resume
     return registry.VERBS[ns.verb].writes
 
 
@@ -152,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         if ns.verb == "watch" and not shows_help:
             _watch(session, ns)
             return 0
-        result = commands.execute(session, ns)
+        result = verbs.execute(session, ns)
     except EMQError as exc:
         say(f"emq: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

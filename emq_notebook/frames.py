@@ -19,7 +19,7 @@ import pyarrow as pa
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput, EMQError, UnknownQueue
-from .keyspace import METRIC_KINDS, STATES, base, check_name, metrics_key, queue_key
+from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_sets, metrics_key, queue_key
 
 BATCH = 1000
 # text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
@@ -75,9 +75,9 @@ def _members(
 ) -> _Members:
     """The chosen states in order, then the lanes' backlogs (counted as pending):
     the first `offset` of that order skipped, then at most `limit` in all."""
-    groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
-    sets = [(queue_key(q, state), state, None) for state in states]
-    sets += [(queue_key(q, f"g:{g}:pending"), "pending", g) for g in groups]
+    groups = (conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
+    sets: list[tuple[str, str, str | None]] = [(queue_key(q, state), state, None) for state in states]
+    sets += [(key, "pending", g) for g, key in lane_sets(q, groups)]
     spans: list[tuple[int, int]] = [(0, -1)] * len(sets)  # (start, stop) of each set; -1: its end
     if limit is not None or offset:
         # the sizes first (one round trip), so each set is read only where the page falls
@@ -332,8 +332,8 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
     counted = [any(r.values()) for r in read]
     more = conn.pipeline()
     for q, r, some in zip(names, read, counted, strict=True):
-        for g in sorted(r["groups"]):
-            more.zcard(queue_key(q, f"g:{g}:pending"))
+        for _, key in lane_sets(q, r["groups"]):
+            more.zcard(key)
         if not some:
             more.exists(queue_key(q, "meta"))
     asked = not all(counted) or any(r["groups"] for r in read)

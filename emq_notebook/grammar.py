@@ -1,6 +1,6 @@
 """The command grammar: how a `%emq` line or `emq` argv becomes a parsed command.
 
-Parsing only -- `commands.py` does the work, and `registry.py` declares the verbs
+Parsing only -- the `verbs` package does the work, and `registry.py` declares the verbs
 this grammar is built from.  A line that does not parse raises `UsageProblem` (an
 `EMQError` that renders as one line and FAILS a notebook cell; IPython's plain
 `UsageError` would not fail it under nbval).
@@ -45,8 +45,9 @@ def duration_ms(text: str) -> int:
 
 
 # argparse reports an ArgumentTypeError's own text: "argument --budget: 0 must be >= 1"
-def whole(text: str) -> int:
-    """A whole number from 1 (a budget, a count)."""
+def whole_arg(text: str) -> int:
+    """A whole number from 1 (a budget, a count), as argparse's `type`: a word that is
+    not one is `ArgumentTypeError` (`checks.whole` checks a value a Python caller gives)."""
     try:
         value = int(text)
     except ValueError:
@@ -58,7 +59,7 @@ def whole(text: str) -> int:
 
 def limit(text: str) -> int:
     """A row limit: a whole number, 0 meaning no limit."""
-    return 0 if text.strip() == "0" else whole(text)
+    return 0 if text.strip() == "0" else whole_arg(text)
 
 
 def delay(text: str) -> int:
@@ -224,7 +225,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 _KNOWN_METAVARS = {
-    whole: "N",
+    whole_arg: "N",
     limit: "N",
     int: "N",
     float: "N",

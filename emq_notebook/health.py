@@ -19,7 +19,7 @@ import pandas as pd
 
 from . import frames, histogram
 from .connector import Connection
-from .keyspace import check_name, latency_index_key, latency_key, metrics_key, queue_key
+from .keyspace import check_name, lane_sets, latency_index_key, latency_key, metrics_key, queue_key
 
 LATENCY_COLUMNS = ["wait_p50", "wait_p95", "wait_p99", "run_p50", "run_p95", "run_p99", "n"]
 HEALTH_COLUMNS = [
@@ -201,8 +201,8 @@ def health(
         if head and tail and tail[0][1] != head[0][1]:
             band = tail[0][1]
             second.on(i, "band").zrangebyscore(queue_key(q, "pending"), band, band, 0, 1)
-        for g in sorted(r.get("groups", ()))[:LANE_SAMPLE]:
-            second.on(i, "lanes", many=True).zrange(queue_key(q, f"g:{g}:pending"), 0, 0)
+        for _, key in lane_sets(q, r.get("groups", ()))[:LANE_SAMPLE]:
+            second.on(i, "lanes", many=True).zrange(key, 0, 0)
         backlog = sizes[q]["pending"] or r.get("overdue", 0)
         if _sum(r["claimed"]) == 0 and (backlog or r["expired"]):
             second.on(i, "claims").hkeys(metrics_key(q, "claimed"))

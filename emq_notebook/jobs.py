@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from . import admin, decoding, transitions
-from .catalogue import document
+from .catalogue import contract
 from .checks import MAX_MS, whole
 from .connector import Connection, Pipeline
 from .defaults import BYTE_BUDGET, MOVE_BUDGET
@@ -32,6 +32,7 @@ def _payload(value: object) -> str:
     return value
 
 
+@contract("enqueue", writes=True)
 def enqueue(
     conn: Connection,
     q: str,
@@ -210,6 +211,7 @@ def gated_claim(conn: Connection, q: str, name: str, keys: list[str], lease_ms: 
     return conn.run(name, keys, [check_lease(lease_ms), conn.token], folded=folded, verb="claim", queue=q)
 
 
+@contract("claim", writes=True)
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """Serve the head of pending: `(id, payload, attempts)`, or None when empty or paused.
 
@@ -230,6 +232,7 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     return gated_claim(conn, q, "claim2", keys, lease_ms)
 
 
+@contract("complete", writes=True)
 def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None) -> None:
     """The job is done: row, logs and lock deleted, metrics bumped, lane slot given back.
 
@@ -248,6 +251,7 @@ def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None)
     )
 
 
+@contract("fail", writes=True)
 def fail(
     conn: Connection,
     q: str,
@@ -326,7 +330,16 @@ def _lap(conn: Connection, q: str, name: str, key: str, budget: int) -> int:
     return int(moved)
 
 
-@document
+@contract(
+    "promote",
+    writes=True,
+    script="@promote_job",
+    precondition="the row exists and is in schedule",
+    changes="ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
+    "lane); publishes `promoted`",
+    replies="None / Gone / NotScheduled",
+    native="none, a script only",
+)
 def promote_job(conn: Connection, q: str, job_id: str) -> None:
     """One scheduled job (delayed, or waiting to retry) becomes ready now: pending, or its
     lane for a grouped job, at its priority. Refuses `Gone`, `NotScheduled` (a job not
@@ -344,7 +357,15 @@ def promote_job(conn: Connection, q: str, job_id: str) -> None:
 # -- the per-job operator verbs ---------------------------------------------
 
 
-@document
+@contract(
+    "data",
+    writes=True,
+    script="@update_data",
+    precondition="the row exists",
+    changes="HSET payload; publishes `data`",
+    replies="None / Gone",
+    native="none, a script only",
+)
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     """Replace the row's payload. Refuses `Gone`."""
     conn.run(
@@ -357,7 +378,15 @@ def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     )
 
 
-@document
+@contract(
+    "progress",
+    writes=True,
+    script="@update_progress",
+    precondition="the row exists",
+    changes="HSET progress; PUBLISH {event: progress, job, progress}",
+    replies="None / Gone",
+    native="none, a script only",
+)
 def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> None:
     """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses `Gone`."""
     conn.run(
@@ -370,7 +399,15 @@ def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> Non
     )
 
 
-@document
+@contract(
+    "log",
+    writes=True,
+    script="@add_log",
+    precondition="the row exists",
+    changes="RPUSH :logs (LTRIM to the last `keep`)",
+    replies="int — the list length / Gone",
+    native="none, a script only",
+)
 def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None = None) -> int:
     """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses `Gone`."""
     if keep is not None:
@@ -405,7 +442,13 @@ class Lines(list):
         self.total = max(total, len(self))
 
 
-@document
+@contract(
+    "logs",
+    script="@get_logs",
+    precondition="the row exists",
+    replies="list[str] in append order ([] when empty) / Gone",
+    native="none, a script only",
+)
 def get_job_logs(conn: Connection, q: str, job_id: str, limit: int | None = LOG_LINES) -> Lines:
     """The log lines in append order (`[]` when none): the last `limit` lines
     (`LOG_LINES` unless named, None for all), as a `Lines` list whose `.total` is the
@@ -440,7 +483,16 @@ def get_job_logs(conn: Connection, q: str, job_id: str, limit: int | None = LOG_
     return Lines(lines, total)
 
 
-@document
+@contract(
+    "remove",
+    writes=True,
+    script="@remove_job2",
+    precondition="the row exists and no worker holds it",
+    changes="ZREM from its set and lane (a lane slot given back when in flight), DEL row and "
+    ":logs, release dedup; publishes `removed`",
+    replies="None / Gone / Locked (a :lock key or a lock field: untouched)",
+    native="none, a script only",
+)
 def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) -> None:
     """Remove the job from its set and lane (a lane slot given back when it was in
     flight), delete row and logs, release its dedup key (and `dedup` when supplied).
@@ -461,7 +513,17 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     )
 
 
-@document
+@contract(
+    "reprocess",
+    writes=True,
+    script="@reprocess2",
+    precondition="the row exists and is in dead",
+    changes="ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job: its "
+    "lane and the ring); counters kept; publishes `reprocessed`",
+    replies="None / Gone / NotDead",
+    native="EMQ.REPROCESS 4 emq:{q}:job:<id> emq:{q}:dead emq:{q}:pending emq:{q}: <id> — reads "
+    "dead membership before writing; refuses a grouped row (reprocess lane not native)",
+)
 def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     """Move a dead job back to pending (a grouped one to its lane); counters stay,
     `last_error` goes, `state` becomes pending. On a paused queue it waits.
@@ -473,7 +535,13 @@ def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     conn.run("reprocess2", keys, [job_id], verb="reprocess", queue=q, job=job_id)
 
 
-@document
+@contract(
+    "job",
+    script="HGETALL",
+    precondition="the row exists",
+    replies="dict / Gone",
+    native="none, one command",
+)
 def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
     """The row as a dict. Refuses `Gone`."""
     row = conn.command("HGETALL", job_key(q, job_id))

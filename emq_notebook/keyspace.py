@@ -103,13 +103,19 @@ def sets(q: str, states: Iterable[str], groups: Iterable[str]) -> list[tuple[str
     server (`emq:{q}:groups`), which another node may have written outside the name
     gate (`tenant 42`, ""): they are addressed as they are, because the `{q}` hash tag
     comes first in the key, so no lane name can move it to another slot or queue."""
-    lanes = sorted(groups)
     out = []
     for state in states:
         out.append((state, queue_key(q, state)))
         if state == "pending":
-            out += [("pending", queue_key(q, f"g:{g}:pending")) for g in lanes]
+            out += [("pending", key) for _, key in lane_sets(q, groups)]
     return out
+
+
+def lane_sets(q: str, groups: Iterable[str]) -> list[tuple[str, str]]:
+    """(group, backlog key) of each lane, in byte order: `groups` as read from the
+    server, addressed as they are (see `sets`), unlike `lane_key`, which takes a name
+    this side gives and checks it."""
+    return [(g, queue_key(q, f"g:{g}:pending")) for g in sorted(groups)]
 
 
 def events_channel(q: str) -> str:

@@ -4,12 +4,14 @@ its own concurrency limit (default 1) and pause, served round-robin off a ring.
 
 from __future__ import annotations
 
+from .catalogue import contract
 from .checks import whole
 from .connector import Connection
 from .jobs import Claimed, check_lease, gated_claim
 from .keyspace import base, check_name, lane_key, lane_meta_key, queue_key
 
 
+@contract("claim", writes=True)
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """The grouped claim: `(id, payload, attempts)` from the next runnable lane, or None.
 
@@ -32,16 +34,19 @@ def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> Non
     )
 
 
+@contract("lane-set", writes=True)
 def set_limit(conn: Connection, q: str, group: str, limit: int) -> None:
     """How many of the lane's jobs may be in flight at once (>= 1)."""
     _set(conn, q, group, "limit", whole(limit, "limit"))
 
 
+@contract("lane-set", writes=True)
 def pause_lane(conn: Connection, q: str, group: str) -> None:
     """Stop serving this lane only; the rest of the queue runs on."""
     _set(conn, q, group, "pause")
 
 
+@contract("lane-set", writes=True)
 def resume_lane(conn: Connection, q: str, group: str) -> None:
     """Serve the lane again; it rejoins the ring when runnable."""
     _set(conn, q, group, "resume")

@@ -1,6 +1,6 @@
 """The notebook front end: `%emq` (one command) and `%%emq` (a runbook step list).
 
-Parse with `grammar`, do with `commands`.  The line is taken literally (no `$x` or
+Parse with `grammar`, do with `verbs`.  The line is taken literally (no `$x` or
 `{x}` expansion); a word written `{{name}}` is the notebook variable `name`.
 Errors are `EMQError`s whose `_render_traceback_` prints one line and still fails
 the cell (nbval, "Run all"); a refusal prints one line and is returned, so a runbook
@@ -16,12 +16,12 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Enum, Float, Int, TraitType, Unicode, observe, validate
 
-from . import commands, grammar, settings
+from . import grammar, settings, verbs
 from .decoding import visible
 from .errors import EMQError, Refused
 
 
-class NotebookSession(commands.Session):
+class NotebookSession(verbs.Session):
     """A session whose bounded loops show an ipywidgets progress bar, and which
     remembers the refusals it printed in the running cell (see `show_refusal`)."""
 
@@ -55,13 +55,13 @@ def run(line: str, cell: str | None = None, namespace: dict[str, Any] | None = N
     returns.  A cell stops at the first step that refused or did not run (a help
     request), and returns the list of the results of the steps it ran."""
     if cell is None:
-        return _answer(commands.execute(SESSION, grammar.parse(line, namespace)))
+        return _answer(verbs.execute(SESSION, grammar.parse(line, namespace)))
     results: Steps = Steps()
     steps = [text for text in cell.splitlines() if grammar.split(text)]
     for i, step in enumerate(steps, 1):
         try:
             ns = grammar.parse(step, namespace)
-            result = commands.execute(SESSION, ns)
+            result = verbs.execute(SESSION, ns)
         except EMQError as exc:
             raise type(exc)(f"step {i} ({grammar.split(step)[0]}): {exc}") from None
         results.append(_answer(result))
@@ -73,7 +73,7 @@ def run(line: str, cell: str | None = None, namespace: dict[str, Any] | None = N
 
 def _answer(result: Any) -> Any:
     if isinstance(result, Refused):
-        SESSION.printed.append(result)  # printed once by commands.execute
+        SESSION.printed.append(result)  # printed once by verbs.execute
     return result
 
 

@@ -3,8 +3,8 @@
 How to add a verb
 -----------------
 Write its handler (a function of the session and the parsed namespace) and declare
-it with `@verb` just above, in `emq_notebook/commands.py` beside the verbs like it
-(or in a module of your own imported at the end of `commands.py`)::
+it with `@verb` just above, in the module of `emq_notebook/verbs/` beside the verbs
+like it (or in a module of your own, imported in `verbs/__init__.py`)::
 
     @verb("errors", "the dead letters grouped by error signature",
           arg("queue"), opt("--state", choices=["dead", "schedule"], default="dead"))
@@ -17,13 +17,12 @@ That one declaration gives the verb everything else:
 - the shell command `emq errors ...` (`cli.py`) and `%emq` / `%%emq` (`magics.py`);
 - tab completion of its options and choices, and of queue names and job ids for
   arguments named `queue` and `id` (`completion.py`);
-- with `catalogue=Entry(...)` (the Python verb it runs, its Lua script, precondition,
-  writes, replies, native line): its row in the README's verbs table
-  (`python -m emq_notebook.catalogue` prints it) and the block appended to that
-  Python verb's docstring;
+- its catalogue entries: those of the Python verbs declared with
+  `@catalogue.contract(name, ...)` (their Lua script, precondition, writes,
+  replies, native line), each a row of the README's verbs table;
 - `writes=True` for a verb that changes the queue: refused with `ReadOnly` on a
   read-only connection before anything is read or sent.  A verb that destroys or
-  moves many jobs at once also calls `commands.confirm(...)` with the count before its
+  moves many jobs at once also calls `verbs.confirm(...)` with the count before its
   first write (the one confirmation gate, threshold `confirm_above`).
 
 Arguments: `arg(name)` is a positional word; `arg(name, literal=True)` is data taken
@@ -41,8 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import catalogue
-from .catalogue import Entry
+from .catalogue import CATALOGUE, Entry
 
 Handler = Callable[[Any, Any], Any]
 
@@ -90,8 +88,12 @@ class Verb:
     args: tuple[Arg, ...]
     handler: Handler
     writes: bool = False
-    entries: tuple[Entry, ...] = ()
     needs_server: bool = True
+
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        """The catalogue entries of the Python verbs it runs (`catalogue.contract`)."""
+        return tuple(e for e in CATALOGUE.values() if e.verb == self.name)
 
     @property
     def positionals(self) -> list[Arg]:
@@ -112,11 +114,9 @@ def verb(
     summary: str,
     *args: Arg,
     writes: bool = False,
-    catalogue: Entry | tuple[Entry, ...] = (),
     needs_server: bool = True,
 ) -> Callable[[Handler], Handler]:
     """Declare the verb `name` with the decorated function as its handler."""
-    entries = (catalogue,) if isinstance(catalogue, Entry) else tuple(catalogue)
 
     def declare(handler: Handler) -> Handler:
         if name in VERBS:
@@ -124,16 +124,10 @@ def verb(
         free = [a for a in args if a.free]
         if free and (len(free) > 1 or free[0] is not [a for a in args if not a.is_option][-1]):
             raise ValueError(f"verb {name!r}: free text is the last positional, and only one")
-        VERBS[name] = Verb(name, summary, tuple(args), handler, writes, entries, needs_server)
-        for entry in entries:
-            _catalogue_add(entry)
+        VERBS[name] = Verb(name, summary, tuple(args), handler, writes, needs_server)
         return handler
 
     return declare
-
-
-def _catalogue_add(entry: Entry) -> None:
-    catalogue.add(entry)
 
 
 def lookup(name: str) -> Verb | None:

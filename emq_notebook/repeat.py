@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .catalogue import document
+from .catalogue import contract
 from .checks import MAX_MS, whole
 from .connector import Connection
 from .errors import BadInput
@@ -75,7 +75,15 @@ def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
     return list(conn.run("repeat_tick", [base(q)], ids, verb="tick", queue=q))
 
 
-@document
+@contract(
+    "run-now",
+    writes=True,
+    script="@repeat_run_now",
+    precondition="the repeatable exists and its definition reads",
+    changes="a new job (row, pending or its lane); the next due time unchanged; publishes `added`",
+    replies="str — the new job's id / Gone / BadRow",
+    native="none, a script only",
+)
 def run_now(conn: Connection, q: str, name: str) -> str:
     """One job from repeatable `name`, now (its payload, group and attempts); answers the
     new job's id. The next due time is left as it was: the cadence is kept.

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator
 import pandas as pd
 
 from . import checks, defaults, frames
-from .catalogue import document
+from .catalogue import contract
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput
@@ -172,7 +172,13 @@ def _bound(value: object, what: str) -> str:
     return "" if value is None else str(whole(value, what, least=0))
 
 
-@document
+@contract(
+    "find",
+    script="@find",
+    precondition="none; bounded calls of `budget` members examined",
+    replies="DataFrame — frames.snapshot's columns, index id, at most `limit` rows, in set order",
+    native="none, a read-only script (FCALL_RO with the function executor)",
+)
 def find(
     conn: Connection,
     q: str,
@@ -327,7 +333,14 @@ def signature_glob(sig: str) -> str:
 ERROR_COLUMNS = ["count", "first_seen", "last_seen", "sample_id", "sample_error"]
 
 
-@document
+@contract(
+    "errors",
+    script="@errors",
+    precondition="none; bounded calls of `budget` members",
+    replies="DataFrame by signature — count, first_seen, last_seen, sample_id, sample_error; "
+    "count descending",
+    native="none, a read-only script (FCALL_RO with the function executor)",
+)
 def errors(
     conn: Connection, q: str, state: str | Iterable[str] = "dead", budget: int = DEFAULT_BUDGET
 ) -> pd.DataFrame:

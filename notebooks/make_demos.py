@@ -313,8 +313,8 @@ in-flight grouped job gives its lane slot back, and a grouped dead job is reproc
 into its lane."""),
     *opening("tenants"),
     code("""
-%emq lane tenants acme --limit 2
-%emq lane tenants globex --limit 1
+%emq lane-set tenants acme --limit 2
+%emq lane-set tenants globex --limit 1
 for n in range(3):
     emq.jobs.enqueue(conn, "tenants", f'{{"tenant": "acme", "n": {n}}}', id=f"j_acme{n}", group="acme", max_attempts=1)
     emq.jobs.enqueue(conn, "tenants", f'{{"tenant": "globex", "n": {n}}}', id=f"j_globex{n}", group="globex", max_attempts=1)

@@ -103,16 +103,16 @@ def _parses(text: str) -> bool:
 @on_a_backend
 @given(text=not_json)
 def test_malformed_json_is_refused_and_nothing_written(conn, text):
-    from emq_notebook import commands
+    from emq_notebook import verbs
 
     jid = jobs.enqueue(conn, "mail", '{"ok": 1}', id="j_1")
-    session = commands.Session(say=lambda _line: None)
+    session = verbs.Session(say=lambda _line: None)
     session.conn = conn
     before = dump(conn)
     for line in (["data", "mail", jid, text], ["enqueue", "mail", text]):
         # text that looks like an option ("-x") stops at the parser, the rest at the JSON check
         with pytest.raises((BadInput, UsageProblem)) as info:
-            commands.execute(session, grammar.parse(line))
+            verbs.execute(session, grammar.parse(line))
         assert isinstance(info.value, UsageProblem) or "malformed JSON" in str(info.value)
     assert dump(conn) == before
 

@@ -595,16 +595,16 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
 
 # -- the demo page's staging ---------------------------------------------------------
 def test_the_demo_stages_only_on_an_empty_server(conn):
-    from emq_notebook import demo_queues
+    from emq_notebook import demo
     from emq_notebook.errors import UsageProblem
 
     jobs.enqueue(conn, "someone-elses", "{}")
     before = dump(conn)
     with pytest.raises(UsageProblem, match="already holds 1 queues"):
-        demo_queues.stage(conn)
+        demo.stage_dashboard(conn)
     assert dump(conn) == before
     conn.client.flushall()
-    assert demo_queues.stage(conn) == ["mailers", "reports", "thumbnails"]
+    assert demo.stage_dashboard(conn) == ["mailers", "reports", "thumbnails"]
     c = frames.counts(conn)
     assert c.loc["mailers", ["pending", "active", "dead"]].tolist() == [1_204, 6, 24]
     assert bool(c.loc["reports", "paused"]) and c.loc["reports", "lanes"] == 2

@@ -243,7 +243,7 @@ def shell(capsys, *argv: str) -> tuple[int, str, str]:
 WRITING_LINES = [
     ["pause", "mailers"],
     ["enqueue", "mailers", "{}"],
-    ["lane", "mailers", "acme", "--pause"],
+    ["lane-set", "mailers", "acme", "--pause"],
     ["reprocess", "mailers", "--error", "*SMTP*", "--dry-run"],
     ["--executor", "function", "drain", "mailers", "--yes"],
 ]

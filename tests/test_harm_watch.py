@@ -20,9 +20,9 @@ from harm import bounded, commands_sent
 
 import emq_notebook as emq
 from emq_notebook import admin, directory, frames, jobs, lanes
-from emq_notebook.commands import Session, execute
 from emq_notebook.completion import Completer
 from emq_notebook.grammar import parse
+from emq_notebook.verbs import Session, execute
 from emq_notebook.widgets import Dashboard, HealthView
 
 FOREIGN = 200_000

@@ -64,3 +64,17 @@ def test_gate_runs_before_any_io():
             call()
     with pytest.raises(emq.WireError):
         admin.pause(conn, "fine")
+
+
+def test_every_walk_of_a_queues_sets_counts_a_lane_another_node_named(conn):
+    """A lane name read from the server (`tenant 42`, "") fails the name gate, yet the
+    counts, the backlog a drain would delete and the job count address it as it is:
+    every walk of a queue's sets takes its keys from `keyspace.sets` / `lane_sets`."""
+    jobs.enqueue(conn, "mail", "{}", id="j_ok", group="acme")
+    for lane, job_id in (("tenant 42", "j_t42"), ("", "j_empty")):
+        conn.client.hset(f"emq:{{mail}}:job:{job_id}", mapping={"payload": "{}", "group": lane})
+        conn.client.zadd(f"emq:{{mail}}:g:{lane}:pending", {job_id: 0})
+        conn.client.sadd("emq:{mail}:groups", lane)
+    assert [g for g, _ in keyspace.lane_sets("mail", ["tenant 42", "acme", ""])] == ["", "acme", "tenant 42"]
+    assert admin.backlog(conn, "mail") == admin.job_count(conn, "mail") == 3
+    assert emq.frames.counts(conn, ["mail"]).loc["mail", "pending"] == 3

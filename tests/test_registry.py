@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from emq_notebook import catalogue, commands, grammar, registry
+from emq_notebook import catalogue, grammar, registry, verbs
 from emq_notebook.completion import Completer
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -27,11 +27,8 @@ def test_the_registry_holds_the_verbs():
 
 @pytest.mark.parametrize("v", VERBS, ids=[v.name for v in VERBS])
 def test_every_verb_has_a_handler_help_and_its_readme_rows(v):
-    # declared in commands.py or in a verb module of its own imported there (commands_*.py)
-    module = v.handler.__module__
-    assert callable(v.handler) and (
-        module == "emq_notebook.commands" or module.startswith("emq_notebook.commands_")
-    )
+    # declared in a module of the verbs package
+    assert callable(v.handler) and v.handler.__module__.startswith("emq_notebook.verbs.")
     assert v.summary.strip()
     text = grammar.verb_help(v.name)
     assert v.summary in text
@@ -50,7 +47,7 @@ def test_every_catalogue_entry_belongs_to_a_verb():
 
 
 def test_completion_offers_every_verb_and_each_verbs_options():
-    completer = Completer(commands.Session(say=lambda _l: None))
+    completer = Completer(verbs.Session(say=lambda _l: None))
     assert completer.words("") == [*registry.VERBS, "-h", "--help"]
     for v in VERBS:
         long_options = {n for a in v.args if a.is_option for n in a.names if n.startswith("--")}
@@ -74,14 +71,60 @@ def test_a_new_verb_is_one_declaration(shout):
         "shout",
         "say a queue's name loudly",
         registry.arg("queue"),
-        registry.opt("--times", type=grammar.whole, default=1),
+        registry.opt("--times", type=grammar.whole_arg, default=1),
     )
     def _shout(s, ns):
         s.say(" ".join([ns.queue.upper()] * ns.times))
 
     said = []
-    session = commands.Session(say=said.append)
-    commands.execute(session, grammar.parse("shout mail --times 2"))
+    session = verbs.Session(say=said.append)
+    verbs.execute(session, grammar.parse("shout mail --times 2"))
     assert said == ["MAIL MAIL"]
     assert "shout QUEUE [--times N]" in grammar.grammar()
     assert Completer(session).words("sh") == ["shout"]
+
+
+def test_every_writing_verb_declares_the_functions_it_writes_through():
+    # catalogue.writers() is the one list to wrap every write a verb makes: each
+    # writing verb has its functions there, and each function there a writing verb
+    writing = {v.name for v in VERBS if v.writes}
+    by_verb = {op.verb for op in catalogue.writers()}
+    assert by_verb == writing
+    named = {op.name for op in catalogue.writers()}
+    assert {
+        "admin.pause",
+        "admin.resume",
+        "admin.drain",
+        "admin.obliterate",
+        "jobs.update_data",
+        "jobs.update_progress",
+        "jobs.add_log",
+        "jobs.remove_job",
+        "jobs.reprocess_job",
+        "admin.reprocess_jobs",
+        "admin.reprocess_dead",
+        "admin.remove_jobs",
+        "jobs.promote_job",
+        "repeat.run_now",
+        "lanes.set_limit",
+        "lanes.pause_lane",
+        "lanes.resume_lane",
+        "jobs.enqueue",
+        "jobs.claim",
+        "lanes.claim",
+        "jobs.complete",
+        "jobs.fail",
+    } == named
+
+
+def test_a_reading_verb_runs_no_writer():
+    reading = {v.name for v in VERBS if not v.writes}
+    assert not [op.name for op in catalogue.writers() if op.verb in reading]
+    assert {"jobs.get_job", "triage.find"} <= {
+        op.name for op in catalogue.OPERATIONS.values() if not op.writes
+    }
+
+
+def test_the_lane_verbs_read_and_write_apart():
+    assert not registry.VERBS["lane"].writes and not registry.VERBS["lane"].options
+    assert registry.VERBS["lane-set"].writes

@@ -217,7 +217,7 @@ def test_no_module_picks_a_body_by_executor():
 
 
 def test_a_reader_follows_each_verb_to_its_script_in_three_files():
-    """`%emq drain q`: commands.py (the handler calls admin.drain), admin.py
+    """`%emq drain q`: verbs/queue.py (the handler calls admin.drain), admin.py
     (`conn.run("drain", ...)`), lua/drain.lua. The same for every verb whose
     catalogue entry names its scripts."""
     import importlib
@@ -227,8 +227,8 @@ def test_a_reader_follows_each_verb_to_its_script_in_three_files():
         for entry in v.entries:
             module, function = entry.name.split(".")
             # the handler, or one of the verb modules (a handler may hand a variant on:
-            # `%emq remove q --error ...` goes through commands_triage.py)
-            verbs_text = "".join(p.read_text() for p in ROOT.glob("emq_notebook/commands*.py"))
+            # `%emq remove q --error ...` goes through verbs/bulk.py)
+            verbs_text = "".join(p.read_text() for p in ROOT.glob("emq_notebook/verbs/*.py"))
             assert f"{module}.{function}(" in verbs_text, (v.name, entry.name)
             # the script's name, in the module of the Python verb
             source = inspect.getsource(importlib.import_module(f"emq_notebook.{module}"))
@@ -239,9 +239,9 @@ def test_a_reader_follows_each_verb_to_its_script_in_three_files():
                 followed += 1
     assert followed >= 15
     # the issue's example, strictly: the handler names admin.drain, which names the script
-    from emq_notebook import commands
+    from emq_notebook.verbs import queue
 
-    assert "admin.drain(" in inspect.getsource(commands._drain)
+    assert "admin.drain(" in inspect.getsource(queue._drain)
     assert 'conn.run("drain"' in inspect.getsource(admin.drain)
     assert catalogue.CATALOGUE["admin.drain"].script == "@drain" and (ROOT / "lua" / "drain.lua").is_file()
 

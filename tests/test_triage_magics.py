@@ -12,8 +12,9 @@ import pytest
 from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import commands_triage, jobs, magics, repeat
+from emq_notebook import jobs, magics, repeat
 from emq_notebook.errors import Halted, ReadOnly, UsageProblem
+from emq_notebook.verbs import bulk
 
 Q = "mailq"
 K = f"emq:{{{Q}}}:"
@@ -96,14 +97,14 @@ def test_above_the_threshold_it_previews_and_acts_on_nothing(emq_line, conn, cap
 
 def test_with_yes_it_acts_on_exactly_the_previewed_ids(emq_line, conn, monkeypatch, confirm_above_3):
     stage(conn)
-    shown = commands_triage.preview
+    shown = bulk.preview
 
     def preview_then_one_more_dies(s, doing, q, found, limit=None):
         ids = shown(s, doing, q, found, limit)
         kill(conn, "j_late", "SMTP 550 mailbox 9 unavailable")  # after the preview
         return ids
 
-    monkeypatch.setattr(commands_triage, "preview", preview_then_one_more_dies)
+    monkeypatch.setattr(bulk, "preview", preview_then_one_more_dies)
     words = emq_line("reprocess mailq --error 'SMTP*' --yes")
     assert words == {f"j_smtp{i}": "reprocessed" for i in range(5)}
     assert conn.client.zscore(K + "dead", "j_late") is not None  # not touched

@@ -1,6 +1,5 @@
-"""The triage verbs of `%emq` and `emq`: find, errors, promote, repeats, run-now, and
-the filtered and controlled forms of `reprocess` and `remove` (declared in
-`commands.py`, which hands those forms here).
+"""The filtered and controlled forms of `reprocess` and `remove` (the verbs are in
+`job.py`, which hands these forms here).
 
 A filtered bulk verb (`reprocess QUEUE --error GLOB`, `remove QUEUE --error GLOB`)
 first finds its jobs and prints the preview: the count by error signature and sample
@@ -19,14 +18,11 @@ from typing import Any
 
 import pandas as pd
 
-from . import admin, jobs, repeat, triage
-from .catalogue import Entry
-from .commands import ERROR, JOB, PAYLOAD, QUEUE, SIGNATURE, STATE, Session, _budget, confirm
-from .decoding import visible
-from .errors import UsageProblem
-from .grammar import duration, limit, whole
-from .keyspace import queue_key
-from .registry import arg, opt, verb
+from .. import admin, triage
+from ..decoding import visible
+from ..errors import UsageProblem
+from ..keyspace import queue_key
+from .session import Session, budget_of, confirm, states
 
 SAMPLES = 3  # sample ids a preview shows per signature
 
@@ -37,11 +33,6 @@ def filtered(ns: Namespace) -> bool:
         getattr(ns, name, None) not in (None, False)
         for name in ("error", "payload", "signature", "dry_run", "rate", "trial", "stop_if_failing")
     )
-
-
-def _states(ns: Namespace) -> Any:
-    chosen = ns.state or ["dead"]
-    return "all" if "all" in chosen else tuple(chosen)
 
 
 def preview(s: Session, doing: str, q: str, found: pd.DataFrame, limit: int | None = None) -> list[str]:
@@ -110,7 +101,7 @@ def reprocess(s: Session, ns: Namespace) -> Any:
         )
     ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"), ns.limit)
     if ns.dry_run:
-        words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=_budget(s, ns))
+        words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=budget_of(s, ns))
         s.say(f"dry run, nothing written: would answer {_tally(words)}")
         return words
     confirm(s, ns, len(ids), "reprocess")
@@ -119,7 +110,7 @@ def reprocess(s: Session, ns: Namespace) -> Any:
         s.conn,
         ns.queue,
         ids,
-        budget=_budget(s, ns),
+        budget=budget_of(s, ns),
         rate=ns.rate,
         progress=None if report is None else lambda calls, n: report(n),
     )
@@ -134,7 +125,7 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
     q = ns.queue
     dead = int(s.conn.command("ZCARD", queue_key(q, "dead")))
     if ns.dry_run:
-        would = admin.reprocess_dead(s.conn, q, budget=_budget(s, ns), limit=ns.limit, dry_run=True)
+        would = admin.reprocess_dead(s.conn, q, budget=budget_of(s, ns), limit=ns.limit, dry_run=True)
         s.say(f"reprocess {q} --all: {would:,} of {dead:,} dead jobs would move; nothing written")
         for line in would.left(dry_run=True):
             s.say(f"  {line}")
@@ -145,7 +136,7 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
     n = admin.reprocess_dead(
         s.conn,
         q,
-        budget=_budget(s, ns),
+        budget=budget_of(s, ns),
         limit=ns.limit,
         progress=lambda calls, moved: report(moved),
         rate=ns.rate,
@@ -168,7 +159,7 @@ def remove(s: Session, ns: Namespace) -> Any:
             "remove takes a job id or a filter (--error GLOB, --payload GLOB, --signature "
             "S) — see %emq remove --help"
         )
-    ids = preview(s, "remove", ns.queue, _find_for(s, ns, _states(ns)), ns.limit)
+    ids = preview(s, "remove", ns.queue, _find_for(s, ns, states(ns)), ns.limit)
     if ns.dry_run:
         words = admin.remove_jobs(s.conn, ns.queue, ids, dry_run=True)
         s.say(f"dry run, nothing written: would answer {_tally(words)}")
@@ -177,122 +168,3 @@ def remove(s: Session, ns: Namespace) -> Any:
     words = admin.remove_jobs(s.conn, ns.queue, ids)
     s.say(f"remove {ns.queue}: {_tally(words)} (the {len(ids):,} previewed jobs)")
     return words
-
-
-# -- the verbs of this module -----------------------------------------------------------
-
-
-@verb(
-    "find",
-    "search a set on the server: jobs whose fields match (a frame)",
-    QUEUE,
-    STATE,
-    ERROR,
-    PAYLOAD,
-    SIGNATURE,
-    opt("--group"),
-    opt("--min-attempts", type=whole),
-    opt("--since", type=duration, help="created within this long, e.g. 1h"),
-    opt("--limit", type=limit, help="at most N rows (0: all; default: %%config default_limit)"),
-    catalogue=Entry(
-        "triage.find",
-        "@find",
-        "none; bounded calls of `budget` members examined",
-        "nothing (a read)",
-        "DataFrame — frames.snapshot's columns, index id, at most `limit` rows, in set order",
-        "none, a read-only script (FCALL_RO with the function executor)",
-    ),
-)
-def _find(s: Session, ns: Namespace) -> pd.DataFrame:
-    rows = s.settings.default_limit if ns.limit is None else ns.limit
-    after = None if ns.since is None else s.conn.server_ms() - ns.since
-    frame = triage.find(
-        s.conn,
-        ns.queue,
-        state=_states(ns),
-        error=ns.error,
-        payload=ns.payload,
-        signature=ns.signature,
-        group=ns.group,
-        min_attempts=ns.min_attempts,
-        created_after=after,
-        limit=rows or None,
-        budget=s.settings.budget,
-    )
-    if rows and len(frame) >= rows:
-        s.say(f"showing the first {rows:,} matches; --limit 0 for all")
-    return frame
-
-
-@verb(
-    "errors",
-    "the failures grouped by error signature (a frame)",
-    QUEUE,
-    STATE,
-    catalogue=Entry(
-        "triage.errors",
-        "@errors",
-        "none; bounded calls of `budget` members",
-        "nothing (a read)",
-        "DataFrame by signature — count, first_seen, last_seen, sample_id, sample_error; count descending",
-        "none, a read-only script (FCALL_RO with the function executor)",
-    ),
-)
-def _errors(s: Session, ns: Namespace) -> pd.DataFrame:
-    return triage.errors(s.conn, ns.queue, _states(ns), budget=s.settings.budget)
-
-
-@verb(
-    "promote",
-    "run a scheduled job now (schedule -> pending)",
-    QUEUE,
-    JOB,
-    writes=True,
-    catalogue=Entry(
-        "jobs.promote_job",
-        "@promote_job",
-        "the row exists and is in schedule",
-        "ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
-        "lane); publishes `promoted`",
-        "None / Gone / NotScheduled",
-        "none, a script only",
-    ),
-)
-def _promote(s: Session, ns: Namespace) -> None:
-    jobs.promote_job(s.conn, ns.queue, ns.id)
-    s.say(f"promoted {ns.queue} {ns.id}: schedule -> pending")
-
-
-@verb("repeats", "the repeatables: name, every, next due, payload (a frame)", QUEUE)
-def _repeats(s: Session, ns: Namespace) -> pd.DataFrame:
-    records = repeat.registered(s.conn, ns.queue)
-    frame = pd.DataFrame.from_records(
-        [(r["name"], r["every_ms"], r["next_due_ms"], r["payload"], r["group"]) for r in records],
-        columns=["name", "every", "next_due", "payload", "group"],
-    ).set_index("name")
-    frame["every"] = pd.to_timedelta(frame["every"].astype("float64"), unit="ms")
-    frame["next_due"] = pd.to_datetime(frame["next_due"].astype("float64"), unit="ms", utc=True)
-    return frame
-
-
-@verb(
-    "run-now",
-    "one job from a repeatable now; its cadence is kept",
-    QUEUE,
-    arg("name"),
-    writes=True,
-    catalogue=Entry(
-        "repeat.run_now",
-        "@repeat_run_now",
-        "the repeatable exists and its definition reads",
-        "a new job (row, pending or its lane); the next due time unchanged; publishes `added`",
-        "str — the new job's id / Gone / BadRow",
-        "none, a script only",
-    ),
-)
-def _run_now(s: Session, ns: Namespace) -> str:
-    job_id = repeat.run_now(s.conn, ns.queue, ns.name)
-    due = next((r["next_due_ms"] for r in repeat.registered(s.conn, ns.queue) if r["name"] == ns.name), None)
-    when = pd.to_datetime(due, unit="ms", utc=True) if due is not None else "unchanged"
-    s.say(f"run-now {ns.queue} {ns.name}: {job_id} is pending; next due {when}, as before")
-    return job_id

@@ -5,7 +5,7 @@ most urgent first) and sums the rest in one line ("and 180 ok, 5 idle"); `%emq
 health QUEUE` prints that queue's line, and a name with no key is `UnknownQueue`.
 Both return the `frames.health` frame; `%emq latency QUEUE` the wait and run percentiles by
 minute; `%emq plot QUEUE [throughput|latency]` a matplotlib figure (in the shell,
-`--save FILE.png` writes it instead). Imported at the end of `commands.py`.
+`--save FILE.png` writes it instead).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 
 import pandas as pd
 
-from . import frames, health, plots
-from .commands import QUEUE, Session
-from .errors import EMQError
-from .grammar import duration
-from .registry import arg, opt, verb
+from .. import frames, health
+from ..errors import EMQError
+from ..grammar import duration
+from ..registry import arg, opt, verb
+from .session import QUEUE, Session
 
 PLOTS = ("throughput", "latency")
 
@@ -58,6 +58,8 @@ def _latency(s: Session, ns: Namespace) -> pd.DataFrame:
     opt("--save", metavar="FILE", help="write the figure to FILE (.png, .svg, .pdf)"),
 )
 def _plot(s: Session, ns: Namespace) -> Any:
+    from .. import plots  # matplotlib, loaded by the first plot
+
     draw = plots.throughput if ns.what == "throughput" else plots.latency
     fig = draw(s.conn, ns.queue, since=ns.since)
     if ns.save:
@@ -72,5 +74,7 @@ def _plot(s: Session, ns: Namespace) -> Any:
 
 def _shown(fig: Any) -> Any:
     """The figure, with IPython told to show a figure as an image."""
+    from .. import plots
+
     plots.show_in_notebook()
     return fig

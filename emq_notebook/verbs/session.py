@@ -1,0 +1,220 @@
+"""A front end's session and what every verb shares: `Session` (the named
+connections, the settings, the output), `execute` (one parsed command -> one call),
+`confirm` (the one confirmation gate) and the options several verbs take; then the
+session verbs (connect, use, connections, help).
+
+`execute(session, ns)` runs a parsed line: an action prints one line and returns
+None, a query returns its value (a DataFrame, a dict, a list).  A refusal is an
+answer: its one line is printed and the refusal object returned.  Every other
+`EMQError` propagates (and fails a notebook cell).
+
+Every command that destroys or moves many jobs at once passes `confirm` first,
+stating the count, the connection and its env.
+"""
+
+from __future__ import annotations
+
+import re
+from argparse import Namespace
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from .. import registry
+from ..connector import Connection, connect
+from ..defaults import EXECUTORS
+from ..errors import Refused, UsageProblem
+from ..grammar import duration, fraction, grammar, rate, verb_help, whole_arg
+from ..keyspace import STATES
+from ..registry import arg, opt, verb
+from ..settings import Settings
+
+DEFAULT_NAME = "default"
+_NAME = re.compile(r"[A-Za-z0-9_.@+\-]{1,64}\Z")
+
+
+class Session:
+    """A front end's named connections (one current), its settings and its output.
+
+    The current connection is opened lazily on first use (`connect()`: EMQ_URL, else
+    the embedded default) with the settings' executor and env."""
+
+    def __init__(self, say: Callable[[str], None] = print, settings: Settings | None = None):
+        self.say = say
+        self.settings = settings if settings is not None else Settings()
+        self.connections: dict[str, Connection] = {}
+        self.current: str | None = None
+
+    @property
+    def conn(self) -> Connection:
+        if self.current is None:
+            self.add(connect(executor=self.settings.executor, env=self.settings.env, name=DEFAULT_NAME))
+        assert self.current is not None
+        return self.connections[self.current]
+
+    @conn.setter
+    def conn(self, value: Connection) -> None:
+        self.add(value)
+
+    def add(self, conn: Connection) -> None:
+        """Keep `conn` under its name (`default` when it has none) and make it current."""
+        name = conn.name or DEFAULT_NAME
+        self.connections[name] = conn
+        self.current = name
+
+    def get(self, name: str | None = None) -> Connection:
+        """The connection called `name` (None: the current one)."""
+        if name is None:
+            return self.conn
+        if name not in self.connections:
+            known = ", ".join(sorted(self.connections)) or "none yet"
+            raise UsageProblem(f"no connection named {name!r} (known: {known}) — see %emq connections")
+        return self.connections[name]
+
+    def where(self) -> str:
+        """The current connection as a confirmation names it: name, label and env."""
+        c = self.conn
+        return f"{self.current} ({c.label}, env {c.env or 'not set'})"
+
+    def progress(self, label: str, total: int) -> Callable[[int], None]:
+        """A progress reporter for a bounded loop: called with the work done so far."""
+
+        def report(done: int) -> None:
+            self.say(f"{label}: {done}/{total}")
+
+        return report
+
+    def widget(self, make: Callable[[], Any]) -> Any:
+        """Build a widget (panels, the events view); a shell session cannot show one."""
+        return make()
+
+
+def confirm(s: Session, ns: Namespace, count: int, doing: str = "destroy") -> None:
+    """The one confirmation gate: a command that would `doing` more than
+    `confirm_above` jobs raises `UsageProblem` (nothing written) unless given --yes.
+    The line states the count, the connection and its env."""
+    if count > s.settings.confirm_above and not getattr(ns, "yes", False):
+        raise UsageProblem(
+            f"{ns.verb} {ns.queue} would {doing} {count:,} jobs on {s.where()}: add --yes to go ahead"
+        )
+
+
+def execute(session: Session, ns: Namespace) -> Any:
+    """Run one parsed command; refusals answered, errors raised."""
+    if getattr(ns, "show_help", False):
+        session.say(verb_help(ns.verb))
+        return None
+    v = registry.VERBS[ns.verb]
+    if v.writes and not getattr(ns, "dry_run", False):
+        # before any read: a read-only session refuses the verb, not its first write
+        # (a --dry-run only reads: its verbs refuse any write themselves)
+        target = " ".join(str(p) for p in (ns.verb, getattr(ns, "queue", "")) if p)
+        session.conn.refuse_writes(target)
+    try:
+        return v.handler(session, ns)
+    except Refused as refusal:
+        session.say(refusal.line())
+        return refusal
+
+
+def budget_of(s: Session, ns: Namespace) -> int:
+    """The line's --budget, else the setting."""
+    return s.settings.budget if ns.budget is None else int(ns.budget)
+
+
+QUEUE = arg("queue")
+JOB = arg("id")
+BUDGET = opt(
+    "--budget", type=whole_arg, default=None, help="jobs per bounded call (default: %%config budget)"
+)
+YES = opt("--yes", action="store_true", help="confirm a command on more than confirm_above jobs")
+# the filtered and controlled forms of reprocess and remove (bulk.py)
+ERROR = opt("--error", metavar="GLOB", help="last_error matches this glob (fnmatch: * ? [...])")
+PAYLOAD = opt("--payload", metavar="GLOB", help="payload matches this glob")
+SIGNATURE = opt("--signature", help="last_error has this signature (as %%emq errors shows it)")
+STATE = opt(
+    "--state",
+    action="append",
+    choices=[*STATES, "all"],
+    help="the set to search (repeat it for several; default: dead)",
+)
+
+
+def states(ns: Namespace) -> Any:
+    """The sets a line's --state names: "all", or a tuple (default: dead)."""
+    chosen = ns.state or ["dead"]
+    return "all" if "all" in chosen else tuple(chosen)
+
+
+DRY_RUN = opt("--dry-run", action="store_true", help="print the preview and each id's word; write nothing")
+CONTROLLED = (
+    opt("--rate", type=rate, help="at most this many jobs a second (50/s)"),
+    opt("--trial", type=whole_arg, help="with --all: move N first and watch them"),
+    opt("--stop-if-failing", type=fraction, help="with --trial: halt at this share dead again"),
+    opt("--watch", type=duration, default=30_000, help="how long a trial is watched (default 30s)"),
+)
+
+
+# -- sessions ------------------------------------------------------------------
+
+
+@verb(
+    "connect",
+    "connect (no URL: EMQ_URL, else the embedded default) and make it current",
+    arg("url", nargs="?", help="redis://, rediss://, valkey://, valkeys:// or unix://"),
+    opt("--embedded", choices=["valkey", "fake"], help="a private embedded server"),
+    opt("--executor", choices=list(EXECUTORS), default=None, help="default: %%config executor"),
+    opt("--cluster", action="store_true", help="use the Valkey Cluster client"),
+    opt("--read-only", action="store_true", help="refuse every writing verb"),
+    opt("--env", help="the env this server is, e.g. production (default: %%config env)"),
+    opt("--name", help="keep it under this name (default: default)"),
+    needs_server=False,
+)
+def _connect(s: Session, ns: Namespace) -> None:
+    name = ns.name or DEFAULT_NAME
+    if not _NAME.match(name):
+        raise UsageProblem(f"a connection name is a short word, not {name!r}")
+    conn = connect(
+        ns.url,
+        embedded=ns.embedded,
+        executor=ns.executor or s.settings.executor,
+        cluster=ns.cluster or None,
+        read_only=ns.read_only,
+        env=ns.env if ns.env is not None else s.settings.env,
+        name=name,
+    )
+    conn.command("PING")  # a wrong URL fails here, as one line
+    s.add(conn)
+    s.say(f"connected: {conn.describe()} as {name}")
+
+
+@verb("use", "make the named connection current", arg("name"), needs_server=False)
+def _use(s: Session, ns: Namespace) -> None:
+    conn = s.get(ns.name)
+    s.current = ns.name
+    s.say(f"using {ns.name}: {conn.describe()}")
+
+
+@verb("connections", "the named connections (redacted), the current one marked", needs_server=False)
+def _connections(s: Session, ns: Namespace) -> pd.DataFrame:
+    records = [
+        {
+            "name": n,
+            "current": n == s.current,
+            "label": c.label,
+            "env": c.env,
+            "executor": c.executor,
+            "read_only": c.read_only,
+        }
+        for n, c in s.connections.items()
+    ]
+    cols = ["name", "current", "label", "env", "executor", "read_only"]
+    return pd.DataFrame.from_records(records, columns=cols).set_index("name")
+
+
+@verb(
+    "help", "the grammar, or one verb's options", arg("topic", nargs="?", metavar="VERB"), needs_server=False
+)
+def _help(s: Session, ns: Namespace) -> None:
+    s.say(verb_help(ns.topic) if ns.topic else grammar())
