@@ -3,14 +3,13 @@
 from pathlib import Path
 
 import pytest
+from documentation import ALL, README, block, section
 
 from emq_notebook import catalogue
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-
 
 def test_readme_verbs_table_is_generated_from_the_catalogue():
-    assert catalogue.markdown() in README
+    assert catalogue.markdown() in ALL
 
 
 def test_readme_opens_with_the_two_commands():
@@ -44,12 +43,12 @@ def test_readme_acl_line_is_the_one_tested():
     from test_secrets import ACL
 
     line = " ".join(ACL).replace(ACL[4], ">PASSWORD")
-    assert f"`{line}`" in README
+    assert f"`{line}`" in ALL
 
 
 # -- "A magic session", executed as written, line by line, on both backends -----------
 
-SESSION_BLOCK = README.split("## A magic session", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+SESSION_BLOCK = block("A magic session")
 # a comment that starts like one of these is the line's printed answer, and is checked
 ANSWERS = ("paused ", "no job claimed", "data replaced", "refused:", "resumed ", "using ", "connected:")
 
@@ -110,7 +109,7 @@ def test_the_first_payload_keeps_its_dollar_and_braces(ip, session_on):
 def test_the_settings_paragraph_names_each_setting_and_its_default(ip):
     from emq_notebook.magics import EMQMagics
 
-    text = README.split("**Settings.**", 1)[1].split("**Named connections.**", 1)[0]
+    text = ALL.split("**Settings.**", 1)[1].split("**Named connections.**", 1)[0]
     for name, trait in EMQMagics.class_traits(config=True).items():
         default = trait.default_value
         assert f"`{name}` ({default}" in text or f"`{name}` (`{default}`)" in text, name
@@ -120,7 +119,7 @@ def test_the_settings_paragraph_names_each_setting_and_its_default(ip):
 def test_the_completion_examples(ip, conn):
     from emq_notebook import jobs, magics
 
-    text = README.split("**Completion.**", 1)[1].split("\n\n", 1)[0]
+    text = ALL.split("**Completion.**", 1)[1].split("\n\n", 1)[0]
     assert "`%emq rep` + Tab gives `reprocess` and `repeats`" in text and "`--state d` gives `dead`" in text
     magics.SESSION.conn = conn
     jobs.enqueue(conn, "mailers", "{}", id="j_dead", max_attempts=1)
@@ -135,7 +134,7 @@ def test_the_completion_examples(ip, conn):
 
 # -- "Rows written by other nodes": what the operator is told to do works as written ------
 
-FOREIGN = README.split("## Rows written by other nodes", 1)[1].split("\n## ", 1)[0]
+FOREIGN = section("Rows written by other nodes")
 
 
 def test_the_foreign_row_section_is_what_happens(ip, conn, capsys):
@@ -175,7 +174,7 @@ def test_the_foreign_row_section_is_what_happens(ip, conn, capsys):
 
 # -- "Using a runbook in an incident", run as written on a real Valkey ------------------------
 
-INCIDENT = README.split("## Using a runbook in an incident", 1)[1].split("\n## ", 1)[0]
+INCIDENT = section("Using a runbook in an incident")
 
 
 def runaway(valkey, n=10_050):
@@ -292,7 +291,7 @@ def test_the_jupyter_way_runs_as_written(valkey):
 
 # -- "Health", executed as written, line by line, on both backends ----------------------
 
-HEALTH_BLOCK = README.split("## Health\n", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+HEALTH_BLOCK = block("Health")
 
 
 def test_the_health_block_runs_as_written(ip, session_on, capfd):
@@ -333,7 +332,7 @@ def test_the_health_block_runs_as_written(ip, session_on, capfd):
 
 # -- the Voilà lines, run as written: quietly --------------------------------------------
 
-VOILA_BLOCK = README.split("a web page for people who never open Jupyter", 1)[1].split("```bash", 1)[1]
+VOILA_BLOCK = ALL.split("a web page for people who never open Jupyter", 1)[1].split("```bash", 1)[1]
 VOILA_BLOCK = VOILA_BLOCK.split("```", 1)[0]
 
 

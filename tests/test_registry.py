@@ -1,13 +1,11 @@
 """The verb registry is the one place a verb is declared: every front end reads it."""
 
-from pathlib import Path
-
 import pytest
+from documentation import ALL as README
 
 from emq_notebook import catalogue, grammar, registry, verbs
 from emq_notebook.completion import Completer
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 VERBS = list(registry.VERBS.values())
 
 

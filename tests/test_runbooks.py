@@ -39,7 +39,8 @@ def test_the_demos_run_on_a_real_valkey(valkey, tmp_path):
 
 
 def test_the_binder_link_opens_a_shipped_demo():
-    readme = (ROOT / "README.md").read_text()
+    from documentation import ALL as readme
+
     path = readme.split("?urlpath=lab/tree/", 1)[1].split(")", 1)[0]
     assert path == "notebooks/demos/00-quickstart.ipynb" and (ROOT / path).is_file()
 

@@ -4,15 +4,13 @@ value the line returns), and is checked."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from documentation import block
 
 import emq_notebook
 from emq_notebook import demo, magics
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-BLOCK = README.split("## Triage", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+BLOCK = block("Triage")
 # a comment starting like one of these is a printed line; one starting like a repr is a value
 PRINTED = ("dry run", "remove outbox:", "Halted:")
 VALUES = ("{", "'", "3", "2")
