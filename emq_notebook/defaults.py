@@ -4,7 +4,7 @@ A bounded call (find, errors, reprocess_dead, the filtered bulk verbs, drain,
 obliterate, enqueue_many, the worker's promote and expire) does at most `budget`
 members of work a call AND reads or frees about `BYTE_BUDGET` bytes a call; a budget
 above `MAX_BUDGET` and a glob longer than `MAX_GLOB` are refused before any I/O,
-because no call may hold the server long (SPEC 11: at most 20 ms a call).
+because no call may hold the server long (at most about 20 ms a call).
 
 The figures behind the numbers are bench/scale.py's (`--only budget` runs one call of
 each bulk verb at MAX_BUDGET; bench/README.md has the runs).
@@ -21,7 +21,7 @@ DEFAULT_BUDGET = 1000
 # drained one, and a call of 1,000 of them held that server 20 to 26 ms on the shared
 # machine; 500 keeps a call near 10 ms, and a run's extra calls cost it a few per cent
 MOVE_BUDGET = 500
-# the most a caller may ask of one call: a search's default (the SPEC's), and about
+# the most a caller may ask of one call: a search's default, and about
 # 20 ms for the heaviest writers on a quiet machine; above it one call could hold the
 # server too long (10,000 held it 60 to 250 ms)
 MAX_BUDGET = 1000

@@ -3,7 +3,7 @@
 Watching a server (a dashboard refresh, a health view, completion, `%emq queues`
 and `health`) asks `Directory.queues()`, which answers from memory: the number of
 commands a look costs depends on the queues shown, never on the keys in the
-database (SPEC 11). Discovery walks the keyspace (SCAN on every primary of a
+database. Discovery walks the keyspace (SCAN on every primary of a
 cluster, `TYPE hash`, `MATCH emq:{*}:meta`, `SCAN_COUNT` keys a call, about a
 millisecond of server time on Valkey) and runs:
 

@@ -401,7 +401,7 @@ def _count(value: object) -> int:
     return int(value) if isinstance(value, str) and value.isdigit() else 0
 
 
-# -- health and latency (SPEC 9): computed in `health.py`, served here -----------
+# -- health and latency: computed in `health.py`, served here ------------------
 
 
 def latency(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFrame:

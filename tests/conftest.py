@@ -56,6 +56,15 @@ def ip():
     return shell
 
 
+@pytest.fixture
+def emq_line(ip, conn):
+    """`%emq LINE` on the shell `ip`, its session on `conn`."""
+    from emq_notebook import magics
+
+    magics.SESSION.conn = conn
+    return lambda line: ip.run_line_magic("emq", line)
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     return request.param

@@ -16,12 +16,6 @@ Q = "mailq"
 K = f"emq:{{{Q}}}:"
 
 
-@pytest.fixture
-def emq_line(ip, conn):
-    magics.SESSION.conn = conn
-    return lambda line: ip.run_line_magic("emq", line)
-
-
 def kill(conn, job_id: str, error: str) -> str:
     jobs.enqueue(conn, Q, f'{{"id": "{job_id}"}}', id=job_id, max_attempts=1)
     assert jobs.claim(conn, Q, 60_000).id == job_id

@@ -21,12 +21,6 @@ K = f"emq:{{{Q}}}:"
 
 
 @pytest.fixture
-def emq_line(ip, conn):
-    magics.SESSION.conn = conn
-    return lambda line: ip.run_line_magic("emq", line)
-
-
-@pytest.fixture
 def confirm_above_3(ip):
     ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
     yield

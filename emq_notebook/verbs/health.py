@@ -24,11 +24,7 @@ from .session import QUEUE, Session
 PLOTS = ("throughput", "latency")
 
 
-@verb(
-    "health",
-    "every queue's verdict and why, the most urgent first",
-    arg("queue", nargs="?"),
-)
+@verb("health", "every queue's verdict and why, the most urgent first", arg("queue", nargs="?"))
 def _health(s: Session, ns: Namespace) -> pd.DataFrame:
     h = frames.health(s.conn, None if ns.queue is None else [ns.queue])
     if h.empty:

@@ -34,12 +34,7 @@ from .session import (
 )
 
 
-@verb(
-    "job",
-    "one job's row",
-    QUEUE,
-    JOB,
-)
+@verb("job", "one job's row", QUEUE, JOB)
 def _job(s: Session, ns: Namespace) -> dict:
     return dict(sorted(jobs.get_job(s.conn, ns.queue, ns.id).items()))
 
@@ -57,14 +52,7 @@ def _data(s: Session, ns: Namespace) -> None:
     s.say(f"data replaced: {ns.queue} {ns.id}")
 
 
-@verb(
-    "progress",
-    "write a job's progress and publish the event",
-    QUEUE,
-    JOB,
-    arg("value"),
-    writes=True,
-)
+@verb("progress", "write a job's progress and publish the event", QUEUE, JOB, arg("value"), writes=True)
 def _progress(s: Session, ns: Namespace) -> None:
     jobs.update_progress(s.conn, ns.queue, ns.id, ns.value)
     s.say(f"progress {ns.value}: {ns.queue} {ns.id}")
@@ -84,12 +72,7 @@ def _log(s: Session, ns: Namespace) -> None:
     s.say(f"logged: {ns.queue} {ns.id} has {n} log line{'' if n == 1 else 's'}")
 
 
-@verb(
-    "logs",
-    "a job's log lines",
-    QUEUE,
-    JOB,
-)
+@verb("logs", "a job's log lines", QUEUE, JOB)
 def _logs(s: Session, ns: Namespace) -> list[str]:
     return jobs.get_job_logs(s.conn, ns.queue, ns.id)
 
@@ -148,13 +131,7 @@ def _reprocess(s: Session, ns: Namespace) -> Any:
     s.say(f"reprocessed {n} dead jobs of {ns.queue}")
 
 
-@verb(
-    "promote",
-    "run a scheduled job now (schedule -> pending)",
-    QUEUE,
-    JOB,
-    writes=True,
-)
+@verb("promote", "run a scheduled job now (schedule -> pending)", QUEUE, JOB, writes=True)
 def _promote(s: Session, ns: Namespace) -> None:
     jobs.promote_job(s.conn, ns.queue, ns.id)
     s.say(f"promoted {ns.queue} {ns.id}: schedule -> pending")
@@ -172,13 +149,7 @@ def _repeats(s: Session, ns: Namespace) -> pd.DataFrame:
     return frame
 
 
-@verb(
-    "run-now",
-    "one job from a repeatable now; its cadence is kept",
-    QUEUE,
-    arg("name"),
-    writes=True,
-)
+@verb("run-now", "one job from a repeatable now; its cadence is kept", QUEUE, arg("name"), writes=True)
 def _run_now(s: Session, ns: Namespace) -> str:
     job_id = repeat.run_now(s.conn, ns.queue, ns.name)
     due = next((r["next_due_ms"] for r in repeat.registered(s.conn, ns.queue) if r["name"] == ns.name), None)

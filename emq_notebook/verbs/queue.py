@@ -32,23 +32,13 @@ def _status(s: Session, ns: Namespace) -> pd.DataFrame:
     return frames.counts(s.conn, [ns.queue])
 
 
-@verb(
-    "pause",
-    "close the claim gate (idempotent; no set moves)",
-    QUEUE,
-    writes=True,
-)
+@verb("pause", "close the claim gate (idempotent; no set moves)", QUEUE, writes=True)
 def _pause(s: Session, ns: Namespace) -> None:
     admin.pause(s.conn, ns.queue)
     s.say(f"paused {ns.queue}: claims answer empty; the backlog is untouched")
 
 
-@verb(
-    "resume",
-    "open the claim gate (idempotent)",
-    QUEUE,
-    writes=True,
-)
+@verb("resume", "open the claim gate (idempotent)", QUEUE, writes=True)
 def _resume(s: Session, ns: Namespace) -> None:
     admin.resume(s.conn, ns.queue)
     s.say(f"resumed {ns.queue}")

@@ -47,11 +47,6 @@ def _find(s: Session, ns: Namespace) -> pd.DataFrame:
     return frame
 
 
-@verb(
-    "errors",
-    "the failures grouped by error signature (a frame)",
-    QUEUE,
-    STATE,
-)
+@verb("errors", "the failures grouped by error signature (a frame)", QUEUE, STATE)
 def _errors(s: Session, ns: Namespace) -> pd.DataFrame:
     return triage.errors(s.conn, ns.queue, states(ns), budget=s.settings.budget)
