@@ -5,7 +5,7 @@ Every operator write leaves one entry on the server, in the queue's stream
 queue's cluster slot, and outside its footprint `emq:{q}:*`, so the record of an
 obliterate survives it. The entry is appended after the transition, beside it, by
 `XADD emq:audit:{q} MAXLEN ~ <keep> * field value ...` (the stream id is the server
-time); the seed's scripts keep their exact writes.
+time); the EchoMQ scripts keep their exact writes.
 
 One recorder writes every entry: `recorded(conn, verb, queue, ...)` (a context
 manager) or `audited(verb)` (a decorator of a domain verb whose first parameters

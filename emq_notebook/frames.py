@@ -401,25 +401,15 @@ def _count(value: object) -> int:
     return int(value) if isinstance(value, str) and value.isdigit() else 0
 
 
-# -- health and latency: computed in `health.py`, served here ------------------
+# -- health and latency: computed in `health.py` (which reads counts from here) ----
 
 
-def latency(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFrame:
-    """Wait and run percentiles by minute: see `emq_notebook.health.latency`."""
-    from . import health as _health
+def __getattr__(name: str) -> Any:
+    """`frames.health` and `frames.latency` are `health.health` and `health.latency`,
+    found on first use: `health` builds on this module's counts, so it cannot be
+    imported at the top without a cycle."""
+    if name in ("health", "latency"):
+        from . import health
 
-    return _health.latency(conn, q, since_ms)
-
-
-def health(
-    conn: Connection,
-    queues: list[str] | None = None,
-    *,
-    now_ms: int | None = None,
-    counts: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """One verdict per queue, with its counts and a `why`, most urgent first: see
-    `emq_notebook.health.health`."""
-    from . import health as _health
-
-    return _health.health(conn, queues, now_ms=now_ms, counts=counts)
+        return getattr(health, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
