@@ -8,13 +8,11 @@ Work is observed in the replies, never timed."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
-from harm import bounded, commands_sent
+from harm import bounded, sent
 
 from emq_notebook import admin, frames, jobs, runbook, triage
 from emq_notebook.defaults import BYTE_BUDGET
@@ -230,25 +228,6 @@ def test_the_dead_run_leaves_an_id_naming_another_jobs_logs(foreign_dead):
 
 
 # -- the runbook's connect cell ------------------------------------------------------------
-
-
-def sent(conn, srv, call: Callable[[], Any]) -> Counter:
-    """The commands `call()` sent, by lower-case name: counted by the server on Valkey,
-    by a spy on every client's plain and pipelined commands on the fake."""
-    if srv is not None:
-        return Counter(commands_sent(conn.client, call))
-    seen: Counter = Counter()
-    with pytest.MonkeyPatch.context() as mp:
-        for cls in (redis.Redis, redis.client.Pipeline):
-            real = cls.execute_command
-
-            def spy(self: Any, *args: Any, _real: Any = real, **kw: Any) -> Any:
-                seen[str(args[0]).lower()] += 1
-                return _real(self, *args, **kw)
-
-            mp.setattr(cls, "execute_command", spy)
-        call()
-    return seen
 
 
 def test_a_runbook_finds_its_queue_without_scanning_the_keyspace(harm, monkeypatch, capsys):
