@@ -19,6 +19,7 @@ SMALL = {
     "find.py": ("5000", "find/(snapshot+filter): "),
     "latency_cost.py": ("1000", "with/without seconds per cycle: "),
     "watch.py": ("2000", "refresh commands with/without foreign keys: "),
+    "harm.py": ("2000", "worst server block: "),
 }
 
 
