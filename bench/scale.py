@@ -120,8 +120,10 @@ def stage(conn, n: int, payloads: list[str]) -> None:
 class Figure:
     """One measured thing: seconds, the PINGs and the longest server call meanwhile."""
 
-    def __init__(self, seconds: float, pinger: Pinger, longest: float, result: object = None):
-        self.seconds, self.longest, self.result = seconds, longest, result
+    def __init__(
+        self, seconds: float, pinger: Pinger, longest: float, result: object = None, cpu: float = 0.0
+    ):
+        self.seconds, self.longest, self.result, self.cpu = seconds, longest, result, cpu
         self.ping, self.p99 = pinger.worst, pinger.quantile(0.99)
         self.slow, self.pings = pinger.over(0.020)
 
@@ -137,13 +139,22 @@ def longest_call(client) -> float:
     return max((e["duration"] for e in entries), default=0) / 1e6
 
 
+def server_cpu(client) -> float:
+    """The CPU seconds the server has used (user and system). On a shared machine a
+    side's wall time counts whatever else ran; the CPU the server spent on it does not."""
+    cpu = client.info("cpu")
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
 def watched(srv, client, work: Callable[[], object]) -> Figure:
     client.slowlog_reset()
     with Pinger(srv.port) as pinger:
+        cpu = server_cpu(client)
         t = time.perf_counter()
         result = work()
         took = time.perf_counter() - t
-    return Figure(took, pinger, longest_call(client), result)
+        cpu = server_cpu(client) - cpu
+    return Figure(took, pinger, longest_call(client), result, cpu)
 
 
 def quick(srv, client, work: Callable[[], object], tries: int = 5) -> Figure:
@@ -560,6 +571,11 @@ def main() -> None:
                 f"{ms(fl.ping):>10} | {bullmq}"
             )
             say(f"{'':>16} ours: {f.pinged()}" + (f"; bullmq's longest call {ms(bq.longest)}" if bq else ""))
+            cpu, floor_cpu = min(r.cpu for r in ours[verb]), min(r.cpu for r in floors[verb])
+            say(
+                f"{'':>16} server CPU (the least of the runs): ours {cpu:.2f}s, floor {floor_cpu:.2f}s: "
+                f"{cpu / max(floor_cpu, 1e-9):.2f}x (the PING process's own PINGs in both)"
+            )
             if bq and bq.result["note"]:
                 say(f"{'':>16} bullmq {theirs}: {bq.result['note']}")
             targets.append((f"{verb} worst PING", f.ping, 0.020))

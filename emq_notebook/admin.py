@@ -547,12 +547,13 @@ def reprocess_jobs(
     ids: Iterable[str],
     *,
     dry_run: bool = False,
-    budget: int = DEFAULT_BUDGET,
+    budget: int = MOVE_BUDGET,
     rate: float | None = None,
     progress: Progress | None = None,
 ) -> dict[str, str]:
     """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
-    of at most `budget` ids: `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
+    of at most `budget` ids (`defaults.MOVE_BUDGET` unless named: a move costs what
+    reprocess_dead's does): `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
     for a row no transition can read, left in dead; "foreign_id" for an id naming
     another job's `:logs` or `:lock`, never addressed).
 

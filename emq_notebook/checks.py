@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from .defaults import MAX_BUDGET
+from .defaults import MAX_BUDGET, MAX_PAYLOAD
 from .errors import BadInput, UsageProblem
 
 MAX_WHOLE = 2**53 - 1
@@ -55,6 +55,21 @@ def json_text(text: object, what: str = "payload") -> str:
     except ValueError as exc:
         raise BadInput(f"{what}: malformed JSON {_clip(text)!r}: {exc}") from None
     return text
+
+
+def payload(value: object) -> str:
+    """A payload to write: a string of at most `defaults.MAX_PAYLOAD` bytes, else
+    `BadInput` (one script writing more would hold the server over 20 ms)."""
+    if not isinstance(value, str):
+        raise BadInput(f"a payload is a string (JSON text), not {type(value).__name__}")
+    if len(value) * 4 > MAX_PAYLOAD:
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_PAYLOAD:
+            raise BadInput(
+                f"a payload of {size:,} bytes is over {MAX_PAYLOAD:,} (defaults.MAX_PAYLOAD): "
+                "one call writing it would hold the server too long"
+            )
+    return value
 
 
 def text(value: object, what: str) -> str:

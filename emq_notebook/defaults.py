@@ -3,8 +3,9 @@
 A bounded call (find, errors, reprocess_dead, the filtered bulk verbs, drain,
 obliterate, enqueue_many, the worker's promote and expire) does at most `budget`
 members of work a call AND reads or frees about `BYTE_BUDGET` bytes a call; a budget
-above `MAX_BUDGET` and a glob longer than `MAX_GLOB` are refused before any I/O,
-because no call may hold the server long (at most about 20 ms a call).
+above `MAX_BUDGET`, a glob longer than `MAX_GLOB` and a payload larger than
+`MAX_PAYLOAD` are refused before any I/O, because no call may hold the server long
+(at most about 20 ms a call).
 
 The figures behind the numbers are bench/scale.py's (`--only budget` runs one call of
 each bulk verb at MAX_BUDGET; bench/README.md has the runs).
@@ -32,6 +33,12 @@ MAX_BUDGET = 1000
 BYTE_BUDGET = 1 << 20
 # rows a listing or a search answers when the caller names no limit
 DEFAULT_LIMIT = 1000
+# the largest payload a write sends (bytes of its UTF-8): a script writing a payload
+# copies it two or three times on the server's thread, 1 to 2.5 ms a megabyte on the
+# bench machine (bench/harm.py: a 20 MB update_data held the server 42 ms, an 8 MB
+# enqueue 20 ms), so one of 4 MiB holds it about 10 ms at most. Payloads other nodes
+# wrote, whatever their size, are read with a plain HGET outside any script
+MAX_PAYLOAD = 4 << 20
 # the longest glob a search takes (characters): matching costs text length x glob length
 MAX_GLOB = 1000
 

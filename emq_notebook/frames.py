@@ -22,6 +22,8 @@ from .errors import BadInput, EMQError, UnknownQueue
 from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_sets, metrics_key, queue_key
 
 BATCH = 1000
+# members one ZRANGE reads: about 3 ms of the server's time at most
+MEMBERS_A_CALL = 10_000
 # text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
 # str objects on a big frame (bench/scale.py measures it); `object` where needed
 TEXT: Any = "str"
@@ -74,32 +76,54 @@ def _members(
     conn: Connection, q: str, states: tuple[str, ...], limit: int | None, offset: int = 0
 ) -> _Members:
     """The chosen states in order, then the lanes' backlogs (counted as pending):
-    the first `offset` of that order skipped, then at most `limit` in all."""
-    groups = (conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
+    the first `offset` of that order skipped, then at most `limit` in all. A set is
+    read `MEMBERS_A_CALL` members a call (see `_ranks`)."""
+    groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
     sets: list[tuple[str, str, str | None]] = [(queue_key(q, state), state, None) for state in states]
     sets += [(key, "pending", g) for g, key in lane_sets(q, groups)]
-    spans: list[tuple[int, int]] = [(0, -1)] * len(sets)  # (start, stop) of each set; -1: its end
-    if limit is not None or offset:
-        # the sizes first (one round trip), so each set is read only where the page falls
-        pipe = conn.pipeline()
-        for key, _, _ in sets:
-            pipe.zcard(key)
-        skip, left = offset, limit
-        for i, size in enumerate(pipe.execute()):
-            start = min(size, skip)
-            skip -= start
-            take = size - start if left is None else min(size - start, left)
-            if left is not None:
-                left -= take
-            spans[i] = (start, start + take - 1) if take else (0, -2)
+    # the sizes first (one round trip), so each set is read only where the page falls
     pipe = conn.pipeline()
-    read = [(s, span) for s, span in zip(sets, spans, strict=True) if span != (0, -2)]
-    for (key, _, _), (start, stop) in read:
-        pipe.execute_command("ZRANGE", key, start, stop, "WITHSCORES")
+    for key, _, _ in sets:
+        pipe.zcard(key)
+    spans: list[tuple[int, int | None]] = []  # (start, members to read; None: to the end)
+    skip, left = offset, limit
+    for size in pipe.execute():
+        start = min(size, skip)
+        skip -= start
+        take = size - start if left is None else min(size - start, left)
+        if left is not None:
+            left -= take
+        spans.append((start, None if left is None and take else take))
     out = _Members()
-    for ((_, state, lane), _), reply in zip(read, pipe.execute(), strict=True):
-        out.add(state, lane, *_with_scores(reply))
+    for (key, state, lane), (start, count) in zip(sets, spans, strict=True):
+        if count != 0:
+            out.add(state, lane, *_ranks(conn, key, start, count))
     return out
+
+
+def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[list[str], list[float]]:
+    """`count` members of sorted set `key` from rank `start` (None: to its end) and their
+    scores, read `MEMBERS_A_CALL` at a time, each call its own round trip: one ZRANGE of
+    a whole big set would hold the server (400,000 members: over 100 ms). Each page
+    starts after the last member of the one before, wherever it is then (its ZRANK), so
+    members coming and going ahead of the place shift nothing; a member that moves
+    while the pages are read may be missed, as one that moves before its row is read
+    shows its new state."""
+    ids: list[str] = []
+    scores: list[float] = []
+    at, last = start, set[str]()
+    while count is None or len(ids) < count:
+        want = MEMBERS_A_CALL if count is None else min(MEMBERS_A_CALL, count - len(ids))
+        page, page_scores = _with_scores(conn.command("ZRANGE", key, at, at + want - 1, "WITHSCORES"))
+        for m, sc in zip(page, page_scores, strict=True):
+            if m not in last:
+                ids.append(m)
+                scores.append(sc)
+        if len(page) < want:
+            break
+        rank = conn.command("ZRANK", key, page[-1])
+        at, last = (at + len(page) if rank is None else int(rank) + 1), set(page)
+    return ids, scores
 
 
 def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELDS) -> list[list]:

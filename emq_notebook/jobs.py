@@ -14,6 +14,7 @@ from typing import Any
 from . import admin, decoding, transitions
 from .catalogue import contract
 from .checks import MAX_MS, whole
+from .checks import payload as _payload
 from .connector import Connection, Pipeline
 from .defaults import BYTE_BUDGET, MOVE_BUDGET
 from .errors import BadInput, Gone, WireError
@@ -24,12 +25,6 @@ from .transitions import Claimed
 def check_lease(lease_ms: object) -> int:
     """A lease is a whole number of ms from 1 to `checks.MAX_MS` (what SET PX takes)."""
     return whole(lease_ms, "lease_ms", least=1, most=MAX_MS)
-
-
-def _payload(value: object) -> str:
-    if not isinstance(value, str):
-        raise BadInput(f"a payload is a string (JSON text), not {type(value).__name__}")
-    return value
 
 
 @contract("enqueue", writes=True)
@@ -51,7 +46,9 @@ def enqueue(
 
     Every number is checked before any I/O (`BadInput`): `delay_ms` and
     `backoff_ms` from 0 to a year of ms, `priority` from 0 and `max_attempts`
-    from 1, both at most 2**53 - 1 (what a Lua double holds exactly).
+    from 1, both at most 2**53 - 1 (what a Lua double holds exactly); the payload a
+    string of at most `defaults.MAX_PAYLOAD` bytes (one script writing more would hold
+    the server over 20 ms).
 
     A held `dedup` key answers the id of the job holding it, and an `id` that
     already has a row answers that id: nothing is written in either case.
@@ -110,8 +107,9 @@ def enqueue_many(
     batch of large payloads never becomes one long script.
 
     Refuses before any I/O, so nothing at all is written: `BadInput` for a
-    payload that is not a string, a `dedup` that is not one entry per payload,
-    the numbers `enqueue` refuses and a `chunk` outside 1 to `defaults.MAX_BUDGET`;
+    payload that is not a string or is over `defaults.MAX_PAYLOAD` bytes, a `dedup`
+    that is not one entry per payload, the numbers `enqueue` refuses and a `chunk`
+    outside 1 to `defaults.MAX_BUDGET`;
     `InvalidName` for a bad group name or dedup key. Each call is atomic and checks
     its arguments before its first write; an interrupt between calls leaves the
     chunks already sent.
@@ -367,7 +365,8 @@ def promote_job(conn: Connection, q: str, job_id: str) -> None:
     native="none, a script only",
 )
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
-    """Replace the row's payload. Refuses `Gone`."""
+    """Replace the row's payload. Refuses `Gone`, and a payload over
+    `defaults.MAX_PAYLOAD` bytes (`BadInput`, before any I/O)."""
     conn.run(
         "update_data",
         [job_key(q, job_id), base(q)],

@@ -10,8 +10,8 @@ import json
 
 from .catalogue import contract
 from .checks import MAX_MS, whole
+from .checks import payload as checked_payload
 from .connector import Connection
-from .errors import BadInput
 from .keyspace import base, check_name, new_id, queue_key
 
 
@@ -27,17 +27,20 @@ def register(
     """Register (or replace) repeatable `name`; answers its first due time (ms).
 
     Checked before any I/O (`BadInput`): `every_ms` from 1 ms to a year,
-    `max_attempts` a whole number from 1, `payload` a string.
+    `max_attempts` a whole number from 1, `payload` a string of at most
+    `defaults.MAX_PAYLOAD` bytes.
     """
     check_name(name, "repeatable name")
     if group is not None:
         check_name(group, "group")
     whole(every_ms, "every_ms", most=MAX_MS)
     whole(max_attempts, "max_attempts")
-    if not isinstance(payload, str):
-        raise BadInput("a payload is a string (JSON text)")
     return conn.run(
-        "repeat_add", [base(q)], [name, every_ms, payload, group or "", max_attempts], verb="repeat", queue=q
+        "repeat_add",
+        [base(q)],
+        [name, every_ms, checked_payload(payload), group or "", max_attempts],
+        verb="repeat",
+        queue=q,
     )
 
 

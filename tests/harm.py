@@ -16,6 +16,7 @@ Cost is counted, not timed: `commands_sent` diffs `INFO commandstats` around a c
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -110,3 +111,22 @@ def commands_sent(client: Any, call: Callable[[], Any]) -> dict[str, int]:
     sent = {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
     sent["info"] = sent.get("info", 0) - 1
     return {k: n for k, n in sent.items() if n}
+
+
+def sent(conn: emq.Connection, srv: Any, call: Callable[[], Any]) -> Counter:
+    """The commands `call()` sent, by lower-case name: counted by the server on
+    Valkey, by a spy on the client's plain and pipelined commands on the fake."""
+    if srv is not None:
+        return Counter(commands_sent(conn.client, call))
+    seen: Counter = Counter()
+    with pytest.MonkeyPatch.context() as mp:
+        for cls in (redis.Redis, redis.client.Pipeline):
+            real = cls.execute_command
+
+            def spy(self: Any, *args: Any, _real: Any = real, **kw: Any) -> Any:
+                seen[str(args[0]).lower()] += 1
+                return _real(self, *args, **kw)
+
+            mp.setattr(cls, "execute_command", spy)
+        call()
+    return seen

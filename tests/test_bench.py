@@ -20,6 +20,7 @@ SMALL = {
     "latency_cost.py": ("1000", "with/without seconds per cycle: "),
     "watch.py": ("2000", "refresh commands with/without foreign keys: "),
     "audit_cost.py": ("200", "with/without seconds per single verb (worst): "),
+    "harm.py": ("2000", "worst server block: "),
 }
 
 

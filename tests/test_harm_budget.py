@@ -18,8 +18,8 @@ from harm import bounded, commands_sent
 from helpers import consistency_problems, dump, keys_of, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, jobs, lanes, magics, scripts, triage
-from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET
+from emq_notebook import admin, jobs, lanes, magics, repeat, scripts, triage
+from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET, MAX_PAYLOAD
 from emq_notebook.errors import BadInput, ReadOnly
 
 Q = "harm"
@@ -175,10 +175,12 @@ def test_housekeeping_laps_past_bad_rows_and_announces_each_once_a_lap(harm, ver
 
 
 def big_jobs(conn) -> None:
-    """Four jobs with an 8 MB payload, then one with a :logs list of 200,000 lines."""
+    """Four jobs with an 8 MB payload (another node's: over what the toolkit writes),
+    then one with a :logs list of 200,000 lines."""
     big = "x" * (8 << 20)
     for i in range(4):
-        jobs.enqueue(conn, Q, big, id=f"j_big{i}")
+        jobs.enqueue(conn, Q, "{}", id=f"j_big{i}")
+        conn.client.hset(P + f"job:j_big{i}", "payload", big)
     jobs.enqueue(conn, Q, "{}", id="j_logs")
     pipe = conn.client.pipeline(transaction=False)
     for _ in range(20):
@@ -248,26 +250,56 @@ OVER_BUDGET = {
 }
 
 
-@pytest.mark.parametrize("verb", sorted(OVER_BUDGET))
-def test_a_budget_over_the_maximum_is_refused_before_anything_is_sent(harm, verb):
-    conn, srv = harm
-    kill(conn, ["j_1"])
+def refused_before_anything_is_sent(conn, srv, call, says: str) -> None:
+    """`call(conn)` raises a one-line `BadInput` naming `says`, and sends nothing."""
     before = dump(conn)
 
     def refused() -> None:
         with pytest.raises(BadInput) as info:
-            OVER_BUDGET[verb](conn)
-        assert "\n" not in str(info.value) and f"{MAX_BUDGET:,}" in str(info.value)
+            call(conn)
+        assert "\n" not in str(info.value) and says in str(info.value)
 
     if srv is None:  # every command the client sends
         calls: list[tuple] = []
         real = conn.client.execute_command
         conn.client.execute_command = lambda *a, **kw: (calls.append(a), real(*a, **kw))[1]
         refused()
+        conn.client.execute_command = real
         assert calls == []
     else:  # counted on the server
         assert commands_sent(conn.client, refused) == {}
     assert dump(conn) == before
+
+
+@pytest.mark.parametrize("verb", sorted(OVER_BUDGET))
+def test_a_budget_over_the_maximum_is_refused_before_anything_is_sent(harm, verb):
+    conn, srv = harm
+    kill(conn, ["j_1"])
+    refused_before_anything_is_sent(conn, srv, OVER_BUDGET[verb], f"{MAX_BUDGET:,}")
+
+
+# a payload one byte over, counted in bytes: "é" is two
+OVER_PAYLOAD = {
+    "enqueue": lambda c: jobs.enqueue(c, Q, "x" * (MAX_PAYLOAD + 1)),
+    "enqueue_many": lambda c: jobs.enqueue_many(c, Q, ["{}", "é" * (MAX_PAYLOAD // 2) + "x"]),
+    "update_data": lambda c: jobs.update_data(c, Q, "j_1", "x" * (MAX_PAYLOAD + 1)),
+    "repeat.register": lambda c: repeat.register(c, Q, "nightly", 60_000, "é" * (MAX_PAYLOAD // 2) + "x"),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(OVER_PAYLOAD))
+def test_a_payload_over_the_maximum_is_refused_before_anything_is_sent(harm, verb):
+    conn, srv = harm
+    kill(conn, ["j_1"])
+    refused_before_anything_is_sent(conn, srv, OVER_PAYLOAD[verb], f"{MAX_PAYLOAD:,}")
+
+
+def test_a_payload_of_the_maximum_is_written_whole(harm):
+    conn, srv = harm
+    kill(conn, ["j_1"])
+    most = "é" * (MAX_PAYLOAD // 2)
+    bounded(lambda: jobs.update_data(conn, Q, "j_1", most), srv, what="update_data")
+    assert conn.client.hstrlen(P + "job:j_1", "payload") == MAX_PAYLOAD
 
 
 # -- 4. the dry run answers what the real call does ---------------------------------------
@@ -318,6 +350,20 @@ def test_reprocess_all_dead_dry_run_says_what_the_real_call_moves(ip, conn, caps
     said = capsys.readouterr().out
     assert "reprocessed 3 dead jobs of harm" in said
     assert "1 job with a foreign id left in dead: j_flat:logs" in said
+
+
+def test_reprocess_all_dead_with_no_rate_walks_once_in_bounded_steps_past_a_logs_id(ip, conn, capsys):
+    mixed_dead(conn)  # j_flat's logs list holds a line: an id naming it must never address it
+    magics.SESSION.conn = conn
+    frame = ip.run_line_magic("emq", f"reprocess {Q} --all-dead --dry-run --budget 2")
+    assert "3 of 7 dead jobs would move" in capsys.readouterr().out
+    assert int(frame["count"].sum()) == 5  # the rows: not the ghost, not the logs id
+    seen = steps(conn)
+    ip.run_line_magic("emq", f"reprocess {Q} --all-dead --yes --budget 2")
+    assert "reprocessed 3 dead jobs of harm" in capsys.readouterr().out
+    assert [examined(step) for step in seen] == [2, 2, 2, 1]  # each member once, 2 a call
+    assert sorted(conn.client.zrange(P + "dead", 0, -1)) == ["j_bad", "j_bad2", "j_flat:logs"]
+    assert conn.client.lrange(P + "job:j_flat:logs", 0, -1) == ["a line"]
 
 
 # -- 5. ids another node wrote outside the name gate --------------------------------------

@@ -8,13 +8,11 @@ Work is observed in the replies, never timed."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
-from harm import bounded, commands_sent
+from harm import bounded, sent
 
 from emq_notebook import admin, frames, jobs, runbook, triage
 from emq_notebook.defaults import BYTE_BUDGET
@@ -111,6 +109,50 @@ def test_a_snapshot_reads_a_payload_too_large_for_a_script_with_a_plain_read(har
     )
 
 
+def zranges(conn, then=None) -> list[tuple]:
+    """The (key, start, stop) of every ZRANGE `conn` sends from now on; `then()` runs
+    after the first."""
+    seen: list[tuple] = []
+    real = conn.command
+
+    def command(*parts):
+        reply = real(*parts)
+        if parts[0] == "ZRANGE":
+            seen.append(parts[1:4])
+            if then and len(seen) == 1:
+                then()
+        return reply
+
+    conn.command = command
+    return seen
+
+
+def test_a_snapshot_reads_a_big_set_a_page_of_members_a_call(harm, monkeypatch):
+    conn, srv = harm
+    monkeypatch.setattr(frames, "MEMBERS_A_CALL", 3)
+    for i in range(8):
+        dead_row(conn, f"j_{i}", score=10 + i)
+    calls = zranges(conn)
+    frame = bounded(lambda: frames.snapshot(conn, Q, states="dead"), srv, what="snapshot")
+    assert list(frame.index) == [f"j_{i}" for i in range(8)]
+    assert calls == [(P + "dead", 0, 2), (P + "dead", 3, 5), (P + "dead", 6, 8)]
+    calls.clear()
+    page = frames.snapshot(conn, Q, states="dead", offset=1, limit=5)
+    assert list(page.index) == [f"j_{i}" for i in range(1, 6)]
+    assert calls == [(P + "dead", 1, 3), (P + "dead", 4, 5)]
+
+
+def test_a_snapshot_read_in_pages_shows_a_member_once_when_the_set_shifts(harm, monkeypatch):
+    conn, srv = harm
+    monkeypatch.setattr(frames, "MEMBERS_A_CALL", 3)
+    for i in range(6):
+        dead_row(conn, f"j_{i}", score=10 + i)
+    # a job dies ahead of the rest after the first page: the second page starts one back
+    zranges(conn, then=lambda: dead_row(conn, "j_early", score=1))
+    frame = frames.snapshot(conn, Q, states="dead")
+    assert list(frame.index) == [f"j_{i}" for i in range(6)]
+
+
 def test_a_snapshot_of_large_texts_is_read_about_a_byte_budget_a_call(harm):
     conn, srv = harm
     text = "e" * 300_000
@@ -186,25 +228,6 @@ def test_the_dead_run_leaves_an_id_naming_another_jobs_logs(foreign_dead):
 
 
 # -- the runbook's connect cell ------------------------------------------------------------
-
-
-def sent(conn, srv, call: Callable[[], Any]) -> Counter:
-    """The commands `call()` sent, by lower-case name: counted by the server on Valkey,
-    by a spy on every client's plain and pipelined commands on the fake."""
-    if srv is not None:
-        return Counter(commands_sent(conn.client, call))
-    seen: Counter = Counter()
-    with pytest.MonkeyPatch.context() as mp:
-        for cls in (redis.Redis, redis.client.Pipeline):
-            real = cls.execute_command
-
-            def spy(self: Any, *args: Any, _real: Any = real, **kw: Any) -> Any:
-                seen[str(args[0]).lower()] += 1
-                return _real(self, *args, **kw)
-
-            mp.setattr(cls, "execute_command", spy)
-        call()
-    return seen
 
 
 def test_a_runbook_finds_its_queue_without_scanning_the_keyspace(harm, monkeypatch, capsys):

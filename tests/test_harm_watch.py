@@ -10,13 +10,11 @@ the test's, so a background sweep runs only when the test moves it on."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import redis
-from harm import bounded, commands_sent
+from harm import bounded, sent
 
 import emq_notebook as emq
 from emq_notebook import admin, directory, frames, jobs, lanes
@@ -49,25 +47,6 @@ def watched(harm) -> Iterator[tuple[emq.Connection, Any, Clock]]:
     conn.directory.clock = clock
     yield conn, srv, clock
     conn.directory.wait(30)
-
-
-def sent(conn: emq.Connection, srv: Any, call: Callable[[], Any]) -> Counter:
-    """The commands `call()` sent, by lower-case name: counted by the server on
-    Valkey, by a spy on the client's plain and pipelined commands on the fake."""
-    if srv is not None:
-        return Counter(commands_sent(conn.client, call))
-    seen: Counter = Counter()
-    with pytest.MonkeyPatch.context() as mp:
-        for cls in (redis.Redis, redis.client.Pipeline):
-            real = cls.execute_command
-
-            def spy(self: Any, *args: Any, _real: Any = real, **kw: Any) -> Any:
-                seen[str(args[0]).lower()] += 1
-                return _real(self, *args, **kw)
-
-            mp.setattr(cls, "execute_command", spy)
-        call()
-    return seen
 
 
 def stage(conn: emq.Connection) -> None:
