@@ -360,7 +360,9 @@ def test_reprocess_all_dead_with_no_rate_walks_once_in_bounded_steps_past_a_logs
     assert int(frame["count"].sum()) == 5  # the rows: not the ghost, not the logs id
     seen = steps(conn)
     ip.run_line_magic("emq", f"reprocess {Q} --all-dead --yes --budget 2")
-    assert "reprocessed 3 dead jobs of harm" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "reprocessed 3 dead jobs of harm" in said
+    assert "2 bad rows (a field no transition can read) left in dead" in said
     assert [examined(step) for step in seen] == [2, 2, 2, 1]  # each member once, 2 a call
     assert sorted(conn.client.zrange(P + "dead", 0, -1)) == ["j_bad", "j_bad2", "j_flat:logs"]
     assert conn.client.lrange(P + "job:j_flat:logs", 0, -1) == ["a line"]

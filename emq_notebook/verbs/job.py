@@ -129,6 +129,8 @@ def _reprocess(s: Session, ns: Namespace) -> Any:
     confirm(s, ns, dead if ns.limit is None else min(dead, ns.limit), "reprocess")
     n = admin.reprocess_dead(s.conn, ns.queue, budget=budget_of(s, ns), limit=ns.limit)
     s.say(f"reprocessed {n} dead jobs of {ns.queue}")
+    for line in n.left():
+        s.say(f"  {line}")
 
 
 @verb("promote", "run a scheduled job now (schedule -> pending)", QUEUE, JOB, writes=True)
