@@ -544,22 +544,22 @@ def _overview_frame(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> p
         )
     every = shown if every is None else every
     rank = {q: i + 1 for i, q in enumerate(every.index)}
-    out = pd.DataFrame(index=pd.Index(sorted(shown.index, key=str), name="queue"))
-    src = shown.loc[out.index]
-    out["#"] = [rank[q] for q in out.index]
-    if "verdict" in src.columns:
-        out["verdict"] = [VERDICTS.index(v) if v in VERDICTS else len(VERDICTS) - 1 for v in src["verdict"]]
-    else:
-        out["verdict"] = len(VERDICTS) - 1
-    out["state"] = src["paused"].map({True: "paused", False: "running"}).astype(object)
-    for c in COUNTS:
-        out[c] = src[c].astype("int64")
-    out["why"] = src["why"].astype(object) if "why" in src.columns else ""
-    for c in ("lanes", "repeatables"):
-        out[c] = src[c].astype("int64")
-    out["verdict"] = out["verdict"].astype("int64")
-    out["#"] = out["#"].astype("int64")
-    return out[COLUMNS]
+    rows = shown.to_dict("index")
+    names = sorted(rows, key=str)
+    last = len(VERDICTS) - 1
+    columns: dict[str, list] = {c: [] for c in COLUMNS}
+    for q in names:
+        r = rows[q]
+        verdict = r.get("verdict")
+        columns["#"].append(rank[q])
+        columns["verdict"].append(VERDICTS.index(verdict) if verdict in VERDICTS else last)
+        columns["state"].append("paused" if r["paused"] else "running")
+        columns["why"].append(str(r.get("why", "")))
+        for c in SIZES:
+            columns[c].append(int(r[c]))
+    return pd.DataFrame(
+        {c: pd.Series(v, dtype="object" if c in ("state", "why") else "int64") for c, v in columns.items()},
+    ).set_axis(pd.Index(names, name="queue"))
 
 
 def overview_table(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> str:

@@ -144,14 +144,8 @@ def grid(
     g.column_px = widths
     if sort is not None:
         g.transform([{"type": "sort", "column": sort, "desc": False}])
+    g.emq_shown = (g._data, _shape(view), _rows(view))
     return g
-
-
-def _body(g: dg.DataGrid) -> pd.DataFrame:
-    """The grid's rows as the browser holds them: the index and the shown columns."""
-    data = g._data["data"]
-    keys = g._data["schema"]["primaryKey"]
-    return data.set_index(keys[0])[[c for c in data.columns if c not in keys]]
 
 
 def _json(value: Any) -> Any:
@@ -161,34 +155,40 @@ def _json(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
+def _rows(view: pd.DataFrame) -> list[list[Any]]:
+    return [[_json(v) for v in row] for row in view.to_numpy(dtype=object).tolist()]
+
+
+def _shape(view: pd.DataFrame) -> tuple[list, list, list[str]]:
+    return list(view.index), list(view.columns), [str(t) for t in view.dtypes]
+
+
 def patch(g: dg.DataGrid, frame: pd.DataFrame) -> bool:
     """Show `frame` in `g`. The same rows (ids, in the same order) and columns: only the
     rows whose values changed are sent, each in one message, and the browser keeps its
     scroll, sort and selection (True). Other rows: the data is replaced, the selection
     cleared and the view starts at the top (False). No widget is made either way."""
     view = shown(frame)
-    old = _body(g)
-    same = (
-        list(old.index) == list(view.index)
-        and list(old.columns) == list(view.columns)
-        and [str(t) for t in old.dtypes] == [str(t) for t in view.dtypes]
-    )
-    if not same:
+    rows, shape = _rows(view), _shape(view)
+    # what the grid was last given here; data set on the grid another way is replaced
+    last = getattr(g, "emq_shown", None)
+    if last is None or last[0] is not g._data or last[1] != shape:
         g.selections = []
         g.data = view
         least = index_width(view, getattr(g, "least_index_px", 0))
         g.base_row_header_size = least
         g.layout.height = height(len(view), getattr(g, "most_rows", 12))
         g.layout.width = width(view, getattr(g, "column_px", {}), least)
+        g.emq_shown = (g._data, shape, rows)
         return False
-    differs = ~((old == view) | (old.isna() & view.isna())).all(axis=1)
-    data = g._data["data"]
-    cols = list(view.columns)
-    for row in [i for i, d in enumerate(differs.to_numpy()) if d]:
-        values = [_json(v) for v in view.iloc[row].tolist()]
-        for col, value in zip(cols, values, strict=True):
+    data, cols = g._data["data"], shape[1]
+    for row, (was, now) in enumerate(zip(last[2], rows, strict=True)):
+        if was == now or all(a == b or (a != a and b != b) for a, b in zip(was, now, strict=True)):
+            continue
+        for col, value in zip(cols, now, strict=True):
             data.at[row, col] = value
-        g._notify_row_change(row, values)
+        g._notify_row_change(row, now)
+    g.emq_shown = (g._data, shape, rows)
     return True
 
 

@@ -16,13 +16,19 @@ a random token, when the page has none: the double-submit check then compares th
 cookie with the form field as it is meant to (a page of another site can set neither).
 
 Without a browser (a test, nbval) nothing reports: `visible` stays True and the
-dashboard refreshes as told.
+dashboard refreshes as told. Without the anywidget package it is an empty hidden box
+with the same traits, which nothing sets: the dashboard then refreshes as told.
 """
 
 from __future__ import annotations
 
-import anywidget
+import ipywidgets
 import traitlets
+
+try:
+    import anywidget
+except ImportError:  # pragma: no cover - a kernel without anywidget
+    anywidget = None
 
 TOUCH_EVERY_MS = 10_000
 
@@ -93,12 +99,23 @@ export default { render };
 """.replace("TOUCH_EVERY;", f"{TOUCH_EVERY_MS};")
 
 
-class Presence(anywidget.AnyWidget):
+if anywidget is not None:
+
+    class _Base(anywidget.AnyWidget):
+        _esm = _ESM
+        _css = ".emq-presence { height: 0; overflow: hidden; }"
+
+else:  # pragma: no cover - a kernel without anywidget
+
+    class _Base(ipywidgets.Box):  # type: ignore[no-redef]
+        def __init__(self, **kw: object) -> None:
+            super().__init__(layout=ipywidgets.Layout(display="none"), **kw)
+
+
+class Presence(_Base):
     """Whether the dashboard is on a visible screen, how often it was touched, and the
     viewer's time zone (set by the browser; see the module)."""
 
-    _esm = _ESM
-    _css = ".emq-presence { height: 0; overflow: hidden; }"
     visible = traitlets.Bool(True).tag(sync=True)
     touched = traitlets.Int(0).tag(sync=True)
     zone = traitlets.Unicode("").tag(sync=True)

@@ -100,6 +100,11 @@ class QueuePanel(Panel):
         if auto:
             self.auto.value = True
 
+    @property
+    def confirming(self) -> bool:
+        """True while the drain question or the obliterate gate is open."""
+        return self.drain_shown is not None or self.obliterate_shown is not None
+
     # -- reading ----------------------------------------------------------------
     def refresh(self, counts: pd.DataFrame | None = None) -> None:
         """Read the counts again (or take this queue's row of `counts`, read already by
