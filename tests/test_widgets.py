@@ -200,3 +200,18 @@ def test_a_refresher_without_stop_on_error_keeps_going():
         time.sleep(0.02)
     r.stop()
     assert len(ticks) >= 3 and [str(e) for e in seen] == ["once"] and not r.running
+
+
+def test_the_budget_boxes_stop_at_the_largest_budget_a_call_takes(conn):
+    from emq_notebook import defaults
+
+    jobs.enqueue(conn, "mail", "{}")
+    panels = [QueuePanel(conn, "mail"), DeadLetterPanel(conn, "mail")]
+    try:
+        for panel in panels:
+            assert panel.budget.value == defaults.DEFAULT_BUDGET and panel.budget.max == defaults.MAX_BUDGET
+            panel.budget.value = defaults.MAX_BUDGET + 1  # the box clamps what is typed
+            assert panel.budget.value == defaults.MAX_BUDGET
+    finally:
+        for panel in panels:
+            panel.close()

@@ -29,7 +29,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from .. import admin, triage
+from .. import admin, defaults, triage
 from ..connector import Connection
 from ..decoding import visible
 from ..errors import EMQError
@@ -114,7 +114,9 @@ class DeadLetterPanel(Panel):
             layout=w.Layout(width="auto"),
         )
         self.reprocess_all_button.on_click(lambda _: self.reprocess_all())
-        self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000, description="budget")
+        self.budget = w.BoundedIntText(
+            value=defaults.DEFAULT_BUDGET, min=1, max=defaults.MAX_BUDGET, description="budget"
+        )
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(visibility="hidden"))
         self.confirmation = Confirmation(self)
         self.writes(

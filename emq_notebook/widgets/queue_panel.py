@@ -15,7 +15,7 @@ import html
 import ipywidgets as w
 import pandas as pd
 
-from .. import admin, frames
+from .. import admin, defaults, frames
 from ..connector import Connection
 from ..errors import EMQError, UnknownQueue
 from ..keyspace import STATES
@@ -72,7 +72,9 @@ class QueuePanel(Panel):
             indent=False,
             layout=w.Layout(width="auto", margin="0 12px"),
         )
-        self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000, description="budget")
+        self.budget = w.BoundedIntText(
+            value=defaults.DEFAULT_BUDGET, min=1, max=defaults.MAX_BUDGET, description="budget"
+        )
         self.obliterate_button = w.Button(description="Obliterate", button_style="danger", disabled=True)
         self.obliterate_button.on_click(lambda _: self.obliterate())
         self.obliterate_text = w.HTML()
