@@ -21,4 +21,9 @@ from .registry import arg, verb
 def _dashboard(s: Any, ns: Namespace) -> Any:
     from .widgets import Dashboard
 
-    return s.widget(lambda: Dashboard(s.conn, refresh_every=s.settings.refresh_s, queue=ns.queue))
+    settings = s.settings
+    return s.widget(
+        lambda: Dashboard(
+            s.conn, refresh_every=settings.refresh_s, queue=ns.queue, confirm_above=settings.confirm_above
+        )
+    )

@@ -865,3 +865,15 @@ def test_a_filtered_view_pages_from_its_place_and_counts_all_on_request(conn, mo
         assert view.frame.index.tolist() == odd[:5] and view.prev_button.disabled
     finally:
         view.close()
+
+
+def test_the_dashboard_magic_asks_above_the_sessions_confirm_above(ip, conn):
+    url = "--embedded fake" if conn.label.startswith("embedded") else conn.label
+    ip.run_line_magic("emq", f"connect {url} --name dash-confirm")
+    ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
+    try:
+        d = ip.run_line_magic("emq", "dashboard")
+        assert isinstance(d, Dashboard) and d.confirm_above == 3
+        d.close()
+    finally:
+        ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
