@@ -877,3 +877,23 @@ def test_the_dashboard_magic_asks_above_the_sessions_confirm_above(ip, conn):
         d.close()
     finally:
         ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
+
+
+def test_many_changed_rows_are_sent_as_one_replacement_and_a_few_one_message_each():
+    import pandas as pd
+
+    from emq_notebook.widgets import grid as grids
+
+    frame = pd.DataFrame(
+        {"pending": range(30)}, index=pd.Index([f"q{i:02d}" for i in range(30)], name="queue")
+    )
+    g = grids.grid(frame)
+    sent = []
+    g._notify_row_change = lambda row, values: sent.append(row)
+    few = frame.assign(pending=[n + (1 if n < grids.PATCH_MOST else 0) for n in frame["pending"]])
+    assert grids.patch(g, few) and sent == list(range(grids.PATCH_MOST))
+    data = g._data
+    many = few.assign(pending=few["pending"] + 1)  # every row moved
+    assert not grids.patch(g, many) and len(sent) == grids.PATCH_MOST
+    assert g._data is not data and g.data["pending"].tolist() == many["pending"].tolist()
+    assert grids.patch(g, many) and len(sent) == grids.PATCH_MOST  # nothing changed: nothing sent

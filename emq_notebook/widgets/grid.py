@@ -9,9 +9,11 @@ browser (each column header's menu); it holds one page.
 
 A grid is built once and then patched (`patch`): the rows whose values changed are
 sent one message each, so the browser keeps its scroll position, its sort and its
-selection, and no widget is made (the renderers are the grid's from the start). Only
-a change of the rows themselves (another page, a queue found or gone) replaces the
-data, and the view starts again at the top.
+selection, and no widget is made (the renderers are the grid's from the start). A
+change of the rows themselves (another page, a queue found or gone), or more than
+`PATCH_MOST` changed rows at once (ipydatagrid redraws the whole grid for each row
+message: 200 at once froze a page for seconds), replaces the data in one message,
+and the view starts again at the top.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from ..decoding import printable
 from .values import local_times
 
 ROW_PX = 24
+# more changed rows than this in one patch are sent as one replacement of the data
+PATCH_MOST = 10
 HEADER_PX = 28
 # text longer than this is cut in a grid cell (the full text is one click away)
 CELL_CHARS = 160
@@ -181,10 +185,21 @@ def patch(g: dg.DataGrid, frame: pd.DataFrame) -> bool:
         g.layout.width = width(view, getattr(g, "column_px", {}), least)
         g.emq_shown = (g._data, shape, rows)
         return False
+    changed = [
+        row
+        for row, (was, now) in enumerate(zip(last[2], rows, strict=True))
+        if was != now and not all(a == b or (a != a and b != b) for a, b in zip(was, now, strict=True))
+    ]
+    if len(changed) > PATCH_MOST:
+        # the browser redraws the whole grid for each row message: many at once freeze
+        # the page, one replacement does not (its view starts again at the top)
+        g.selections = []
+        g.data = view
+        g.emq_shown = (g._data, shape, rows)
+        return False
     data, cols = g._data["data"], shape[1]
-    for row, (was, now) in enumerate(zip(last[2], rows, strict=True)):
-        if was == now or all(a == b or (a != a and b != b) for a, b in zip(was, now, strict=True)):
-            continue
+    for row in changed:
+        now = rows[row]
         for col, value in zip(cols, now, strict=True):
             data.at[row, col] = value
         g._notify_row_change(row, now)
