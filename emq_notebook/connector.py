@@ -463,7 +463,14 @@ class Pipeline:
     def execute(self) -> list:
         if not self._runs:
             with self._conn.wire():
-                return self._pipe.execute()
+                replies = self._pipe.execute(raise_on_error=False)
+            # a key of the wrong type (another client's) is an `EMQError` like any reply error
+            for reply in replies:
+                if isinstance(reply, redis.ResponseError):
+                    raise EMQError(
+                        f"server error in a pipelined command: {scrub(str(reply), self._conn._secrets)}"
+                    )
+            return replies
         with self._conn.wire():
             # the scripts queued are on the server before the batch goes (as redis-py's
             # own pipeline does for a `Script`)

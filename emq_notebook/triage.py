@@ -168,6 +168,10 @@ def _sets(conn: Connection, q: str, states: tuple[str, ...]) -> list[tuple[str, 
     return sets(q, states, groups)
 
 
+# where a paged search resumes: (state, set key, score, member) of the last match taken
+Place = tuple[str, str, str, str]
+
+
 def _bound(value: object, what: str) -> str:
     return "" if value is None else str(whole(value, what, least=0))
 
@@ -193,6 +197,7 @@ def find(
     limit: int | None = DEFAULT_LIMIT,
     budget: int = DEFAULT_BUDGET,
     signature: str | None = None,
+    after: Place | None = None,
 ) -> pd.DataFrame:
     """The jobs of `state` (a state, a tuple of states, or "all") that pass every filter
     given, as a frame with `frames.snapshot`'s columns indexed by id, at most `limit`
@@ -231,8 +236,12 @@ def find(
         _bound(created_before, "created_before"),
     ]
     found: dict[str, tuple[str, float, list]] = {}
-    for st, key in _sets(conn, q, states):
-        cursor = ["", ""]
+    plan = _sets(conn, q, states)
+    begin, resume = _resume(plan, after)
+    place: Place | None = None  # where the next page starts: after the last match taken
+    for index in range(begin, len(plan)):
+        st, key = plan[index]
+        cursor = resume if index == begin else ["", ""]
         while limit is None or len(found) < limit:
             want = budget if limit is None else limit - len(found)
             score, member, more, *rows = conn.run(
@@ -250,12 +259,37 @@ def find(
                 if not _still_matches(fields, narrow, payload, signature):
                     continue
                 found[job_id] = (st, float(at), fields)
+                place = (st, key, str(at), job_id)
                 if limit is not None and len(found) >= limit:
                     break
             if not more:
                 break
             cursor = [score, member]
-    return _frame(found)
+        if limit is not None and len(found) >= limit:
+            break
+    else:
+        place = None  # every set read to its end: no next page
+    frame = _frame(found)
+    frame.attrs["next"] = place
+    return frame
+
+
+def _resume(plan: list[tuple[str, str]], after: Place | None) -> tuple[int, list]:
+    """(the index in `plan` of the set to resume in, the cursor there) for `after`: just
+    after its member in its set; a lane gone since: the next set of its state, or of
+    the states after it."""
+    if after is None:
+        return 0, ["", ""]
+    state, key, score, member = after
+    order = {st: plan.index(next(p for p in plan if p[0] == st)) for st, _ in plan}
+    for index, (_, k) in enumerate(plan):
+        if k == key:
+            return index, [score, member]
+    ranked = order.get(state, -1)
+    for index, (st, k) in enumerate(plan):
+        if (st == state and k > key) or order[st] > ranked:
+            return index, ["", ""]
+    return len(plan), ["", ""]
 
 
 def _still_matches(fields: list, error: str | None, payload: str | None, sig: str | None) -> bool:

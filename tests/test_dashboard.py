@@ -14,10 +14,11 @@ from helpers import dump
 
 import emq_notebook as emq
 from emq_notebook import admin, frames, jobs, lanes, repeat, triage
+from emq_notebook import health as health_module
 from emq_notebook.connector import Connection
+from emq_notebook.plots import VERDICT_COLOURS
 from emq_notebook.widgets import Dashboard, DeadLetterPanel, EventsView, JobPanel, QueuePanel
 from emq_notebook.widgets.base import live_panels
-from emq_notebook.widgets.dashboard import VERDICT_COLOURS
 from emq_notebook.widgets.job_grid import JobsView
 from emq_notebook.widgets.lanes_view import LanesView, RepeatablesView
 
@@ -93,9 +94,9 @@ def test_the_overview_has_every_queue_with_its_counts(conn, stage, ip):
         data, _ = ip.display_formatter.format(d)
         assert VIEW in data
         assert data["text/plain"].startswith(f"Dashboard(dashboard) · env not set · connected: {conn.label}")
-        # the verdict (frames.health) follows the state
-        verdict = shown.loc["mail", "verdict"]
-        assert f"mail | running | {verdict} | 2 | 0 | 0 | 3 | 0 | 0" in data["text/plain"]
+        # the verdict (frames.health) follows the state, in words in the saved view
+        verdict = d.overview.loc["mail", "verdict"].replace("_", " ")
+        assert f"mail | 1 | {verdict} | running | 2 | 0 | 0 | 3 |" in data["text/plain"]
         assert '<td style="text-align:right">3</td>' in data["text/html"]
     finally:
         d.close()
@@ -136,7 +137,14 @@ def test_the_overview_puts_the_most_urgent_first_and_counts_each_verdict(conn, s
     try:
         assert list(d.overview.index) == ["mail", "reports", "quiet"]
         assert list(d.overview["verdict"]) == ["failing", "paused", "idle"]
-        assert "1 failing · 1 paused · 1 idle" in d.summary.value
+        assert [">1 failing<", ">1 paused<", ">1 idle<"] == [
+            c for c in (">1 failing<", ">1 paused<", ">1 idle<") if c in d.summary.value
+        ]
+        assert d.summary.value.index(">1 failing<") < d.summary.value.index(">1 paused<")
+        # the grid holds the queues by name and shows them most urgent first (#)
+        assert list(d.grid.data.index) == ["mail", "quiet", "reports"]
+        assert d.grid.data["#"].tolist() == [1, 3, 2]
+        assert d.grid._transforms == [{"type": "sort", "column": "#", "desc": False}]
     finally:
         d.close()
 
@@ -158,7 +166,7 @@ def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
     d = Dashboard(conn, auto=False)
     try:
         assert d.tabs.layout.display == "none"
-        click(d.grid, list(d.overview.index).index("mail"))
+        click(d.grid, list(d.shown_frame.index).index("mail"))
         assert d.q == "mail" and d.picker.value == "mail"
         assert d.tabs.titles[:4] == ("Overview", "Jobs", "Job", "Dead letters")
         overview = d.parts["Overview"]
@@ -263,7 +271,8 @@ def test_remove_asks_first_and_removes_only_what_it_named(conn):
         view = d.tab("Jobs")
         select(view.grid, (0, 0), (2, 2))
         view.remove_button.click()
-        assert "Remove <b>2</b> selected jobs from <b>mail</b>" in view.confirm_text.value
+        assert "Remove <b>2</b> selected dead jobs of mail (j_0000, j_0002)?" in view.confirm_text.value
+        assert "env not set · connected: " in view.confirm_text.value
         assert view.confirming and d.confirming
         assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 4
         select(view.grid, (0, 0), (2, 3))  # the selection grew meanwhile
@@ -289,7 +298,7 @@ def test_filter_by_error_and_payload_glob(conn):
         view.error_glob.value = "DNS *"
         view.filter_button.click()
         assert view.frame.index.tolist() == dns
-        assert view.page_label.value.startswith("matches 1–2 · ")
+        assert view.page_label.value.startswith("matches 1–2 of 2 · ")
         view.error_glob.value = ""
         view.payload_glob.value = '{"n": [12]}'
         view.filter_button.click()
@@ -483,6 +492,7 @@ class Commands:
     def __init__(self, conn: Connection, monkeypatch):
         self.sent: list[tuple] = []
         self.runs: list[tuple[str, int]] = []
+        self.args: list[list] = []
         pool = conn.client.connection_pool
         plain, batch, run = redis.Redis.execute_command, redis.client.Pipeline.execute, Connection.run
 
@@ -499,6 +509,7 @@ class Commands:
         def counted_run(c, name, keys, args=(), **kw):
             if c.client.connection_pool is pool:
                 self.runs.append((name, len(args)))
+                self.args.append(list(args))
             return run(c, name, keys, args, **kw)
 
         monkeypatch.setattr(redis.Redis, "execute_command", execute_command)
@@ -510,7 +521,7 @@ class Commands:
 
     def take(self) -> tuple[list[tuple], list[tuple[str, int]]]:
         sent, runs = self.sent, self.runs
-        self.sent, self.runs = [], []
+        self.sent, self.runs, self.args = [], [], []
         return sent, runs
 
 
@@ -572,23 +583,24 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
         sent, runs = spy.take()
         assert len(sent) <= 20 and not runs, sent
 
-        view = d.tab("Jobs")  # one page of rows
+        view = d.tab("Jobs")  # one page of rows, found from the start of the set
+        asked = list(spy.args)
         sent, runs = spy.take()
-        assert [n for n, _ in runs] == ["read_rows"]
-        assert runs[0][1] == 1 + len(frames.FIELDS) + 100  # the page's ids, no more
-        ranges = [c for c in sent if str(c[0]).upper() == "ZRANGE"]
-        assert len(ranges) == 1 and (int(ranges[0][2]), int(ranges[0][3])) == (0, 99)
+        # the page (100 matches wanted) and one match past it (is there a next page?)
+        assert [n for n, _ in runs] == ["find", "find"]
+        assert [a[:2] for a in asked] == [["", ""], ["1100", "j_000100"]]
+        assert [int(a[4]) for a in asked] == [100, 1]
         assert len(sent) <= 10
         assert view.page_label.value == "rows 1–100 of 100,000 dead"
-        view.next_button.click()
+        assert view.frame.index[-1] == "j_000100"
+        view.next_button.click()  # from where the page ended: no re-read from the start
+        asked = list(spy.args)
         sent, runs = spy.take()
-        ranges = [c for c in sent if str(c[0]).upper() == "ZRANGE"]
-        assert (int(ranges[0][2]), int(ranges[0][3])) == (100, 199)
-        assert runs[0][1] == 1 + len(frames.FIELDS) + 100
-        if backend == "valkey":
-            stats = conn.client.info("commandstats")
-            # the rows of two pages, server-side (and frames.health's metrics read at opening)
-            assert stats["cmdstat_hmget"]["calls"] == 200 + 3
+        assert [a[:2] for a in asked] == [["1100", "j_000100"], ["1200", "j_000200"]]
+        assert view.frame.index.tolist() == [f"j_{i:06d}" for i in range(101, 201)]
+        assert view.page_label.value == "rows 101–200 of 100,000 dead"
+        view.prev_button.click()  # from where the first page began
+        assert [a[:2] for a in spy.args][0] == ["", ""] and view.frame.index[0] == "j_000001"
     finally:
         d.close()
 
@@ -628,13 +640,18 @@ def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
 
     monkeypatch.setattr(frames, "health", health)
     d = Dashboard(conn, auto=False)
-    assert d.grid.data.loc["mail", "verdict"] == "failing"
-    assert list(d.grid.data.index) == ["reports", "mail"]  # in the health frame's order
-    assert list(d.grid.data.columns)[:2] == ["state", "verdict"] and d.grid.data.columns[-1] == "why"
+    assert list(d.overview.index) == ["reports", "mail"]  # in the health frame's order
+    shown = d.grid.data
+    assert shown.loc[["reports", "mail"], "#"].tolist() == [1, 2]
+    assert shown.loc["mail", "verdict"] == health_module.SEVERITY.index("failing")
+    assert list(shown.columns)[:3] == ["#", "verdict", "state"] and "why" in shown.columns
     colours = d.grid.renderers["verdict"].background_color.value
-    assert "'failing' ? '#ffcecb'" in colours and "'stuck' ? '#ffebe9'" in colours
+    assert colours.startswith("['#ffcecb', '#ffd8b5'") and colours.endswith("[cell.value]")
+    assert "'failing', 'stuck', 'growing', 'dead letters'" in d.grid.renderers["verdict"].text_value.value
     assert len(set(VERDICT_COLOURS.values())) == len(VERDICT_COLOURS)  # one colour a verdict
-    assert "mail | running | failing | 2 |" in d.static_text()
+    text = d.static_text()
+    assert "reports | 1 | paused | paused |" in text and "mail | 2 | failing | running | 2 |" in text
+    assert text.index("reports | 1") < text.index("mail | 2")
     d.close()
 
 
@@ -657,13 +674,14 @@ def test_find_filters_on_the_server_and_bulk_reprocess_is_used(conn, monkeypatch
     view = d.tab("Jobs")
     view.payload_glob.value = '{"n": [13]}'
     view.filter_button.click()
-    assert calls == [("find", Q, {"state": "dead", "error": None, "payload": '{"n": [13]}', "limit": 101})]
+    asked = {"state": "dead", "error": None, "payload": '{"n": [13]}', "limit": 100, "after": None}
+    assert calls[1:] == [("find", Q, asked)]  # the page; no place after it: no next page
     assert view.frame.index.tolist() == [ids[1], ids[3]]
-    assert view.page_label.value == "matches 1–2 · found on the server"
+    assert view.page_label.value == "matches 1–2 of 2 · found on the server"
     select(view.grid, (1, 1))
     view.reprocess_button.click()
-    assert calls[1] == ("bulk", [ids[3]]) and view.results == {ids[3]: "reprocessed"}
-    assert calls[2][0] == "find"  # the filtered page read again
+    assert calls[2] == ("bulk", [ids[3]]) and view.results == {ids[3]: "reprocessed"}
+    assert calls[3][0] == "find" and calls[3][2]["after"] is None  # the filtered page read again
     assert view.frame.index.tolist() == [ids[1]]
     d.close()
 
@@ -671,6 +689,211 @@ def test_find_filters_on_the_server_and_bulk_reprocess_is_used(conn, monkeypatch
 def test_the_throughput_plot_shows_on_the_overview_tab(conn):
     jobs.enqueue(conn, Q, "{}")
     d = Dashboard(conn, auto=False, queue=Q)
-    assert d.plot is not None and d.plot.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert d.plot.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert d.tabs.children[0].children[-1] is d.plot
     d.close()
+
+
+# -- refresh in place, while someone looks ----------------------------------------------
+def live_widgets() -> int:
+    import warnings
+
+    import ipywidgets
+
+    with warnings.catch_warnings():  # ipywidgets 8 deprecates the name, not the count
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return len(ipywidgets.Widget.widgets)
+
+
+def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_view(conn, monkeypatch):
+    for q in ("alpha", "beta", "gamma"):
+        jobs.enqueue(conn, q, "{}")
+    # the verdicts judged once (health's own reads are tested in test_health*): each
+    # refresh reads the counts from the server and orders the queues by severity and size
+    judged = frames.health(conn)[["verdict", "why"]]
+    monkeypatch.setattr(frames, "health", lambda c, counts: health_module.by_severity(counts.join(judged)))
+    d = Dashboard(conn, auto=False, queue="beta")
+    try:
+        d.tab("Lanes")
+        d.tab("Overview")
+        d.grid.selections = [{"r1": 1, "c1": 0, "r2": 1, "c2": 0}]  # the browser's selection
+        d.grid.transform([{"type": "sort", "column": "pending", "desc": True}])  # its sort
+        data, sent = d.grid._data, []
+        real = d.grid._notify_row_change
+        d.grid._notify_row_change = lambda row, values: (sent.append(row), real(row, values))
+        before, changed = live_widgets(), []
+        for i in range(1_000):
+            jobs.enqueue(conn, ("alpha", "gamma")[i % 2], "{}")  # one queue's counts move a refresh
+            was = d.shown_frame
+            d.refresh()
+            moved = (was.to_numpy() != d.shown_frame.to_numpy()).any(axis=1)
+            changed += [row for row, m in enumerate(moved) if m]
+        assert live_widgets() == before
+        assert d.refreshes >= 1_000 and d.grid.data.loc["alpha", "pending"] == 501
+        # every refresh sent the rows that changed, no other, patched in place: the
+        # browser keeps its scroll, sort and selection
+        assert d.grid._data is data and sent == changed and len(sent) >= 1_000
+        assert d.grid.selections == [{"r1": 1, "c1": 0, "r2": 1, "c2": 0}]
+        assert d.grid._transforms == [{"type": "sort", "column": "pending", "desc": True}]
+        assert "pending <b>1</b>" in d.parts["Overview"].counts.value
+    finally:
+        d.close()
+
+
+def test_a_refresh_keeps_an_open_confirmation(conn):
+    ids = dead(conn, Q, 3)
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        view = d.tab("Jobs")
+        select(view.grid, (0, 1))
+        view.remove_button.click()
+        d.refresh()
+        assert view.confirming and "Remove <b>2</b>" in view.confirm_text.value
+        view.confirm_remove_button.click()
+        assert view.results == {ids[0]: "removed", ids[1]: "removed"}
+    finally:
+        d.close()
+
+
+def test_auto_refresh_pauses_while_nobody_looks_and_after_idle_minutes(conn, monkeypatch):
+    from emq_notebook.widgets import dashboard as module
+
+    jobs.enqueue(conn, Q, "{}")
+    d = Dashboard(conn, refresh_every=0.5)
+    try:
+        assert until(lambda: d.refreshes >= 2)
+        d.presence.visible = False  # the tab hidden, or the dashboard scrolled away
+        time.sleep(0.3)
+        held = d.refreshes
+        time.sleep(1.2)
+        assert d.refreshes == held and d.running
+        d.presence.visible = True
+        assert until(lambda: d.refreshes > held)
+        monkeypatch.setattr(module, "IDLE_S", 0.5)  # nobody touched it for "30 minutes"
+        d.touched_at = time.monotonic() - 1
+        assert until(lambda: d.resume_button.layout.display == "flex")
+        assert "paused after" in d.updated.value
+        held = d.refreshes
+        time.sleep(1.2)
+        assert d.refreshes == held
+        d.resume_button.click()
+        assert d.refreshes == held + 1 and d.resume_button.layout.display == "none"
+        d.presence.touched += 1  # the browser saw a click: the idle clock starts again
+        assert time.monotonic() - d.touched_at < 0.5
+    finally:
+        d.close()
+
+
+def test_the_name_filter_shows_the_matching_queues(conn):
+    for q in ("mail-eu", "mail-us", "reports"):
+        jobs.enqueue(conn, q, "{}")
+    d = Dashboard(conn, auto=False)
+    try:
+        d.name_filter.value = "MAIL"
+        assert list(d.grid.data.index) == ["mail-eu", "mail-us"]
+        assert "2 of 3 queues match" in d.summary.value
+        d.refresh()
+        assert list(d.grid.data.index) == ["mail-eu", "mail-us"]
+        assert "mail-eu |" in d.static_text() and "reports |" not in d.static_text()
+        d.name_filter.value = ""
+        assert len(d.grid.data) == 3
+    finally:
+        d.close()
+
+
+# -- one guard, actions where they apply, paging from a place --------------------------------
+def test_jobs_actions_apply_where_they_mean_something_and_only_with_a_selection(conn):
+    dead(conn, Q, 2)
+    jobs.enqueue(conn, Q, "{}")
+    view = JobsView(conn, Q, state="dead")
+    try:
+        assert view.reprocess_button.disabled and view.remove_button.disabled  # nothing selected
+        select(view.grid, (0, 0))  # as the browser syncs it
+        assert not view.reprocess_button.disabled and not view.remove_button.disabled
+        view.state.value = "pending"
+        assert view.reprocess_button.layout.display == "none"  # no reprocess of pending jobs
+        assert view.remove_button.layout.display == "flex"
+        view.state.value = "active"
+        assert view.remove_button.layout.display == "none"  # a job in flight is its worker's
+    finally:
+        view.close()
+
+
+def test_reprocess_above_confirm_above_asks_naming_count_and_connection(conn):
+    ids = dead(conn, Q, 5)
+    view = JobsView(conn, Q, state="dead", confirm_above=3)
+    try:
+        view.grid.select(0, 0, 3, 0)
+        assert view.reprocess_selected() is None  # 4 > 3: asked, nothing moved
+        assert "Reprocess <b>4</b> selected dead jobs of mail" in view.confirm_text.value
+        assert "env not set · connected: " in view.confirm_text.value
+        assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 5
+        view.confirm_remove_button.click()
+        assert view.results == {i: "reprocessed" for i in ids[:4]}
+        view.grid.select(0, 0)
+        assert view.reprocess_selected() == {ids[4]: "reprocessed"}  # 1: at once
+    finally:
+        view.close()
+
+
+def test_a_filtered_view_pages_from_its_place_and_counts_all_on_request(conn, monkeypatch):
+    for i in range(25):
+        jobs.enqueue(conn, Q, f'{{"n": {i}, "kind": "{"a" if i % 2 else "b"}"}}', id=f"j_{i:04d}")
+    seen = []
+    real = triage.find
+    monkeypatch.setattr(
+        triage, "find", lambda c, q, **kw: (seen.append(kw.get("after")), real(c, q, **kw))[1]
+    )
+    view = JobsView(conn, Q, state="pending", page=5)
+    try:
+        view.payload_glob.value = '*"a"*'
+        view.filter_button.click()
+        odd = [f"j_{i:04d}" for i in range(1, 25, 2)]
+        assert view.frame.index.tolist() == odd[:5]
+        assert view.page_label.value == "matches 1–5 of at least 6 · found on the server"
+        assert view.count_button.layout.display == "flex"
+        seen.clear()
+        view.next_button.click()
+        assert view.frame.index.tolist() == odd[5:10]
+        assert seen[0] == ("pending", f"emq:{{{Q}}}:pending", "0", odd[4])  # after page 1's last row
+        view.count_button.click()
+        assert view.counted == 12 and view.page_label.value == "matches 6–10 of 12 · found on the server"
+        view.next_button.click()
+        assert view.frame.index.tolist() == odd[10:] and view.next_button.disabled
+        view.prev_button.click()
+        view.prev_button.click()
+        assert view.frame.index.tolist() == odd[:5] and view.prev_button.disabled
+    finally:
+        view.close()
+
+
+def test_the_dashboard_magic_asks_above_the_sessions_confirm_above(ip, conn):
+    url = "--embedded fake" if conn.label.startswith("embedded") else conn.label
+    ip.run_line_magic("emq", f"connect {url} --name dash-confirm")
+    ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
+    try:
+        d = ip.run_line_magic("emq", "dashboard")
+        assert isinstance(d, Dashboard) and d.confirm_above == 3
+        d.close()
+    finally:
+        ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
+
+
+def test_many_changed_rows_are_sent_as_one_replacement_and_a_few_one_message_each():
+    import pandas as pd
+
+    from emq_notebook.widgets import grid as grids
+
+    frame = pd.DataFrame(
+        {"pending": range(30)}, index=pd.Index([f"q{i:02d}" for i in range(30)], name="queue")
+    )
+    g = grids.grid(frame)
+    sent = []
+    g._notify_row_change = lambda row, values: sent.append(row)
+    few = frame.assign(pending=[n + (1 if n < grids.PATCH_MOST else 0) for n in frame["pending"]])
+    assert grids.patch(g, few) and sent == list(range(grids.PATCH_MOST))
+    data = g._data
+    many = few.assign(pending=few["pending"] + 1)  # every row moved
+    assert not grids.patch(g, many) and len(sent) == grids.PATCH_MOST
+    assert g._data is not data and g.data["pending"].tolist() == many["pending"].tolist()
+    assert grids.patch(g, many) and len(sent) == grids.PATCH_MOST  # nothing changed: nothing sent

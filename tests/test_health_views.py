@@ -6,11 +6,13 @@ from __future__ import annotations
 import base64
 import threading
 import time
+import warnings
 
+import ipywidgets
 import pytest
 
 import emq_notebook as emq
-from emq_notebook import Worker, admin, connector, jobs
+from emq_notebook import Worker, admin, connector, health, jobs
 from emq_notebook.plots import VERDICT_COLOURS
 from emq_notebook.widgets import HealthView, MetricsView
 from emq_notebook.widgets.base import close_all, live_panels
@@ -130,21 +132,53 @@ def test_a_bad_window_or_interval_is_refused_before_any_io():
 # -- HealthView ------------------------------------------------------------------
 
 
-def test_health_view_colours_every_queue_by_its_verdict(conn):
-    work(conn, "mail", n=4, fail=3)  # failing
+def test_health_view_puts_the_most_urgent_first_sortable_with_a_dead_column(conn):
+    work(conn, "mail", n=4, fail=3)  # failing, 3 dead
     work(conn, "fine", n=3)  # ok
     jobs.enqueue(conn, "held", "x")
     admin.pause(conn, "held")  # paused
     view = HealthView(conn)
-    assert view.verdicts == {"fine": "ok", "held": "paused", "mail": "failing"}
-    for q, verdict in view.verdicts.items():
-        badge = f"background:{VERDICT_COLOURS[verdict]};color:white"
-        row = next(r for r in view.table.value.split("<tr>") if r.startswith(f"<td>{q}</td>"))
-        assert badge in row and f">{verdict}</span>" in row
+    assert view.verdicts == {"mail": "failing", "held": "paused", "fine": "ok"}
+    assert list(view.frame.index) == ["mail", "held", "fine"]  # most urgent first
+    shown = view.grid.data
+    # the grid holds the queues in name order and sorts in the browser: by rank at first
+    assert list(shown.index) == ["fine", "held", "mail"]
+    assert view.grid._transforms == [{"type": "sort", "column": "#", "desc": False}]
+    assert shown.loc[["mail", "held", "fine"], "#"].tolist() == [1, 2, 3]
+    # the verdict column holds the severity (a sort by it is most urgent first), shown as words
+    assert shown.loc[["mail", "held", "fine"], "verdict"].tolist() == [
+        health.SEVERITY.index(v) for v in ("failing", "paused", "ok")
+    ]
+    assert "'failing', 'stuck'" in view.grid.renderers["verdict"].text_value.value
+    assert shown.loc["mail", "dead"] == 3 and shown.loc["fine", "dead"] == 0
+    for verdict in ("failing", "paused", "ok"):  # one colour a verdict, counted
+        assert f"background:{VERDICT_COLOURS[verdict]};color:white" in view.summary.value
+    assert ">1 failing</span>" in view.summary.value
+    assert len(set(VERDICT_COLOURS.values())) == len(VERDICT_COLOURS)
     assert view.status_text == "needs a look: mail"
     text = view.static_text()
-    assert "mail | failing | 0 |" in text and "3 of 4 jobs finished in the last 5 min failed" in text
-    assert "health of every queue" in view._repr_mimebundle_()["text/html"]
+    assert "mail | failing | 0 | 0 | 3 |" in text and "3 of 4 jobs finished in the last 5 min failed" in text
+    assert text.index("mail |") < text.index("held |") < text.index("fine |")
+    assert "HealthView(every queue)" in view._repr_mimebundle_()["text/html"]
+    view.close()
+
+
+def live_widgets() -> int:
+    with warnings.catch_warnings():  # the count the brief names; ipywidgets 8 deprecates the name
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return len(ipywidgets.Widget.widgets)
+
+
+def test_a_health_view_refresh_patches_its_grid_in_place(conn):
+    work(conn, "mail", n=2)
+    view = HealthView(conn)
+    sent = []
+    view.grid._notify_row_change = lambda row, values: sent.append((row, values))
+    before = live_widgets()
+    jobs.enqueue(conn, "mail", "x")
+    view.refresh()
+    assert [row for row, _ in sent] == [0] and sent[0][1][2] == 1  # one row, pending 1
+    assert live_widgets() == before
     view.close()
 
 

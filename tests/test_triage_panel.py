@@ -132,6 +132,6 @@ def test_the_function_executor_moves_grouped_jobs_to_their_lanes(connect_as, exe
     panel = DeadLetterPanel(conn, Q)
     panel.select_all_button.click()
     panel.reprocess_button.click()
-    assert panel.status_text == "1 reprocessed"
+    assert panel.status_text == "reprocess selected: 1 reprocessed"
     assert conn.client.zscore(K + "g:acme:pending", "j_g") == 0
     panel.close()

@@ -120,19 +120,25 @@ def test_job_panel_refusal_changes_nothing(conn):
 def test_dead_letter_panel_in_bulk(conn):
     ids = dead(conn, 4) + dead(conn, 2, error="timeout")
     panel = DeadLetterPanel(conn, Q)
-    assert "6 dead" in panel.summary.value and "timeout" in panel.summary.value
+    assert "6 dead" in panel.summary.value and "timeout" in panel.errors_view.value
+    assert panel.reprocess_button.disabled and panel.remove_button.disabled  # nothing selected
     panel.select.value = tuple(ids[:2])
-    panel.reprocess_button.click()
-    assert panel.status_text == "2 reprocessed"
+    assert not panel.reprocess_button.disabled
+    panel.reprocess_button.click()  # 2, not above confirm_above: at once
+    assert panel.status_text == "reprocess selected: 2 reprocessed"
     assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 4
     panel.select.value = (ids[2],)
-    panel.remove_button.click()
-    assert panel.status_text == "1 removed" and not conn.client.exists(f"emq:{{{Q}}}:job:{ids[2]}")
+    panel.remove_button.click()  # a removal always asks
+    assert "Remove <b>1</b> selected dead jobs of mail?" in panel.confirmation.text.value
+    assert conn.client.exists(f"emq:{{{Q}}}:job:{ids[2]}")
+    panel.confirmation.confirm_button.click()
+    assert panel.status_text == "remove selected: 1 removed"
+    assert not conn.client.exists(f"emq:{{{Q}}}:job:{ids[2]}")
     panel.budget.value = 2
     panel.reprocess_all_button.click()
-    panel.confirmation.confirm_button.click()
     assert panel.status_text == "reprocessed 3 dead jobs"
     assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 0 and len(panel.select.options) == 0
+    assert panel.reprocess_all_button.disabled  # nothing left to reprocess
 
 
 def test_events_view_tails_and_stops(conn):
@@ -194,3 +200,18 @@ def test_a_refresher_without_stop_on_error_keeps_going():
         time.sleep(0.02)
     r.stop()
     assert len(ticks) >= 3 and [str(e) for e in seen] == ["once"] and not r.running
+
+
+def test_the_budget_boxes_stop_at_the_largest_budget_a_call_takes(conn):
+    from emq_notebook import defaults
+
+    jobs.enqueue(conn, "mail", "{}")
+    panels = [QueuePanel(conn, "mail"), DeadLetterPanel(conn, "mail")]
+    try:
+        for panel in panels:
+            assert panel.budget.value == defaults.DEFAULT_BUDGET and panel.budget.max == defaults.MAX_BUDGET
+            panel.budget.value = defaults.MAX_BUDGET + 1  # the box clamps what is typed
+            assert panel.budget.value == defaults.MAX_BUDGET
+    finally:
+        for panel in panels:
+            panel.close()

@@ -52,4 +52,8 @@ def _panel(s: Session, ns: Namespace) -> Any:
 def _dashboard(s: Session, ns: Namespace) -> Any:
     from ..widgets import Dashboard
 
-    return s.widget(lambda: Dashboard(s.conn, refresh_every=s.settings.refresh_s, queue=ns.queue))
+    return s.widget(
+        lambda: Dashboard(
+            s.conn, refresh_every=s.settings.refresh_s, queue=ns.queue, confirm_above=s.settings.confirm_above
+        )
+    )

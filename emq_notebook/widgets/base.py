@@ -37,6 +37,7 @@ import traitlets
 from ..connector import Connection
 from ..decoding import visible
 from ..errors import BadInput, EMQError, ReadOnly, Refused
+from .refresher import Refresher
 
 # an auto-refresh faster than twice a second is a busy loop against the server
 MIN_INTERVAL_S = 0.5
@@ -94,6 +95,7 @@ class Panel(w.VBox):
         self.last: Any = None
         self._writing: list[w.Widget] = []
         self._registry_key: tuple[str, str, str] | None = None
+        self.refresher: Refresher | None = None
         super().__init__(**kw)
         if owned:
             self.heading.layout.display = "none"
@@ -123,21 +125,30 @@ class Panel(w.VBox):
         env = f"env {self.env}" if self.env else "env not set"
         return f"{env}{' · read-only' if self.read_only else ''} · connected: {self.label}"
 
+    # what the header says before the connection (the dashboard: "EchoMQ queues")
+    heading_title = ""
+
     def _heading_html(self) -> str:
+        """The one header of every panel: its title, the env as a badge (red for
+        production), a read-only badge, then the redacted connection label."""
+        badge = "padding:1px 8px;border-radius:10px;font-weight:600"
         if self.env == "production":
-            env = (
-                '<span style="background:#cf222e;color:white;padding:0 4px;border-radius:3px">'
-                "production</span>"
-            )
+            env = f'<span style="background:#cf222e;color:white;{badge}">production</span>'
         elif self.env:
-            env = (
-                f'<span style="background:#57606a;color:white;padding:0 4px;border-radius:3px">'
-                f"{html.escape(visible(self.env))}</span>"
-            )
+            name = html.escape(visible(self.env))
+            env = f'<span style="background:#57606a;color:white;{badge}">{name}</span>'
         else:
-            env = "not set"
-        ro = ' · <span style="color:#9a6700"><b>read-only</b></span>' if self.read_only else ""
-        return f"<small>env {env}{ro} · connected: {html.escape(self.label)}</small>"
+            env = f'<span style="background:#eaeef2;color:#57606a;{badge}">env not set</span>'
+        ro = (
+            f' <span style="background:#fff8c5;color:#7d4e00;{badge}">read-only</span>'
+            if self.read_only
+            else ""
+        )
+        title = f"<b>{html.escape(self.heading_title)}</b> &nbsp;" if self.heading_title else ""
+        return (
+            f'<div style="line-height:26px">{title}{env}{ro}'
+            f' &nbsp;<span style="color:#57606a">connected: {html.escape(self.label)}</span></div>'
+        )
 
     @traitlets.validate("children")
     def _children_start_with_heading(self, proposal: Any) -> tuple:
@@ -241,9 +252,62 @@ class Panel(w.VBox):
         bundle["text/html"] = self.static_html()
         return bundle
 
-    # -- threads ------------------------------------------------------------------------
+    @property
+    def confirming(self) -> bool:
+        """True while a question of this panel waits for Confirm (an owner's refresh waits)."""
+        return False
+
+    # -- the one refresh loop and shutdown --------------------------------------------
+    def refresh(self) -> None:
+        """Read what the panel shows again (each panel says what)."""
+
+    def every(self, seconds: float, name: str, *, stop_on_error: bool = False, tick: Any = None) -> None:
+        """Give the panel its one background refresh: `tick` (its `refresh` unless named)
+        every `seconds`, in a thread called `name`; off until `start()`."""
+        self.refresher = Refresher(
+            name, seconds, tick or self.refresh, self._refresh_failed, stop_on_error=stop_on_error
+        )
+
+    @property
+    def running(self) -> bool:
+        """True while the panel's background refresh runs."""
+        return self.refresher is not None and self.refresher.running
+
+    def start(self) -> None:
+        """Start the background refresh (one thread; a running one is stopped first)."""
+        if self.refresher is not None:
+            self.refresher.start()
+        self.show_running()
+
+    def stop(self) -> None:
+        """Stop the background refresh (joined before returning)."""
+        self.stop_threads()
+        self.show_running()
+
+    def toggle(self) -> None:
+        self.stop() if self.running else self.start()
+
+    def show_running(self) -> None:
+        """Show whether the refresh runs (its button, its line); each panel says how."""
+
+    def _refresh_failed(self, exc: Exception) -> None:
+        """A background refresh met an error: said on the status line, never printed into
+        a cell; a refresh that stops on error shows itself stopped."""
+        if self.refresher is not None and self.refresher.stop_on_error:
+            self.say(f"auto-refresh stopped: {type(exc).__name__}: {exc}", "error")
+            self.show_running()
+        else:
+            self.say(f"error: {type(exc).__name__}: {exc}", "error")
+
     def stop_threads(self) -> None:
-        """Stop this panel's background thread, if it has one (joined before returning)."""
+        """Stop this panel's background threads (joined before returning): the refresh,
+        and whatever else a panel runs (`stop_more`)."""
+        if self.refresher is not None:
+            self.refresher.stop()
+        self.stop_more()
+
+    def stop_more(self) -> None:
+        """Stop a thread the panel runs besides its refresh (the events tail)."""
 
     def _register(self, q: str) -> None:
         """Hold this panel's slot (kind, connection label, queue); close the one it replaces."""
@@ -271,6 +335,7 @@ class Panel(w.VBox):
             self._registry_key = None
 
     def close(self) -> None:
+        """Stop the panel's threads, give up its slot, close its widgets."""
         self.stop_threads()
         self._unregister()
         super().close()
@@ -278,7 +343,12 @@ class Panel(w.VBox):
 
 @dataclass
 class Question:
-    """What a `Confirmation` asked: "`doing` `count` `what`? `note`", and what Confirm does."""
+    """What a `Confirmation` asks: "`doing` `count` `what`? `note`", and what Confirm does.
+
+    `recount` counts again at Confirm (more than stated: asked again); `changed` answers
+    the question as it stands at Confirm when what it named changed since (the
+    selection), with the words that say so, else None; `always` asks whatever the count
+    (a removal deletes rows for good)."""
 
     doing: str
     count: int
@@ -286,6 +356,8 @@ class Question:
     act: Callable[[int], Any]
     recount: Callable[[], int | None] | None = None
     note: str = ""
+    changed: Callable[[], tuple[Question, str] | None] | None = None
+    always: bool = False
 
 
 class Confirmation:
@@ -294,16 +366,18 @@ class Confirmation:
     mailers? at most 50 a second` / `env production · connected: redis://...`), with
     Confirm and Cancel.
 
-    `ask(...)` shows the question and acts on nothing; Confirm re-checks the session
-    (read-only) and, given `recount`, counts again: when more jobs are there than the
-    question stated, it asks again with the new count and does nothing; else it calls
-    `act(count)` with the count the question stated. A panel holds one (`view` is its
-    widget): a new question replaces an open one, and `cancel()` closes it."""
+    `guard(question, above)` asks when the question is about more than `above` jobs
+    (the `confirm_above` setting) or always asks, else acts at once. `ask(...)` shows
+    the question and acts on nothing; Confirm re-checks the session (read-only), then
+    what the question named (`changed`, `recount`: more jobs than it stated, or another
+    selection, asks again and does nothing), else calls `act(count)` with the count the
+    question stated, its button greyed out while it works. A panel holds one (`view` is
+    its widget): a new question replaces an open one, and `cancel()` closes it."""
 
     def __init__(self, panel: Panel) -> None:
         self.panel = panel
         self.text = w.HTML()
-        self.confirm_button = w.Button(description="Confirm", button_style="warning", icon="check")
+        self.confirm_button = w.Button(description="Confirm", button_style="warning")
         self.confirm_button.on_click(lambda _: self.confirm())
         self.cancel_button = w.Button(description="Cancel")
         self.cancel_button.on_click(lambda _: self.cancel(said="cancelled; nothing done"))
@@ -311,6 +385,20 @@ class Confirmation:
         self.view = w.VBox([self.text, self.buttons])
         self.asked: Question | None = None
         panel.writes(self.confirm_button)
+
+    @property
+    def open(self) -> bool:
+        """True while a question waits for Confirm or Cancel."""
+        return self.asked is not None
+
+    def guard(self, question: Question, above: int) -> Any:
+        """Ask `question` when it is about more than `above` jobs (or always asks); else
+        act at once and answer what `act` did."""
+        if question.always or question.count > above:
+            self.ask(question)
+            return None
+        self.cancel()
+        return question.act(question.count)
 
     def ask(self, question: Question, again: str = "") -> None:
         """Show `question` above the connection line, with Confirm and Cancel; nothing is done."""
@@ -336,16 +424,28 @@ class Confirmation:
         q = self.asked
         if q is None or not self.panel.writable(q.doing.lower()):
             return None
-        if q.recount is not None:
-            now = q.recount()
-            if now is None:  # the count failed: the panel said why
+        if q.changed is not None:
+            now = q.changed()
+            if now is not None:
+                self.ask(now[0], again=now[1])
+                self.panel.say(f"not done: {now[1].strip()} Confirm again", "refused")
                 return None
-            if now > q.count:
-                self.ask(replace(q, count=now), again=f"The count changed (the question said {q.count:,}). ")
-                self.panel.say(f"not done: {now:,} jobs now; confirm again", "refused")
+        if q.recount is not None:
+            count = q.recount()
+            if count is None:  # the count failed: the panel said why
+                return None
+            if count > q.count:
+                self.ask(
+                    replace(q, count=count), again=f"The count changed (the question said {q.count:,}). "
+                )
+                self.panel.say(f"not done: {count:,} jobs now; confirm again", "refused")
                 return None
         self.cancel()
-        return q.act(q.count)
+        self.confirm_button.disabled = True
+        try:
+            return q.act(q.count)
+        finally:
+            self.confirm_button.disabled = self.panel.read_only
 
 
 def plain(markup: str) -> str:

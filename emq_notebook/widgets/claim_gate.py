@@ -32,7 +32,7 @@ class ClaimGate(Panel):
         super().__init__()
         self._syncing = False
         self.conn, self.q, self.title, self.lease_ms = conn, q, q, lease_ms
-        self.gate = w.ToggleButton(description="Paused", value=admin.is_paused(conn, q), icon="pause")
+        self.gate = w.ToggleButton(description="Paused", value=admin.is_paused(conn, q))
         self.gate.observe(lambda ch: self.set_paused(ch["new"]), names="value")
         self.claim_button = w.Button(description="Run a claim", button_style="primary")
         self.claim_button.on_click(lambda _: self.run_claim())
@@ -59,7 +59,6 @@ class ClaimGate(Panel):
         self.pending_count = self.conn.command("ZCARD", queue_key(self.q, "pending"))
         self.active_count = self.conn.command("ZCARD", queue_key(self.q, "active"))
         self.gate.description = "Paused" if paused else "Running"
-        self.gate.icon = "pause" if paused else "play"
         self.backlog.value = (
             f"queue {'paused' if paused else 'running'} · pending "
             f"{_ids(pending, self.pending_count)} · active "

@@ -1,11 +1,12 @@
-"""Dashboard: every queue at a glance, and two clicks to one job.
+"""Dashboard: every queue at a glance, the most urgent first, and two clicks to one job.
 
 A header names the connection (redacted), its env (red for production) and a
-read-only flag. The overview is one row per queue: its state (running / paused),
-the verdict and its reason from `frames.health`, and the counts, coloured; the
-most urgent first (failing, stuck, growing, dead letters, paused, ok, idle), then
-the biggest, and a line counting each verdict. Click a queue (or pick it) and its
-tabs open below:
+read-only flag. The overview is one row per queue: its rank (`#`: most urgent
+first, `health.by_severity`: failing, stuck, growing, dead letters, paused, ok,
+idle, then the biggest), the verdict in its colour, the state, the counts and the
+reason; a line counts the queues of each verdict, and a box filters the queues by
+name. The browser sorts by any column (the verdict column by severity); it starts
+sorted by `#`. Click a queue (or pick it) and its tabs open below:
 
 - Overview: the QueuePanel (counts as chips, pause / resume, the confirmed drain
   and obliterate) and its throughput plot (`plots.throughput`, the last hour);
@@ -20,18 +21,22 @@ counts only: a 100,000-job queue costs a few pipelined commands until a tab asks
 for one page of its rows.
 
 Refresh: ONE background loop per dashboard (`refresh_every`, from `%config
-EMQMagics.refresh_s`) re-reads the overview and the open queue's counts and lanes;
-the header says "updated 2 s ago". The counts are read once a refresh (the
-overview, its verdicts and the open queue's panel share them), of the queues the
-connection's directory knows: a refresh sends no SCAN, whatever else the database
-holds. Rescan finds the queues again; the directory also does, in the background, at
-most once a minute (`directory.py`). It waits while a confirmation is open (a drain,
-an obliterate gate, a remove), so a count the operator is reading does not move
-under the button. The grids of jobs are re-read by their own buttons and after
-each action, never under a selection. The loop stops when the dashboard is
-closed, when a Dashboard for the same connection is built again (re-running the
-cell), and at interpreter exit; the owned panels' threads (the events tail) stop
-with it. The loop writes only into the dashboard's own widgets.
+EMQMagics.refresh_s`) re-reads the overview and the open queue's counts, lanes and
+throughput plot. The counts are read once a refresh (the overview, its verdicts
+and the open queue's panel share them), of the queues the connection's directory
+knows: a refresh sends no SCAN (Rescan finds the queues again; `directory.py`). A
+refresh patches what is shown in place: the grid's changed rows, the chips, the
+plot's image; no widget is made, so the browser keeps its scroll, sort and
+selection and the kernel's widgets stay as many however long it runs.
+
+It refreshes only while someone looks (`Presence`): not while the page is hidden
+or the dashboard scrolled out of sight, and not after `IDLE_S` without a touch
+(a click, a key, the wheel, the pointer over it), when it shows "paused: click to
+resume". It waits while a confirmation is open (a drain, a remove), so a count the
+operator is reading does not move under the button. The loop stops when the
+dashboard is closed, when a Dashboard for the same connection is built again
+(re-running the cell), and at interpreter exit; the owned panels' threads (the
+events tail) stop with it.
 """
 
 from __future__ import annotations
@@ -44,125 +49,156 @@ from collections.abc import Iterator
 
 import ipywidgets as w
 import pandas as pd
-import redis
 
 from .. import frames, health, plots
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
+from ..settings import Settings
 from . import grid as grids
+from . import values
 from .base import Panel, interval
 from .dead_letters import DeadLetterPanel
 from .events_view import EventsView
 from .job_grid import JobsView
 from .job_panel import JobPanel
 from .lanes_view import LanesView, RepeatablesView
+from .presence import Presence
 from .queue_panel import QueuePanel
-from .refresher import Refresher
 
-# the writing buttons of the panels shown as they are (greyed out on a read-only connection)
-WRITING_BUTTONS = ("reprocess_button", "remove_button", "reprocess_all_button")
 TABS = ("Overview", "Jobs", "Job", "Dead letters", "Lanes", "Repeatables", "Events")
 COUNTS = ("pending", "active", "schedule", "dead")
-# verdict -> background of its cell (frames.health's words), one colour a severity
-VERDICT_COLOURS = {
-    "failing": "#ffcecb",
-    "stuck": "#ffebe9",
-    "growing": "#fff1e5",
-    "dead_letters": "#fbefff",
-    "paused": "#fff8c5",
-    "ok": "#dafbe1",
-    "idle": "#f6f8fa",
-}
+SIZES = (*COUNTS, "lanes", "repeatables")
+# no touch for this long and the refresh pauses until a click
+IDLE_S = 30 * 60.0
+# the open queue's throughput plot is drawn again at most this often
+PLOT_EVERY_S = 10.0
+ROWS = 25
+VERDICTS = health.SEVERITY
+
+
+def _vega_list(items: tuple[str, ...] | list[str]) -> str:
+    return "[" + ", ".join(f"'{i}'" for i in items) + "]"
+
+
+# the verdict column holds the verdict's severity (so the browser sorts it most urgent
+# first) and shows its word on its colour
+VERDICT_TEXT = f"{_vega_list([v.replace('_', ' ') for v in VERDICTS])}[cell.value]"
 OVERVIEW_COLOURS = {
-    "state": "cell.value == 'paused' ? '#fff8c5' : '#dafbe1'",
-    "dead": "cell.value > 0 ? '#ffebe9' : 'white'",
-    "active": "cell.value > 0 ? '#dafbe1' : 'white'",
-    "verdict": " : ".join(f"cell.value == '{v}' ? '{c}'" for v, c in VERDICT_COLOURS.items()) + " : 'white'",
+    "verdict": f"{_vega_list([plots.VERDICT_TINTS[v] for v in VERDICTS])}[cell.value]",
+    "state": "cell.value == 'paused' ? '#ddf4ff' : 'white'",
+    "dead": "cell.value > 0 ? '#e8dbff' : 'white'",
 }
 OVERVIEW_WIDTHS = {
-    "state": 80,
-    "verdict": 80,
-    "pending": 96,
-    "active": 80,
-    "schedule": 88,
-    "dead": 80,
-    "lanes": 64,
+    "#": 48,
+    "verdict": 104,
+    "state": 76,
+    "pending": 88,
+    "active": 72,
+    "schedule": 84,
+    "dead": 76,
+    "why": 560,
+    "lanes": 60,
     "repeatables": 96,
-    "why": 360,
 }
+COLUMNS = list(OVERVIEW_WIDTHS)
 
 
 class Dashboard(Panel):
     """Refuses nothing itself: every write is a button of one of its tabs, whose refusal
-    (a `ReadOnly` one too) is that tab's status line."""
+    (a `ReadOnly` one too) is that tab's status line. `confirm_above` is the count
+    above which a bulk button of a tab asks first (`%config EMQMagics.confirm_above`)."""
 
     title = "dashboard"
+    heading_title = "EchoMQ queues"
 
     def __init__(
-        self, conn: Connection, refresh_every: float = 2.0, auto: bool = True, queue: str | None = None
+        self,
+        conn: Connection,
+        refresh_every: float = 2.0,
+        auto: bool = True,
+        queue: str | None = None,
+        confirm_above: int = Settings.confirm_above,
     ):
         super().__init__()
         self.conn = conn
+        self.add_class("emq-dashboard")
         self.refresh_every = interval(refresh_every)
+        self.confirm_above = confirm_above
         self._lock = threading.RLock()
         # wakes at least once a second to keep "updated N s ago" true; refreshes when due
-        self.refresher = Refresher(
-            "emq-dashboard-refresh",
-            min(1.0, self.refresh_every),
-            self._tick,
-            self._auto_failed,
-            stop_on_error=True,
-        )
+        self.every(min(1.0, self.refresh_every), "emq-dashboard-refresh", stop_on_error=True, tick=self._tick)
         self.updated_at: float | None = None
+        self.touched_at = time.monotonic()
+        self.plotted_at = 0.0
         self.refreshes = 0
         self.overview = pd.DataFrame()
+        self.shown_frame = _overview_frame(pd.DataFrame())
         self.q: str | None = None
         self.parts: dict[str, Panel] = {}
-        self.plot: w.Image | None = None
 
+        self.presence = Presence()
+        self.presence.observe(lambda _: self.touch(), names="touched")
+        self.presence.observe(self._seen, names="visible")
+        self.presence.observe(lambda ch: values.set_zone(ch["new"]), names="zone")
         self.grid = grids.grid(
-            _overview_frame(pd.DataFrame()),
+            self.shown_frame,
             colours=OVERVIEW_COLOURS,
             widths=OVERVIEW_WIDTHS,
-            index_px=180,
-            most_rows=10,
+            index_px=140,
+            most_rows=ROWS,
+            texts={"verdict": VERDICT_TEXT},
+            sort="#",
         )
         self.grid.on_cell_click(self._clicked)
+        self.name_filter = w.Text(
+            placeholder="filter queue names",
+            continuous_update=False,
+            layout=w.Layout(width="220px"),
+        )
+        self.name_filter.observe(lambda _: self._filtered(), names="value")
         self.picker = w.Dropdown(
             options=[], description="open queue", value=None, style={"description_width": "auto"}
         )
         self._quiet = False  # True while the refresh replaces the picker's options
         self.picker.observe(self._picked, names="value")
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
-        self.refresh_button.on_click(lambda _: self.refresh())
+        self.refresh_button = w.Button(description="Refresh", layout=w.Layout(width="auto"))
+        self.refresh_button.on_click(lambda _: self._by_hand(self.refresh))
         # a refresh reads the queues known; this finds them again (SCAN)
         self.rescan_button = w.Button(
-            description="Rescan", icon="search", tooltip="find the queues on the server again"
+            description="Rescan", tooltip="find the queues on the server again", layout=w.Layout(width="auto")
         )
-        self.rescan_button.on_click(lambda _: self.rescan())
+        self.rescan_button.on_click(lambda _: self._by_hand(self.rescan))
         self.auto = w.ToggleButton(
             value=False,
-            icon="clock",
             layout=w.Layout(width="auto"),
             description=f"Auto-refresh every {self.refresh_every:g} s",
         )
         self.auto.observe(lambda ch: self._auto(ch["new"]), names="value")
+        self.resume_button = w.Button(
+            description="paused: click to resume",
+            button_style="warning",
+            layout=w.Layout(width="auto", display="none"),
+        )
+        self.resume_button.on_click(lambda _: self.resume())
         self.updated = w.HTML()
         self.summary = w.HTML()
         self.queue_title = w.HTML()
+        self.plot = w.Image(format="png", layout=w.Layout(max_width="760px"))
         self.tabs = w.Tab(children=[], layout=w.Layout(display="none"))
         self.tabs.observe(lambda ch: self._show(ch["new"]), names="selected_index")
         self.children = [
             self.summary,
-            self.grid,
             w.HBox(
-                [self.picker, self.refresh_button, self.rescan_button, self.auto, self.updated],
-                layout=w.Layout(align_items="center"),
+                [self.name_filter, self.picker, self.refresh_button, self.rescan_button, self.auto],
+                layout=w.Layout(align_items="center", flex_flow="row wrap"),
             ),
+            w.HBox([self.resume_button, self.updated], layout=w.Layout(align_items="center")),
+            self.grid,
             self.queue_title,
             self.tabs,
             self.status,
+            self.presence,
         ]
         self.refresh()
         self._register("*")
@@ -171,54 +207,27 @@ class Dashboard(Panel):
         if auto:
             self.auto.value = True
 
-    # -- the header ------------------------------------------------------------------
-    def _heading_html(self) -> str:
-        badge = "padding:1px 8px;border-radius:10px;font-weight:600"
-        if self.env == "production":
-            env = f'<span style="background:#cf222e;color:white;{badge}">production</span>'
-        elif self.env:
-            name = html.escape(printable(self.env))
-            env = f'<span style="background:#57606a;color:white;{badge}">{name}</span>'
-        else:
-            env = f'<span style="background:#eaeef2;color:#57606a;{badge}">env not set</span>'
-        ro = (
-            f' <span style="background:#fff8c5;color:#7d4e00;{badge}">read-only</span>'
-            if self.read_only
-            else ""
-        )
-        return (
-            f'<div style="font-size:14px;line-height:28px"><b>EchoMQ queues</b> &nbsp;{env}{ro}'
-            f' &nbsp;<span style="color:#57606a">connected: {html.escape(self.label)}</span></div>'
-        )
-
     # -- reading ------------------------------------------------------------------------
     @property
     def confirming(self) -> bool:
         """True while a confirmation is open in a tab: the refresh loop waits."""
-        queue = self.parts.get("Overview")
-        if isinstance(queue, QueuePanel) and (
-            queue.drain_shown is not None or queue.obliterate_shown is not None
-        ):
-            return True
-        jobs_view = self.parts.get("Jobs")
-        return isinstance(jobs_view, JobsView) and jobs_view.confirming
+        return any(part.confirming for part in self.parts.values())
 
     def refresh(self) -> None:
-        """Read the overview again (counts and verdicts, most urgent first), then the
-        open queue's counts (the same read) and lanes; an error is shown in the status
-        and the loop keeps on. The queues are the ones the connection knows (no SCAN:
-        see `rescan`)."""
+        """Read the overview again (counts and verdicts) and patch what is shown: the grid's
+        changed rows, the summary, the open queue's counts and lanes, its plot when due.
+        An error is shown in the status and the loop keeps on. The queues are the ones
+        the connection knows (no SCAN: see `rescan`)."""
         with self._lock:
             try:
                 counts = frames.counts(self.conn)
                 frame = self._read_overview(counts)
-            except (EMQError, redis.RedisError) as exc:
+            except EMQError as exc:
                 self.say(f"error: {exc}", "error")
                 return
-            if not frame.equals(self.overview):
-                self.overview = frame
-                grids.refill(self.grid, _overview_frame(frame), OVERVIEW_COLOURS, most_rows=10)
-            names = list(frame.index)
+            self.overview = frame
+            self._show_overview()
+            names = sorted(str(q) for q in frame.index)
             if list(self.picker.options) != names:
                 self._quiet = True
                 try:
@@ -226,22 +235,42 @@ class Dashboard(Panel):
                     self.picker.value = self.q if self.q in names else None
                 finally:
                     self._quiet = False
-            self.summary.value = self._summary_html()
             panel = self.parts.get("Overview")
             if isinstance(panel, QueuePanel):
                 panel.refresh(counts)
             lanes = self.parts.get("Lanes")
             if lanes is not None:
                 lanes.refresh()
+            if self.q is not None and time.monotonic() - self.plotted_at >= PLOT_EVERY_S:
+                self._draw_plot()
+            self._title_queue()
             self.updated_at = time.monotonic()
             self.refreshes += 1
             self._say_updated()
+
+    def _show_overview(self) -> None:
+        """The overview as the grid and the summary show it (the name filter applied)."""
+        shown = self._matching(self.overview)
+        self.shown_frame = _overview_frame(shown, self.overview)
+        grids.patch(self.grid, self.shown_frame)
+        self.summary.value = self._summary_html(shown)
+
+    def _matching(self, frame: pd.DataFrame) -> pd.DataFrame:
+        typed = self.name_filter.value.strip()
+        if not typed or frame.empty:
+            return frame
+        return frame[[typed.lower() in str(q).lower() for q in frame.index]]
+
+    def _filtered(self) -> None:
+        self.touch()
+        with self._lock:
+            self._show_overview()
 
     def rescan(self) -> None:
         """Find the queues on the server again (a whole SCAN sweep), then refresh."""
         try:
             found = frames.queues(self.conn, rescan=True)
-        except (EMQError, redis.RedisError) as exc:
+        except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
         self.refresh()
@@ -255,7 +284,7 @@ class Dashboard(Panel):
         verdicts = frames.health(self.conn, counts=counts)
         return counts.loc[verdicts.index].join(verdicts[["verdict", "why"]])
 
-    def _summary_html(self) -> str:
+    def _summary_html(self, shown: pd.DataFrame) -> str:
         frame = self.overview
         if frame.empty:
             return "<div><i>no queues on this server yet</i></div>"
@@ -264,48 +293,78 @@ class Dashboard(Panel):
         parts = [f"{len(frame):,} queues", *(f"{n:,} {c}" for c, n in total.items())]
         if paused:
             parts.append(f"{paused:,} paused")
-        verdicts = health.summary(frame) if "verdict" in frame.columns else ""
-        said = f"<div>{html.escape(verdicts)}</div>" if verdicts else ""
-        return f"<div>{' · '.join(parts)}</div>{said}"
+        counted = frame["verdict"].value_counts() if "verdict" in frame.columns else pd.Series()
+        chips = "".join(plots.verdict_chip(v, int(counted[v])) for v in VERDICTS if v in counted.index)
+        typed = self.name_filter.value.strip()
+        matching = (
+            f'<div style="color:#57606a">{len(shown):,} of {len(frame):,} queues match '
+            f"“{html.escape(printable(typed))}”</div>"
+            if typed
+            else ""
+        )
+        return f"<div>{' · '.join(parts)}</div><div>{chips}</div>{matching}"
 
     def _say_updated(self) -> None:
         if self.updated_at is None:
             self.updated.value = ""
             return
         ago = time.monotonic() - self.updated_at
-        when = "just now" if ago < 1 else f"{ago:.0f} s ago"
-        if self.refresher.running and self.confirming:
+        when = "just now" if ago < 1 else f"{ago:,.0f} s ago"
+        if self.running and self.resume_button.layout.display != "none":
+            note = f"paused after {IDLE_S / 60:.0f} min without a touch"
+        elif self.running and not self.presence.visible:
+            note = "paused while nobody looks"
+        elif self.running and self.confirming:
             note = "refresh waits while a confirmation is open"
-        elif self.refresher.running:
+        elif self.running:
             note = f"every {self.refresh_every:g} s"
         else:
             note = "auto-refresh off"
-        self.updated.value = f'<small style="color:#57606a">updated {when} · {note}</small>'
+        self.updated.value = (
+            f'<small style="color:#57606a">updated {when} ({values.clock()}) · {note}</small>'
+        )
 
     def facts(self) -> list[tuple[str, object]]:
         return [
             ("queues", len(self.overview)),
             ("open", self.q or "none"),
-            ("auto-refresh", f"every {self.refresh_every:g}s" if self.refresher.running else "off"),
+            ("auto-refresh", f"every {self.refresh_every:g}s" if self.running else "off"),
         ]
 
     def _shown(self) -> Iterator[str]:
         # the saved-notebook view: the summary, the overview as a table, the open queue
         yield self.summary.value
         if not self.overview.empty:
-            yield overview_table(self.overview)
+            yield overview_table(self._matching(self.overview), self.overview)
         if self.queue_title.value:
             yield self.queue_title.value
 
     # -- one queue's tabs -------------------------------------------------------------
     def _picked(self, change: dict) -> None:
         if not self._quiet and change["new"] is not None and change["new"] != self.q:
+            self.touch()
             self.open_queue(change["new"])
 
     def _clicked(self, event: dict) -> None:
-        q = grids.clicked_id(event, self.overview)
-        if q is not None:
+        self.touch()
+        q = grids.clicked_id(event, self.shown_frame)
+        if q is not None and q != self.q:
             self.open_queue(q)
+
+    def _title_queue(self) -> None:
+        q = self.q
+        if q is None:
+            self.queue_title.value = ""
+            return
+        said = ""
+        if q in self.overview.index and "verdict" in self.overview.columns:
+            row = self.overview.loc[q]
+            said = (
+                f" &nbsp;{plots.verdict_chip(str(row['verdict']))} {html.escape(printable(str(row['why'])))}"
+            )
+        self.queue_title.value = (
+            f'<div style="font-size:14px;margin-top:8px"><b>queue {html.escape(printable(q))}</b>{said}</div>'
+        )
 
     def open_queue(self, q: str) -> None:
         """Show queue `q`'s tabs (closing the previous queue's), on its Overview."""
@@ -314,9 +373,7 @@ class Dashboard(Panel):
             self.q = q
             if self.picker.value != q and q in self.picker.options:
                 self.picker.value = q
-            self.queue_title.value = (
-                f'<div style="font-size:14px;margin-top:8px"><b>queue {html.escape(q)}</b></div>'
-            )
+            self._title_queue()
             self.tabs.children = [w.VBox() for _ in TABS]
             self.tabs.titles = TABS
             self.tabs.layout.display = "flex"
@@ -333,38 +390,32 @@ class Dashboard(Panel):
     def _show(self, index: int | None) -> None:
         if index is None or self.q is None or not self.tabs.children:
             return
+        self.touch()
         name = TABS[index]
         if name in self.parts or name == "Job":
             return
         box = self.tabs.children[index]
         try:
             part = self._build(name, self.q)
-        except (EMQError, redis.RedisError) as exc:
+        except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
-        if not part.owned:
-            part.heading.layout.display = "none"  # the dashboard's header names the connection
-            # a panel built before read-only sessions existed may not name its writing buttons
-            part.writes(
-                *(
-                    b
-                    for b in (getattr(part, n, None) for n in WRITING_BUTTONS)
-                    if isinstance(b, w.Button) and b not in part._writing
-                )
-            )
+        part.heading.layout.display = "none"  # the dashboard's header names the connection
         self.parts[name] = part
-        extra = [self.plot] if name == "Overview" and self.plot is not None else []
+        extra = [self.plot] if name == "Overview" else []
         box.children = [part, *extra]
 
     def _build(self, name: str, q: str) -> Panel:
-        c = self.conn
+        c, above = self.conn, self.confirm_above
         if name == "Overview":
-            self.plot = self._plot(q)
+            self._draw_plot()
             return QueuePanel(c, q, refresh_every=self.refresh_every, owned=True)
         if name == "Jobs":
-            return JobsView(c, q, state=_busiest(self.overview, q), on_open=self.open_job, owned=True)
+            return JobsView(
+                c, q, state=_busiest(self.overview, q), on_open=self.open_job, owned=True, confirm_above=above
+            )
         if name == "Dead letters":
-            return DeadLetterPanel(c, q)
+            return DeadLetterPanel(c, q, owned=True, confirm_above=above)
         if name == "Lanes":
             return LanesView(c, q, owned=True)
         if name == "Repeatables":
@@ -377,6 +428,7 @@ class Dashboard(Panel):
         """Put job `job_id`'s JobPanel in the Job tab (the Jobs tab stays selected)."""
         if self.q is None:
             return None
+        self.touch()
         index = TABS.index("Job")
         old = self.parts.pop("Job", None)
         if old is not None:
@@ -386,51 +438,82 @@ class Dashboard(Panel):
         self.parts["Job"] = panel
         self.tabs.children[index].children = [panel]
         titles = list(TABS)
-        titles[index] = f"Job {printable(job_id)[:24]}"
+        shown = printable(job_id)
+        titles[index] = f"Job …{shown[-10:]}" if len(shown) > 12 else f"Job {shown}"
         self.tabs.titles = tuple(titles)
         return panel
 
-    def _plot(self, q: str) -> w.Image | None:
-        """The last hour's throughput plot as a PNG (None, and a status line, when it
-        cannot be drawn)."""
+    def _draw_plot(self) -> None:
+        """Draw the open queue's last hour of throughput into the one image (a status
+        line when it cannot be drawn)."""
+        if self.q is None:
+            return
+        self.plotted_at = time.monotonic()
         try:
-            figure = plots.throughput(self.conn, q, since="1h")
+            figure = plots.throughput(self.conn, self.q, since="1h", tz=values.zone())
             png = io.BytesIO()
-            figure.savefig(png, format="png", dpi=80, bbox_inches="tight")
-        except Exception as exc:  # a plot that cannot be drawn is one status line, not a crash
-            self.say(f"no throughput plot: {type(exc).__name__}: {exc}", "error")
-            return None
-        return w.Image(value=png.getvalue(), format="png", layout=w.Layout(max_width="720px"))
+            figure.savefig(png, format="png", dpi=80)
+        except EMQError as exc:
+            self.say(f"no throughput plot: {exc}", "error")
+            return
+        self.plot.value = png.getvalue()
 
     def _close_parts(self) -> None:
         for part in self.parts.values():
             part.close()
         self.parts = {}
-        self.plot = None
 
-    # -- the one refresh loop -------------------------------------------------------
+    # -- the one refresh loop, while someone looks ---------------------------------------
+    def touch(self) -> None:
+        """The operator did something: the idle clock starts again (a paused refresh resumes)."""
+        self.touched_at = time.monotonic()
+        if self.resume_button.layout.display != "none":
+            self.resume_button.layout.display = "none"
+
+    def _by_hand(self, action: object) -> None:
+        self.touch()
+        action()  # type: ignore[operator]
+
+    def resume(self) -> None:
+        """The "paused: click to resume" button: refresh now, and on."""
+        self.touch()
+        self.refresh()
+
+    @property
+    def idle(self) -> bool:
+        """True when nobody touched the dashboard for `IDLE_S`."""
+        return time.monotonic() - self.touched_at >= IDLE_S
+
+    def _seen(self, change: dict) -> None:
+        if change["new"] and self.running:
+            self.updated_at = None  # due at the next wake
+        self._say_updated()
+
     def _auto(self, on: bool) -> None:
-        self.stop_threads()
-        if on:
-            self.refresher.start()
+        if on != self.running:
+            self.touch()
+            self.start() if on else self.stop()
+        self._say_updated()
+
+    def show_running(self) -> None:
+        self.auto.value = self.running
         self._say_updated()
 
     def _tick(self) -> None:
-        """One wake of the refresh: a refresh when one is due and no confirmation is
-        open (a refresh would redraw it away), else only the "updated" line."""
+        """One wake of the refresh: a refresh when one is due, someone looks, and no
+        confirmation is open (a refresh would redraw it away); else only the line."""
+        if self.idle:
+            if self.resume_button.layout.display == "none":
+                self.resume_button.layout.display = "flex"
+                self._say_updated()
+            return
+        if not self.presence.visible:
+            return
         due = self.updated_at is None or time.monotonic() - self.updated_at >= self.refresh_every
         if due and not self.confirming:
             self.refresh()
         else:
             self._say_updated()
-
-    def _auto_failed(self, exc: Exception) -> None:
-        """A refresh failed: said in the status (never printed into a cell), the toggle off."""
-        self.say(f"auto-refresh stopped: {type(exc).__name__}: {exc}", "error")
-        self.auto.value = False
-
-    def stop_threads(self) -> None:
-        self.refresher.stop()
 
     def close(self) -> None:
         self.auto.value = False
@@ -450,41 +533,48 @@ def _busiest(overview: pd.DataFrame, q: str) -> str:
     return next((s for s in COUNTS if row[s]), "pending")
 
 
-def _overview_frame(counts: pd.DataFrame) -> pd.DataFrame:
-    """The overview as the grid shows it: state first, then the verdict, the counts, why."""
-    cols = [
-        "state",
-        *(["verdict"] if "verdict" in counts.columns else []),
-        *COUNTS,
-        "lanes",
-        "repeatables",
-        *(["why"] if "why" in counts.columns else []),
-    ]
-    if counts.empty:
+def _overview_frame(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The overview as the grid holds it: one row per queue in name order (so a refresh
+    patches rows in place), `#` its rank among `every` queue (most urgent first), the
+    verdict as its severity (shown as its word), the state, the counts, why."""
+    if shown.empty:
         return pd.DataFrame(
-            {
-                c: pd.Series(dtype="int64" if c in (*COUNTS, "lanes", "repeatables") else "object")
-                for c in cols
-            },
+            {c: pd.Series(dtype="int64" if c in ("#", "verdict", *SIZES) else "object") for c in COLUMNS},
             index=pd.Index([], name="queue"),
         )
-    out = counts.copy()
-    out["state"] = out["paused"].map({True: "paused", False: "running"})
-    for c in (*COUNTS, "lanes", "repeatables"):
-        out[c] = out[c].astype("int64")
-    return out[cols]
+    every = shown if every is None else every
+    rank = {q: i + 1 for i, q in enumerate(every.index)}
+    rows = shown.to_dict("index")
+    names = sorted(rows, key=str)
+    last = len(VERDICTS) - 1
+    columns: dict[str, list] = {c: [] for c in COLUMNS}
+    for q in names:
+        r = rows[q]
+        verdict = r.get("verdict")
+        columns["#"].append(rank[q])
+        columns["verdict"].append(VERDICTS.index(verdict) if verdict in VERDICTS else last)
+        columns["state"].append("paused" if r["paused"] else "running")
+        columns["why"].append(str(r.get("why", "")))
+        for c in SIZES:
+            columns[c].append(int(r[c]))
+    return pd.DataFrame(
+        {c: pd.Series(v, dtype="object" if c in ("state", "why") else "int64") for c, v in columns.items()},
+    ).set_axis(pd.Index(names, name="queue"))
 
 
-def overview_table(counts: pd.DataFrame) -> str:
-    """The overview as a static HTML table: numbers right-aligned, thousands separated."""
-    view = _overview_frame(counts)
+def overview_table(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> str:
+    """The overview as a static HTML table, most urgent first: numbers right-aligned,
+    thousands separated, each verdict in its colour."""
+    view = _overview_frame(shown, every).sort_values("#", kind="stable")
     head = "".join(f"<th>{html.escape(c)}</th>" for c in ("queue", *view.columns))
     rows = []
     for q, row in view.iterrows():
         cells = [f"<td>{html.escape(printable(str(q)))}</td>"]
         for c in view.columns:
             v = row[c]
-            if c in (*COUNTS, "lanes", "repeatables"):
+            if c == "verdict":
+                cells.append(f"<td>{plots.verdict_chip(VERDICTS[int(v)])}</td>")
+            elif c in ("#", *SIZES):
                 cells.append(f'<td style="text-align:right">{int(v):,}</td>')
             else:
                 cells.append(f"<td>{html.escape(printable('' if v is None else str(v)))}</td>")

@@ -2,38 +2,43 @@
 exactly what was previewed.
 
 Filter by an error glob and a payload glob (fnmatch, on the server); the errors view
-lists the dead set's signatures (count, last seen) and one may be chosen; Preview
-states how many dead jobs match (and sample ids) and keeps their ids; Reprocess
-previewed (at an optional rate) and Remove previewed act on those ids only, so a job
-that died after the preview is not touched.  The older selection list acts on the
-jobs picked by hand.  Every write is a verb whose answer, refusal or error is shown
-on the status line; on a read-only connection the writing buttons are greyed out.
+is the one table of errors: the signatures of the whole dead set (`triage.errors`, on
+the server in bounded calls), each with its count and when it was last seen, in the
+viewer's zone; one may be chosen. Preview states how many dead jobs match (and sample
+ids) and keeps their ids; Reprocess previewed (at an optional rate) and Remove
+previewed act on those ids only, so a job that died after the preview is not
+touched. The selection list acts on the jobs picked by hand. Every write is a verb
+whose answer, refusal or error is shown on the status line; on a read-only
+connection the writing buttons are greyed out.
 
-Remove previewed and Reprocess all first ask (`base.Confirmation`): the count, the
-queue, the connection and its env, and the rate; nothing moves before Confirm.
-Reprocess all moves at most the count it stated, oldest death first, at the rate
-field's pace (0: as fast as it goes), and asks again when more died meanwhile.
+Every bulk button goes through one guard (`base.Confirmation`): a removal always
+asks, a reprocess above `confirm_above` jobs asks, naming the count, the queue, the
+connection and its env, and the rate; nothing moves before Confirm. A button is
+greyed out while there is nothing for it (no preview, no selection, no dead job) and
+while one works. Reprocess all moves at most the count it stated, oldest death
+first, at the rate field's pace (0: as fast as it goes), and asks again when more
+died meanwhile.
 """
 
 from __future__ import annotations
 
 import html
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
-import pandas as pd
 
-from .. import admin, frames, triage
+from .. import admin, defaults, triage
 from ..connector import Connection
 from ..decoding import visible
 from ..errors import EMQError
 from ..keyspace import queue_key
+from ..settings import Settings
 from .base import Confirmation, Panel, Question, table
+from .values import when
 
 PAGE = 500
-# the by-error table counts at most this many dead rows (one field each, in batches)
-SUMMARY = 10_000
 # how many dead jobs a preview holds at most, and how many ids it shows
 PREVIEW_LIMIT = 100_000
 SAMPLES = 5
@@ -41,9 +46,19 @@ EVERY = "(every signature)"
 
 
 class DeadLetterPanel(Panel):
-    def __init__(self, conn: Connection, q: str, page: int = PAGE):
-        super().__init__()
+    def __init__(
+        self,
+        conn: Connection,
+        q: str,
+        page: int = PAGE,
+        owned: bool = False,
+        confirm_above: int = Settings.confirm_above,
+    ):
+        super().__init__(owned=owned)
         self.conn, self.q, self.title, self.page = conn, q, q, page
+        self.confirm_above = confirm_above
+        self.total = 0
+        self.working = False
         self.frame: Any = None
         self.errors_frame: Any = None
         # the ids the last Preview showed: what the previewed actions act on
@@ -56,13 +71,13 @@ class DeadLetterPanel(Panel):
         self.payload_glob = w.Text(
             placeholder='payload glob, e.g. *"to": "*@example.com"*', description="payload"
         )
-        self.filter_button = w.Button(description="Filter", icon="filter")
+        self.filter_button = w.Button(description="Filter")
         self.filter_button.on_click(lambda _: self.refresh())
         self.errors_view = w.HTML()
         self.signature = w.Dropdown(
             options=[EVERY], value=EVERY, description="signature", layout=w.Layout(width="100%")
         )
-        self.preview_button = w.Button(description="Preview", icon="eye")
+        self.preview_button = w.Button(description="Preview")
         self.preview_button.on_click(lambda _: self.preview())
         self.preview_view = w.HTML()
         self.rate = w.BoundedFloatText(
@@ -73,26 +88,35 @@ class DeadLetterPanel(Panel):
             tooltip="jobs a second for Reprocess previewed and Reprocess all (0: no cap)",
         )
         self.reprocess_preview_button = w.Button(
-            description="Reprocess previewed", button_style="primary", disabled=True
+            description="Reprocess previewed", button_style="primary", layout=w.Layout(width="auto")
         )
         self.reprocess_preview_button.on_click(lambda _: self.reprocess_previewed())
         self.remove_preview_button = w.Button(
-            description="Remove previewed", button_style="danger", disabled=True
+            description="Remove previewed…", button_style="danger", layout=w.Layout(width="auto")
         )
         self.remove_preview_button.on_click(lambda _: self.remove_previewed())
 
         self.select = w.SelectMultiple(options=[], rows=10, layout=w.Layout(width="100%"))
+        self.select.observe(lambda _: self._gate(), names="value")
         self.select_all_button = w.Button(description="Select all")
         self.select_all_button.on_click(lambda _: self.select_all())
-        self.reprocess_button = w.Button(description="Reprocess selected", button_style="primary")
+        self.reprocess_button = w.Button(
+            description="Reprocess selected", button_style="primary", layout=w.Layout(width="auto")
+        )
         self.reprocess_button.on_click(lambda _: self.reprocess_selected())
-        self.remove_button = w.Button(description="Remove selected", button_style="danger")
+        self.remove_button = w.Button(
+            description="Remove selected…", button_style="danger", layout=w.Layout(width="auto")
+        )
         self.remove_button.on_click(lambda _: self.remove_selected())
         self.reprocess_all_button = w.Button(
-            description="Reprocess all", tooltip="every dead job, in bounded calls"
+            description="Reprocess all…",
+            tooltip="every dead job, in bounded calls",
+            layout=w.Layout(width="auto"),
         )
         self.reprocess_all_button.on_click(lambda _: self.reprocess_all())
-        self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000, description="budget")
+        self.budget = w.BoundedIntText(
+            value=defaults.DEFAULT_BUDGET, min=1, max=defaults.MAX_BUDGET, description="budget"
+        )
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(visibility="hidden"))
         self.confirmation = Confirmation(self)
         self.writes(
@@ -103,7 +127,7 @@ class DeadLetterPanel(Panel):
             self.reprocess_all_button,
         )
         self.children = [
-            w.HTML(f"<b>dead letters of {html.escape(q)}</b>"),
+            w.HTML(f"<b>dead letters of {html.escape(visible(q))}</b>"),
             self.summary,
             w.HBox([self.error_glob, self.payload_glob, self.filter_button]),
             self.errors_view,
@@ -121,6 +145,10 @@ class DeadLetterPanel(Panel):
         self.refresh()
 
     # -- reading ---------------------------------------------------------------------
+    @property
+    def confirming(self) -> bool:
+        return self.confirmation.open
+
     def _glob(self, field: str) -> str | None:
         """The glob typed for `field` ("error" or "payload"); None when the box is empty."""
         return (self.error_glob if field == "error" else self.payload_glob).value or None
@@ -129,8 +157,8 @@ class DeadLetterPanel(Panel):
         return {f: self._glob(f) for f in ("error", "payload")}
 
     def refresh(self) -> None:
-        """Read the dead set again: the filtered jobs (a page of them), the counts by error
-        text and the signatures; a wire fault or a bad glob is shown in the status."""
+        """Read the dead set again: its size, the filtered jobs (a page of them) and the
+        signatures of the whole set; a wire fault or a bad glob is shown in the status."""
         try:
             total = int(self.conn.command("ZCARD", queue_key(self.q, "dead")))
             dead = triage.find(
@@ -145,48 +173,43 @@ class DeadLetterPanel(Panel):
         except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
-        self.frame, self.errors_frame = dead, errors
-        filtered = any(self._globs().values())
-        shown = f"{len(dead)} match the filter" if filtered else f"showing the oldest {len(dead)}"
-        if filtered:
-            by_error = Counter(dead["last_error"].fillna("(none)"))
-        else:  # over the whole dead set (its oldest SUMMARY), not only the page shown
-            by_error, counted = self._by_error(dead, total)
-            if counted < total:
-                shown += f"; errors counted over the oldest {counted}"
-        self.summary.value = (
-            f"<div>{total} dead"
-            + (f" ({shown})" if filtered or total > len(dead) else "")
-            + "</div>"
-            + (
-                table(sorted(by_error.items(), key=lambda kv: -kv[1]), ("last_error", "jobs"))
-                if len(dead)
-                else ""
-            )
-        )
+        self.frame, self.errors_frame, self.total = dead, errors, total
+        more = dead.attrs.get("next") is not None and len(dead) >= self.page
+        if any(self._globs().values()):
+            shown = f"{len(dead):,}{' or more' if more else ''} match the filter"
+            if more:
+                shown += f"; the first {len(dead):,} listed below"
+        else:
+            shown = f"the oldest {len(dead):,} listed below" if total > len(dead) else ""
+        self.summary.value = f"<div>{total:,} dead" + (f" ({shown})" if shown else "") + "</div>"
         rows = [
-            (sig or "(no error)", (int(r["count"]), _when(r["last_seen"]))) for sig, r in errors.iterrows()
+            (sig or "(no error)", (f"{int(r['count']):,}", when(r["last_seen"])))
+            for sig, r in errors.iterrows()
         ]
-        self.errors_view.value = table(rows, ("signature", "count", "last seen")) if rows else ""
+        self.errors_view.value = (
+            f"<div><small>the errors of all {total:,} dead jobs, by signature</small></div>"
+            + table(rows, ("signature", "jobs", "last seen"))
+            if rows
+            else ""
+        )
         keep = self.signature.value
         self.signature.options = [EVERY, *(visible(s) for s in errors.index)]
         self._signatures = {visible(s): s for s in errors.index}
         self.signature.value = keep if keep in self.signature.options else EVERY
         self.select.options = [
-            (f"{visible(i)} — {visible(row.last_error)} (failures {row.failures})", i)
+            (f"{visible(i)} — {visible(row.last_error)} (failures {row.failures:,})", i)
             for i, row in dead.iterrows()
         ]
+        self._gate()
 
-    def _by_error(self, dead: pd.DataFrame, total: int) -> tuple[Counter, int]:
-        """last_error -> jobs over the whole dead set (its oldest `SUMMARY` when larger),
-        not only the page shown, so the table adds up to the total it sits under."""
-        if total <= len(dead):
-            return Counter(dead["last_error"].fillna("(none)")), len(dead)
-        ids = self.conn.command("ZRANGE", queue_key(self.q, "dead"), 0, SUMMARY - 1)
-        errors = [
-            e if e is not None else "(none)" for (e,) in frames.rows(self.conn, self.q, ids, ("last_error",))
-        ]
-        return Counter(errors), len(ids)
+    def _gate(self) -> None:
+        """Each bulk button greyed out while there is nothing for it or while one works."""
+        off = self.read_only or self.working
+        self.reprocess_preview_button.disabled = off or not self.previewed
+        self.remove_preview_button.disabled = off or not self.previewed
+        self.reprocess_button.disabled = off or not self.select.value
+        self.remove_button.disabled = off or not self.select.value
+        self.reprocess_all_button.disabled = off or not self.total
 
     def facts(self) -> list[tuple[str, object]]:
         return [("previewed", len(self.previewed))]
@@ -221,40 +244,43 @@ class DeadLetterPanel(Panel):
             f"{html.escape(visible(filters))}</div>"
             + (f"<div><small>samples: {html.escape(sample)}</small></div>" if found.size else "")
         )
-        self._gate_preview()
+        self._gate()
         self.say(f"previewed {len(found):,} dead jobs; nothing written")
-
-    def _gate_preview(self) -> None:
-        off = not self.previewed or self.read_only
-        self.reprocess_preview_button.disabled = off
-        self.remove_preview_button.disabled = off
 
     def _consume_preview(self) -> list[str]:
         ids, self.previewed = self.previewed, []
         self.preview_view.value = ""
-        self._gate_preview()
+        self._gate()
         return ids
+
+    def _working(self, act: Callable[[], Any]) -> Any:
+        """Run one bulk action with every bulk button greyed out, then read again."""
+        self.working = True
+        self._gate()
+        try:
+            return act()
+        finally:
+            self.working = False
+            self.refresh()
 
     # -- acting on the previewed ids -------------------------------------------------------
     def reprocess_previewed(self) -> Any:
-        """Reprocess exactly the previewed ids (at the rate field's pace when it is set)."""
+        """Reprocess exactly the previewed ids (at the rate field's pace when it is set);
+        above `confirm_above` it asks first."""
         if not self.writable("reprocess") or not self.previewed:
             return None
-        ids = self._consume_preview()
+        ids = list(self.previewed)
         rate = self.rate.value or None
-        self._show_progress(len(ids))
-        words = self.attempt(
-            admin.reprocess_jobs,
-            self.conn,
-            self.q,
-            ids,
-            rate=rate,
-            budget=self.budget.value,
-            progress=lambda calls, n: self._step(n),
-            done=lambda r: f"reprocess previewed: {_tally(Counter(r.values()))}",
+        return self.confirmation.guard(
+            Question(
+                "Reprocess",
+                len(ids),
+                f"previewed dead jobs of {self.q}",
+                lambda n: self._reprocess(ids, rate, "reprocess previewed"),
+                note=f"{_pace(rate)} Each runs again.",
+            ),
+            self.confirm_above,
         )
-        self.refresh()
-        return words
 
     def remove_previewed(self) -> None:
         """Ask to remove exactly the previewed ids; Confirm removes them."""
@@ -266,57 +292,85 @@ class DeadLetterPanel(Panel):
                 "Remove",
                 len(ids),
                 f"previewed dead jobs of {self.q}",
-                lambda n: self._remove(ids),
+                lambda n: self._remove(ids, "remove previewed"),
                 note="Their rows and logs are deleted.",
+                always=True,
             )
         )
 
-    def _remove(self, ids: list[str]) -> Any:
-        self._consume_preview()
-        words = self.attempt(
-            admin.remove_jobs,
-            self.conn,
-            self.q,
-            ids,
-            done=lambda r: f"remove previewed: {_tally(Counter(r.values()))}",
+    def _reprocess(self, ids: list[str], rate: float | None, what: str) -> Any:
+        if ids == self.previewed:
+            self._consume_preview()
+        self._show_progress(len(ids))
+        return self._working(
+            lambda: self.attempt(
+                admin.reprocess_jobs,
+                self.conn,
+                self.q,
+                ids,
+                rate=rate,
+                budget=self.budget.value,
+                progress=lambda calls, n: self._step(n),
+                done=lambda r: f"{what}: {_tally(Counter(r.values()))}",
+            )
         )
-        self.refresh()
-        return words
+
+    def _remove(self, ids: list[str], what: str) -> Any:
+        if ids == self.previewed:
+            self._consume_preview()
+        return self._working(
+            lambda: self.attempt(
+                admin.remove_jobs,
+                self.conn,
+                self.q,
+                ids,
+                done=lambda r: f"{what}: {_tally(Counter(r.values()))}",
+            )
+        )
 
     # -- acting on the selection ---------------------------------------------------------------
     def select_all(self) -> None:
         self.select.value = tuple(v for _, v in self.select.options)
 
+    def _selection_question(self, doing: str, act: Callable[[list[str]], Any], **kw: Any) -> Question:
+        ids = list(self.select.value)
+
+        def changed() -> tuple[Question, str] | None:
+            if list(self.select.value) == ids:
+                return None
+            return self._selection_question(doing, act, **kw), "The selection changed. "
+
+        return Question(
+            doing, len(ids), f"selected dead jobs of {self.q}", lambda n: act(ids), changed=changed, **kw
+        )
+
     def reprocess_selected(self) -> Any:
+        """Reprocess the selected ids; above `confirm_above` it asks first."""
         if not self.writable("reprocess"):
             return None
-        ids = list(self.select.value)
-        self._show_progress(len(ids))
-        words = self.attempt(
-            admin.reprocess_jobs,
-            self.conn,
-            self.q,
-            ids,
-            budget=self.budget.value,
-            progress=lambda calls, n: self._step(n),
-            done=lambda r: _tally(Counter(r.values())) or "nothing selected",
-        )
-        self.refresh()
-        return words
-
-    def remove_selected(self) -> Any:
-        if not self.writable("remove"):
+        if not self.select.value:
+            self.say("select the jobs to reprocess first", "refused")
             return None
-        ids = list(self.select.value)
-        words = self.attempt(
-            admin.remove_jobs,
-            self.conn,
-            self.q,
-            ids,
-            done=lambda r: _tally(Counter(r.values())) or "nothing selected",
+        question = self._selection_question(
+            "Reprocess", lambda ids: self._reprocess(ids, None, "reprocess selected"), note="Each runs again."
         )
-        self.refresh()
-        return words
+        return self.confirmation.guard(question, self.confirm_above)
+
+    def remove_selected(self) -> None:
+        """Ask to remove the selected ids; Confirm removes them."""
+        if not self.writable("remove"):
+            return
+        if not self.select.value:
+            self.say("select the jobs to remove first", "refused")
+            return
+        self.confirmation.ask(
+            self._selection_question(
+                "Remove",
+                lambda ids: self._remove(ids, "remove selected"),
+                note="Their rows and logs are deleted.",
+                always=True,
+            )
+        )
 
     def _dead_count(self) -> int | None:
         try:
@@ -325,44 +379,45 @@ class DeadLetterPanel(Panel):
             self.say(f"error: {exc}", "error")
             return None
 
-    def reprocess_all(self) -> None:
-        """Ask to reprocess every dead job, stating the count and the rate; Confirm moves at
-        most that many (oldest death first) at the rate field's pace."""
+    def reprocess_all(self) -> Any:
+        """Reprocess every dead job, stating the count and the rate (above `confirm_above`
+        it asks first); it moves at most that many (oldest death first) at the rate
+        field's pace."""
         if not self.writable("reprocess"):
-            return
+            return None
         total = self._dead_count()
         if total is None:
-            return
+            return None
         if not total:
             self.say(f"no dead jobs in {self.q}; nothing to reprocess")
-            return
+            return None
         rate = self.rate.value or None
-        pace = f"At most {rate:g} a second." if rate else "As fast as it goes (rate 0)."
-        self.confirmation.ask(
+        return self.confirmation.guard(
             Question(
                 "Reprocess",
                 total,
                 f"dead jobs of {self.q}",
                 lambda n: self._reprocess_all(n, rate),
                 recount=self._dead_count,
-                note=f"{pace} Each runs again.",
-            )
+                note=f"{_pace(rate)} Each runs again.",
+            ),
+            self.confirm_above,
         )
 
     def _reprocess_all(self, count: int, rate: float | None) -> Any:
         self._show_progress(count)
-        moved = self.attempt(
-            admin.reprocess_dead,
-            self.conn,
-            self.q,
-            budget=self.budget.value,
-            limit=count,
-            rate=rate,
-            progress=lambda calls, n: self._step(n),
-            done=lambda n: f"reprocessed {n} dead jobs",
+        return self._working(
+            lambda: self.attempt(
+                admin.reprocess_dead,
+                self.conn,
+                self.q,
+                budget=self.budget.value,
+                limit=count,
+                rate=rate,
+                progress=lambda calls, n: self._step(n),
+                done=lambda n: f"reprocessed {n:,} dead jobs",
+            )
         )
-        self.refresh()
-        return moved
 
     # -- helpers -----------------------------------------------------------------------------
     def _show_progress(self, total: int) -> None:
@@ -373,9 +428,9 @@ class DeadLetterPanel(Panel):
         self.progress.value = min(n, self.progress.max)
 
 
-def _when(value: Any) -> str:
-    return "" if value is None or str(value) == "NaT" else str(value)
+def _pace(rate: float | None) -> str:
+    return f"At most {rate:g} a second." if rate else "As fast as it goes (rate 0)."
 
 
 def _tally(counts: Counter) -> str:
-    return ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
+    return ", ".join(f"{n:,} {word}" for word, n in sorted(counts.items())) or "nothing selected"

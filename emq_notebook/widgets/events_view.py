@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import threading
+import time
 from collections import deque
 
 import ipywidgets as w
@@ -22,11 +23,23 @@ from ..decoding import printable
 from ..errors import EMQError
 from ..events import follow
 from .base import Panel
+from .values import clock, when
 
 
-def event_line(event: dict) -> str:
-    """One event as a JSON line, undecodable bytes shown as `\\xNN`."""
-    return printable(json.dumps(event, sort_keys=True, ensure_ascii=False, default=str))
+def event_line(event: dict, at: float | None = None) -> str:
+    """One event as a line an operator reads: the time it arrived (the viewer's zone),
+    what happened, the job, then the other fields as `name value`; undecodable bytes
+    shown as `\\xNN`."""
+    rest = dict(event)
+    what = rest.pop("event", None) or rest.pop("type", None) or "event"
+    job = rest.pop("job", None) or rest.pop("id", None) or rest.pop("jobId", None)
+    words = [clock() if at is None else when(at * 1000, "%H:%M:%S %Z"), str(what)]
+    if job is not None:
+        words.append(f"job {job}")
+    for k, v in sorted(rest.items()):
+        shown = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+        words.append(f"{k} {shown}")
+    return printable("  ".join(words))
 
 
 class EventsView(Panel):
@@ -36,10 +49,11 @@ class EventsView(Panel):
         super().__init__(owned=owned)
         self.conn, self.q, self.title = conn, q, q
         self.events: deque = deque(maxlen=keep)
+        self.arrived: deque = deque(maxlen=keep)  # when each event came (epoch s)
         self.seen = 0
         self.error: Exception | None = None
         self.lines = w.HTML("<i>waiting for events…</i>")
-        self.stop_button = w.Button(description="Stop", icon="stop")
+        self.stop_button = w.Button(description="Stop")
         self.stop_button.on_click(lambda _: self.toggle())
         self.children = [w.HTML(f"<b>events of {q}</b>"), self.stop_button, self.lines, self.status]
         self.seconds = seconds
@@ -55,8 +69,10 @@ class EventsView(Panel):
 
     def _on_event(self, event: dict) -> None:
         self.events.append(event)
+        self.arrived.append(time.time())
         self.seen += 1
-        lines = [html.escape(event_line(e)) for e in reversed(self.events)]
+        pairs = reversed(list(zip(self.events, self.arrived, strict=True)))
+        lines = [html.escape(event_line(e, at)) for e, at in pairs]
         self.lines.value = "<pre>" + "\n".join(lines) + "</pre>"
 
     def facts(self) -> list[tuple[str, object]]:
@@ -102,7 +118,7 @@ class EventsView(Panel):
         self._thread = threading.Thread(target=run, name=f"emq-events-{self.q}", daemon=True)
         self._thread.start()
 
-    def stop_threads(self) -> None:
+    def stop_more(self) -> None:
         if self._stop is not None:
             self._stop.set()
         thread, self._thread = self._thread, None
@@ -114,9 +130,6 @@ class EventsView(Panel):
         self.stop_button.description = "Start"
         if self.error is None:
             self.say(f"stopped after {self.seen} events")
-
-    def toggle(self) -> None:
-        self.stop() if self.running else self.start()
 
     def close(self) -> None:
         self.stop()

@@ -1,10 +1,19 @@
 """Grids: a pandas frame as an ipydatagrid DataGrid an operator reads at a glance,
 and the job ids a click or a row selection names.
 
-Whole numbers are right-aligned with thousands separators, times are shown as
-`YYYY-MM-DD HH:MM:SS` (UTC), long text is cut to one line (the Job tab shows the
-whole row), and a column can be coloured by a Vega expression over its value.
-The grid sorts in the browser (each column header's menu); it holds one page.
+Whole numbers are right-aligned with thousands separators, times are shown in the
+viewer's zone with the zone named, long text is cut to one line (the Job tab shows
+the whole row), ids are shown whole (the row header is as wide as the longest), and
+a column can be coloured by a Vega expression over its value. The grid sorts in the
+browser (each column header's menu); it holds one page.
+
+A grid is built once and then patched (`patch`): the rows whose values changed are
+sent one message each, so the browser keeps its scroll position, its sort and its
+selection, and no widget is made (the renderers are the grid's from the start). A
+change of the rows themselves (another page, a queue found or gone), or more than
+`PATCH_MOST` changed rows at once (ipydatagrid redraws the whole grid for each row
+message: 200 at once froze a page for seconds), replaces the data in one message,
+and the view starts again at the top.
 """
 
 from __future__ import annotations
@@ -15,8 +24,11 @@ import ipydatagrid as dg
 import pandas as pd
 
 from ..decoding import printable
+from .values import local_times
 
 ROW_PX = 24
+# more changed rows than this in one patch are sent as one replacement of the data
+PATCH_MOST = 10
 HEADER_PX = 28
 # text longer than this is cut in a grid cell (the full text is one click away)
 CELL_CHARS = 160
@@ -28,7 +40,7 @@ def shown(frame: pd.DataFrame) -> pd.DataFrame:
     for col in out.columns:
         s = out[col]
         if isinstance(s.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_any_dtype(s):
-            out[col] = s.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("")
+            out[col] = local_times(s).astype(object)
         elif pd.api.types.is_bool_dtype(s):
             out[col] = s.map({True: "yes", False: ""})
         elif not pd.api.types.is_numeric_dtype(s):
@@ -45,10 +57,12 @@ def _cell(value: Any) -> str:
     return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
 
 
-def renderers(frame: pd.DataFrame, colours: dict[str, str] | None = None) -> dict[str, Any]:
+def renderers(
+    frame: pd.DataFrame, colours: dict[str, str] | None = None, texts: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Right-aligned `1,234` for whole-number columns, a background expression per coloured
-    column, and the index left-aligned."""
-    colours = colours or {}
+    column, a text expression per column shown through one, and the index left-aligned."""
+    colours, texts = colours or {}, texts or {}
     # the index (the row header) is named like a column: left-aligned, on the headers' grey
     out: dict[str, Any] = {
         str(frame.index.name or "id"): dg.TextRenderer(
@@ -57,10 +71,12 @@ def renderers(frame: pd.DataFrame, colours: dict[str, str] | None = None) -> dic
     }
     for col in frame.columns:
         kw: dict[str, Any] = {}
-        if pd.api.types.is_integer_dtype(frame[col]):
+        if pd.api.types.is_integer_dtype(frame[col]) and col not in texts:
             kw.update(format=",d", horizontal_alignment="right")
         if col in colours:
             kw["background_color"] = dg.VegaExpr(colours[col])
+        if col in texts:
+            kw["text_value"] = dg.VegaExpr(texts[col])
         if kw:
             out[col] = dg.TextRenderer(**kw)
     return out
@@ -81,6 +97,17 @@ def width(frame: pd.DataFrame, widths: dict[str, int], index_px: int) -> str:
     return f"{index_px + sum(widths.get(c, COLUMN_PX) for c in frame.columns) + EDGE_PX}px"
 
 
+# a character of the row header's 12px font, at most (ids are ASCII: digits and capitals)
+CHAR_PX = 8
+INDEX_MAX_PX = 420
+
+
+def index_width(frame: pd.DataFrame, least: int) -> int:
+    """The row header's width: the longest id whole, at least `least` px."""
+    longest = max((len(str(i)) for i in frame.index), default=0)
+    return min(INDEX_MAX_PX, max(least, CHAR_PX * longest + 16))
+
+
 def grid(
     frame: pd.DataFrame,
     *,
@@ -88,17 +115,22 @@ def grid(
     widths: dict[str, int] | None = None,
     most_rows: int = 12,
     index_px: int = 220,
+    texts: dict[str, str] | None = None,
+    sort: str | None = None,
 ) -> dg.DataGrid:
-    """A row-selecting DataGrid of `shown(frame)`."""
+    """A row-selecting DataGrid of `shown(frame)`, its renderers made once for its columns
+    (`texts`: a column shown through a Vega expression of its value); `sort` names the
+    column the browser sorts by at first (ascending)."""
     view = shown(frame)
     widths = dict(widths or {})
+    least = index_width(view, index_px)
     g = dg.DataGrid(
         view,
         selection_mode="row",
-        renderers=renderers(view, colours),
+        renderers=renderers(view, colours, texts),
         base_row_size=ROW_PX,
         base_column_header_size=HEADER_PX,
-        base_row_header_size=index_px,
+        base_row_header_size=least,
         base_column_size=COLUMN_PX,
         column_widths=widths,
         header_visibility="all",
@@ -107,22 +139,72 @@ def grid(
         ),
         layout={
             "height": height(len(view), most_rows),
-            "width": width(view, widths, index_px),
+            "width": width(view, widths, least),
             "max_width": "100%",
         },
     )
+    g.least_index_px = index_px
+    g.most_rows = most_rows
+    g.column_px = widths
+    if sort is not None:
+        g.transform([{"type": "sort", "column": sort, "desc": False}])
+    g.emq_shown = (g._data, _shape(view), _rows(view))
     return g
 
 
-def refill(
-    g: dg.DataGrid, frame: pd.DataFrame, colours: dict[str, str] | None = None, most_rows: int = 12
-) -> None:
-    """Show `frame` in `g` (renderers rebuilt for its columns, selection cleared)."""
+def _json(value: Any) -> Any:
+    """A cell as the browser's dataset holds it (numbers as numbers, NaN as null)."""
+    if isinstance(value, float) and value != value:
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _rows(view: pd.DataFrame) -> list[list[Any]]:
+    return [[_json(v) for v in row] for row in view.to_numpy(dtype=object).tolist()]
+
+
+def _shape(view: pd.DataFrame) -> tuple[list, list, list[str]]:
+    return list(view.index), list(view.columns), [str(t) for t in view.dtypes]
+
+
+def patch(g: dg.DataGrid, frame: pd.DataFrame) -> bool:
+    """Show `frame` in `g`. The same rows (ids, in the same order) and columns: only the
+    rows whose values changed are sent, each in one message, and the browser keeps its
+    scroll, sort and selection (True). Other rows: the data is replaced, the selection
+    cleared and the view starts at the top (False). No widget is made either way."""
     view = shown(frame)
-    g.selections = []
-    g.data = view
-    g.renderers = renderers(view, colours)
-    g.layout.height = height(len(view), most_rows)
+    rows, shape = _rows(view), _shape(view)
+    # what the grid was last given here; data set on the grid another way is replaced
+    last = getattr(g, "emq_shown", None)
+    if last is None or last[0] is not g._data or last[1] != shape:
+        g.selections = []
+        g.data = view
+        least = index_width(view, getattr(g, "least_index_px", 0))
+        g.base_row_header_size = least
+        g.layout.height = height(len(view), getattr(g, "most_rows", 12))
+        g.layout.width = width(view, getattr(g, "column_px", {}), least)
+        g.emq_shown = (g._data, shape, rows)
+        return False
+    changed = [
+        row
+        for row, (was, now) in enumerate(zip(last[2], rows, strict=True))
+        if was != now and not all(a == b or (a != a and b != b) for a, b in zip(was, now, strict=True))
+    ]
+    if len(changed) > PATCH_MOST:
+        # the browser redraws the whole grid for each row message: many at once freeze
+        # the page, one replacement does not (its view starts again at the top)
+        g.selections = []
+        g.data = view
+        g.emq_shown = (g._data, shape, rows)
+        return False
+    data, cols = g._data["data"], shape[1]
+    for row in changed:
+        now = rows[row]
+        for col, value in zip(cols, now, strict=True):
+            data.at[row, col] = value
+        g._notify_row_change(row, now)
+    g.emq_shown = (g._data, shape, rows)
+    return True
 
 
 def selected_rows(g: dg.DataGrid) -> list[int]:

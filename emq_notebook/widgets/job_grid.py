@@ -1,17 +1,21 @@
 """JobsView: one state of a queue as a sortable grid, a page of 100 rows at a time,
-filtered by an error or payload glob, and Reprocess / Remove on exactly the
-selected rows, each id's outcome shown.
+filtered by an error or payload glob, and the actions that apply to that state on
+exactly the selected rows, each id's outcome shown.
 
-A page is one `frames.snapshot(limit=, offset=)` call, so a 100,000-job set costs
-a page of row reads, never the set. For pending, the flat backlog comes first, then
-each lane, paged as one order. A filter is one `triage.find` (the server examines
-the set in bounded calls and sends only the matches), asked for the matches up to
-the end of the page shown and one more, to know whether a next page exists.
+A page is one `triage.find` from a place on the server (the set, the score and the
+member after the last row shown): Next reads on from the place the page ended,
+Previous from the place the page before it started, so a page costs one page of
+rows wherever it is in a 100,000-job set, and a filter never reads again from the
+start. The grid shows the ids whole. A filtered view knows how many matched so far:
+it says "at least N", and Count all walks the rest (on the server, a page at a time)
+for the whole number.
 
-Remove asks first, naming the count and the connection; its confirm removes only
-the ids the confirmation named, and asks again when the selection changed since.
-Reprocess (`admin.reprocess_jobs`, one bulk call) needs no confirmation: it moves
-dead jobs back and deletes nothing.
+The actions apply where they mean something: Reprocess on dead jobs only, Remove on
+every state but active (a job in flight belongs to its worker). Both are greyed out
+while nothing is selected and while they work; Remove always asks first, Reprocess
+above `confirm_above` jobs (`base.Confirmation`), naming the count and the
+connection, and a confirm acts only on the ids it named (the selection changed
+since: it asks again).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as w
 import pandas as pd
@@ -28,8 +33,9 @@ from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
 from ..keyspace import STATES, lane_key, queue_key
+from ..settings import Settings
 from . import grid as grids
-from .base import Panel, chip
+from .base import Confirmation, Panel, Question, chip
 
 PAGE = 100
 COLOURS = {
@@ -43,7 +49,7 @@ WIDTHS = {
     "attempts": 84,
     "failures": 84,
     "stalled": 76,
-    "at": 150,
+    "at": 190,
     "group": 84,
     "priority": 80,
     "progress": 84,
@@ -55,6 +61,13 @@ SHOWN = list(WIDTHS)
 def tally(outcome: dict[str, str]) -> str:
     """`2 reprocessed, 1 gone`: how many ids got each answer."""
     return ", ".join(f"{n} {word}" for word, n in sorted(Counter(outcome.values()).items()))
+
+
+# the states each action applies to
+REPROCESS_STATES = ("dead",)
+REMOVE_STATES = ("pending", "schedule", "dead")
+# matches Count all reads a call
+COUNT_PAGE = 1000
 
 
 class JobsView(Panel):
@@ -69,13 +82,20 @@ class JobsView(Panel):
         page: int = PAGE,
         on_open: Callable[[str], object] | None = None,
         owned: bool = False,
+        confirm_above: int = Settings.confirm_above,
     ):
         super().__init__(owned=owned)
         self.conn, self.q, self.title, self.page = conn, q, q, page
         self.on_open = on_open
+        self.confirm_above = confirm_above
+        # where each page shown so far started (None: the start); the last is this page's
+        self.starts: list[triage.Place | None] = [None]
+        self.next_place: triage.Place | None = None
         self.offset = 0
         self.total = 0
+        self.counted: int | None = None  # every match of the filter, once counted
         self.more = False
+        self.busy = False
         self.frame = _empty()
         self.state = w.ToggleButtons(options=list(STATES), value=state, style={"button_width": "90px"})
         self.state.observe(lambda _: self.first_page(), names="value")
@@ -91,62 +111,52 @@ class JobsView(Panel):
             layout=w.Layout(width="340px"),
             style={"description_width": "60px"},
         )
-        self.filter_button = w.Button(description="Filter", icon="filter")
+        self.filter_button = w.Button(description="Filter")
         self.filter_button.on_click(lambda _: self.first_page())
         self.clear_button = w.Button(description="Clear")
         self.clear_button.on_click(lambda _: self.clear_filter())
-        self.prev_button = w.Button(description="Previous", icon="chevron-left")
+        self.prev_button = w.Button(description="◀ Previous")
         self.prev_button.on_click(lambda _: self.turn(-1))
-        self.next_button = w.Button(description="Next", icon="chevron-right")
+        self.next_button = w.Button(description="Next ▶")
         self.next_button.on_click(lambda _: self.turn(+1))
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
+        self.refresh_button = w.Button(description="Refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
+        self.count_button = w.Button(
+            description="Count all",
+            tooltip="count every match on the server, a page at a time",
+            layout=w.Layout(display="none"),
+        )
+        self.count_button.on_click(lambda _: self.count_all())
         self.page_label = w.HTML()
         self.grid = grids.grid(self.frame[SHOWN], colours=COLOURS, widths=WIDTHS, most_rows=14)
         self.grid.observe(lambda _: self._show_selection(), names="selections")
         self.grid.on_cell_click(self._clicked)
         self.selection_label = w.HTML()
         self.reprocess_button = w.Button(
-            description="Reprocess selected",
-            button_style="primary",
-            icon="redo",
-            layout=w.Layout(width="auto"),
+            description="Reprocess selected", button_style="primary", layout=w.Layout(width="auto")
         )
         self.reprocess_button.on_click(lambda _: self.reprocess_selected())
         self.remove_button = w.Button(
-            description="Remove selected…", button_style="danger", icon="trash", layout=w.Layout(width="auto")
+            description="Remove selected…", button_style="danger", layout=w.Layout(width="auto")
         )
         self.remove_button.on_click(lambda _: self.ask_remove())
-        self.confirm_text = w.HTML()
-        self.confirm_remove_button = w.Button(
-            description="Confirm remove", button_style="danger", layout=w.Layout(width="auto")
-        )
-        self.confirm_remove_button.on_click(lambda _: self.remove_selected())
-        self.cancel_button = w.Button(description="Cancel")
-        self.cancel_button.on_click(lambda _: self._hide_confirm())
-        self.confirm_row = w.HBox(
-            [self.confirm_remove_button, self.cancel_button], layout=w.Layout(display="none")
-        )
-        # the ids the remove confirmation named
-        self.remove_shown: list[str] | None = None
+        self.confirmation = Confirmation(self)
         self.outcome = w.HTML()
         self.results: dict[str, str] = {}
-        self.writes(self.reprocess_button, self.remove_button, self.confirm_remove_button)
+        self.writes(self.reprocess_button, self.remove_button)
         self.children = [
             self.state,
             w.HBox([self.error_glob, self.payload_glob, self.filter_button, self.clear_button]),
             w.HBox(
-                [self.prev_button, self.next_button, self.refresh_button],
+                [self.prev_button, self.next_button, self.refresh_button, self.count_button, self.page_label],
                 layout=w.Layout(align_items="center"),
             ),
-            self.page_label,
             self.grid,
             w.HBox(
                 [self.reprocess_button, self.remove_button, self.selection_label],
                 layout=w.Layout(align_items="center"),
             ),
-            self.confirm_text,
-            self.confirm_row,
+            self.confirmation.view,
             self.outcome,
             self.status,
         ]
@@ -159,11 +169,19 @@ class JobsView(Panel):
 
     @property
     def confirming(self) -> bool:
-        """True while the remove confirmation is open (the owner's refresh waits)."""
-        return self.remove_shown is not None
+        """True while a confirmation is open (the owner's refresh waits)."""
+        return self.confirmation.open
+
+    @property
+    def confirm_text(self) -> w.HTML:
+        return self.confirmation.text
+
+    @property
+    def confirm_remove_button(self) -> w.Button:
+        return self.confirmation.confirm_button
 
     def first_page(self) -> None:
-        self.offset = 0
+        self.starts, self.offset, self.counted = [None], 0, None
         self.refresh()
 
     def clear_filter(self) -> None:
@@ -171,25 +189,51 @@ class JobsView(Panel):
         self.first_page()
 
     def turn(self, step: int) -> None:
-        self.offset = max(0, self.offset + step * self.page)
+        """The next page (from where this one ended) or the previous one (from where it began)."""
+        if step > 0 and self.more:
+            self.starts.append(self.next_place)
+            self.offset += len(self.frame)
+        elif step < 0 and len(self.starts) > 1:
+            self.starts.pop()
+            self.offset = max(0, self.offset - self.page)
         self.refresh()
 
+    def _busy(self, on: bool, what: str = "reading…") -> None:
+        self.busy = on
+        for b in (
+            self.prev_button,
+            self.next_button,
+            self.refresh_button,
+            self.filter_button,
+            self.count_button,
+        ):
+            b.disabled = on
+        if on:
+            self.page_label.value = f'<i style="color:#57606a">{html.escape(what)}</i>'
+
     def refresh(self) -> None:
-        """Read the current page again (the selection is cleared: its rows may have moved)."""
+        """Read the current page again, from where it starts (the selection is cleared:
+        its rows may have moved)."""
+        self._busy(True)
         try:
-            if self.filtering:
-                page, note = self._filtered()
-            else:
-                page, note = self._page()
+            page, note = self._read()
         except EMQError as exc:
+            self._busy(False)
             self.say(f"error: {exc}", "error")
             return
+        self._busy(False)
         self.frame = page
-        grids.refill(self.grid, page[SHOWN], COLOURS, most_rows=14)
+        grids.patch(self.grid, page[SHOWN])
+        self.grid.selections = []
         self.page_label.value = note
-        self.prev_button.disabled = self.offset == 0
+        self.prev_button.disabled = len(self.starts) <= 1
         self.next_button.disabled = not self.more
-        self._hide_confirm()
+        self.count_button.layout.display = (
+            "flex"
+            if self.filtering and self.counted is None and (self.more or len(self.starts) > 1)
+            else "none"
+        )
+        self.confirmation.cancel()
         self._show_selection()
 
     def _sizes(self) -> list[int]:
@@ -205,38 +249,72 @@ class JobsView(Panel):
             pipe.zcard(lane_key(self.q, g))
         return pipe.execute()
 
-    def _page(self) -> tuple[pd.DataFrame, str]:
-        self.total = sum(self._sizes())
-        if self.offset and self.offset >= self.total:  # the set shrank under the page
-            self.offset = max(0, (self.total - 1) // self.page * self.page)
-        page = frames.snapshot(
-            self.conn, self.q, states=(self.state.value,), limit=self.page, offset=self.offset
+    def _find(self, limit: int, after: triage.Place | None) -> pd.DataFrame:
+        return triage.find(
+            self.conn,
+            self.q,
+            state=self.state.value,
+            error=self.error_glob.value or None,
+            payload=self.payload_glob.value or None,
+            limit=limit,
+            after=after,
         )
-        self.more = self.offset + self.page < self.total
-        first, last = self.offset + 1, min(self.offset + self.page, self.total)
-        state = self.state.value
-        if not self.total:
-            return page, f"no {state} jobs"
-        return page, f"rows {first:,}–{last:,} of {self.total:,} {state}"
 
-    def _filtered(self) -> tuple[pd.DataFrame, str]:
-        error = self.error_glob.value or None
-        payload = self.payload_glob.value or None
+    def _read(self) -> tuple[pd.DataFrame, str]:
         state = self.state.value
-        want = self.offset + self.page
-        found = triage.find(self.conn, self.q, state=state, error=error, payload=payload, limit=want + 1)
-        self.more = len(found) > want
-        page = found.iloc[self.offset : want]
+        page = self._find(self.page, self.starts[-1])
+        self.next_place = page.attrs.get("next")
+        # one match past the page says whether a next page exists (its row is not kept)
+        self.more = self.next_place is not None and len(self._find(1, self.next_place)) > 0
+        first, last = self.offset + 1, self.offset + len(page)
+        if not self.filtering:
+            self.total = sum(self._sizes())
+            if not self.total:
+                return page, f"no {state} jobs"
+            if page.empty:
+                return page, f"no more {state} jobs (of {self.total:,})"
+            return page, f"rows {first:,}–{last:,} of {self.total:,} {state}"
         if page.empty:
             return page, f"no {state} job matches · searched on the server"
-        first, last = self.offset + 1, self.offset + len(page)
-        more = " and more" if self.more else ""
-        return page, f"matches {first:,}–{last:,}{more} · found on the server"
+        if self.counted is not None:
+            total = f" of {self.counted:,}"
+        elif self.more:
+            total = f" of at least {last + 1:,}"
+        else:
+            total = f" of {last:,}"
+        return page, f"matches {first:,}–{last:,}{total} · found on the server"
+
+    def count_all(self) -> int | None:
+        """Count every match of the filter on the server, a page at a time (rows are read
+        and dropped), and say it."""
+        self._busy(True, "counting every match on the server…")
+        n, after = 0, None
+        try:
+            while True:
+                found = self._find(COUNT_PAGE, after)
+                n += len(found)
+                after = found.attrs.get("next")
+                if len(found) < COUNT_PAGE or after is None:
+                    break
+                self.page_label.value = f'<i style="color:#57606a">counting… {n:,} so far</i>'
+        except EMQError as exc:
+            self._busy(False)
+            self.say(f"error: {exc}", "error")
+            return None
+        self._busy(False)
+        self.counted = n
+        self.refresh()
+        return n
 
     def _show_selection(self) -> None:
         ids = self.selected()
+        state = self.state.value
+        self.reprocess_button.layout.display = "flex" if state in REPROCESS_STATES else "none"
+        self.remove_button.layout.display = "flex" if state in REMOVE_STATES else "none"
+        off = not ids or self.read_only or self.busy
+        self.reprocess_button.disabled = self.remove_button.disabled = off
         self.selection_label.value = (
-            chip(f"{len(ids)} selected", colour="pending")
+            chip(f"{len(ids):,} selected", colour="pending")
             if ids
             else "<small>select rows (Ctrl/Shift-click for more)</small>"
         )
@@ -269,20 +347,48 @@ class JobsView(Panel):
             f'<table class="emq"><tr><th>id</th><th>outcome</th></tr>{rows}</table>' if outcome else ""
         )
 
+    def _question(self, doing: str, ids: list[str], act: Callable[[list[str]], Any], **kw: Any) -> Question:
+        def changed() -> tuple[Question, str] | None:
+            now = self.selected()
+            if now == ids:
+                return None
+            return self._question(doing, now, act, **kw), "The selection changed. "
+
+        sample = ", ".join(printable(i) for i in ids[:3]) + (", …" if len(ids) > 3 else "")
+        return Question(
+            doing,
+            len(ids),
+            f"selected {self.state.value} jobs of {self.q} ({sample})",
+            lambda n: act(ids),
+            changed=changed,
+            **kw,
+        )
+
+    def _act(self, verb: Callable[..., dict[str, str]], ids: list[str]) -> dict[str, str] | None:
+        self.reprocess_button.disabled = self.remove_button.disabled = True
+        try:
+            outcome = self.attempt(verb, self.conn, self.q, ids, done=lambda r: tally(r))
+        finally:
+            self._show_selection()
+        if not isinstance(outcome, dict):
+            return None
+        self.refresh()
+        self._show_outcome(outcome)
+        return outcome
+
     def reprocess_selected(self) -> dict[str, str] | None:
-        """Dead -> pending for exactly the selected ids: `{id: "reprocessed" | "gone" | "not_dead"}`."""
+        """Dead -> pending for exactly the selected ids: `{id: "reprocessed" | "gone" |
+        "not_dead"}`; above `confirm_above` it asks first (answers None then)."""
         if not self.writable("reprocess"):
             return None
         ids = self.selected()
         if not ids:
             self.say("select the rows to reprocess first", "refused")
             return None
-        outcome = self.attempt(admin.reprocess_jobs, self.conn, self.q, ids, done=lambda r: tally(r))
-        if not isinstance(outcome, dict):
-            return None
-        self.refresh()
-        self._show_outcome(outcome)
-        return outcome
+        question = self._question(
+            "Reprocess", ids, lambda chosen: self._act(admin.reprocess_jobs, chosen), note="Each runs again."
+        )
+        return self.confirmation.guard(question, self.confirm_above)
 
     def ask_remove(self) -> None:
         """State how many selected jobs a remove would delete, and show Confirm."""
@@ -292,41 +398,20 @@ class JobsView(Panel):
         if not ids:
             self.say("select the rows to remove first", "refused")
             return
-        self._ask_remove(ids)
-
-    def _ask_remove(self, ids: list[str], again: str = "") -> None:
-        self.remove_shown = ids
-        sample = ", ".join(html.escape(printable(i)) for i in ids[:5]) + (" …" if len(ids) > 5 else "")
-        self.confirm_text.value = (
-            f"{again}Remove <b>{len(ids):,}</b> selected jobs from <b>{self.q}</b> "
-            f"({sample}): their rows and logs are deleted.<br>"
-            f"<small>{html.escape(self.connection_line())}</small>"
+        self.confirmation.ask(
+            self._question(
+                "Remove",
+                ids,
+                lambda chosen: self._act(admin.remove_jobs, chosen),
+                note="Their rows and logs are deleted.",
+                always=True,
+            )
         )
-        self.confirm_row.layout.display = "flex"
-
-    def _hide_confirm(self) -> None:
-        self.remove_shown = None
-        self.confirm_text.value = ""
-        self.confirm_row.layout.display = "none"
 
     def remove_selected(self) -> dict[str, str] | None:
-        """Remove exactly the ids the confirmation named; when the selection changed since,
-        name the new ones and wait for another confirm (nothing removed)."""
-        if not self.writable("remove"):
-            return None
-        ids, shown = self.selected(), self.remove_shown
-        if shown is None or ids != shown:
-            if ids:
-                self._ask_remove(ids, again="The selection changed. ")
-            self.say("not removed: confirm the selection shown", "refused")
-            return None
-        self._hide_confirm()
-        outcome = self.attempt(admin.remove_jobs, self.conn, self.q, ids, done=lambda r: tally(r))
-        if not isinstance(outcome, dict):
-            return None
-        self.refresh()
-        self._show_outcome(outcome)
-        return outcome
+        """Confirm the open remove question: removes exactly the ids it named; when the
+        selection changed since, it names the new ones and waits for another confirm."""
+        return self.confirmation.confirm()
 
 
 def _empty() -> pd.DataFrame:

@@ -19,6 +19,17 @@ from ..connector import Connection
 from ..decoding import printable
 from ..errors import BadInput, EMQError, Gone
 from .base import Panel, table
+from .values import when
+
+
+def _readable(field: str, value: str) -> str:
+    """A row's field as an operator reads it: a time (`..._at`, epoch ms) in the viewer's
+    zone with the ms it holds, a whole number with separators, the rest as it is."""
+    if field.endswith("_at") and value and value.isdigit():
+        return f"{when(int(value))} ({value})"
+    if value.isdigit() and len(value) > 3:
+        return f"{int(value):,}"
+    return value
 
 
 def _checked_json(text: str) -> str:
@@ -58,7 +69,7 @@ class JobPanel(Panel):
         self.shown_payload: str | None = None
         self.row: dict[str, str] | None = None
         self.children = [
-            w.HTML(f"<b>job {job_id}</b> in <b>{q}</b>"),
+            w.HTML(f"<b>job {html.escape(printable(job_id))}</b> in <b>{html.escape(printable(q))}</b>"),
             self.row_view,
             self.payload,
             self.update_button,
@@ -94,7 +105,7 @@ class JobPanel(Panel):
             return
         self.row = row
         self.row_view.value = table(
-            {k: v for k, v in sorted(row.items()) if k != "payload"}, ("field", "value")
+            {k: _readable(k, v) for k, v in sorted(row.items()) if k != "payload"}, ("field", "value")
         )
         self.shown_payload = self.payload.value = printable(row.get("payload", ""))
         self.logs_view.value = (

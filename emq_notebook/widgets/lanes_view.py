@@ -34,9 +34,9 @@ class LanesView(Panel):
         self.grid = grids.grid(_lanes_frame({}), colours=LANE_COLOURS, index_px=160)
         self.grid.on_cell_click(self._clicked)
         self.lane = w.Dropdown(options=[], description="lane")
-        self.pause_button = w.Button(description="Pause lane", icon="pause")
+        self.pause_button = w.Button(description="Pause lane")
         self.pause_button.on_click(lambda _: self.pause())
-        self.resume_button = w.Button(description="Resume lane", icon="play")
+        self.resume_button = w.Button(description="Resume lane")
         self.resume_button.on_click(lambda _: self.resume())
         self.limit = w.BoundedIntText(
             value=1, min=1, max=1_000_000, description="limit", layout=w.Layout(width="180px")
@@ -62,7 +62,7 @@ class LanesView(Panel):
         frame = _lanes_frame(found)
         if not frame.equals(self.frame):
             self.frame = frame
-            grids.refill(self.grid, frame, LANE_COLOURS)
+            grids.patch(self.grid, frame)
         keep = self.lane.value
         self.lane.options = list(frame.index)
         if keep in frame.index:
@@ -127,7 +127,7 @@ class RepeatablesView(Panel):
         )
         self.grid.on_cell_click(self._clicked)
         self.name = w.Dropdown(options=[], description="repeatable")
-        self.run_button = w.Button(description="Run now", icon="forward")
+        self.run_button = w.Button(description="Run now")
         self.run_button.on_click(lambda _: self.run_now())
         self.summary = w.HTML()
         self.writes(self.run_button)
@@ -143,7 +143,7 @@ class RepeatablesView(Panel):
         frame = _repeat_frame(found)
         if not frame.equals(self.frame):
             self.frame = frame
-            grids.refill(self.grid, frame)
+            grids.patch(self.grid, frame)
         keep = self.name.value
         self.name.options = list(frame.index)
         if keep in frame.index:

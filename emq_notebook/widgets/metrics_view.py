@@ -14,11 +14,9 @@ from __future__ import annotations
 import base64
 import html
 import io
-import time
 from typing import Any
 
 import ipywidgets as w
-import redis
 from matplotlib.figure import Figure
 
 from .. import frames, plots
@@ -27,7 +25,7 @@ from ..connector import Connection
 from ..errors import EMQError
 from ..health import ms_text
 from .base import Panel, interval, table
-from .refresher import Refresher
+from .values import clock, zone
 
 
 def png(fig: Figure) -> str:
@@ -60,11 +58,11 @@ class MetricsView(Panel):
         self.out = w.Output()
         self.refreshed = w.HTML("<i>not refreshed yet</i>")
         self.numbers = w.HTML()
-        self.stop_button = w.Button(description="Stop", icon="stop")
+        self.stop_button = w.Button(description="Stop")
         self.stop_button.on_click(lambda _: self.toggle())
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
+        self.refresh_button = w.Button(description="Refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
-        self._refresher = Refresher(f"emq-metrics-{q}", self.refresh_every, self.refresh, self._failed)
+        self.every(self.refresh_every, f"emq-metrics-{q}")
         self.children = [
             w.HTML(f"<b>metrics of {html.escape(q)}</b> · last {html.escape(since)}"),
             w.HBox([self.stop_button, self.refresh_button, self.refreshed]),
@@ -77,11 +75,7 @@ class MetricsView(Panel):
         if auto:
             self.start()
         else:
-            self._show_state()
-
-    @property
-    def running(self) -> bool:
-        return self._refresher.running
+            self.show_running()
 
     # -- reading ------------------------------------------------------------------
     def refresh(self) -> None:
@@ -89,12 +83,12 @@ class MetricsView(Panel):
         in the status, and the refresh keeps trying."""
         try:
             figs = [
-                plots.throughput(self.conn, self.q, since=self.since),
-                plots.latency(self.conn, self.q, since=self.since),
+                plots.throughput(self.conn, self.q, since=self.since, tz=zone()),
+                plots.latency(self.conn, self.q, since=self.since, tz=zone()),
             ]
             m = frames.metrics(self.conn, self.q, since_ms=duration_ms(self.since, "since"))
             lat = frames.latency(self.conn, self.q, since_ms=duration_ms(self.since, "since"))
-        except (EMQError, redis.RedisError) as exc:
+        except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
         self.images = [(self._title(f), png(f)) for f in figs]
@@ -111,20 +105,18 @@ class MetricsView(Panel):
         }
         self.numbers.value = table(self.summary, (f"last {self.since}", ""))
         self.refreshes += 1
-        self.refreshed_at = time.strftime("%H:%M:%S UTC", time.gmtime())
-        self._show_state()
+        self.refreshed_at = clock()
+        self.show_running()
 
     @staticmethod
     def _title(fig: Figure) -> str:
         return fig.get_suptitle() or fig.axes[0].get_title()
 
-    def _show_state(self) -> None:
+    def show_running(self) -> None:
+        self.stop_button.description = "Stop" if self.running else "Start"
         when = f"last refreshed {self.refreshed_at}" if self.refreshed_at else "not refreshed yet"
         how = f"every {self.refresh_every:g}s" if self.running else "stopped"
         self.refreshed.value = f"<small>{when} · {how}</small>"
-
-    def _failed(self, exc: Exception) -> None:
-        self.say(f"error: {type(exc).__name__}: {exc}", "error")
 
     def facts(self) -> list[tuple[str, object]]:
         return [
@@ -141,20 +133,3 @@ class MetricsView(Panel):
             for t, d in self.images
         )
         return super().static_html().removesuffix("</div>") + imgs + "</div>"
-
-    # -- the refresh thread -----------------------------------------------------------
-    def start(self) -> None:
-        self._refresher.start()
-        self.stop_button.description, self.stop_button.icon = "Stop", "stop"
-        self._show_state()
-
-    def stop(self) -> None:
-        self.stop_threads()
-        self.stop_button.description, self.stop_button.icon = "Start", "play"
-        self._show_state()
-
-    def toggle(self) -> None:
-        self.stop() if self.running else self.start()
-
-    def stop_threads(self) -> None:
-        self._refresher.stop()

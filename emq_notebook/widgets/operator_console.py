@@ -128,7 +128,7 @@ class OperatorConsole(Panel):
         self.verb = w.Dropdown(options=list(VERBS), value="pause", description="verb")
         self.state = w.Dropdown(options=list(STATES), value="running · job pending", description="state")
         self.about = w.HTML()
-        self.try_button = w.Button(description="Try it", button_style="primary", icon="play")
+        self.try_button = w.Button(description="Try it", button_style="primary")
         self.try_button.on_click(lambda _: self.try_it())
         self.reply = w.HTML()
         self.changes = w.HTML()

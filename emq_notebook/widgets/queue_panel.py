@@ -14,14 +14,12 @@ import html
 
 import ipywidgets as w
 import pandas as pd
-import redis
 
-from .. import admin, frames
+from .. import admin, defaults, frames
 from ..connector import Connection
 from ..errors import EMQError, UnknownQueue
 from ..keyspace import STATES
 from .base import Panel, chips, interval, table
-from .refresher import Refresher
 
 
 class QueuePanel(Panel):
@@ -34,15 +32,13 @@ class QueuePanel(Panel):
         super().__init__(owned=owned)
         self.conn, self.q, self.title = conn, q, q
         self.refresh_every = interval(refresh_every)
-        self.refresher = Refresher(
-            f"emq-refresh-{q}", self.refresh_every, self.refresh, self._auto_failed, stop_on_error=True
-        )
+        self.every(self.refresh_every, f"emq-refresh-{q}", stop_on_error=True)
         self.snapshot: dict = {}
         self.paused = False
         self.counts = w.HTML()
-        self.pause_button = w.Button(description="Pause", icon="pause")
+        self.pause_button = w.Button(description="Pause")
         self.pause_button.on_click(lambda _: self.toggle_pause())
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
+        self.refresh_button = w.Button(description="Refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
         self.auto = w.ToggleButton(description=f"Auto-refresh {self.refresh_every:g}s", value=False)
         self.auto.observe(lambda ch: self._auto(ch["new"]), names="value")
@@ -55,7 +51,7 @@ class QueuePanel(Panel):
             indent=False,
             layout=w.Layout(width="auto", margin="0 0 0 12px"),
         )
-        self.drain_button = w.Button(description="Drain…", icon="trash")
+        self.drain_button = w.Button(description="Drain…")
         self.drain_button.on_click(lambda _: self.ask_drain())
         self.confirm_drain_button = w.Button(description="Confirm drain", button_style="warning")
         self.confirm_drain_button.on_click(lambda _: self.drain())
@@ -76,10 +72,10 @@ class QueuePanel(Panel):
             indent=False,
             layout=w.Layout(width="auto", margin="0 12px"),
         )
-        self.budget = w.BoundedIntText(value=admin.DEFAULT_BUDGET, min=1, max=1_000_000, description="budget")
-        self.obliterate_button = w.Button(
-            description="Obliterate", button_style="danger", icon="bomb", disabled=True
+        self.budget = w.BoundedIntText(
+            value=defaults.DEFAULT_BUDGET, min=1, max=defaults.MAX_BUDGET, description="budget"
         )
+        self.obliterate_button = w.Button(description="Obliterate", button_style="danger", disabled=True)
         self.obliterate_button.on_click(lambda _: self.obliterate())
         self.obliterate_text = w.HTML()
         # the job count the obliterate line stated when the gate opened
@@ -106,6 +102,11 @@ class QueuePanel(Panel):
         if auto:
             self.auto.value = True
 
+    @property
+    def confirming(self) -> bool:
+        """True while the drain question or the obliterate gate is open."""
+        return self.drain_shown is not None or self.obliterate_shown is not None
+
     # -- reading ----------------------------------------------------------------
     def refresh(self, counts: pd.DataFrame | None = None) -> None:
         """Read the counts again (or take this queue's row of `counts`, read already by
@@ -117,7 +118,7 @@ class QueuePanel(Panel):
             row = counts.loc[self.q].to_dict()
         except UnknownQueue:  # no key yet, or none left (obliterated): nothing to count
             row = {**dict.fromkeys(STATES, 0), "paused": False, "lanes": 0, "repeatables": 0}
-        except (EMQError, redis.RedisError) as exc:
+        except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
         self.paused = bool(row.pop("paused"))
@@ -130,11 +131,10 @@ class QueuePanel(Panel):
                 + f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
             )
         self.pause_button.description = "Resume" if self.paused else "Pause"
-        self.pause_button.icon = "play" if self.paused else "pause"
         self._gate_obliterate()
 
     def facts(self) -> list[tuple[str, object]]:
-        auto = f"every {self.refresh_every:g}s" if self.refresher.running else "off"
+        auto = f"every {self.refresh_every:g}s" if self.running else "off"
         return [("queue", self.q), ("state", "paused" if self.paused else "running"), ("auto-refresh", auto)]
 
     def _gate_obliterate(self) -> None:
@@ -164,17 +164,12 @@ class QueuePanel(Panel):
 
     # -- the auto-refresh thread ---------------------------------------------------
     def _auto(self, on: bool) -> None:
-        self.stop_threads()
-        if on:
-            self.refresher.start()
+        if on != self.running:
+            self.start() if on else self.stop()
 
-    def _auto_failed(self, exc: Exception) -> None:
-        """A refresh failed: said in the status (never printed into a cell), the toggle off."""
-        self.say(f"auto-refresh stopped: {type(exc).__name__}: {exc}", "error")
-        self.auto.value = False
-
-    def stop_threads(self) -> None:
-        self.refresher.stop()
+    def show_running(self) -> None:
+        # the toggle follows the thread (a refresh that stopped on an error turns it off)
+        self.auto.value = self.running
 
     def close(self) -> None:
         self.auto.value = False

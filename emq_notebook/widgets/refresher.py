@@ -10,7 +10,8 @@ a line in the panel's status, and the next tick tries again), or, with
 panel's toggle off: a stop from inside the thread does not wait for itself).
 
 Every panel that refreshes by itself (QueuePanel, Dashboard, MetricsView,
-HealthView) owns one of these: the one refresh loop of the package.
+HealthView) holds one of these through `Panel.every`: the one refresh loop of
+the package.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ class Refresher:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """True from `start()` until `stop()` or an error that stops it (its `on_error`
+        already sees it stopped)."""
+        stop, thread = self._stop, self._thread
+        return stop is not None and not stop.is_set() and thread is not None and thread.is_alive()
 
     def start(self) -> None:
         self.stop()
@@ -47,11 +51,12 @@ class Refresher:
                 try:
                     self.tick()
                 except Exception as exc:  # shown by the panel, never printed into a cell
-                    self.on_error(exc)
                     if self.stop_on_error:
                         stop.set()
                         if self._stop is stop:
                             self._stop = None
+                    self.on_error(exc)
+                    if self.stop_on_error:
                         return
 
         self._thread = threading.Thread(target=loop, daemon=True, name=self.name)
