@@ -323,9 +323,13 @@ def report_lines(frame: pd.DataFrame) -> list[str]:
 
 
 def ago(seconds: float) -> str:
-    """A duration as an operator says it: 40 s, 7 min, 5 h, 3 d."""
+    """A duration as an operator says it: under a minute, 7 min, 5 h, 3 d. Never in
+    seconds: a sentence that changed every second would redraw every row of a live
+    overview on every refresh."""
+    if seconds < 60:
+        return "under a minute"
     if seconds < 90:
-        return f"{seconds:.0f} s"
+        return "1 min"
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
     if seconds < 48 * 3600:
