@@ -579,7 +579,8 @@ class Record:
             _written.setdefault(self.conn.label, set()).add(self.queue)
 
     def joined(self, call: Callable[[], Any]) -> Any:
-        """Run `call`, a verb whose one transition never refuses, with its entry in ONE
+        """Run `call`, a verb whose one transition never refuses and whose answer does
+        not come from its reply (pause, resume, lane-set answer None), with its entry in ONE
         MULTI/EXEC: the transition and the `done` entry both happen or neither (one
         round trip, where `write` after the reply is a second).
 
@@ -616,7 +617,6 @@ class Record:
                 self._noted()
             fault = next((r for r in replies if isinstance(r, BaseException)), None)
             if fault is None:
-                self.result = replies[0] if len(replies) == 1 else replies
                 return self.result
             if self.entry is not None:
                 with contextlib.suppress(EMQError, redis.RedisError):
@@ -630,12 +630,14 @@ class Record:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def touch(count: int, ids: Iterable[str] = ()) -> None:
+def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
     """Say what the call being recorded touched, from inside it (a verb whose answer
-    does not say it: `obliterate_all` answers its calls). Outside a record: nothing."""
+    does not say it: `obliterate_all` answers its calls). `count` may be a function,
+    called only inside a record (a count that reads the server is read only then).
+    Outside a record: nothing."""
     rec = _open.get()
     if rec is not None:
-        rec.touch(count, ids)
+        rec.touch(count() if callable(count) else count, ids)
 
 
 def append(conn: Connection, queue: str, fields: Mapping[str, str], keep: int = KEEP) -> str:
@@ -748,6 +750,17 @@ def streams(conn: Connection, *, rescan: bool = False) -> list[str]:
     with _written_lock:
         written = set(_written.get(conn.label, ()))
     return sorted(kept[1] | written)
+
+
+def written(conn: Connection, *also: str) -> list[str]:
+    """The queues this process wrote audit entries to on `conn`'s server, and `also`."""
+    with _written_lock:
+        return sorted(set(_written.get(conn.label, ())) | set(also))
+
+
+def entry_order(entry: str) -> tuple[int, int]:
+    """A stream entry id as a sortable pair (milliseconds, sequence)."""
+    return _entry_order(entry)
 
 
 def _server_ms(conn: Connection) -> int:

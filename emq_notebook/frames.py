@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .audit import read as _read_audit
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput, EMQError, UnknownQueue
@@ -423,3 +424,15 @@ def health(
     from . import health as _health
 
     return _health.health(conn, queues, now_ms=now_ms, counts=counts)
+
+
+def audit(
+    conn: Connection, queue: str | None = None, *, since_ms: int | None = None, limit: int = 1000
+) -> pd.DataFrame:
+    """The audit trail (SPEC 12): who did what to which queue, when, why, and what came
+    of it, newest first: `time`, `queue`, `verb`, `outcome`, `count`, `who`, `env`,
+    `conn`, `surface`, `reason`, `args`, `ids` (then `notebook`, `acl_user`,
+    `ids_digest`, `entry`). One queue's, or every queue's with a stream (obliterated
+    ones too); the last `since_ms` ms by the server's clock; at most `limit` entries.
+    Reads only (`audit.read`)."""
+    return _read_audit(conn, queue, since_ms=since_ms, limit=limit)
