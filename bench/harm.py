@@ -41,9 +41,9 @@ from typing import Any
 
 import redis
 from common import Pinger, connect, payload, server
+from emq_notebook.commands import Session, execute
 
 from emq_notebook import admin, frames, jobs, scripts, triage
-from emq_notebook.commands import Session, execute
 from emq_notebook.completion import Completer
 from emq_notebook.errors import BadInput, EMQError
 from emq_notebook.grammar import parse
