@@ -37,16 +37,16 @@ def audit_table(entries: pd.DataFrame) -> str:
     if entries.empty:
         return "<i>no audit entry</i>"
     rows = []
-    for r in entries.itertuples(index=False):
+    for r in entries.to_dict("records"):
         cells = [
-            html.escape(r.time.strftime("%Y-%m-%d %H:%M:%S")),
-            html.escape(visible(r.queue)),
-            html.escape(visible(r.verb)),
-            _outcome(r.outcome),
-            "" if pd.isna(r.count) else f"{int(r.count):,}",
-            html.escape(visible(r.who)),
-            html.escape(visible(r.surface)),
-            html.escape(visible(r.reason)),
+            html.escape(f"{r['time']:%Y-%m-%d %H:%M:%S}"),
+            html.escape(visible(r["queue"])),
+            html.escape(visible(r["verb"])),
+            _outcome(r["outcome"]),
+            "" if pd.isna(r["count"]) else f"{int(r['count']):,}",
+            html.escape(visible(r["who"])),
+            html.escape(visible(r["surface"])),
+            html.escape(visible(r["reason"])),
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in _HEAD)
