@@ -159,6 +159,7 @@ def obliterate_all(
     on the first call, before anything is deleted. Recorded as one `obliterate`
     entry whose count is the jobs the queue held when it began.
     """
+    check_budget(budget)
     audit.touch(lambda: job_count(conn, q))
     calls = 0
     while True:

@@ -5,7 +5,7 @@ Every operator write leaves one entry on the server, in the queue's stream
 queue's cluster slot, and outside its footprint `emq:{q}:*`, so the record of an
 obliterate survives it. The entry is appended after the transition, beside it, by
 `XADD emq:audit:{q} MAXLEN ~ <keep> * field value ...` (the stream id is the server
-time); the seed's scripts keep their exact writes.
+time); the transition scripts keep their exact writes.
 
 One recorder writes every entry: `recorded(conn, verb, queue, ...)` (a context
 manager) or `audited(verb)` (a decorator of a domain verb whose first parameters
@@ -21,7 +21,9 @@ are `conn` and the queue). It works out
   `reason`. Everything but `acl_user` (the server's `ACL WHOAMI`) is what the
   client says of itself.
 
-What writes nothing: a read (only writing verbs are recorded), a dry run
+What writes nothing: a request refused as malformed before any I/O (`BadInput`,
+`UsageProblem`, `InvalidName`: nothing was attempted, and nothing is sent), a read
+(only writing verbs are recorded), a dry run
 (`dry_run=True`), a read-only session (`conn.read_only`), a call nested in another
 recorded call (the outermost records, once: `obliterate_all` is one entry, not one
 per call of `obliterate`), and a queue name the gate refuses (no key can name it; the
@@ -441,6 +443,13 @@ def options(conn: Connection, args: Mapping[str, Any] | None) -> str:
     return json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def _unsent(exc: BaseException | None) -> bool:
+    """True for a request the verb refused as malformed before any I/O (`BadInput`,
+    `UsageProblem`, `InvalidName`: an `EMQError` that is a `ValueError`): nothing was
+    attempted, so nothing is recorded, and nothing at all is sent."""
+    return isinstance(exc, EMQError) and isinstance(exc, ValueError)
+
+
 def outcome_of(exc: BaseException | None) -> str:
     """`done`, `refused:<reason>`, `unknown` (a wire fault or an interrupt: the call may
     or may not have run) or `error`."""
@@ -524,6 +533,8 @@ class Record:
             return False
         assert self._token is not None
         _open.reset(self._token)
+        if _unsent(exc):
+            return False
         try:
             if not self.settled:
                 self.entry = self.write(exc)
@@ -625,6 +636,9 @@ class Record:
             if attempt == 1 and isinstance(fault.__cause__, redis.exceptions.NoScriptError):
                 self.conn._loaded.clear()
                 self.conn.load_scripts(pipe.scripts())
+                continue
+            if attempt == 1 and "Function not found" in str(fault.__cause__):
+                self.conn._library_ready = False  # the library is loaded again as it is queued
                 continue
             raise fault
         raise AssertionError("unreachable")  # pragma: no cover

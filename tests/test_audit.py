@@ -150,11 +150,20 @@ def test_a_refusal_is_recorded_with_its_reason_and_nothing_touched(conn):
 
 
 def test_an_error_is_recorded_as_error_with_its_count_unknown(conn):
+    conn.client.set("emq:{mailers}:meta", "not a hash")  # the transition's HSET fails
+    with pytest.raises(emq.EMQError, match="server error in pause"):
+        pause(conn, Q)  # its `done` entry, sent in the same MULTI/EXEC, is taken back
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"], entry["count"]) == ("pause", "error", "")
+    assert audit.read(conn, Q)["count"].isna().all()
+
+
+def test_a_malformed_request_is_refused_before_any_io_and_not_recorded(conn):
     with pytest.raises(BadInput):
         remove_jobs(conn, Q, ["a"], budget=0)
-    [entry] = raw(conn)
-    assert (entry["outcome"], entry["count"]) == ("error", "")
-    assert audit.read(conn, Q)["count"].isna().all()
+    with pytest.raises(BadInput):
+        admin.drain(conn, Q, budget=10**9)
+    assert conn.client.exists(audit_key(Q)) == 0
 
 
 def _cut(conn: emq.Connection, monkeypatch, *, ran: bool) -> None:
