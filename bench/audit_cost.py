@@ -1,11 +1,15 @@
-"""What the audit trail costs an operator verb: the verb through the recorder (its
-transition, then one `XADD emq:audit:{q} MAXLEN ~` beside it) against the same verb
-called bare, side by side on one server, alternating the two sides in one run.
+"""What the audit trail costs an operator verb: the verb as declared (recorded) against
+the same function bare (`fn.__wrapped__`), side by side on one server, alternating the
+two sides in one run. pause and resume never refuse: their transition and their entry
+go in one MULTI/EXEC (one round trip). A verb that may refuse writes its entry after
+the reply (`XADD emq:audit:{q} MAXLEN ~`, a second round trip): its outcome is not
+known before, and a `done` is never written for a call that refused.
 
     python bench/audit_cost.py [--jobs 2000]    # last line: the worst single-verb ratio
 
 Three verbs, as an operator runs them:
-- pause then resume (a pair of one-call verbs that never refuse): two entries a pair;
+- pause then resume (a pair of one-call verbs that never refuse): two entries a pair,
+  each in its transition's MULTI/EXEC;
 - a single-job remove (`jobs.remove_job`, one call, may refuse): one entry;
 - a bulk reprocess of 500 dead jobs (`admin.reprocess_jobs`, budget 100: five calls):
   ONE entry a call of the verb, holding the first 100 ids and a digest of all.
@@ -30,10 +34,11 @@ CHUNK = 50
 BULK = 500
 BULK_BUDGET = 100
 
-pause = audit.audited("pause")(admin.pause)
-resume = audit.audited("resume")(admin.resume)
-remove_job = audit.audited("remove", job="job_id")(jobs.remove_job)
-reprocess_jobs = audit.audited("reprocess")(admin.reprocess_jobs)
+# the verbs as declared (recorded), and bare (the function the recorder wraps)
+pause, bare_pause = admin.pause, admin.pause.__wrapped__
+resume, bare_resume = admin.resume, admin.resume.__wrapped__
+remove_job, bare_remove_job = jobs.remove_job, jobs.remove_job.__wrapped__
+reprocess_jobs, bare_reprocess_jobs = admin.reprocess_jobs, admin.reprocess_jobs.__wrapped__
 
 
 def timed(calls: Callable[[int], None], n: int) -> float:
@@ -91,17 +96,17 @@ def main() -> None:
         figures: dict[str, list[tuple[float, float]]] = {k: [] for k in ratios}
         for _ in range(a.repeat):
             conn.client.flushall()
-            w, b = alternate(pauses(conn, pause, resume), pauses(conn, admin.pause, admin.resume), a.jobs)
+            w, b = alternate(pauses(conn, pause, resume), pauses(conn, bare_pause, bare_resume), a.jobs)
             figures["pause/resume"].append((w, b))
             assert conn.client.xlen(audit_key("ops")) > 0
             conn.client.flushall()
             fill(conn, "ops", 4 * a.jobs + 4 * CHUNK)
             ids = conn.client.zrange(queue_key("ops", "pending"), 0, -1)
-            w, b = alternate(removes(conn, remove_job, ids), removes(conn, jobs.remove_job, ids), a.jobs)
+            w, b = alternate(removes(conn, remove_job, ids), removes(conn, bare_remove_job, ids), a.jobs)
             figures["remove one job"].append((w, b))
         bulk_runs = []
         for _ in range(a.repeat):
-            (w, entries), (b, none) = bulk(conn, reprocess_jobs), bulk(conn, admin.reprocess_jobs)
+            (w, entries), (b, none) = bulk(conn, reprocess_jobs), bulk(conn, bare_reprocess_jobs)
             assert (entries, none) == (1, 0)
             bulk_runs.append((w, b))
     print(

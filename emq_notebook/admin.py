@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from . import checks
+from . import audit, checks
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
@@ -41,6 +41,7 @@ def check_budget(budget: object, what: str = "budget") -> int:
     changes="HSET emq:{q}:meta paused 1; publishes `paused`",
     replies="None — paused field set; the pending backlog is untouched",
     native="none, a script only; EMQ.CLAIM reads the same paused field",
+    sure=True,
 )
 def pause(conn: Connection, q: str) -> None:
     """Close the claim gate: HSET meta paused 1. No set moves; idempotent; never refuses."""
@@ -55,6 +56,7 @@ def pause(conn: Connection, q: str) -> None:
     changes="HDEL emq:{q}:meta paused; publishes `resumed`",
     replies="None — a later claim serves the head of pending",
     native="none, a script only",
+    sure=True,
 )
 def resume(conn: Connection, q: str) -> None:
     """Open the claim gate: HDEL meta paused. Idempotent; never refuses."""
@@ -143,6 +145,7 @@ def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFA
     )
 
 
+@contract("obliterate", writes=True)
 def obliterate_all(
     conn: Connection,
     q: str,
@@ -153,8 +156,11 @@ def obliterate_all(
     """Loop `obliterate` until `"ok"`; answers the number of calls.
 
     `progress(calls, jobs_left)` after each `"more"`. Refuses as `obliterate` does,
-    on the first call, before anything is deleted.
+    on the first call, before anything is deleted. Recorded as one `obliterate`
+    entry whose count is the jobs the queue held when it began.
     """
+    check_budget(budget)
+    audit.touch(lambda: job_count(conn, q))
     calls = 0
     while True:
         calls += 1

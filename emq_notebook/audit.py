@@ -5,7 +5,7 @@ Every operator write leaves one entry on the server, in the queue's stream
 queue's cluster slot, and outside its footprint `emq:{q}:*`, so the record of an
 obliterate survives it. The entry is appended after the transition, beside it, by
 `XADD emq:audit:{q} MAXLEN ~ <keep> * field value ...` (the stream id is the server
-time); the EchoMQ scripts keep their exact writes.
+time); the transition scripts keep their exact writes.
 
 One recorder writes every entry: `recorded(conn, verb, queue, ...)` (a context
 manager) or `audited(verb)` (a decorator of a domain verb whose first parameters
@@ -21,7 +21,9 @@ are `conn` and the queue). It works out
   `reason`. Everything but `acl_user` (the server's `ACL WHOAMI`) is what the
   client says of itself.
 
-What writes nothing: a read (only writing verbs are recorded), a dry run
+What writes nothing: a request refused as malformed before any I/O (`BadInput`,
+`UsageProblem`, `InvalidName`: nothing was attempted, and nothing is sent), a read
+(only writing verbs are recorded), a dry run
 (`dry_run=True`), a read-only session (`conn.read_only`), a call nested in another
 recorded call (the outermost records, once: `obliterate_all` is one entry, not one
 per call of `obliterate`), and a queue name the gate refuses (no key can name it; the
@@ -59,6 +61,7 @@ import pandas as pd
 
 from .checks import whole
 from .decoding import printable
+from .defaults import AUDIT_KEEP
 from .errors import EMQError, Halted, InvalidName, Refused, WireError
 from .keyspace import AUDIT_MATCH, audit_key, check_name, queue_from_audit_key
 
@@ -74,10 +77,13 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 # entries kept per queue (`XADD ... MAXLEN ~`); the `audit_keep` setting feeds `keep`
-KEEP = 10_000
+KEEP = AUDIT_KEEP
 # ids written whole in an entry; the digest covers all of them
 FIRST_IDS = 100
 SURFACES = ("magic", "panel", "runbook", "shell", "python")
+# the queue underneath: recorded when an operator typed or clicked them (inside a
+# `surface` block), never when a worker or a producer calls them from Python
+UNDERNEATH = frozenset({"enqueue", "claim", "complete", "fail"})
 # a bulk verb's per-id words that mean the job was touched
 DONE_WORDS = frozenset({"reprocessed", "removed"})
 # what a bounded bulk verb answers that names no job: obliterate's "more" and "ok"
@@ -184,6 +190,19 @@ def set_default_surface(name: str) -> None:
     """The surface of records made outside any `surface` block in this process
     (`python` unless set; a runbook's kernel sets `runbook`)."""
     _process["surface"] = _check_surface(name)
+
+
+def typed(name: str) -> str:
+    """The surface of a command typed at `name` (`magic`): `runbook` in a runbook's
+    kernel, whose cells are the runbook's steps."""
+    _check_surface(name)
+    return "runbook" if name == "magic" and _process["surface"] == "runbook" else name
+
+
+def in_surface() -> bool:
+    """True inside a `surface` block: an operator typed or clicked the call (the
+    queue-underneath verbs are recorded only so: `UNDERNEATH`)."""
+    return _surface.get() is not None
 
 
 def current_surface() -> str:
@@ -308,14 +327,18 @@ def name_client(conn: Connection) -> str:
     import redis
 
     name = client_name(conn)
+    try:
+        with conn.wire():
+            conn.client.execute_command("CLIENT", "SETNAME", name)
+    except redis.ResponseError:
+        # refused: a pooled connection asking it on connect would fail whole, so none asks
+        return name
     for pool in _pools(conn.client):
         pool.connection_kwargs["client_name"] = name
         for c in [*getattr(pool, "_available_connections", ()), *getattr(pool, "_in_use_connections", ())]:
             c.client_name = name
     if hasattr(conn.client, "nodes_manager"):
         conn.client.nodes_manager.connection_kwargs["client_name"] = name
-    with contextlib.suppress(redis.ResponseError), conn.wire():
-        conn.client.execute_command("CLIENT", "SETNAME", name)
     return name
 
 
@@ -346,24 +369,27 @@ def touched(result: Any, job: str | None = None) -> tuple[int, list[str]]:
     - a str: with `job`, that job (a fail's "retry"/"dead"); obliterate's "ok"/"more":
       none; else the id a verb answers (enqueue, run-now);
     - None (a per-job verb) with `job`: that job.
+
+    A per-job verb (`job` named) touched that one job, whatever it answers (a log's
+    line count, a fail's "retry").
     """
-    if result is None or isinstance(result, bool):
-        return (1, [job]) if job else (0, [])
     job_id = getattr(result, "id", None)
     if isinstance(job_id, str):
         return 1, [job_id]
+    if job:
+        return 1, [job]
+    if result is None or isinstance(result, bool):
+        return 0, []
     if isinstance(result, Mapping):
         done = [str(i) for i, word in result.items() if word in DONE_WORDS]
         return len(done), done
     if isinstance(result, int):
-        return int(result), [job] if job else []
+        return int(result), []
     if isinstance(result, str):
-        if job:
-            return 1, [job]
         return (0, []) if result in _NO_JOB else (1, [result])
     if isinstance(result, (list, tuple)) and all(isinstance(i, str) for i in result):
         return len(result), list(result)
-    return (1, [job]) if job else (0, [])
+    return 0, []
 
 
 def digest(ids: Iterable[str]) -> str:
@@ -415,6 +441,13 @@ def options(conn: Connection, args: Mapping[str, Any] | None) -> str:
         if name not in _PLUMBING and value is not None and not callable(value)
     }
     return json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _unsent(exc: BaseException | None) -> bool:
+    """True for a request the verb refused as malformed before any I/O (`BadInput`,
+    `UsageProblem`, `InvalidName`: an `EMQError` that is a `ValueError`): nothing was
+    attempted, so nothing is recorded, and nothing at all is sent."""
+    return isinstance(exc, EMQError) and isinstance(exc, ValueError)
 
 
 def outcome_of(exc: BaseException | None) -> str:
@@ -470,6 +503,8 @@ class Record:
         self.entry: str | None = None
         self.failed: str | None = None
         self.active = False
+        # the entry went (or did not) with the transition, in one MULTI/EXEC (`joined`)
+        self.settled = False
         self._token: contextvars.Token[Record | None] | None = None
 
     def touch(self, count: int, ids: Iterable[str] = ()) -> None:
@@ -498,8 +533,11 @@ class Record:
             return False
         assert self._token is not None
         _open.reset(self._token)
+        if _unsent(exc):
+            return False
         try:
-            self.entry = self.write(exc)
+            if not self.settled:
+                self.entry = self.write(exc)
         except Exception as fault:
             self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({_one_line(fault)})"
         said = _surface.get()
@@ -536,15 +574,84 @@ class Record:
             **identity(self.conn),
         }
 
-    def write(self, exc: BaseException | None) -> str:
-        """XADD the entry; answers its stream id. A wire fault raises `WireError`."""
-        keep = whole(
+    def kept(self) -> int:
+        return whole(
             self.keep if self.keep is not None else getattr(self.conn, "audit_keep", KEEP), "audit_keep"
         )
-        entry = append(self.conn, self.queue, self.fields(exc), keep)
+
+    def write(self, exc: BaseException | None) -> str:
+        """XADD the entry; answers its stream id. A wire fault raises `WireError`."""
+        entry = append(self.conn, self.queue, self.fields(exc), self.kept())
+        self._noted()
+        return entry
+
+    def _noted(self) -> None:
         with _written_lock:
             _written.setdefault(self.conn.label, set()).add(self.queue)
-        return entry
+
+    def joined(self, call: Callable[[], Any]) -> Any:
+        """Run `call`, a verb whose one transition never refuses and whose answer does
+        not come from its reply (pause, resume, lane-set answer None), with its entry in ONE
+        MULTI/EXEC: the transition and the `done` entry both happen or neither (one
+        round trip, where `write` after the reply is a second).
+
+        The transition is queued, not sent (`connector.joining`); a verb that raises
+        before queueing it, or queues none, leaves the record to `write`. A reply that
+        is an error (a server that lost the script, a bug) takes its `done` entry back
+        (XDEL) and the record says what happened; NOSCRIPT loads the script and runs the
+        whole transaction again, once. A wire fault: the transaction ran whole or not
+        at all, so nothing more is written (`settled`)."""
+        import redis
+
+        from .connector import Pipeline, joining
+
+        if not self.active:
+            return call()
+        for attempt in (1, 2):
+            pipe = Pipeline(self.conn, transaction=True)
+            with joining(pipe):
+                self.result = call()
+            if not pipe.runs():
+                return self.result
+            fields = self.fields(None)
+            flat = [part for pair in fields.items() for part in pair]
+            pipe.execute_command("XADD", audit_key(self.queue), "MAXLEN", "~", self.kept(), "*", *flat)
+            try:
+                *replies, entry = pipe.execute(raise_on_error=False)
+            except WireError:
+                self.settled = True
+                raise
+            if isinstance(entry, BaseException):  # the transition ran; its entry did not
+                self.entry, self.settled = None, False
+            else:
+                self.entry, self.settled = str(entry), True
+                self._noted()
+            fault = next((r for r in replies if isinstance(r, BaseException)), None)
+            if fault is None:
+                return self.result
+            if self.entry is not None:
+                with contextlib.suppress(EMQError, redis.RedisError):
+                    self.conn.command("XDEL", audit_key(self.queue), self.entry)
+            self.entry, self.settled = None, False
+            if attempt == 1 and isinstance(fault.__cause__, redis.exceptions.NoScriptError):
+                self.conn._loaded.clear()
+                self.conn.load_scripts(pipe.scripts())
+                continue
+            if attempt == 1 and "Function not found" in str(fault.__cause__):
+                self.conn._library_ready = False  # the library is loaded again as it is queued
+                continue
+            raise fault
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
+    """Say what the call being recorded touched, from inside it (a verb whose answer
+    does not say it: `obliterate_all` answers its calls). `count` may be a function,
+    called only inside a record (a count that reads the server is read only then).
+    Outside a record: nothing."""
+    rec = _open.get()
+    if rec is not None:
+        rec.touch(count() if callable(count) else count, ids)
 
 
 def append(conn: Connection, queue: str, fields: Mapping[str, str], keep: int = KEEP) -> str:
@@ -582,6 +689,7 @@ def audited(
     queue: str = "q",
     job: str | None = None,
     counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
+    sure: bool = False,
 ) -> Callable[[F], F]:
     """A decorator recording every call of a writing domain verb `fn(conn, q, ...)`:
 
@@ -590,7 +698,11 @@ def audited(
 
     `queue` and `job` name the parameters holding the queue and the one job; the other
     arguments given (not the defaults) are the record's `args`; a true `dry_run`
-    argument writes nothing."""
+    argument writes nothing, nor a call queued in its caller's `pipeline` (a producer's
+    batch: not run yet). A verb of the queue underneath (`UNDERNEATH`: enqueue, claim,
+    complete, fail) is recorded only inside a `surface` block (typed or clicked).
+    `sure`: the verb never refuses and runs one transition, so its `done` entry goes
+    in the same MULTI/EXEC as the transition (`Record.joined`)."""
 
     def wrap(fn: F) -> F:
         signature = inspect.signature(fn)
@@ -603,7 +715,13 @@ def audited(
             except TypeError:
                 return fn(*a, **kw)  # let the verb raise its own TypeError
             conn, q = bound[first], bound.get(queue)
-            if _open.get() is not None or not isinstance(q, str) or getattr(conn, "read_only", True):
+            if (
+                _open.get() is not None
+                or not isinstance(q, str)
+                or getattr(conn, "read_only", True)
+                or bound.get("pipeline") is not None
+                or (verb in UNDERNEATH and not in_surface())
+            ):
                 return fn(*a, **kw)
             extra = {k: v for k, v in bound.items() if k not in (first, queue, job)}
             named = bound.get(job) if job else None
@@ -616,9 +734,12 @@ def audited(
                 dry_run=bool(bound.get("dry_run")),
                 counts=counts,
             ) as rec:
+                if sure:
+                    return rec.joined(lambda: fn(*a, **kw))
                 rec.result = fn(*a, **kw)
             return rec.result
 
+        run.__audited__ = verb  # type: ignore[attr-defined]
         return run  # type: ignore[return-value]
 
     return wrap
@@ -643,6 +764,17 @@ def streams(conn: Connection, *, rescan: bool = False) -> list[str]:
     with _written_lock:
         written = set(_written.get(conn.label, ()))
     return sorted(kept[1] | written)
+
+
+def written(conn: Connection, *also: str) -> list[str]:
+    """The queues this process wrote audit entries to on `conn`'s server, and `also`."""
+    with _written_lock:
+        return sorted(set(_written.get(conn.label, ())) | set(also))
+
+
+def entry_order(entry: str) -> tuple[int, int]:
+    """A stream entry id as a sortable pair (milliseconds, sequence)."""
+    return _entry_order(entry)
 
 
 def _server_ms(conn: Connection) -> int:

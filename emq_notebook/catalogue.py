@@ -15,11 +15,17 @@ README's verbs table (`markdown()`; a test keeps them equal; `python -m
 emq_notebook.catalogue` prints it), each `%emq` verb's entries
 (`registry.Verb.entries`), and `OPERATIONS`: the functions declared, among them
 every function a `%emq` verb runs that can change a queue (`writers()`, each with
-its verb: the one place to wrap them all).
+its verb).
+
+The one place the audit trail is written: `writes=True` wraps the function in the
+recorder (`audit.audited`), so every call of a writing verb, from any surface,
+leaves one entry in `emq:audit:{q}` (SPEC 12). `sure=True` says the verb never
+refuses and runs one transition: its entry goes in the same MULTI/EXEC.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -46,7 +52,7 @@ class Operation:
     name: str  # module.function
     verb: str
     writes: bool
-    function: Callable[..., Any]
+    function: Callable[..., Any]  # as declared: recorded when it writes
 
 
 # module.function -> its entry, in declaration order (the README's order)
@@ -76,19 +82,27 @@ def contract(
     changes: str = "nothing (a read)",
     replies: str = "",
     native: str = "",
+    sure: bool = False,
 ) -> Callable[[F], F]:
     """Declare the decorated function as run by the `%emq` verb `verb`; with `script`,
-    its catalogue entry too (appended to its docstring)."""
+    its catalogue entry too (appended to its docstring). `writes`: every call is
+    recorded (`audit.audited`; a parameter `job_id` names the one job it touches);
+    `sure`: it never refuses, so the record joins its transition (one round trip)."""
 
     def declare(fn: F) -> F:
         name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
         if name in OPERATIONS:
             raise ValueError(f"{name} is declared twice")
-        OPERATIONS[name] = Operation(name, verb, writes, fn)
         if script is not None:
             CATALOGUE[name] = Entry(name, verb, script, precondition, changes, replies, native)
             block = describe(name).splitlines()[1:]
             fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\n" + "\n".join("    " + b for b in block) + "\n"
+        if writes:
+            from . import audit
+
+            job = "job_id" if "job_id" in inspect.signature(fn).parameters else None
+            fn = audit.audited(verb, job=job, sure=sure)(fn)
+        OPERATIONS[name] = Operation(name, verb, writes, fn)
         return fn
 
     return declare

@@ -22,13 +22,15 @@ from typing import Any
 
 import pandas as pd
 
-from . import defaults, grammar, registry, settings, verbs
+from . import audit, defaults, grammar, registry, settings, verbs
 from .connector import connect
 from .decoding import visible
 from .errors import EMQError, Refused, UsageProblem
 
 
 class ShellSession(verbs.Session):
+    surface = "shell"
+
     def widget(self, make: Callable[[], Any]) -> Any:
         raise EMQError("panels need a notebook: use `%emq panel` in Jupyter")
 
@@ -152,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         result = verbs.execute(session, ns)
     except EMQError as exc:
-        say(f"emq: {type(exc).__name__}: {exc}", file=sys.stderr)
+        say(f"emq: {audit.failure_line(exc)}", file=sys.stderr)
         return 2
     show(result)
     return 1 if isinstance(result, Refused) else 0

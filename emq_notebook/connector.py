@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import os
 import re
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import redis
@@ -36,7 +37,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from . import decoding, scripts, transitions
-from .defaults import EXECUTORS
+from .defaults import AUDIT_KEEP, EXECUTORS
 from .directory import Directory
 from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError
 from .redaction import redact, scrub, secrets_of
@@ -89,8 +90,27 @@ READING_COMMANDS = frozenset(
         "ECHO",
         "SORT_RO",
         "OBJECT",
+        "XRANGE",
+        "XREVRANGE",
+        "XLEN",
     }
 )
+
+# the transaction a recorded one-call verb queues its transition in (`joining`)
+_joined: contextvars.ContextVar[Pipeline | None] = contextvars.ContextVar("emq_joined", default=None)
+
+
+@contextlib.contextmanager
+def joining(pipe: Pipeline) -> Iterator[Pipeline]:
+    """Inside the block, a transition run on `pipe`'s connection without a pipeline of
+    its own is queued in `pipe` (and answers None) instead of sent: the audit trail
+    sends it with its record in one MULTI/EXEC (`audit.Record.joined`)."""
+    token = _joined.set(pipe)
+    try:
+        yield pipe
+    finally:
+        _joined.reset(token)
+
 
 _lock = threading.Lock()
 _fake_server = None
@@ -175,8 +195,13 @@ class Connection:
         self.read_only = read_only
         self.env = env
         self.name = name
+        # the audit trail (audit.py): the session's reason, and the entries kept a queue
+        self.reason: str | None = None
+        self.audit_keep: int = AUDIT_KEEP
         self._secrets: tuple[str, ...] = (secret,) if isinstance(secret, str) else tuple(secret or ())
         self._scripts: dict[str, Any] = {}
+        # the scripts (sha) a transaction of this connection has found on the server
+        self._loaded: set[str] = set()
         self._library_ready = False
         # a read-only session's answer to "is this library loaded?" (None: not asked yet)
         self._library_asked: bool | None = None
@@ -213,6 +238,7 @@ class Connection:
             name=self.name,
         )
         twin.directory = self.directory
+        twin.reason, twin.audit_keep = self.reason, self.audit_keep
         return twin
 
     def refuse_writes(self, what: str) -> None:
@@ -262,6 +288,10 @@ class Connection:
         script by EVALSHA (`_library_loaded`): it never loads or replaces a library.
         """
         t = transitions.get(name)
+        if pipeline is None:
+            joined = _joined.get()
+            if joined is not None and joined._conn is self:
+                pipeline = joined
         if queue:  # a queue named here is known without a scan
             self.directory.note(queue)
         how, body = t.body(self.executor, folded)
@@ -322,6 +352,12 @@ class Connection:
         if s is None:
             s = self._scripts[name] = self.client.register_script(scripts.source(name))
         return s
+
+    def load_scripts(self, bodies: Iterable[Any]) -> None:
+        """SCRIPT LOAD each redis-py `Script` given (a server that lost them: NOSCRIPT)."""
+        with self.wire():
+            for s in bodies:
+                self.client.script_load(s.script)
 
     def command(self, *parts: Any) -> Any:
         """One plain command, with wire faults mapped to `WireError`. On a read-only
@@ -418,12 +454,14 @@ class Pipeline:
     each transition's decoded reply in its place, and raises the typed refusal of
     the first one refused (the batch has run: each call is its own transition)."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: Connection, transaction: bool = False):
         self._conn = conn
-        self._pipe = conn.client.pipeline(transaction=False)
+        self._transaction = transaction
+        self._pipe = conn.client.pipeline(transaction=transaction)
         self._send = self._pipe.execute_command
         self._runs: dict[int, tuple[transitions.Reply, transitions.Call]] = {}
         self._scripts: dict[str, Any] = {}
+        self._sent: dict[str, Any] = {}
         if conn.read_only:
             queue = self._pipe.execute_command
 
@@ -460,7 +498,21 @@ class Pipeline:
             self._send("EVALSHA", script.sha, len(keys), *keys, *args)
         self._runs[at] = (reply, call)
 
-    def execute(self) -> list:
+    def runs(self) -> int:
+        """The transitions queued so far."""
+        return len(self._runs)
+
+    def scripts(self) -> list[Any]:
+        """The redis-py `Script`s of the transitions queued (or, after `execute`, sent)."""
+        return list({**self._sent, **self._scripts}.values())
+
+    def execute(self, raise_on_error: bool = True) -> list:
+        """Send the batch; each reply decoded in its place. An error reply raises (the
+        first one's typed refusal or `EMQError`), or with `raise_on_error=False` stands
+        in its place, typed (the server's error its `__cause__`). A transaction
+        (`transaction=True`, MULTI/EXEC) asks the server for a script only the first
+        time this connection sends it (a round trip): a NOSCRIPT reply after a SCRIPT
+        FLUSH is the caller's to handle (`Connection.load_scripts`, then again)."""
         if not self._runs:
             with self._conn.wire():
                 replies = self._pipe.execute(raise_on_error=False)
@@ -475,18 +527,29 @@ class Pipeline:
             # the scripts queued are on the server before the batch goes (as redis-py's
             # own pipeline does for a `Script`)
             scripts_ = list(self._scripts.values())
+            if self._transaction:  # only those this connection has not run yet
+                scripts_ = [s for s in scripts_ if s.sha not in self._conn._loaded]
             if scripts_ and not all(self._conn.client.script_exists(*(s.sha for s in scripts_))):
                 for s in scripts_:
                     self._conn.client.script_load(s.script)
             replies = self._pipe.execute(raise_on_error=False)
-        runs, self._runs, self._scripts = self._runs, {}, {}
-        out = []
+        self._conn._loaded.update(s.sha for s in self._scripts.values())
+        runs, self._runs = self._runs, {}
+        self._sent, self._scripts = self._scripts, {}
+        out: list[Any] = []
         for at, reply in enumerate(replies):
             if isinstance(reply, redis.ResponseError):
                 text = scrub(str(reply), self._conn._secrets)
-                if at in runs:
-                    raise transitions.error(text, runs[at][1])
-                raise EMQError(f"server error in a pipelined command: {text}")
+                typed = (
+                    transitions.error(text, runs[at][1])
+                    if at in runs
+                    else EMQError(f"server error in a pipelined command: {text}")
+                )
+                if raise_on_error:
+                    raise typed
+                typed.__cause__ = reply  # what the server said (NOSCRIPT: load and again)
+                out.append(typed)
+                continue
             if at in runs:
                 kind, call = runs[at]
                 reply = transitions.decode(kind, reply, call)
@@ -520,6 +583,17 @@ def _normalise(url: str) -> str:
     return re.sub(r"^valkey(s?)://", r"redis\1://", url, flags=re.I)
 
 
+def _named(conn: Connection) -> Connection:
+    """`conn`, named to its server (`audit.name_client`: `CLIENT LIST` shows who is
+    connected from where). A server not reachable yet leaves it unnamed: its first
+    command says why."""
+    from . import audit
+
+    with contextlib.suppress(WireError):
+        audit.name_client(conn)
+    return conn
+
+
 def connect(
     url: str | None = None,
     *,
@@ -545,7 +619,8 @@ def connect(
     `env` ("production") and `name` label the session (`Connection.describe()`).
     Every client sends a command once (`sent_once`: redis-py re-sends nothing, so a
     fault after the server ran a transition is a `WireError`, not a second run).
-    Every client decodes with `decoding.ERRORS`; `decode_responses` and
+    The connection names itself to the server, `CLIENT SETNAME emq_notebook:<who>:<name>`
+    (`audit.name_client`). Every client decodes with `decoding.ERRORS`; `decode_responses` and
     `encoding_errors` are not options for that reason (`BadInput`).
     A malformed URL is `BadInput`, a password never in its line.
     """
@@ -570,7 +645,7 @@ def connect(
         valkey: Any = redis.Redis(
             host=srv.host, port=srv.port, decode_responses=True, encoding_errors=decoding.ERRORS, **options
         )
-        return Connection(valkey, f"embedded valkey 127.0.0.1:{srv.port}", executor, **session)
+        return _named(Connection(valkey, f"embedded valkey 127.0.0.1:{srv.port}", executor, **session))
     if url is None or embedded == "fake":
         import fakeredis
 
@@ -580,7 +655,7 @@ def connect(
             encoding_errors=decoding.ERRORS,
             retry=options["retry"],
         )
-        return Connection(fake, "embedded fakeredis", executor, **session)
+        return _named(Connection(fake, "embedded fakeredis", executor, **session))
 
     label = redact(url)
     secrets = secrets_of(url)
@@ -607,4 +682,4 @@ def connect(
         raise WireError(f"authentication failed at {label}: {scrub(str(exc), secrets)}") from None
     except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
         raise WireError(f"cannot reach the cluster at {label}: {scrub(str(exc), secrets)}") from None
-    return Connection(client, label, executor, secret=secrets, cluster=cluster, **session)
+    return _named(Connection(client, label, executor, secret=secrets, cluster=cluster, **session))

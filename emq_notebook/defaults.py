@@ -53,6 +53,9 @@ REFRESH_S = 2.0
 # the health and metrics views' (seconds): each refresh reads minutes of history
 VIEW_REFRESH_S = 5.0
 
+# the audit trail's entries kept per queue (`XADD emq:audit:{q} MAXLEN ~`; audit.py)
+AUDIT_KEEP = 10_000
+
 # -- finding the queues (directory.py) ------------------------------------------
 # a whole sweep of the keyspace starts at most this often in the background (seconds)
 RESCAN_EVERY_S = 60.0

@@ -17,7 +17,9 @@ class EMQError(Exception):
     """Base of everything the toolkit raises on purpose."""
 
     def _render_traceback_(self) -> list[str]:
-        return [f"{type(self).__name__}: {self}"]
+        # a note (the audit trail's `audit_failed: ...`) ends the same line
+        notes = "".join(f" · {n}" for n in getattr(self, "__notes__", ()))
+        return [f"{type(self).__name__}: {self}{notes}"]
 
 
 class InvalidName(EMQError, ValueError):

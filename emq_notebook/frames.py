@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .audit import read as _read_audit
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput, EMQError, UnknownQueue
@@ -437,3 +438,15 @@ def __getattr__(name: str) -> Any:
 
         return getattr(health, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def audit(
+    conn: Connection, queue: str | None = None, *, since_ms: int | None = None, limit: int = 1000
+) -> pd.DataFrame:
+    """The audit trail: who did what to which queue, when, why, and what came
+    of it, newest first: `time`, `queue`, `verb`, `outcome`, `count`, `who`, `env`,
+    `conn`, `surface`, `reason`, `args`, `ids` (then `notebook`, `acl_user`,
+    `ids_digest`, `entry`). One queue's, or every queue's with a stream (obliterated
+    ones too); the last `since_ms` ms by the server's clock; at most `limit` entries.
+    Reads only (`audit.read`)."""
+    return _read_audit(conn, queue, since_ms=since_ms, limit=limit)

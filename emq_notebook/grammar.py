@@ -373,7 +373,8 @@ def _assign(v: Verb, ns: argparse.Namespace, pos: list[str], p: _Parser) -> None
     fixed = [a for a in slots if not a.free]
     free = [a for a in slots if a.free]
     required = [a for a in fixed if a.kwargs.get("nargs") != "?"]
-    missing = [a for a in required[len(pos) :]] + (free if len(pos) <= len(fixed) else [])
+    needed = [a for a in free if a.kwargs.get("nargs") != "*"]  # free text of no words may be asked
+    missing = [a for a in required[len(pos) :]] + (needed if len(pos) <= len(fixed) else [])
     if missing:
         p.error("the following arguments are required: " + ", ".join(str(_metavar(a)) for a in missing))
     if not free and len(pos) > len(fixed):

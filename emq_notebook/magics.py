@@ -25,9 +25,18 @@ class NotebookSession(verbs.Session):
     """A session whose bounded loops show an ipywidgets progress bar, and which
     remembers the refusals it printed in the running cell (see `show_refusal`)."""
 
+    surface = "magic"
+
     def __init__(self) -> None:
         super().__init__()
         self.printed: list[Refused] = []
+        self.magics: EMQMagics | None = None
+
+    def set_reason(self, text: str | None) -> None:
+        """`%emq reason TEXT` is `%config EMQMagics.reason` too."""
+        super().set_reason(text)
+        if self.magics is not None:
+            self.magics.reason = self.settings.reason  # type: ignore[attr-defined]
 
     def progress(self, label: str, total: int) -> Any:
         try:
@@ -184,6 +193,7 @@ def register(ipython: Any) -> EMQMagics:
     from .completion import install
 
     magics = EMQMagics(shell=ipython)
+    SESSION.magics = magics
     ipython.register_magics(magics)
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)

@@ -21,7 +21,9 @@ That one declaration gives the verb everything else:
   `@catalogue.contract(name, ...)` (their Lua script, precondition, writes,
   replies, native line), each a row of the README's verbs table;
 - `writes=True` for a verb that changes the queue: refused with `ReadOnly` on a
-  read-only connection before anything is read or sent.  A verb that destroys or
+  read-only connection before anything is read or sent; it takes `--reason TEXT`
+  (the reason its audit entry gives; the entry itself is written by the Python verb
+  it runs, declared `@catalogue.contract(name, writes=True)`).  A verb that destroys or
   moves many jobs at once also calls `verbs.confirm(...)` with the count before its
   first write (the one confirmation gate, threshold `confirm_above`).
 
@@ -105,6 +107,11 @@ class Verb:
         return {n: a for a in self.args if a.is_option for n in a.names}
 
 
+# every writing verb's: the reason its audit entry gives (before the session's)
+REASON = opt(
+    "--reason", metavar="TEXT", help="why: this command's audit entry says it (%%emq reason: the session's)"
+)
+
 # name -> Verb, in declaration order (the order of `help`)
 VERBS: dict[str, Verb] = {}
 
@@ -124,7 +131,8 @@ def verb(
         free = [a for a in args if a.free]
         if free and (len(free) > 1 or free[0] is not [a for a in args if not a.is_option][-1]):
             raise ValueError(f"verb {name!r}: free text is the last positional, and only one")
-        VERBS[name] = Verb(name, summary, tuple(args), handler, writes, needs_server)
+        given = (*args, REASON) if writes else tuple(args)
+        VERBS[name] = Verb(name, summary, given, handler, writes, needs_server)
         return handler
 
     return declare

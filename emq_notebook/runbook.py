@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import admin, frames, health, lanes, plots, repeat, triage
+from . import admin, audit, frames, health, lanes, plots, repeat, triage
 from .connector import Connection, connect
 from .decoding import text_dtype, visible
 from .defaults import DEFAULT_BUDGET
@@ -102,6 +102,8 @@ class Runbook:
         self.name, self.conn, self.queue, self.apply, self.params = name, conn, queue, apply, params
         self.steps: list[dict[str, Any]] = []
         self.started = time.time()
+        # by the server's clock, as the audit entries are stamped
+        self.started_ms = conn.server_ms()
 
     def say(self, line: str) -> None:
         print(f"[{_clock()}] {visible(line)}")
@@ -181,6 +183,7 @@ class Runbook:
             print(f"  {'✓' if ok else '✗'} {what}")
         record = self.record()
         _show(record)
+        self.audit()
         if not self.apply:
             assert self.conn.read_only
             self.say(
@@ -193,6 +196,26 @@ class Runbook:
             raise OutcomeNotReached(f"{self.name} on {self.queue}: not reached: {'; '.join(missing)}")
         self.say(f"{self.name} on {self.queue}: outcome reached ({len(held)} checks)")
         return record
+
+    def audit(self) -> pd.DataFrame:
+        """The audit entries this run wrote (`audit.read`: its queue's stream, and those
+        of the queues it wrote to), newest first; printed and returned. A run with
+        APPLY = False wrote none: it says so."""
+        since = max(1, self.conn.server_ms() - self.started_ms + 1000)
+        mine = audit.notebook()
+        frames_ = [audit.read(self.conn, q, since_ms=since) for q in audit.written(self.conn, self.queue)]
+        entries = pd.concat(frames_) if frames_ else audit.read(self.conn, self.queue, since_ms=since)
+        at = entries.entry.map(lambda e: audit.entry_order(e)[0])
+        entries = entries[(entries.notebook == mine) & (at >= self.started_ms)]
+        entries = entries.sort_values("entry", key=lambda e: e.map(audit.entry_order), ascending=False)
+        if entries.empty:
+            self.say(
+                "audit: this run wrote no entry" + ("" if self.apply else " (APPLY = False: nothing written)")
+            )
+        else:
+            self.say(f"audit: the {len(entries)} entries this run wrote (emq:audit:{{q}})")
+            _show(entries[["time", "queue", "verb", "outcome", "count", "who", "reason", "args"]])
+        return entries.reset_index(drop=True)
 
     def record(self) -> pd.DataFrame:
         """Every step of this run: outcome (not needed, previewed, done, stopped), what, when."""
@@ -266,6 +289,7 @@ def start(
     *,
     env: str | None = None,
     executor: str = "script",
+    reason: str | None = None,
     **params: Any,
 ) -> Runbook:
     """The connect cell: connect (read-only unless `apply`), print the record's head.
@@ -276,16 +300,27 @@ def start(
     writes every parameter into the executed notebook, the incident record. A queue
     with no key on the server is `BadInput` (a typo in QUEUE must not pass as a
     healthy queue), except for runbooks that say `absent_ok=True` (retiring a queue
-    already gone)."""
+    already gone).
+
+    The audit trail: every entry the run writes says surface `runbook`, the runbook
+    and its parameters (`audit.runbook`), and `reason` (the `REASON` parameter: the
+    first line of the record shows it)."""
     if not isinstance(apply, bool):
         raise BadInput(f"APPLY is True or False, not {apply!r}")
     check_name(queue)
     absent_ok = bool(params.pop("absent_ok", False))
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+        raise BadInput(f"REASON is a line of text or None, not {reason!r}")
+    audit.runbook(name, {"QUEUE": queue, "APPLY": apply, "REASON": reason, **params})
     conn = connect(url, read_only=not apply, env=env, executor=executor, name="runbook", **_password(url))
+    conn.reason = reason
     # the record is read as text (a saved notebook, papermill's output): wide frames, one line a row
     pd.set_option("display.width", 200)
     pd.set_option("display.max_colwidth", 60)
-    print(f"runbook {name} · started {time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime())}")
+    print(
+        f"runbook {name} · started {time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime())}"
+        f" · reason: {visible(reason) if reason else 'none given (REASON)'}"
+    )
     mode = "APPLY = True: steps write" if apply else "APPLY = False: preview only, a read-only session"
     print(f"server: {conn.label} · env {env or 'not set'} · executor {conn.executor} · {mode}")
     knobs = ", ".join(f"{k}={v!r}" for k, v in params.items())

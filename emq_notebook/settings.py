@@ -51,6 +51,12 @@ def _label(value: Any) -> str | None:
     return value
 
 
+def _reason(value: Any) -> str | None:
+    if value is not None and (not isinstance(value, str) or len(value) > 1000 or not value.isprintable()):
+        raise ValueError("is one line of text (at most 1,000 characters) or None")
+    return value or None
+
+
 def setting(default: Any, help: str, check: Check, choices: tuple[str, ...] = ()) -> Any:
     """A field of `Settings`: its default, the help `%config EMQMagics` shows, its check
     and (for a word) the words it takes."""
@@ -73,6 +79,12 @@ class Settings:
         "script", "the executor of a connection opened without --executor", _executor, defaults.EXECUTORS
     )
     env: str | None = setting(None, "the env label of a new connection", _label)
+    audit_keep: int = setting(
+        defaults.AUDIT_KEEP, "audit entries kept per queue (emq:audit:{q}, MAXLEN ~)", _whole_from(1)
+    )
+    reason: str | None = setting(
+        None, "the session's reason, in every audit entry (%emq reason TEXT; --reason for one)", _reason
+    )
 
     def update(self, values: dict[str, Any], where: str = "settings") -> Settings:
         """Set each of `values` after checking it; an unknown name or a bad value is

@@ -57,7 +57,8 @@ def opening(name: str, knobs: str) -> list:
         code(
             "%load_ext emq_notebook\nimport emq_notebook as emq\n"
             "from emq_notebook.runbook import Preview, need\n\n"
-            f'rb = emq.runbook.start("{name}", EMQ_URL, QUEUE, APPLY, env=ENV{knobs})\nconn = rb.conn'
+            f'rb = emq.runbook.start("{name}", EMQ_URL, QUEUE, APPLY, env=ENV, reason=REASON{knobs})\n'
+            "conn = rb.conn"
         ),
         code("rb.status();"),
     ]
@@ -74,6 +75,7 @@ EMQ_URL = None      # the server, without its password (that is EMQ_PASSWORD); N
 QUEUE = "{queue}"
 APPLY = False       # False: read only, show what each step would do; True: do it
 ENV = None          # what this server is, e.g. "production": printed in the record
+REASON = None       # why this run, e.g. "INC-4711 bounce storm": every audit entry it writes says it
 """
 
 RUNBOOKS: dict[str, list] = {}

@@ -110,3 +110,14 @@ def pytest_collection_modifyitems(items):
         return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
 
     items.sort(key=rank)
+
+
+@pytest.fixture(autouse=True)
+def _audit_process_state():
+    """A runbook started in this process makes its records say `runbook` (process-wide,
+    as in a runbook's kernel): each test begins as a plain Python process."""
+    yield
+    from emq_notebook import audit
+
+    audit.set_default_surface("python")
+    audit.set_notebook(None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import emq_notebook as emq
 from emq_notebook.footprint import keyspace
+from emq_notebook.keyspace import AUDIT_PREFIX
 
 BACKENDS = ("fake", "valkey")
 WITH_CLUSTER = (*BACKENDS, "cluster")
@@ -35,8 +36,10 @@ def server_for(backend: str, request):
 
 def dump(conn) -> dict:
     """The whole keyspace as plain data, for byte-compares before and after:
-    {key: (type, value, has a time to live)} (`emq_notebook.footprint.keyspace`)."""
-    return keyspace(conn, expiry=True)
+    {key: (type, value, has a time to live)} (`emq_notebook.footprint.keyspace`).
+    The audit trail's streams (`emq:audit:{q}`) are left out: a refusal changes no
+    key of the queue and still leaves its record there."""
+    return {k: v for k, v in keyspace(conn, expiry=True).items() if not k.startswith(AUDIT_PREFIX)}
 
 
 def keys_of(conn, q: str) -> list[str]:

@@ -20,21 +20,13 @@ from emq_notebook.keyspace import audit_key
 
 Q = "mailers"
 
-# the writing verbs as the wiring will declare them: recorded by the one decorator
-pause = audit.audited("pause")(admin.pause)
-obliterate = audit.audited("obliterate")(admin.obliterate)
-remove_job = audit.audited("remove", job="job_id")(jobs.remove_job)
-remove_jobs = audit.audited("remove")(admin.remove_jobs)
-reprocess_jobs = audit.audited("reprocess")(admin.reprocess_jobs)
-
-
-def obliterate_all(conn: emq.Connection, q: str, **kw: Any) -> int:
-    """A loop over the recorded `obliterate`, itself recorded: one entry in all."""
-    with audit.recorded(conn, "obliterate", q, args=kw) as rec:
-        rec.result = 0
-        while obliterate(conn, q, **kw) != "ok":
-            pass
-    return 0
+# the writing verbs, each recorded by its declaration (`catalogue.contract`)
+pause = admin.pause
+obliterate = admin.obliterate
+obliterate_all = admin.obliterate_all
+remove_job = jobs.remove_job
+remove_jobs = admin.remove_jobs
+reprocess_jobs = admin.reprocess_jobs
 
 
 def raw(conn: emq.Connection, q: str = Q) -> list[dict[str, str]]:
@@ -158,11 +150,20 @@ def test_a_refusal_is_recorded_with_its_reason_and_nothing_touched(conn):
 
 
 def test_an_error_is_recorded_as_error_with_its_count_unknown(conn):
+    conn.client.set("emq:{mailers}:meta", "not a hash")  # the transition's HSET fails
+    with pytest.raises(emq.EMQError, match="server error in pause"):
+        pause(conn, Q)  # its `done` entry, sent in the same MULTI/EXEC, is taken back
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"], entry["count"]) == ("pause", "error", "")
+    assert audit.read(conn, Q)["count"].isna().all()
+
+
+def test_a_malformed_request_is_refused_before_any_io_and_not_recorded(conn):
     with pytest.raises(BadInput):
         remove_jobs(conn, Q, ["a"], budget=0)
-    [entry] = raw(conn)
-    assert (entry["outcome"], entry["count"]) == ("error", "")
-    assert audit.read(conn, Q)["count"].isna().all()
+    with pytest.raises(BadInput):
+        admin.drain(conn, Q, budget=10**9)
+    assert conn.client.exists(audit_key(Q)) == 0
 
 
 def _cut(conn: emq.Connection, monkeypatch, *, ran: bool) -> None:
@@ -183,12 +184,32 @@ def _cut(conn: emq.Connection, monkeypatch, *, ran: bool) -> None:
 
 @pytest.mark.parametrize("ran", [True, False], ids=["reply-lost", "never-sent"])
 def test_a_cut_call_is_recorded_unknown_never_done(conn, monkeypatch, ran):
+    enqueue(conn, 1)
     _cut(conn, monkeypatch, ran=ran)
+    with audit.surface("shell") as said, pytest.raises(WireError):
+        remove_job(conn, Q, "j0000")
+    assert conn.client.exists("emq:{mailers}:job:j0000") == (not ran)
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"], entry["count"]) == ("remove", "unknown", "")
+    assert said.failed == []
+
+
+@pytest.mark.parametrize("ran", [True, False], ids=["reply-lost", "never-sent"])
+def test_a_cut_transaction_records_done_with_the_transition_or_nothing(conn, monkeypatch, ran):
+    """pause sends its transition and its entry in one MULTI/EXEC: both or neither."""
+    send = redis.client.Pipeline.execute
+
+    def cut(pipe: Any, *a: Any, **kw: Any) -> Any:
+        monkeypatch.setattr(redis.client.Pipeline, "execute", send)
+        if ran:
+            send(pipe, *a, **kw)
+        raise redis.ConnectionError("Connection closed by server.")
+
+    monkeypatch.setattr(redis.client.Pipeline, "execute", cut)
     with audit.surface("shell") as said, pytest.raises(WireError):
         pause(conn, Q)
     assert admin.is_paused(conn, Q) == ran
-    [entry] = raw(conn)
-    assert (entry["verb"], entry["outcome"], entry["count"]) == ("pause", "unknown", "")
+    assert [(e["verb"], e["outcome"]) for e in raw(conn)] == ([("pause", "done")] if ran else [])
     assert said.failed == []
 
 
@@ -218,8 +239,8 @@ def test_a_record_that_cannot_be_written_never_hides_the_result(conn, monkeypatc
     with audit.surface("magic") as said:
         assert remove_jobs(conn, Q, ids) == dict.fromkeys(ids, "removed")
     assert said.suffix() == " · audit_failed: remove mailers not recorded (lost the server at test: XADD cut)"
-    with pytest.warns(audit.AuditNotWritten, match="audit_failed: pause mailers not recorded"):
-        assert pause(conn, Q) is None
+    with pytest.warns(audit.AuditNotWritten, match="audit_failed: drain mailers not recorded"):
+        assert admin.drain(conn, Q) == 0
     with pytest.raises(NotPaused) as caught:
         monkeypatch.setattr(conn, "command", command)
         admin.resume(conn, Q)
@@ -230,7 +251,8 @@ def test_a_record_that_cannot_be_written_never_hides_the_result(conn, monkeypatc
     assert caught.value.__notes__ == [
         "audit_failed: obliterate mailers not recorded (lost the server at test: XADD cut)"
     ]
-    assert raw(conn) == []
+    # resume's entry went with its transition (one MULTI/EXEC, not the patched command)
+    assert [e["verb"] for e in raw(conn)] == ["resume"]
 
 
 def test_nothing_is_recorded_by_a_read_only_session_or_a_dry_run(conn):
@@ -254,10 +276,10 @@ def test_the_record_of_an_obliterate_survives_it(conn):
     cursor, keys = conn.client.scan(0, match="emq:{mailers}:*", count=100_000)
     assert (cursor, keys) == (0, [])
     assert [k for k in conn.scan("emq:{mailers}:*")] == []
-    assert list(audit.read(conn, Q).verb) == ["obliterate", "pause"]
+    assert list(audit.read(conn, Q).verb) == ["obliterate", "pause", "log"]
     # every queue's record, found without the queue directory (the queue has no meta left)
     assert Q in audit.streams(conn, rescan=True)
-    assert list(audit.read(conn).verb) == ["obliterate", "pause"]
+    assert list(audit.read(conn).verb) == ["obliterate", "pause", "log"]
     assert Q not in conn.directory.rescan()
 
 

@@ -148,3 +148,20 @@ def test_a_thousand_queues_open_and_refresh_in_a_fixed_number_of_pipelines(conn,
         assert len(runs) == pipelines
     finally:
         d.close()
+
+
+def test_each_audit_stream_lives_in_its_queues_slot(conn):
+    """pause's entry goes in its transition's MULTI/EXEC (one slot), remove's after it;
+    `audit.read` of every queue finds the streams on every primary."""
+    from emq_notebook import audit
+    from emq_notebook.keyspace import audit_key
+
+    for q in QUEUES:
+        admin.pause(conn, q)
+        jobs.enqueue(conn, q, "{}", id="j")
+        jobs.remove_job(conn, q, "j")
+        assert conn.client.keyslot(audit_key(q)) == conn.client.keyslot(f"emq:{{{q}}}:meta")
+        assert conn.client.xlen(audit_key(q)) == 2
+    assert len(owners(conn, QUEUES)) == 3
+    read = audit.read(conn)
+    assert sorted(set(read.queue)) == sorted(QUEUES) and set(read.verb) == {"pause", "remove"}

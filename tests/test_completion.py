@@ -25,13 +25,13 @@ def complete(ip, conn):
 def test_verbs_and_help_words(complete):
     assert complete("%emq ") == [*registry.VERBS, "-h", "--help"]
     assert complete("%emq dra") == ["drain"]
-    assert complete("%emq re") == ["resume", "remove", "reprocess", "repeats"]
+    assert complete("%emq re") == ["resume", "remove", "reprocess", "repeats", "reason"]
     assert complete("%emq --he") == ["--help"]
 
 
 def test_the_options_of_the_verb_being_typed(complete):
-    assert complete("%emq drain mail --") == ["--include-schedule", "--budget", "--yes", "--help"]
-    assert complete("%emq drain mail --budget 5 --") == ["--include-schedule", "--yes", "--help"]
+    assert complete("%emq drain mail --") == ["--include-schedule", "--budget", "--yes", "--reason", "--help"]
+    assert complete("%emq drain mail --budget 5 --") == ["--include-schedule", "--yes", "--reason", "--help"]
     assert complete("%emq obliterate mail --st") == ["--step"]
     assert complete("%emq jobs mail --state ") == ["pending", "active", "schedule", "dead", "all"]
     assert complete("%emq jobs mail --state d") == ["dead"]

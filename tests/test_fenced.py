@@ -22,7 +22,7 @@ from helpers import consistency_problems, dump, keys_of, open_conn, server_for
 from emq_notebook import Worker, admin, jobs, lanes, repeat
 from emq_notebook.checks import MAX_WHOLE
 from emq_notebook.errors import BadInput, BadRow, EMQError, Gone, NotOwner
-from emq_notebook.keyspace import base
+from emq_notebook.keyspace import audit_key, base
 
 Q = "mail"
 P = f"emq:{{{Q}}}:"
@@ -557,7 +557,8 @@ def test_obliterate_finds_keys_made_between_bounded_calls(conn, ex, filler):
         calls += 1
         assert calls < 1000
     assert keys_of(conn, Q) == []
-    assert conn.client.dbsize() == filler
+    # and one key more than the filler: the queue's audit stream, outside its footprint
+    assert conn.client.dbsize() == filler + 1 and conn.client.exists(audit_key(Q))
 
 
 # -- 1. (again) the metrics record never fails a transition half-way ----------------------
@@ -619,4 +620,4 @@ def test_a_resumed_queue_is_swept_again_from_the_beginning(conn, ex):
         calls += 1
         assert calls < 1000
     assert keys_of(conn, Q) == []
-    assert conn.client.dbsize() == 6000
+    assert conn.client.dbsize() == 6000 + 1 and conn.client.exists(audit_key(Q))

@@ -94,6 +94,7 @@ def test_every_writing_verb_declares_the_functions_it_writes_through():
         "admin.resume",
         "admin.drain",
         "admin.obliterate",
+        "admin.obliterate_all",
         "jobs.update_data",
         "jobs.update_progress",
         "jobs.add_log",

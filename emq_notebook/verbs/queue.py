@@ -7,7 +7,7 @@ from argparse import Namespace
 
 import pandas as pd
 
-from .. import admin, frames, lanes
+from .. import admin, audit, frames, lanes
 from ..errors import ActiveJobs, NotPaused, UsageProblem
 from ..grammar import duration, limit, whole_arg
 from ..keyspace import STATES, queue_key
@@ -71,6 +71,12 @@ def _drain(s: Session, ns: Namespace) -> None:
 )
 def _obliterate(s: Session, ns: Namespace) -> None:
     q, budget = ns.queue, budget_of(s, ns)
+    # one entry for the command, its read-first refusals included
+    with audit.recorded(s.conn, "obliterate", q, args={"force": ns.force, "budget": budget, "step": ns.step}):
+        _obliterate_checked(s, ns, q, budget)
+
+
+def _obliterate_checked(s: Session, ns: Namespace, q: str, budget: int) -> None:
     # the refusals the script would give, read first (only reads): a running queue
     # answers not_paused before any confirmation or progress bar
     if not admin.is_paused(s.conn, q):

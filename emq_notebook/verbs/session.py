@@ -14,14 +14,15 @@ stating the count, the connection and its env.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from argparse import Namespace
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
 
-from .. import registry
+from .. import audit, registry
 from ..connector import Connection, connect
 from ..defaults import EXECUTORS
 from ..errors import Refused, UsageProblem
@@ -39,6 +40,9 @@ class Session:
 
     The current connection is opened lazily on first use (`connect()`: EMQ_URL, else
     the embedded default) with the settings' executor and env."""
+
+    # where its commands are typed, as the audit trail records it (`audit.SURFACES`)
+    surface = "python"
 
     def __init__(self, say: Callable[[str], None] = print, settings: Settings | None = None):
         self.say = say
@@ -85,6 +89,10 @@ class Session:
 
         return report
 
+    def set_reason(self, text: str | None) -> None:
+        """The session's reason: every audit entry of its commands says it."""
+        self.settings.update({"reason": text or None}, where="reason")
+
     def widget(self, make: Callable[[], Any]) -> Any:
         """Build a widget (panels, the events view); a shell session cannot show one."""
         return make()
@@ -101,7 +109,13 @@ def confirm(s: Session, ns: Namespace, count: int, doing: str = "destroy") -> No
 
 
 def execute(session: Session, ns: Namespace) -> Any:
-    """Run one parsed command; refusals answered, errors raised."""
+    """Run one parsed command; refusals answered, errors raised.
+
+    The audit trail: the command runs inside `audit.surface(session.surface)` with
+    its reason (`--reason`, else the session's `reason` setting), so each write it
+    makes leaves an entry saying so; an entry that could not be written ends the
+    command's last line (`· audit_failed: ...`), and a command that raised carries
+    it in its error line."""
     if getattr(ns, "show_help", False):
         session.say(verb_help(ns.verb))
         return None
@@ -111,11 +125,52 @@ def execute(session: Session, ns: Namespace) -> Any:
         # (a --dry-run only reads: its verbs refuse any write themselves)
         target = " ".join(str(p) for p in (ns.verb, getattr(ns, "queue", "")) if p)
         session.conn.refuse_writes(target)
+    if v.writes:
+        session.conn.audit_keep = session.settings.audit_keep
+    reason = getattr(ns, "reason", None) or session.settings.reason
+    with (
+        audit.surface(audit.typed(session.surface)) as said,
+        audit.because(reason),
+        _last_line(session) as last,
+    ):
+        try:
+            return v.handler(session, ns)
+        except Refused as refusal:
+            session.say(refusal.line())
+            return refusal
+        finally:
+            last.suffix = said.suffix()
+
+
+class _Held:
+    suffix = ""
+
+
+@contextlib.contextmanager
+def _last_line(session: Session) -> Iterator[_Held]:
+    """Inside the block, each line the session says waits for the next one; the last is
+    said when the block ends, with `.suffix` (the audit's note) on its end, or the
+    note alone when the command said nothing. A command that raised: its lines as
+    they were (its error carries the note)."""
+    say, state = session.say, _Held()
+    held: list[str] = []
+
+    def hold(text: str) -> None:
+        if held:
+            say(held.pop())
+        held.append(text)
+
+    session.say = hold
+    raised = True
     try:
-        return v.handler(session, ns)
-    except Refused as refusal:
-        session.say(refusal.line())
-        return refusal
+        yield state
+        raised = False
+    finally:
+        session.say = say
+        if held:
+            say(held.pop() + ("" if raised else state.suffix))
+        elif state.suffix and not raised:
+            say(state.suffix.removeprefix(" · "))
 
 
 def budget_of(s: Session, ns: Namespace) -> int:

@@ -1,6 +1,7 @@
 """The panels: ipywidgets over the same verbs the magics call (no transition
 logic lives here: a widget calls a verb, a verb never knows about widgets)."""
 
+from .audit_view import AuditView
 from .claim_gate import ClaimGate
 from .dashboard import Dashboard
 from .dead_letters import DeadLetterPanel
@@ -20,4 +21,4 @@ __all__ = [
     "ClaimGate",
     "OperatorConsole",
 ]
-__all__ += ["MetricsView", "HealthView"]
+__all__ += ["MetricsView", "HealthView", "AuditView"]

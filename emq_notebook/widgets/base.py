@@ -34,6 +34,7 @@ from typing import Any
 import ipywidgets as w
 import traitlets
 
+from .. import audit
 from ..connector import Connection
 from ..decoding import visible
 from ..errors import BadInput, EMQError, ReadOnly, Refused
@@ -188,12 +189,14 @@ class Panel(w.VBox):
     def attempt(
         self, verb: Callable[..., Any], *args: Any, done: str | Callable[[Any], str] = "", **kwargs: Any
     ) -> Any:
-        """Run one verb; show its result, its refusal, or its error on the status line."""
+        """Run one verb; show its result, its refusal, or its error on the status line.
+        Its audit entry says surface `panel`; one that could not be written ends the line."""
         try:
-            result = verb(*args, **kwargs)
+            with audit.surface("panel") as said:
+                result = verb(*args, **kwargs)
         except Refused as refusal:
             self.last = refusal
-            self.say(refusal.line(), "refused")
+            self.say(refusal.line() + said.suffix(), "refused")
             return refusal
         except ReadOnly as exc:
             self.last = exc
@@ -201,10 +204,10 @@ class Panel(w.VBox):
             return exc
         except EMQError as exc:
             self.last = exc
-            self.say(f"error: {exc}", "error")
+            self.say(f"error: {exc}" + said.suffix(), "error")
             return exc
         self.last = result
-        self.say(done(result) if callable(done) else done)
+        self.say((done(result) if callable(done) else done) + said.suffix())
         return result
 
     # -- the static fallback --------------------------------------------------------

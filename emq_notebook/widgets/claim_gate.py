@@ -10,7 +10,7 @@ import html
 
 import ipywidgets as w
 
-from .. import admin, jobs
+from .. import admin, audit, jobs
 from ..connector import Connection
 from ..decoding import printable
 from ..keyspace import queue_key
@@ -86,7 +86,8 @@ class ClaimGate(Panel):
         if not self.writable("pause" if paused else "resume"):
             self.refresh()
             return
-        (admin.pause if paused else admin.resume)(self.conn, self.q)
+        with audit.surface("panel"):
+            (admin.pause if paused else admin.resume)(self.conn, self.q)
         self.say(
             f"{'paused' if paused else 'resumed'} {self.q}: the field on emq:{{{self.q}}}:meta, no set moved"
         )
@@ -95,7 +96,8 @@ class ClaimGate(Panel):
     def add_job(self) -> None:
         if not self.writable("enqueue"):
             return
-        jid = jobs.enqueue(self.conn, self.q, '{"demo": true}')
+        with audit.surface("panel"):
+            jid = jobs.enqueue(self.conn, self.q, '{"demo": true}')
         self.say(f"enqueued {jid}")
         self.refresh()
 
@@ -112,7 +114,8 @@ class ClaimGate(Panel):
         if not self.writable("claim"):
             return None
         trips = self.round_trips()
-        got = jobs.claim(self.conn, self.q, self.lease_ms)
+        with audit.surface("panel"):
+            got = jobs.claim(self.conn, self.q, self.lease_ms)
         before = (self.pending_count, list(self.pending))
         self.refresh()
         if got is None:

@@ -1,0 +1,367 @@
+"""The audit trail wired into every writing verb (SPEC 12), on both backends.
+
+A table over `catalogue.writers()`: every writing domain function, run from each
+surface (Python, a magic, the `emq` shell, a panel's button, a runbook), leaves
+exactly one entry with the right fields. A new writing verb without a row here
+fails `test_every_writing_verb_has_a_row`, and one declared without the recorder
+fails `test_every_writing_function_is_recorded`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import emq_notebook as emq
+from emq_notebook import admin, audit, catalogue, cli, frames, grammar, jobs, lanes, repeat, verbs
+from emq_notebook.errors import NotPaused, ReadOnly
+from emq_notebook.keyspace import audit_key
+
+Q = "wire"
+REASON = "INC-30 wiring"
+
+
+def dead(conn: emq.Connection, *ids: str) -> None:
+    for i in ids:
+        jobs.enqueue(conn, Q, "{}", id=i, max_attempts=1)
+        jobs.claim(conn, Q)
+        jobs.fail(conn, Q, i, "boom 42")
+
+
+def claimed(conn: emq.Connection, *ids: str) -> None:
+    for i in ids:
+        jobs.enqueue(conn, Q, "{}", id=i)
+        jobs.claim(conn, Q)
+
+
+def pending(conn: emq.Connection, *ids: str, **kw: Any) -> None:
+    for i in ids:
+        jobs.enqueue(conn, Q, "{}", id=i, **kw)
+
+
+@dataclass
+class Row:
+    """One writing function: the state it needs, its Python call, its command line, and
+    what its entry says it touched."""
+
+    setup: Callable[[emq.Connection], None]
+    python: Callable[[emq.Connection], Any]
+    line: str
+    count: int
+    ids: list[str] = field(default_factory=list)
+    # the queue underneath: recorded only when typed or clicked (not from Python)
+    underneath: bool = False
+
+
+def nothing(conn: emq.Connection) -> None:
+    pass
+
+
+ROWS: dict[str, Row] = {
+    "admin.pause": Row(nothing, lambda c: admin.pause(c, Q), f"pause {Q}", 0),
+    "admin.resume": Row(lambda c: admin.pause(c, Q), lambda c: admin.resume(c, Q), f"resume {Q}", 0),
+    "admin.drain": Row(lambda c: pending(c, "a", "b"), lambda c: admin.drain(c, Q), f"drain {Q}", 2),
+    "admin.obliterate": Row(
+        lambda c: admin.pause(c, Q), lambda c: admin.obliterate(c, Q), f"obliterate {Q} --step", 0
+    ),
+    "admin.obliterate_all": Row(
+        lambda c: (pending(c, "a", "b", "c"), admin.pause(c, Q)),
+        lambda c: admin.obliterate_all(c, Q, budget=1),
+        f"obliterate {Q} --budget 1",
+        3,
+    ),
+    "admin.reprocess_dead": Row(
+        lambda c: dead(c, "a", "b"), lambda c: admin.reprocess_dead(c, Q), f"reprocess {Q} --all", 2
+    ),
+    "admin.reprocess_jobs": Row(
+        lambda c: dead(c, "a", "b"),
+        lambda c: admin.reprocess_jobs(c, Q, ["a", "b"]),
+        f"reprocess {Q} --error boom*",
+        2,
+        ["a", "b"],
+    ),
+    "admin.remove_jobs": Row(
+        lambda c: dead(c, "a", "b"),
+        lambda c: admin.remove_jobs(c, Q, ["a", "b"]),
+        f"remove {Q} --error boom*",
+        2,
+        ["a", "b"],
+    ),
+    "jobs.enqueue": Row(
+        nothing, lambda c: jobs.enqueue(c, Q, "{}", id="a"), f"enqueue {Q} {{}} --id a", 1, ["a"], True
+    ),
+    "jobs.claim": Row(lambda c: pending(c, "a"), lambda c: jobs.claim(c, Q), f"claim {Q}", 1, ["a"], True),
+    "lanes.claim": Row(
+        lambda c: pending(c, "a", group="g"),
+        lambda c: lanes.claim(c, Q),
+        f"claim {Q} --grouped",
+        1,
+        ["a"],
+        True,
+    ),
+    "jobs.complete": Row(
+        lambda c: claimed(c, "a"), lambda c: jobs.complete(c, Q, "a"), f"complete {Q} a", 1, ["a"], True
+    ),
+    "jobs.fail": Row(
+        lambda c: claimed(c, "a"), lambda c: jobs.fail(c, Q, "a", "boom"), f"fail {Q} a boom", 1, ["a"], True
+    ),
+    "jobs.promote_job": Row(
+        lambda c: pending(c, "a", delay_ms=3_600_000),
+        lambda c: jobs.promote_job(c, Q, "a"),
+        f"promote {Q} a",
+        1,
+        ["a"],
+    ),
+    "jobs.update_data": Row(
+        lambda c: pending(c, "a"),
+        lambda c: jobs.update_data(c, Q, "a", '{"b":1}'),
+        f"data {Q} a '{{\"b\":1}}'",
+        1,
+        ["a"],
+    ),
+    "jobs.update_progress": Row(
+        lambda c: pending(c, "a"),
+        lambda c: jobs.update_progress(c, Q, "a", "50"),
+        f"progress {Q} a 50",
+        1,
+        ["a"],
+    ),
+    "jobs.add_log": Row(
+        lambda c: pending(c, "a"), lambda c: jobs.add_log(c, Q, "a", "a line"), f"log {Q} a a line", 1, ["a"]
+    ),
+    "jobs.remove_job": Row(
+        lambda c: pending(c, "a"), lambda c: jobs.remove_job(c, Q, "a"), f"remove {Q} a", 1, ["a"]
+    ),
+    "jobs.reprocess_job": Row(
+        lambda c: dead(c, "a"), lambda c: jobs.reprocess_job(c, Q, "a"), f"reprocess {Q} a", 1, ["a"]
+    ),
+    "lanes.set_limit": Row(nothing, lambda c: lanes.set_limit(c, Q, "g", 2), f"lane-set {Q} g --limit 2", 0),
+    "lanes.pause_lane": Row(nothing, lambda c: lanes.pause_lane(c, Q, "g"), f"lane-set {Q} g --pause", 0),
+    "lanes.resume_lane": Row(
+        lambda c: lanes.pause_lane(c, Q, "g"),
+        lambda c: lanes.resume_lane(c, Q, "g"),
+        f"lane-set {Q} g --resume",
+        0,
+    ),
+    "repeat.run_now": Row(
+        lambda c: repeat.register(c, Q, "nightly", 86_400_000, "{}"),
+        lambda c: repeat.run_now(c, Q, "nightly"),
+        f"run-now {Q} nightly",
+        1,
+    ),
+}
+
+
+def test_every_writing_verb_has_a_row():
+    assert set(ROWS) == {op.name for op in catalogue.writers()}
+
+
+def test_every_writing_function_is_recorded():
+    for op in catalogue.writers():
+        assert getattr(op.function, "__audited__", None) == op.verb, op.name
+
+
+def entries(conn: emq.Connection) -> list[dict[str, str]]:
+    return [fields for _, fields in conn.client.xrange(audit_key(Q))]
+
+
+def typed(session: verbs.Session, conn: emq.Connection, line: str) -> Any:
+    session.conn = conn
+    return verbs.execute(session, grammar.parse(f"{line} --reason '{REASON}' --yes"))
+
+
+def run_on(surface: str, conn: emq.Connection, row: Row) -> None:
+    if surface == "python":
+        with audit.because(REASON):
+            row.python(conn)
+    elif surface == "magic":
+        from emq_notebook.magics import NotebookSession
+
+        typed(NotebookSession(), conn, row.line)
+    elif surface == "shell":
+        typed(cli.ShellSession(say=lambda *_: None), conn, row.line)
+    elif surface == "runbook":
+        from emq_notebook.magics import NotebookSession
+
+        audit.runbook("99-wiring", {"QUEUE": Q, "APPLY": True, "REASON": REASON})
+        typed(NotebookSession(), conn, row.line)
+    else:
+        from emq_notebook.widgets.base import Panel
+
+        panel = Panel()
+        panel.conn = conn
+        with audit.because(REASON):
+            panel.attempt(row.python, conn)
+        assert not isinstance(panel.last, Exception), panel.status_text
+
+
+def typed_only(line: str) -> bool:
+    """`--yes` is an option of the verbs that ask for it; the others refuse it."""
+    return "--yes" in grammar.verb_help(line.split()[0])
+
+
+SURFACES = ("python", "magic", "shell", "panel", "runbook")
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_each_writing_verb_from_each_surface_leaves_one_entry(conn, name, surface, monkeypatch, capsys):
+    row = ROWS[name]
+    if not typed_only(row.line):
+        monkeypatch.setattr(grammar, "parse", lambda text, ns=None: _parse(text.replace(" --yes", "")))
+    conn.name, conn.env = "desk", "staging"
+    row.setup(conn)
+    conn.client.delete(audit_key(Q))  # the setup's own entries
+    run_on(surface, conn, ROWS[name])
+    op = catalogue.OPERATIONS[name]
+    if row.underneath and surface == "python":
+        assert entries(conn) == []  # a worker's call: not an operator's
+        return
+    [entry] = entries(conn)
+    assert (entry["verb"], entry["outcome"]) == (op.verb, "done"), entry
+    assert entry["surface"] == surface
+    assert (entry["reason"], entry["who"], entry["conn"], entry["env"]) == (
+        REASON,
+        audit.who(),
+        "desk",
+        "staging",
+    )
+    assert entry["count"] == str(row.count)
+    if row.ids:
+        assert json.loads(entry["ids"])["first"] == row.ids
+    if surface == "runbook":
+        assert entry["notebook"].startswith("99-wiring.ipynb ")
+
+
+_parse = grammar.parse
+
+
+@pytest.mark.parametrize("surface", ("magic", "shell"))
+def test_a_refusal_is_recorded_with_its_reason_and_printed_once(conn, surface):
+    said: list[str] = []
+    session = cli.ShellSession(say=said.append)
+    if surface == "magic":
+        from emq_notebook.magics import NotebookSession
+
+        session = NotebookSession()
+        session.say = said.append  # type: ignore[method-assign]
+    session.conn = conn
+    refusal = verbs.execute(session, grammar.parse(f"obliterate {Q} --step --reason 'not yet'"))
+    assert isinstance(refusal, NotPaused) and said == [refusal.line()]
+    [entry] = entries(conn)
+    assert (entry["verb"], entry["outcome"], entry["reason"], entry["surface"]) == (
+        "obliterate",
+        "refused:not_paused",
+        "not yet",
+        surface,
+    )
+
+
+def test_an_unwritten_entry_ends_the_commands_line(conn, monkeypatch):
+    said: list[str] = []
+    session = cli.ShellSession(say=said.append)
+    session.conn = conn
+    pending(conn, "a")
+    command = conn.command
+
+    def no_xadd(*parts: Any) -> Any:
+        if parts[0] == "XADD":
+            raise emq.WireError("lost the server at test: XADD cut")
+        return command(*parts)
+
+    monkeypatch.setattr(conn, "command", no_xadd)
+    verbs.execute(session, grammar.parse(f"remove {Q} a"))
+    assert said == [
+        f"removed {Q} a · audit_failed: remove {Q} not recorded (lost the server at test: XADD cut)"
+    ]
+
+
+def test_reads_dry_runs_and_read_only_sessions_write_nothing(conn, backend, request):
+    from tests.helpers import server_for, server_url
+
+    dead(conn, "a", "b")
+    conn.client.delete(audit_key(Q))
+    session = cli.ShellSession(say=lambda *_: None)
+    session.conn = conn
+    for line in (
+        f"reprocess {Q} --error boom* --dry-run",
+        f"remove {Q} --error boom* --dry-run",
+        f"reprocess {Q} --all --dry-run",
+        f"find {Q}",
+        f"errors {Q}",
+        f"status {Q}",
+        f"jobs {Q}",
+        f"audit {Q}",
+        "queues",
+    ):
+        verbs.execute(session, grammar.parse(line))
+    assert conn.client.exists(audit_key(Q)) == 0
+    url = server_url(backend, server_for(backend, request))
+    watching = emq.connect(url, embedded=None if url else "fake", read_only=True)
+    session.conn = watching
+    with pytest.raises(ReadOnly):
+        verbs.execute(session, grammar.parse(f"pause {Q}"))
+    with pytest.raises(ReadOnly):
+        admin.pause(watching, Q)
+    assert conn.client.exists(audit_key(Q)) == 0
+
+
+def test_the_session_reason_and_audit_keep_come_from_the_settings(conn):
+    said: list[str] = []
+    session = cli.ShellSession(say=said.append)
+    session.conn = conn
+    verbs.execute(session, grammar.parse("reason bounce storm INC-7"))
+    assert session.settings.reason == "bounce storm INC-7"
+    session.settings.audit_keep = 5
+    verbs.execute(session, grammar.parse(f"pause {Q}"))
+    verbs.execute(session, grammar.parse(f"resume {Q} --reason 'this one'"))
+    verbs.execute(session, grammar.parse("reason"))
+    verbs.execute(session, grammar.parse("reason --clear"))
+    verbs.execute(session, grammar.parse(f"pause {Q}"))
+    assert [e["reason"] for e in entries(conn)] == ["bounce storm INC-7", "this one", ""]
+    assert conn.audit_keep == 5
+    assert said[-3:] == [
+        "reason: bounce storm INC-7",
+        "reason cleared",
+        f"paused {Q}: claims answer empty; the backlog is untouched",
+    ]
+
+
+def test_a_python_session_reason_is_conn_reason(conn):
+    conn.reason = "from python"
+    admin.pause(conn, Q)
+    assert entries(conn)[0]["reason"] == "from python"
+
+
+def test_the_audit_verb_and_frames_audit_read_newest_first(conn):
+    session = cli.ShellSession(say=lambda *_: None)
+    session.conn = conn
+    for line in (f"pause {Q}", f"resume {Q}", "pause other"):
+        verbs.execute(session, grammar.parse(line))
+    frame = verbs.execute(session, grammar.parse(f"audit {Q} --since 1h"))
+    assert list(frame.verb) == ["resume", "pause"]
+    assert list(frames.audit(conn).verb) == ["pause", "resume", "pause"]
+    assert list(frames.audit(conn, limit=1).queue) == ["other"]
+
+
+def test_queues_never_lists_a_queue_with_only_an_audit_stream(conn):
+    admin.pause(conn, Q)
+    admin.obliterate_all(conn, Q)
+    assert conn.client.exists(audit_key(Q)) == 1
+    session = cli.ShellSession(say=lambda *_: None)
+    session.conn = conn
+    assert Q not in verbs.execute(session, grammar.parse("queues --rescan")).index
+    assert Q not in frames.queues(conn, rescan=True)
+
+
+def test_a_new_connection_names_itself_to_the_server(conn, backend, request):
+    from tests.helpers import server_for, server_url
+
+    url = server_url(backend, server_for(backend, request))
+    fresh = emq.connect(url, embedded=None if url else "fake", name="desk")
+    assert fresh.client.execute_command("CLIENT", "GETNAME") == audit.client_name(fresh)
+    assert audit.client_name(fresh).endswith(":desk")

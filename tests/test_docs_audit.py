@@ -1,0 +1,34 @@
+"""docs/audit.md (the README's "The audit trail") runs as written, block after block
+in one namespace, on both backends; its answers are the ones it states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "audit.md").read_text()
+BLOCKS = [part.split("```", 1)[0] for part in DOC.split("```python")[1:]]
+
+
+def test_the_audit_trail_section_runs_as_written(conn, backend, request, monkeypatch):
+    from helpers import server_for, server_url
+
+    url = server_url(backend, server_for(backend, request))
+    if url:
+        monkeypatch.setenv("EMQ_URL", url)
+    else:
+        monkeypatch.delenv("EMQ_URL", raising=False)
+    monkeypatch.setenv("JUPYTERHUB_USER", "jane")
+    namespace: dict = {}
+    answers = []
+    for block in BLOCKS:
+        *body, last = [line for line in block.strip().splitlines() if line.strip()]
+        exec("\n".join(body), namespace)
+        answers.append(eval(last.split("  #", 1)[0], namespace))
+    who_paused, refused, last_hour = answers
+    row = who_paused.iloc[0]
+    assert (row.who, row.reason) == ("jane", "bounce storm, INC-4711")
+    assert refused == "refused:not_paused" and "'refused:not_paused'" in BLOCKS[1]
+    assert list(last_hour.verb) == ["obliterate", "resume", "pause"]
+    assert (
+        "[docs/audit.md](docs/audit.md)" in (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    )
