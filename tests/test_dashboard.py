@@ -17,7 +17,7 @@ from emq_notebook import admin, frames, jobs, lanes, repeat, triage
 from emq_notebook import health as health_module
 from emq_notebook.connector import Connection
 from emq_notebook.plots import VERDICT_COLOURS
-from emq_notebook.widgets import Dashboard, DeadLetterPanel, EventsView, JobPanel, QueuePanel
+from emq_notebook.widgets import AuditView, Dashboard, DeadLetterPanel, EventsView, JobPanel, QueuePanel
 from emq_notebook.widgets.base import live_panels
 from emq_notebook.widgets.job_grid import JobsView
 from emq_notebook.widgets.lanes_view import LanesView, RepeatablesView
@@ -179,6 +179,7 @@ def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
             "Lanes": LanesView,
             "Repeatables": RepeatablesView,
             "Events": EventsView,
+            "Audit": AuditView,
         }
         for name, kind in kinds.items():
             assert isinstance(d.tab(name), kind), name
@@ -190,6 +191,19 @@ def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
         assert not events.running and events.comm is None
         assert d.q == "reports" and set(d.parts) == {"Overview"}
         assert d.parts["Overview"].paused
+    finally:
+        d.close()
+
+
+def test_the_audit_tab_shows_who_did_what_to_the_queue_from_its_panels(conn, stage):
+    d = Dashboard(conn, auto=False, queue="mail")
+    try:
+        d.parts["Overview"].pause_button.click()  # the QueuePanel's pause toggle: a panel write
+        trail = d.tab("Audit")
+        assert isinstance(trail, AuditView) and trail.q == "mail"
+        top = trail.entries.iloc[0]
+        assert (top.verb, top.outcome, top.surface, top.queue) == ("pause", "done", "panel", "mail")
+        assert "pause" in trail.table.value and "1 of 1 entries" in trail.status.value
     finally:
         d.close()
 

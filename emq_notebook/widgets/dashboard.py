@@ -14,7 +14,8 @@ sorted by `#`. Click a queue (or pick it) and its tabs open below:
 - Job: the JobPanel of the last row clicked in Jobs;
 - Dead letters: the DeadLetterPanel;
 - Lanes and Repeatables: their tables and buttons;
-- Events: the EventsView, its live tail with Stop.
+- Events: the EventsView, its live tail with Stop;
+- Audit: the AuditView, the queue's audit trail (who did what, when, why).
 
 Each tab is built the first time it is shown, so opening the dashboard reads the
 counts only: a 100,000-job queue costs a few pipelined commands until a tab asks
@@ -57,6 +58,7 @@ from ..errors import EMQError
 from ..settings import Settings
 from . import grid as grids
 from . import values
+from .audit_view import AuditView
 from .base import Panel, interval
 from .dead_letters import DeadLetterPanel
 from .events_view import EventsView
@@ -66,7 +68,7 @@ from .lanes_view import LanesView, RepeatablesView
 from .presence import Presence
 from .queue_panel import QueuePanel
 
-TABS = ("Overview", "Jobs", "Job", "Dead letters", "Lanes", "Repeatables", "Events")
+TABS = ("Overview", "Jobs", "Job", "Dead letters", "Lanes", "Repeatables", "Events", "Audit")
 COUNTS = ("pending", "active", "schedule", "dead")
 SIZES = (*COUNTS, "lanes", "repeatables")
 # no touch for this long and the refresh pauses until a click
@@ -422,6 +424,8 @@ class Dashboard(Panel):
             return RepeatablesView(c, q, owned=True)
         if name == "Events":
             return EventsView(c, q, owned=True)
+        if name == "Audit":
+            return AuditView(c, q, owned=True)
         raise KeyError(name)
 
     def open_job(self, job_id: str) -> JobPanel | None:
