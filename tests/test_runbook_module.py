@@ -257,3 +257,30 @@ def test_a_runbook_opens_with_its_parameters_and_stores_no_outputs(path):
     for c in code:  # it never enqueues or seeds
         for word in ("enqueue(", "repeat.register(", "run_now(", "demo.fresh(", "Worker(", "flush"):
             assert word not in c.source, (word, c.source)
+
+
+def test_a_runbook_run_records_its_reason_and_ends_with_the_entries_it_wrote(conn, url_of, capsys):
+    """REASON shows on the record's first line, every write of the run carries it with
+    surface `runbook` and the runbook's name, and verify ends with those entries."""
+    jobs.enqueue(conn, "mail", "{}")
+    rb = runbook.start("11-x", url_of, "mail", True, reason="INC-4711 bounce storm")
+    assert "reason: INC-4711 bounce storm" in capsys.readouterr().out.splitlines()[0]
+    rb.step("pause", Preview("pause mail", count=1), lambda: admin.pause(rb.conn, "mail"))
+    rb.step("drain", Preview("drain 1", count=1), lambda: admin.drain(rb.conn, "mail"))
+    rb.verify({"the backlog is gone": lambda: admin.backlog(conn, "mail") == 0})
+    out = capsys.readouterr().out
+    assert "audit: the 2 entries this run wrote" in out
+    entries = rb.audit()
+    assert list(entries.verb) == ["drain", "pause"]  # newest first
+    assert set(entries.reason) == {"INC-4711 bounce storm"} and set(entries.surface) == {"runbook"}
+    assert all(n.startswith("11-x.ipynb") for n in entries.notebook)
+    assert list(entries["count"])[0] == 1
+
+
+def test_a_read_only_run_writes_no_entry(conn, url_of, capsys):
+    jobs.enqueue(conn, "mail", "{}")
+    rb = runbook.start("11-x", url_of, "mail", False, reason="look only")
+    rb.step("drain", Preview("drain 1", count=1), lambda: admin.drain(rb.conn, "mail"))
+    rb.verify({"the backlog is gone": lambda: admin.backlog(conn, "mail") == 0})
+    assert "audit: this run wrote no entry (APPLY = False: nothing written)" in capsys.readouterr().out
+    assert conn.client.exists("emq:audit:{mail}") == 0
