@@ -374,7 +374,8 @@ def test_a_read_only_session_refuses_to_load_the_library_in_one_line(conn):
 
 @pytest.fixture
 def panel_on(conn):
-    """A DeadLetterPanel on the same server, its connection labelled env production."""
+    """A DeadLetterPanel on the same server, its connection labelled env production,
+    asking above 2 jobs (`confirm_above`, as `%emq reprocess --all-dead` asks for --yes)."""
     import emq_notebook as emq
     from emq_notebook.widgets import DeadLetterPanel
 
@@ -385,7 +386,7 @@ def panel_on(conn):
     made = []
 
     def make():
-        made.append(DeadLetterPanel(labelled, Q))
+        made.append(DeadLetterPanel(labelled, Q, confirm_above=2))
         return made[-1]
 
     yield make
