@@ -41,6 +41,20 @@ def peers_python() -> Path:
     return py
 
 
+def bullmq(py: Path, script: str, srv, *argv: str, timeout: float, what: str) -> dict:
+    """bench/SCRIPT in the peers' venv on `srv` (its URL, then ARGV, then a payload): the
+    JSON object of its last printed line. A peer that fails ends the bench with its stderr."""
+    run = subprocess.run(
+        [py, str(HERE / script), f"redis://127.0.0.1:{srv.port}/0", *argv, payload(0)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if run.returncode != 0:
+        sys.exit(f"{what} failed:\n{run.stderr[-3000:]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def ours(conn, n: int) -> tuple[float, float]:
     conn.client.flushall()
     fill(conn, Q, n)
@@ -57,15 +71,7 @@ def ours(conn, n: int) -> tuple[float, float]:
 def theirs(py: Path, srv, n: int) -> tuple[float, float]:
     srv_client = connect(srv).client
     srv_client.flushall()
-    run = subprocess.run(
-        [py, str(HERE / "bullmq_side.py"), f"redis://127.0.0.1:{srv.port}/0", str(n), payload(0)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    if run.returncode != 0:
-        sys.exit(f"bullmq side failed:\n{run.stderr[-3000:]}")
-    got = json.loads(run.stdout.strip().splitlines()[-1])
+    got = bullmq(py, "bullmq_side.py", srv, str(n), timeout=1800, what="bullmq side")
     assert srv_client.dbsize() == 0, "bullmq left keys behind"
     return got["listing"], got["obliterate"]
 

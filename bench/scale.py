@@ -30,11 +30,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import multiprocessing as mp
 import resource
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,7 +39,7 @@ from pathlib import Path
 import pandas as pd
 import redis
 from common import Pinger, connect, payload, server
-from peers import peers_python
+from peers import bullmq, peers_python
 
 import emq_notebook as emq
 from emq_notebook import admin, frames, jobs
@@ -52,7 +49,6 @@ from emq_notebook.keyspace import STATES, base, lane_sets, queue_key
 Q = "scale"
 LANES = 100
 KINDS = 50
-HERE = Path(__file__).resolve().parent
 HOUR = 3_600_000
 
 
@@ -299,15 +295,7 @@ def bullmq_phase(py: Path, srv, client, phase: str, n: int) -> Figure:
     seconds are the ones the peer measured around its own call."""
     client.slowlog_reset()
     with Pinger(srv.port) as pinger:
-        run = subprocess.run(
-            [py, str(HERE / "bullmq_scale.py"), f"redis://127.0.0.1:{srv.port}/0", phase, str(n), payload(0)],
-            capture_output=True,
-            text=True,
-            timeout=7200,
-        )
-    if run.returncode != 0:
-        sys.exit(f"bullmq {phase} failed:\n{run.stderr[-3000:]}")
-    got = json.loads(run.stdout.strip().splitlines()[-1])
+        got = bullmq(py, "bullmq_scale.py", srv, phase, str(n), timeout=7200, what=f"bullmq {phase}")
     return Figure(got["seconds"], pinger, longest_call(client), got)
 
 

@@ -7,12 +7,6 @@
 --@include common
 --@include lanes
 --@include enqueue_row
--- every number is checked before the first write (the Python side bounds them too)
-local delay, priority = whole_of(ARGV[4]), whole_of(ARGV[5])
-for i, v in ipairs({delay or false, priority or false, whole_of(ARGV[6]) or false, whole_of(ARGV[8]) or false}) do
-  if v == false then
-    return redis.error_reply('ERR ' .. ({'delay_ms', 'priority', 'max_attempts', 'backoff_ms'})[i]
-      .. ' must be a whole number')
-  end
-end
+local delay, priority, refused = enqueue_numbers(ARGV[4], ARGV[5], ARGV[6], ARGV[8])
+if refused then return refused end
 return add_job(KEYS[1], ARGV[1], ARGV[2], ARGV[3], delay, priority, ARGV[6], ARGV[7], ARGV[8], now_ms())

@@ -16,14 +16,9 @@
 --@include lanes
 --@include enqueue_row
 local base, group = KEYS[1], ARGV[1]
-local delay, priority = whole_of(ARGV[2]), whole_of(ARGV[3])
--- every check runs before the first write (the Python side checks them too)
-for i, v in ipairs({delay or false, priority or false, whole_of(ARGV[4]) or false, whole_of(ARGV[5]) or false}) do
-  if v == false then
-    return redis.error_reply('ERR ' .. ({'delay_ms', 'priority', 'max_attempts', 'backoff_ms'})[i]
-      .. ' must be a whole number')
-  end
-end
+-- every check runs before the first write
+local delay, priority, refused = enqueue_numbers(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+if refused then return refused end
 if #ARGV < 5 or (#ARGV - 5) % 3 ~= 0 then
   return redis.error_reply('ERR enqueue_many takes id, payload, dedup triples after 5 arguments')
 end

@@ -5,7 +5,8 @@
 HANDLER is `hang` (holds its job SECONDS: kill it to leave an expired lease),
 `mailer` (raises on a recipient without an @, or a template that is not "welcome"),
 or `tenant` (an acme job takes 6 s, any other lane's 10 ms). The worker stops by
-itself after SECONDS, so a test that forgets it cannot leave it running.
+itself after SECONDS, so a test that forgets it cannot leave it running. The tests
+import `mailer` from here, so the staged incident and the worker share one bug.
 """
 
 import json
@@ -13,13 +14,6 @@ import sys
 import time
 
 import emq_notebook as emq
-
-url, queue, kind, lease_ms, grouped, seconds = sys.argv[1:7]
-seconds_f = float(seconds)
-
-
-def hang(job_id, payload, attempts):
-    time.sleep(seconds_f)
 
 
 def mailer(job_id, payload, attempts):
@@ -34,9 +28,19 @@ def tenant(job_id, payload, attempts):
     time.sleep(6 if json.loads(payload).get("tenant") == "acme" else 0.01)
 
 
-handler = {"hang": hang, "mailer": mailer, "tenant": tenant}[kind]
-worker = emq.Worker(
-    emq.connect(url), queue, handler, lease_ms=int(lease_ms), grouped=grouped == "1", idle_sleep=0.02
-)
-print("ready", flush=True)
-worker.run(timeout=seconds_f)
+def main(url, queue, kind, lease_ms, grouped, seconds):
+    seconds_f = float(seconds)
+
+    def hang(job_id, payload, attempts):
+        time.sleep(seconds_f)
+
+    handler = {"hang": hang, "mailer": mailer, "tenant": tenant}[kind]
+    worker = emq.Worker(
+        emq.connect(url), queue, handler, lease_ms=int(lease_ms), grouped=grouped == "1", idle_sleep=0.02
+    )
+    print("ready", flush=True)
+    worker.run(timeout=seconds_f)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:7])

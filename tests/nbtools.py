@@ -34,29 +34,7 @@ def execute(path: Path, env: dict | None = None) -> nbformat.NotebookNode:
 
 def nbval(path: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """`pytest --nbval PATH` in a subprocess, outside the project's own pytest config."""
-    ini = path.parent / "pytest.ini"
-    ini.write_text("[pytest]\n")
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--nbval",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "-c",
-            str(ini),
-            "--rootdir",
-            str(path.parent),
-            *extra,
-            str(path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+    return _pytest_nbval([path], path.parent, path.parent, list(extra), env or {}, timeout=300)
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +43,15 @@ ROOT = Path(__file__).resolve().parent.parent
 def runbooks(paths: list[Path], scratch: Path, env: dict) -> subprocess.CompletedProcess:
     """The shipped runbooks under nbval with the project's sanitize file, from a scratch
     pytest.ini (so the project's own addopts do not apply), with `env` added."""
+    sanitize = ["--nbval-sanitize-with", str(ROOT / "notebooks" / "demos" / "sanitize.cfg")]
+    return _pytest_nbval(paths, scratch, ROOT, sanitize, env, timeout=600)
+
+
+def _pytest_nbval(
+    paths: list[Path], scratch: Path, rootdir: Path, extra: list[str], env: dict, *, timeout: float
+) -> subprocess.CompletedProcess:
+    """`pytest --nbval EXTRA PATHS` in a subprocess with `env` added, from an empty
+    pytest.ini written in `scratch`, so the project's own config does not apply."""
     ini = scratch / "pytest.ini"
     ini.write_text("[pytest]\n")
     return subprocess.run(
@@ -73,19 +60,18 @@ def runbooks(paths: list[Path], scratch: Path, env: dict) -> subprocess.Complete
             "-m",
             "pytest",
             "--nbval",
-            "-q",
             "-p",
             "no:cacheprovider",
+            "-q",
             "-c",
             str(ini),
             "--rootdir",
-            str(ROOT),
-            "--nbval-sanitize-with",
-            str(ROOT / "notebooks" / "demos" / "sanitize.cfg"),
+            str(rootdir),
+            *extra,
             *map(str, paths),
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
         env={**os.environ, **env},
     )

@@ -1,11 +1,9 @@
 """Connections: the embedded default, URLs, redaction, EVALSHA after SCRIPT FLUSH."""
 
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+from own_process import python_without_url
 
 import emq_notebook as emq
 from emq_notebook import admin, jobs, scripts
@@ -113,13 +111,7 @@ def test_embedded_valkey_is_a_real_server() -> None:
         "c.client.info('server') else c.client.info('server')['redis_version']); "
         "e.jobs.enqueue(c, 'q', '{}', id='j_1'); print(e.jobs.claim(c, 'q', 1000)[0])"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "EMQ_URL": ""},
-    )
+    out = python_without_url(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] == "j_1"
 

@@ -14,11 +14,12 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from dead_letters import dead_letter
 from harm import bounded, commands_sent
 from helpers import consistency_problems, dump, keys_of, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, jobs, lanes, magics, repeat, scripts, triage
+from emq_notebook import admin, jobs, magics, repeat, scripts, triage
 from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET, MAX_PAYLOAD
 from emq_notebook.errors import BadInput, ReadOnly
 
@@ -29,10 +30,7 @@ P = f"emq:{{{Q}}}:"
 def kill(conn, ids, group=None, error="boom"):
     """Each id enqueued, claimed and failed for good: dead, scored by its time of death."""
     for job_id in ids:
-        jobs.enqueue(conn, Q, "{}", id=job_id, max_attempts=1, group=group)
-        got = (lanes.claim if group else jobs.claim)(conn, Q, 60_000)
-        assert got.id == job_id
-        jobs.fail(conn, Q, job_id, error)
+        dead_letter(conn, Q, job_id, error, group=group)
 
 
 def bad_rows_and_ghosts(conn, bad: int, ghosts: int, key: str = "dead") -> list[str]:

@@ -219,24 +219,25 @@ class QueueModel(RuleBasedStateMachine):
             assert outcome == "retry"
             job.state, job.due = "schedule", job.backoff == 0
 
-    @rule()
-    def expire(self):
-        over = sorted(i for i, j in self.jobs.items() if j.state == "active" and j.short)
-        if over:
+    def swept(self, moved: list[str], sweep) -> None:
+        """`sweep` (expire_leases, promote) answers how many jobs it moved: `moved`, each
+        ready again at its priority."""
+        if moved:
             time.sleep(WAIT)  # with none expected, the answer is 0 however long we wait
-        assert jobs.expire_leases(self.conn, Q) == len(over)
-        for i in over:
-            self.jobs[i].stalled += 1
+        assert sweep(self.conn, Q) == len(moved)
+        for i in moved:
             self.ready(i, self.jobs[i].priority)
 
     @rule()
+    def expire(self):
+        over = sorted(i for i, j in self.jobs.items() if j.state == "active" and j.short)
+        self.swept(over, jobs.expire_leases)
+        for i in over:
+            self.jobs[i].stalled += 1
+
+    @rule()
     def promote(self):
-        due = sorted(i for i, j in self.jobs.items() if j.state == "schedule" and j.due)
-        if due:
-            time.sleep(WAIT)  # with none expected, the answer is 0 however long we wait
-        assert jobs.promote(self.conn, Q) == len(due)
-        for i in due:
-            self.ready(i, self.jobs[i].priority)
+        self.swept(sorted(i for i, j in self.jobs.items() if j.state == "schedule" and j.due), jobs.promote)
 
     @rule(group=st.sampled_from(GROUPS), limit=st.integers(1, 2))
     def lane_limit(self, group, limit):

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from as_written import default_server, typed
 from documentation import ALL, README, block, section
 
 from emq_notebook import catalogue
@@ -55,10 +56,7 @@ ANSWERS = ("paused ", "no job claimed", "data replaced", "refused:", "resumed ",
 
 @pytest.fixture
 def session_on(conn, monkeypatch, ip):
-    if conn.label == "embedded fakeredis":
-        monkeypatch.delenv("EMQ_URL", raising=False)
-    else:
-        monkeypatch.setenv("EMQ_URL", conn.label)
+    default_server(conn, monkeypatch)
     yield conn
     ip.run_line_magic("config", "EMQMagics.default_limit = 1000")
 
@@ -70,11 +68,8 @@ def test_the_magic_session_runs_as_written(ip, session_on, capfd):
     lines = [ln for ln in SESSION_BLOCK.strip().splitlines() if ln.strip()]
     assert len(lines) >= 15
     for line in lines:
-        capfd.readouterr()
-        result = ip.run_cell(line, store_history=True)
-        out = capfd.readouterr().out
+        result, out, comment = typed(ip, capfd, line)
         assert result.error_before_exec is None and result.error_in_exec is None, (line, out)
-        comment = line.split("  #", 1)[1].strip() if "  #" in line else ""
         if comment.startswith(ANSWERS):
             expected = comment.replace(
                 "default: embedded fakeredis (executor=script)", f"default: {session_on.describe()}"
@@ -305,11 +300,8 @@ def test_the_health_block_runs_as_written(ip, session_on, capfd):
             lines.append(ln)
     try:
         for line in lines:
-            capfd.readouterr()
-            result = ip.run_cell(line, store_history=True)
-            out = capfd.readouterr().out
+            result, out, comment = typed(ip, capfd, line)
             assert result.error_before_exec is None and result.error_in_exec is None, (line, out)
-            comment = line.split("  #", 1)[1].strip() if "  #" in line else ""
             if comment.startswith("-> "):  # the line's value, as written
                 assert repr(result.result) == comment[3:], (line, result.result)
             if comment.startswith("prints "):  # the line's printed answer

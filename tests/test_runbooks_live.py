@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import itertools
-import json
 import os
 import signal
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 import nbformat
 import papermill
 import pytest
+from incident_worker import mailer
 from keydump import changed, dump
 
 import emq_notebook as emq
@@ -168,6 +168,29 @@ def assert_untouched(run, live, name, **params):
     return text
 
 
+def previewed(run, live, url, name, queue, **params):
+    """Runs `name` with APPLY = False: nothing written, the record's head says so."""
+    before = dump(live.client)
+    text = run(name, False, **params)
+    assert changed(before, dump(live.client)) == []
+    head_of_record(text, url, queue, False)
+    return text
+
+
+def stopped_by(run, live, name, marker, someone, **params):
+    """Runs `name` with APPLY = True while `someone()` writes just before the cell that holds
+    `marker` executes: the runbook stops (PreconditionFailed) and writes nothing after it."""
+    after_someone: list = []
+
+    def meanwhile():
+        someone()
+        after_someone.append(dump(live.client))
+
+    text = run(name, True, fails="PreconditionFailed", before=(marker, meanwhile), **params)
+    assert changed(after_someone[0], dump(live.client)) == []
+    return text
+
+
 def glanced(nb, queue):
     """The glance cell's verdict line (printed, for the record), after an inline PNG check."""
     cell = next(c for c in nb.cells if c.source.startswith("rb.glance("))
@@ -206,25 +229,17 @@ def stage_runaway(conn, q="newsletters", n=3000):
 def test_11_runaway_producer(run, live, url):
     q, made = "newsletters", stage_runaway(live)
     params = dict(QUEUE=q, BACKLOG_ABOVE=1000, ENV="production")
-    before = dump(live.client)
-    text = run("11-runaway-producer", False, **params)
-    assert changed(before, dump(live.client)) == []
-    head_of_record(text, url, q, False)
+    text = previewed(run, live, url, "11-runaway-producer", q, **params)
     assert f"step drain: drain {made:,} jobs from {q}" in text
     assert "survives: repeatables: daily-digest" in text
     assert "survives: in flight: 2 ['j_flight0', 'j_flight1']" in text and "survives: scheduled: 1" in text
 
     # resumed by someone between the pause and the drain: stops, drains nothing
-    def resumed():
-        admin.resume(live, q)
-        held.append(dump(live.client))
-
-    held: list = []
-    text = run(
-        "11-runaway-producer", True, fails="PreconditionFailed", before=('rb.step("drain"', resumed), **params
+    text = stopped_by(
+        run, live, "11-runaway-producer", 'rb.step("drain"', lambda: admin.resume(live, q), **params
     )
     assert "step drain stopped before writing anything: newsletters is running" in text
-    assert changed(held[0], dump(live.client)) == [] and admin.backlog(live, q) == made
+    assert admin.backlog(live, q) == made
 
     pending = live.client.zrange(f"emq:{{{q}}}:pending", 0, -1)
     before = dump(live.client)
@@ -276,31 +291,17 @@ def test_12_stuck_queue(run, live, url, workers):
     q = "reports"
     held = stage_stuck(live, workers)
     params = dict(QUEUE=q, OVERDUE_S=0, ENV="production")
-    before = dump(live.client)
-    text = run("12-stuck-queue", False, **params)
-    assert changed(before, dump(live.client)) == []
-    head_of_record(text, url, q, False)
+    text = previewed(run, live, url, "12-stuck-queue", q, **params)
     assert glanced(run.nb, q).startswith("paused — paused by an operator")  # the stage paused it
     assert "put 2 jobs whose lease passed back to pending" in text
     assert "make 3 overdue scheduled jobs ready" in text
     assert "resume 1 paused lanes holding 3 jobs" in text and f"resume {q}: 6 waiting jobs" in text
 
     # a recovering worker expires the leases between the diagnosis and the fix: stop, write nothing
-    def expired_by_someone():
-        jobs.expire_leases(live, q)
-        snap.append(dump(live.client))
-
-    snap: list = []
-    before = dump(live.client)
-    text = run(
-        "12-stuck-queue",
-        True,
-        fails="PreconditionFailed",
-        before=('rb.step("expire leases"', expired_by_someone),
-        **params,
+    text = stopped_by(
+        run, live, "12-stuck-queue", 'rb.step("expire leases"', lambda: jobs.expire_leases(live, q), **params
     )
     assert "no lease is expired any more" in text
-    assert changed(snap[0], dump(live.client)) == []
     live.client.flushall()
     held = stage_stuck(live, workers)
 
@@ -355,26 +356,14 @@ def test_13_retire_a_queue(run, live, url):
     stage_retired(live)
     params = dict(QUEUE=q, BUDGET=500, ENV="production")
     before = dump(live.client)
-    text = run("13-retire-a-queue", False, **params)
-    assert changed(before, dump(live.client)) == []
-    head_of_record(text, url, q, False)
+    text = previewed(run, live, url, "13-retire-a-queue", q, **params)
     keys = len([k for k in before if k.startswith(f"emq:{{{q}}}:")])
     assert f"obliterate {q}: {keys:,} keys, 2,006 jobs, in calls of 500" in text
 
-    def resumed():
-        admin.resume(live, q)
-        snap.append(dump(live.client))
-
-    snap: list = []
-    text = run(
-        "13-retire-a-queue",
-        True,
-        fails="PreconditionFailed",
-        before=('rb.step("obliterate"', resumed),
-        **params,
+    text = stopped_by(
+        run, live, "13-retire-a-queue", 'rb.step("obliterate"', lambda: admin.resume(live, q), **params
     )
     assert "legacy is running: it was resumed after the pause" in text
-    assert changed(snap[0], dump(live.client)) == []
 
     bystander = {k: v for k, v in dump(live.client).items() if k.startswith("emq:{bystander}:")}
     text = run("13-retire-a-queue", True, **params)
@@ -415,28 +404,15 @@ def test_14_lane_hotspot(run, live, url, workers):
     q = "tenants"
     procs = stage_hotspot(live, workers)
     params = dict(QUEUE=q, ENV="production", WATCH_S=20)
-    before = dump(live.client)
-    text = run("14-lane-hotspot", False, **params)
-    assert changed(before, dump(live.client)) == []
-    head_of_record(text, url, q, False)
+    text = previewed(run, live, url, "14-lane-hotspot", q, **params)
     waiting = {g: lanes.lanes(live, q)[g]["pending"] for g in ("globex", "initech")}
     assert "lane acme holds 3 of the jobs in flight (100%) while 2 lanes wait" in text
     assert "step limit: limit lane acme to 1 (now 10)" in text
 
-    def limited_by_someone():
-        lanes.set_limit(live, q, "acme", 5)
-        snap.append(dump(live.client))
-
-    snap: list = []
-    text = run(
-        "14-lane-hotspot",
-        True,
-        fails="PreconditionFailed",
-        before=("rb.step(ACTION", limited_by_someone),
-        **params,
+    text = stopped_by(
+        run, live, "14-lane-hotspot", "rb.step(ACTION", lambda: lanes.set_limit(live, q, "acme", 5), **params
     )
     assert "lane acme was changed since the preview: limit 5" in text
-    assert changed(snap[0], dump(live.client)) == []
 
     lanes.set_limit(live, q, "acme", 10)
     # the workers go on when the runbook reaches its verify cell
@@ -461,15 +437,6 @@ def test_14_lane_hotspot(run, live, url, workers):
 # -- 10: the dead letters -----------------------------------------------------------------------
 
 RECIPIENTS = [f"user{i}.example.com" if i % 3 else f"user{i}@example.com" for i in range(24)]
-
-
-def mailer(job_id, payload, attempts):
-    """The mailer's bug, as tests/incident_worker.py has it."""
-    msg = json.loads(payload)
-    if "@" not in msg["to"]:
-        raise ValueError(f"SMTP 553: bad recipient {msg['to']!r}")
-    if msg.get("template") != "welcome":
-        raise KeyError(f"template {msg.get('template')!r}")
 
 
 def stage_dead_letters(conn, q="mailers"):
@@ -498,10 +465,7 @@ def test_10_triage_dead_letters(run, live, url, workers):
         RATE=100,
         WATCH_S=20,
     )
-    before = dump(live.client)
-    text = run("10-triage-dead-letters", False, **params)
-    assert changed(before, dump(live.client)) == []
-    head_of_record(text, url, q, False)
+    text = previewed(run, live, url, "10-triage-dead-letters", q, **params)
     # the stage: 18 of its 24 jobs died at their one attempt, 6 were delivered: 75% >= 50%
     assert glanced(run.nb, q).startswith("failing — 18 of 24 jobs finished in the last 5 min failed (75%)")
     assert "ValueError: SMTP <num>: bad recipient <str>" in text and "KeyError: <str>" in text
@@ -511,20 +475,15 @@ def test_10_triage_dead_letters(run, live, url, workers):
     assert "reprocess 16 dead letters of '*bad recipient*'" in text
 
     # another operator reprocesses one of them between the preview and the mend
-    def reprocessed_by_someone():
-        jobs.reprocess_job(live, q, chosen[0])
-        snap.append(dump(live.client))
-
-    snap: list = []
-    text = run(
+    text = stopped_by(
+        run,
+        live,
         "10-triage-dead-letters",
-        True,
-        fails="PreconditionFailed",
-        before=('rb.step("mend"', reprocessed_by_someone),
+        'rb.step("mend"',
+        lambda: jobs.reprocess_job(live, q, chosen[0]),
         **params,
     )
     assert "1 of the chosen jobs left the dead set" in text
-    assert changed(snap[0], dump(live.client)) == []
 
     live.client.flushall()
     stage_dead_letters(live)

@@ -9,6 +9,7 @@ import threading
 
 import pandas as pd
 import pytest
+from dead_letters import dead_letter
 from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
@@ -28,10 +29,7 @@ def confirm_above_3(ip):
 
 
 def kill(conn, job_id: str, error: str) -> str:
-    jobs.enqueue(conn, Q, f'{{"id": "{job_id}"}}', id=job_id, max_attempts=1)
-    assert jobs.claim(conn, Q, 60_000).id == job_id
-    jobs.fail(conn, Q, job_id, error)
-    return job_id
+    return dead_letter(conn, Q, job_id, error, payload=f'{{"id": "{job_id}"}}')
 
 
 def stage(conn) -> None:

@@ -5,6 +5,7 @@ value the line returns), and is checked."""
 from __future__ import annotations
 
 import pytest
+from as_written import default_server, typed
 from documentation import block
 
 import emq_notebook
@@ -18,10 +19,7 @@ VALUES = ("{", "'", "3", "2")
 
 @pytest.fixture
 def session_on(conn, monkeypatch, ip):
-    if conn.label == "embedded fakeredis":
-        monkeypatch.delenv("EMQ_URL", raising=False)
-    else:
-        monkeypatch.setenv("EMQ_URL", conn.label)
+    default_server(conn, monkeypatch)
     magics.SESSION.connections.clear()
     magics.SESSION.current = None
     yield conn
@@ -35,10 +33,7 @@ def test_the_triage_section_runs_as_written(ip, session_on, capfd):
     assert len(lines) >= 15
     checked = 0
     for line in lines:
-        capfd.readouterr()
-        result = ip.run_cell(line, store_history=True)
-        out = capfd.readouterr().out
-        comment = line.split("  #", 1)[1].strip() if "  #" in line else ""
+        result, out, comment = typed(ip, capfd, line)
         assert result.error_before_exec is None, (line, out)
         if comment.startswith("Halted:"):
             assert isinstance(result.error_in_exec, emq_notebook.Halted), (line, out)

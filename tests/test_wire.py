@@ -5,9 +5,6 @@ after FUNCTION FLUSH; a stopped embedded Valkey stops quietly at exit."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any
 
 import fakeredis
@@ -17,6 +14,7 @@ import redis
 from helpers import consistency_problems, dump, server_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from own_process import python_without_url
 
 import emq_notebook as emq
 from emq_notebook import admin, decoding, events, frames, jobs, lanes, scripts
@@ -320,13 +318,7 @@ def test_a_stopped_embedded_valkey_stops_quietly_at_exit() -> None:
         "c = e.connect(embedded='valkey'); c.command('PING'); connector.valkey_server().stop(); "
         "print('stopped')"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "EMQ_URL": ""},
-    )
+    out = python_without_url(code)
     assert out.returncode == 0 and out.stdout.strip() == "stopped"
     assert out.stderr == ""
 

@@ -64,16 +64,23 @@ local function lease_refusal(lease)
   return nil
 end
 
+-- what a claim checks before any write: its lease, then the metrics retention (the
+-- claim counts itself; `kept`: the meta field as the caller read it already; nil:
+-- read it here). Answers the retention, or nil and the refusal.
+local function claim_keep(base, lease, kept)
+  local refused = lease_refusal(lease)
+  if refused then return nil, refused end
+  local keep
+  if kept == nil then keep = metrics_keep(base) else keep = keep_of(kept) end
+  if not keep then return nil, bad_row('metrics_keep', 'meta') end
+  return keep
+end
+
 -- the flat claim body: the head of pending (priority, then id order). The head
 -- is read and checked before it is popped: a bad row refuses with nothing written.
 local function claim_flat(pending, base, lease, token, kept)
-  local refused = lease_refusal(lease)
-  if refused then return refused end
-  -- the metrics retention is read before any write: the claim counts itself
-  -- (`kept`: the meta field as the caller read it already; nil: read it here)
-  local keep
-  if kept == nil then keep = metrics_keep(base) else keep = keep_of(kept) end
-  if not keep then return bad_row('metrics_keep', 'meta') end
+  local keep, refused = claim_keep(base, lease, kept)
+  if not keep then return refused end
   local now = now_ms()
   while true do
     local head = redis.call('ZRANGE', pending, 0, 0)
@@ -95,13 +102,8 @@ end
 -- met before it too); only then the writes: the lanes passed over leave the
 -- ring (they rejoin when they become runnable), ghosts leave their lane.
 local function claim_lanes(ring, base, lease, token, kept)
-  local refused = lease_refusal(lease)
-  if refused then return refused end
-  -- the metrics retention is read before any write: the claim counts itself
-  -- (`kept`: the meta field as the caller read it already; nil: read it here)
-  local keep
-  if kept == nil then keep = metrics_keep(base) else keep = keep_of(kept) end
-  if not keep then return bad_row('metrics_keep', 'meta') end
+  local keep, refused = claim_keep(base, lease, kept)
+  if not keep then return refused end
   local now = now_ms()
   local order, pick, id, read, ghosts = {}, nil, nil, nil, {}
   local i = 0

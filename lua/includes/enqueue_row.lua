@@ -1,5 +1,19 @@
 -- a new job's row and its placement, shared by @enqueue and @enqueue_many
 
+-- delay_ms, priority, max_attempts and backoff_ms as an enqueue takes them, each a
+-- whole number, checked before the first write (the Python side checks them too).
+-- Answers delay and priority, or nil, nil and the refusal naming the first bad one.
+local function enqueue_numbers(delay_ms, priority_s, max_attempts, backoff_ms)
+  local delay, priority = whole_of(delay_ms), whole_of(priority_s)
+  for i, v in ipairs({delay or false, priority or false, whole_of(max_attempts) or false, whole_of(backoff_ms) or false}) do
+    if v == false then
+      return nil, nil, redis.error_reply('ERR ' .. ({'delay_ms', 'priority', 'max_attempts', 'backoff_ms'})[i]
+        .. ' must be a whole number')
+    end
+  end
+  return delay, priority
+end
+
 -- the id that already answers for a job: the holder of its dedup key, or the id
 -- itself when it already has a row; nil when the job may be added. Reads only.
 local function held_by(base, id, dedup)

@@ -1,3 +1,4 @@
+--@include metrics
 -- latency (extension): per-minute histograms kept on the server, so no verb reads
 -- rows to know how long jobs wait and run. `wait` is the claim time minus the later
 -- of the row's `created_at` and `due_at`; `run` is the complete / fail time minus
@@ -18,21 +19,14 @@ end
 
 -- count one sample of `kind` ('wait' or 'run') in the minute of `now`; a minute
 -- new to the index may push the oldest out, both its hashes with it. `keep` is
--- metrics_keep(base), checked by the caller before its first write. It runs after
--- a transition's writes, so it never fails: a bucket written by hand that holds no
--- count starts again at 1, and a key of another type (not a hash, not a zset) is
--- left alone.
+-- metrics_keep(base), checked by the caller before its first write. It never fails
+-- (count_in; a minutes index of another type than a zset is left alone).
 local function record_latency(base, kind, ms, now, keep)
   local minute = string.format('%.0f', math.floor(now / 60000))
   local hk = base .. 'lat:' .. kind .. ':' .. minute
   local bucket = string.format('%d', lat_bucket(math.max(ms, 0)))
-  local n = redis.pcall('HINCRBY', hk, bucket, 1)
-  if type(n) == 'table' then
-    if type(redis.pcall('HSET', hk, bucket, '1')) == 'table' then return end
-    n = 1
-  end
   -- a bucket counted before in this minute means the minute is in the index already
-  if n ~= 1 then return end
+  if count_in(hk, bucket) ~= 1 then return end
   local index = base .. 'lat:minutes'
   if redis.pcall('ZADD', index, 'NX', minute, minute) == 1 then
     local over = redis.call('ZCARD', index) - keep

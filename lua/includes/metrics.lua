@@ -12,21 +12,23 @@ local function metrics_keep(base)
   return keep_of(redis.call('HGET', base .. 'meta', 'metrics_keep'))
 end
 
--- count one `kind` event in the minute of `now`. It runs after a transition's
--- writes, so it never fails: a bucket written by hand that holds no count starts
--- again at 1, and a metrics key of another type (not a hash) is left alone. Only a
+-- HINCRBY `key` `bucket` 1, never failing (it runs after a transition's writes): a
+-- bucket written by hand that holds no whole count starts again at 1, and a key of
+-- another type (not a hash) is left alone (nil). Answers the bucket's count.
+local function count_in(key, bucket)
+  local n = redis.pcall('HINCRBY', key, bucket, 1)
+  if type(n) ~= 'table' then return n end
+  if type(redis.pcall('HSET', key, bucket, '1')) == 'table' then return nil end
+  return 1
+end
+
+-- count one `kind` event in the minute of `now` (by count_in: it never fails). Only a
 -- new bucket can take the hash past `keep` (the caller's metrics_keep(base), read
 -- here when not given), so only then is the oldest trimmed: one command a bump.
 local function bump_metric(base, kind, now, keep)
   local mk = base .. 'metrics:' .. kind
   local bucket = tostring(math.floor(now / 60000))
-  local n = redis.pcall('HINCRBY', mk, bucket, 1)
-  if type(n) == 'table' then
-    -- not a hash: left alone; a bucket holding no whole count: starts again at 1
-    if type(redis.pcall('HSET', mk, bucket, '1')) == 'table' then return end
-    n = 1
-  end
-  if n ~= 1 then return end
+  if count_in(mk, bucket) ~= 1 then return end
   keep = keep or metrics_keep(base) or 1440
   if redis.call('HLEN', mk) > keep then
     local fields = redis.call('HKEYS', mk)
