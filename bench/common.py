@@ -47,6 +47,12 @@ def connect(srv, executor: str = "script") -> emq.Connection:
     return emq.connect(f"redis://127.0.0.1:{srv.port}/0", executor=executor)
 
 
+def left_behind(client: redis.Redis) -> list[str]:
+    """The keys on the server apart from the audit trail's streams (`emq:audit:{q}`,
+    which outlive the queue they record by design): what a destroying verb left."""
+    return sorted(k for k in client.scan_iter(count=10_000) if not str(k).startswith("emq:audit:"))
+
+
 def payload(i: int) -> str:
     """A 100-byte JSON payload."""
     body = json.dumps({"to": f"user{i}@example.com", "template": "welcome", "pad": ""})

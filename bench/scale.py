@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 import redis
-from common import Pinger, connect, payload, server
+from common import Pinger, connect, left_behind, payload, server
 from peers import bullmq, peers_python
 
 import emq_notebook as emq
@@ -480,7 +480,7 @@ def main() -> None:
                 ours["obliterate_all"].append(watched(srv, client, obliterate))
                 assert ours["drain"][-1].result == part["pending"] + part["grouped"]
                 assert ours["reprocess_dead"][-1].result == part["dead"]
-                assert client.dbsize() == 0, sorted(client.scan_iter(count=1000))[:20]
+                assert not left_behind(client), left_behind(client)[:20]
                 client.flushall()
                 stage(conn, n, payloads)
                 floors["drain"].append(watched(srv, client, lambda: client.eval(FLOOR_DRAIN, 1, *root)))
@@ -491,7 +491,7 @@ def main() -> None:
                     watched(srv, client, lambda: client.eval(FLOOR_OBLITERATE, 1, *root))
                 )
                 assert floors["drain"][-1].result == ours["drain"][-1].result
-                assert client.dbsize() == 0, sorted(client.scan_iter(count=1000))[:20]
+                assert not left_behind(client), left_behind(client)[:20]
             if a.repeat > 1:
                 for verb, runs in ours.items():
                     say(
