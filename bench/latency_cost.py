@@ -30,8 +30,8 @@ CHUNK = 50
 CLAIM_CUTS = [
     (
         "  local keep\n  if kept == nil then keep = metrics_keep(base) else keep = keep_of(kept) end\n"
-        "  if not keep then return bad_row('metrics_keep', 'meta') end\n",
-        "  local keep = 1440\n",
+        "  if not keep then return nil, bad_row('metrics_keep', 'meta') end\n  return keep\n",
+        "  return 1440\n",
     ),
     (
         "CLAIM_READS[N_WHOLES + 1], CLAIM_READS[N_WHOLES + 2], CLAIM_READS[N_WHOLES + 3] = "
