@@ -30,6 +30,7 @@ from nbtools import notebook
 
 import emq_notebook as emq
 from emq_notebook import jobs
+from emq_notebook.widgets import grid as grids
 
 pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
@@ -553,17 +554,14 @@ def scroll_top(grid) -> float:
     )
 
 
-# the page stalls today: ipydatagrid redraws the whole grid for each changed row (one row
-# message: 85-770 ms of long tasks on a 200-row grid here), and the queues' reasons change
-# every refresh; run with EMQ_BROWSER_SCALE=1 while that is being fixed (issue 31)
-@pytest.mark.skipif(not os.environ.get("EMQ_BROWSER_SCALE"), reason="EMQ_BROWSER_SCALE=1 runs it")
 def test_the_dashboard_of_200_queues_in_voila_keeps_its_scroll_guards_and_shuts_its_kernel(
     voila, url, tmp_path
 ):
     """201 queues; the overview scrolled half-way stays there across two refreshes that
-    change counts; "Reprocess all" on 60 dead jobs (above confirm_above 50) asks first,
-    naming the count and the connection, and moves nothing until confirmed; the page
-    closed, its kernel is gone from the server's kernels API and its processes."""
+    change counts and ranks, and the browser sorts the patched rows again; "Reprocess
+    all" on 60 dead jobs (above confirm_above 50) asks first, naming the count and the
+    connection, and moves nothing until confirmed; the page closed, its kernel is gone
+    from the server's kernels API and its processes."""
     from playwright.sync_api import sync_playwright
 
     profile = tmp_path / "home" / ".ipython" / "profile_default"
@@ -601,14 +599,22 @@ def test_the_dashboard_of_200_queues_in_voila_keeps_its_scroll_guards_and_shuts_
             wait_for(lambda: scroll_top(overview) > 0, "the overview to scroll")
             page.wait_for_timeout(300)
             scrolled = scroll_top(overview)
-            updated = page.get_by_text(re.compile(r"^updated "))
-            for refresh in range(2):  # two refreshes, each with counts that moved
+            for refresh in range(2):  # two refreshes, each with counts and ranks that moved
                 for q in names[::10]:
                     jobs.enqueue(conn, q, "{}")
-                said = updated.inner_text()
-                wait_for(lambda said=said: updated.inner_text() != said, f"refresh {refresh + 1}", 15)
-            page.get_by_text(re.compile(r"^201 queues · 1,\d{3} pending")).wait_for()
-            assert scroll_top(overview) == scrolled, "a refresh moved the overview's scroll"
+                for _ in range(15):  # the biggest of the growing queues
+                    jobs.enqueue(conn, "q199", "{}")
+                pending = int(emq.frames.counts(conn)["pending"].sum())
+                page.get_by_text(re.compile(rf"^201 queues · {pending:,} pending ")).wait_for(timeout=20_000)
+                assert scroll_top(overview) == scrolled, f"refresh {refresh + 1} moved the overview's scroll"
+            # the browser sorted the patched rows again: its second row is the second queue
+            second = str(emq.frames.health(conn).index[1])
+            assert second == "q199"
+            page.mouse.move(box["x"] + 400, box["y"] + 200)
+            page.mouse.wheel(0, -10_000)
+            wait_for(lambda: scroll_top(overview) <= 1, "the overview to scroll back to the top")
+            page.mouse.click(box["x"] + 300, box["y"] + grids.HEADER_PX + grids.ROW_PX * 1.5)
+            page.get_by_text(f"queue {second}", exact=True).wait_for()
 
             page.locator("select").first.select_option("mailers")
             page.get_by_text("queue mailers", exact=True).wait_for()

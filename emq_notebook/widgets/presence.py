@@ -28,7 +28,7 @@ import traitlets
 try:
     import anywidget
 except ImportError:  # pragma: no cover - a kernel without anywidget
-    anywidget = None
+    anywidget = None  # type: ignore[assignment]
 
 TOUCH_EVERY_MS = 10_000
 
