@@ -493,9 +493,11 @@ def test_the_metrics_and_health_views_in_jupyterlab(lab, url):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1100, "height": 1800})
+            page = browser.new_page(viewport={"width": 1400, "height": 1800})
             page.goto(f"{base}/lab/tree/health.ipynb?reset&token={token}")
             run_all(page, ready="Stop")
+            # the file browser folded away: the notebook gets the page's width
+            page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
             views = page.locator(".jp-OutputArea-output .widget-vbox")
             metrics = views.nth(0)
             metrics.locator("img").nth(1).wait_for(timeout=30_000)  # both plots drawn
