@@ -893,6 +893,8 @@ def test_every_changed_row_of_a_patch_is_written_in_one_message_the_data_kept(mo
         index=pd.Index([f"q{i:02d}" for i in range(30)], name="queue"),
     )
     g = grids.grid(frame)
+    writer = grids.writer()  # one a kernel, made with the first grid
+    assert grids.grid(frame) is not g and grids.writer() is writer
     data, messages, rowwise = g._data, [], []
     monkeypatch.setattr(grids.writer(), "send", messages.append)
     g._notify_row_change = lambda row, values: rowwise.append(row)

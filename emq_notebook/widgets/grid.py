@@ -131,6 +131,8 @@ def grid(
     view = shown(frame)
     widths = dict(widths or {})
     least = index_width(view, index_px)
+    # made with the first grid, so its browser side listens before the first patch
+    writer()
     g = dg.DataGrid(
         view,
         selection_mode="row",
