@@ -18,6 +18,7 @@ from emq_notebook import health as health_module
 from emq_notebook.connector import Connection
 from emq_notebook.plots import VERDICT_COLOURS
 from emq_notebook.widgets import AuditView, Dashboard, DeadLetterPanel, EventsView, JobPanel, QueuePanel
+from emq_notebook.widgets import grid as grids
 from emq_notebook.widgets.base import live_panels
 from emq_notebook.widgets.job_grid import JobsView
 from emq_notebook.widgets.lanes_view import LanesView, RepeatablesView
@@ -732,21 +733,23 @@ def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_vie
         d.tab("Overview")
         d.grid.selections = [{"r1": 1, "c1": 0, "r2": 1, "c2": 0}]  # the browser's selection
         d.grid.transform([{"type": "sort", "column": "pending", "desc": True}])  # its sort
-        data, sent = d.grid._data, []
-        real = d.grid._notify_row_change
-        d.grid._notify_row_change = lambda row, values: (sent.append(row), real(row, values))
+        data, messages = d.grid._data, []
+        writer = grids.writer()
+        monkeypatch.setattr(writer, "send", messages.append)
         before, changed = live_widgets(), []
         for i in range(1_000):
             jobs.enqueue(conn, ("alpha", "gamma")[i % 2], "{}")  # one queue's counts move a refresh
             was = d.shown_frame
             d.refresh()
             moved = (was.to_numpy() != d.shown_frame.to_numpy()).any(axis=1)
-            changed += [row for row, m in enumerate(moved) if m]
+            changed.append([row for row, m in enumerate(moved) if m])
         assert live_widgets() == before
         assert d.refreshes >= 1_000 and d.grid.data.loc["alpha", "pending"] == 501
-        # every refresh sent the rows that changed, no other, patched in place: the
-        # browser keeps its scroll, sort and selection
-        assert d.grid._data is data and sent == changed and len(sent) >= 1_000
+        # every refresh sent the rows that changed, no other, in one message, patched in
+        # place: the browser keeps its scroll, sort and selection
+        assert d.grid._data is data and all(m["grid"] == d.grid.model_id for m in messages)
+        assert [[row for row, _, _ in m["rows"]] for m in messages] == [rows for rows in changed if rows]
+        assert len(messages) >= 1_000
         assert d.grid.selections == [{"r1": 1, "c1": 0, "r2": 1, "c2": 0}]
         assert d.grid._transforms == [{"type": "sort", "column": "pending", "desc": True}]
         assert "pending <b>1</b>" in d.parts["Overview"].counts.value
@@ -893,11 +896,39 @@ def test_the_dashboard_magic_asks_above_the_sessions_confirm_above(ip, conn):
         ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
 
 
-def test_many_changed_rows_are_sent_as_one_replacement_and_a_few_one_message_each():
+def test_every_changed_row_of_a_patch_is_written_in_one_message_the_data_kept(monkeypatch):
+    """ipydatagrid's own row message redraws the whole grid for each row, and its data
+    replacement scrolls the browser back to the top: a patch sends the changed rows
+    together (their row, id and shown values) and keeps the grid's data."""
     import pandas as pd
 
-    from emq_notebook.widgets import grid as grids
+    frame = pd.DataFrame(
+        {"pending": range(30), "why": ["x"] * 30},
+        index=pd.Index([f"q{i:02d}" for i in range(30)], name="queue"),
+    )
+    g = grids.grid(frame)
+    writer = grids.writer()  # one a kernel, made with the first grid
+    assert grids.grid(frame) is not g and grids.writer() is writer
+    data, messages, rowwise = g._data, [], []
+    monkeypatch.setattr(grids.writer(), "send", messages.append)
+    g._notify_row_change = lambda row, values: rowwise.append(row)
+    every = frame.assign(pending=frame["pending"] + 1)  # every row moved
+    assert grids.patch(g, every) and g._data is data and rowwise == []
+    assert len(messages) == 1 and messages[0]["grid"] == g.model_id
+    assert messages[0]["key"] == "queue" and messages[0]["columns"] == ["pending", "why"]
+    assert messages[0]["rows"] == [(i, f"q{i:02d}", [i + 1, "x"]) for i in range(30)]
+    assert g.data["pending"].tolist() == list(range(1, 31))
+    assert grids.patch(g, every) and len(messages) == 1  # nothing changed: nothing sent
+    one = every.assign(why=["x"] * 29 + ["y"])
+    assert grids.patch(g, one) and messages[1]["rows"] == [(29, "q29", [30, "y"])]
 
+
+def test_without_the_row_writer_many_changed_rows_are_one_replacement_and_a_few_a_message_each(
+    monkeypatch,
+):
+    import pandas as pd
+
+    monkeypatch.setattr(grids, "writer", lambda: None)  # a kernel without anywidget
     frame = pd.DataFrame(
         {"pending": range(30)}, index=pd.Index([f"q{i:02d}" for i in range(30)], name="queue")
     )

@@ -169,15 +169,19 @@ def live_widgets() -> int:
         return len(ipywidgets.Widget.widgets)
 
 
-def test_a_health_view_refresh_patches_its_grid_in_place(conn):
+def test_a_health_view_refresh_patches_its_grid_in_place(conn, monkeypatch):
+    from emq_notebook.widgets import grid as grids
+
     work(conn, "mail", n=2)
     view = HealthView(conn)
     sent = []
-    view.grid._notify_row_change = lambda row, values: sent.append((row, values))
+    monkeypatch.setattr(grids.writer(), "send", sent.append)
     before = live_widgets()
     jobs.enqueue(conn, "mail", "x")
     view.refresh()
-    assert [row for row, _ in sent] == [0] and sent[0][1][2] == 1  # one row, pending 1
+    assert len(sent) == 1 and sent[0]["grid"] == view.grid.model_id
+    [(row, queue, values)], pending = sent[0]["rows"], sent[0]["columns"].index("pending")
+    assert (row, queue, values[pending]) == (0, "mail", 1)  # one row, pending 1
     assert live_widgets() == before
     view.close()
 

@@ -91,17 +91,19 @@ OVERVIEW_COLOURS = {
     "state": "cell.value == 'paused' ? '#ddf4ff' : 'white'",
     "dead": "cell.value > 0 ? '#e8dbff' : 'white'",
 }
+# the whole grid (with a 120 px queue column) fits a 1,400 px page
 OVERVIEW_WIDTHS = {
-    "#": 48,
-    "verdict": 104,
-    "state": 76,
-    "pending": 88,
-    "active": 72,
-    "schedule": 84,
-    "dead": 76,
-    "why": 560,
-    "lanes": 60,
-    "repeatables": 96,
+    "#": 40,
+    "verdict": 96,
+    "state": 68,
+    "pending": 76,
+    "active": 68,
+    "schedule": 88,
+    "dead": 68,
+    "lanes": 64,
+    "repeatables": 100,
+    # last: on a narrow page the end of a sentence is cut, never a count
+    "why": 540,
 }
 COLUMNS = list(OVERVIEW_WIDTHS)
 
@@ -147,7 +149,7 @@ class Dashboard(Panel):
             self.shown_frame,
             colours=OVERVIEW_COLOURS,
             widths=OVERVIEW_WIDTHS,
-            index_px=140,
+            index_px=120,
             most_rows=ROWS,
             texts={"verdict": VERDICT_TEXT},
             sort="#",

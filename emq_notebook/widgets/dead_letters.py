@@ -45,6 +45,15 @@ SAMPLES = 5
 EVERY = "(every signature)"
 
 
+def _whole() -> w.Layout:
+    """A button as wide as its label, never squeezed: a narrow panel wraps the row."""
+    return w.Layout(width="auto", flex="0 0 auto")
+
+
+def _row(children: list[w.Widget]) -> w.HBox:
+    return w.HBox(children, layout=w.Layout(flex_flow="row wrap", align_items="center"))
+
+
 class DeadLetterPanel(Panel):
     def __init__(
         self,
@@ -88,11 +97,11 @@ class DeadLetterPanel(Panel):
             tooltip="jobs a second for Reprocess previewed and Reprocess all (0: no cap)",
         )
         self.reprocess_preview_button = w.Button(
-            description="Reprocess previewed", button_style="primary", layout=w.Layout(width="auto")
+            description="Reprocess previewed", button_style="primary", layout=_whole()
         )
         self.reprocess_preview_button.on_click(lambda _: self.reprocess_previewed())
         self.remove_preview_button = w.Button(
-            description="Remove previewed…", button_style="danger", layout=w.Layout(width="auto")
+            description="Remove previewed…", button_style="danger", layout=_whole()
         )
         self.remove_preview_button.on_click(lambda _: self.remove_previewed())
 
@@ -101,17 +110,15 @@ class DeadLetterPanel(Panel):
         self.select_all_button = w.Button(description="Select all")
         self.select_all_button.on_click(lambda _: self.select_all())
         self.reprocess_button = w.Button(
-            description="Reprocess selected", button_style="primary", layout=w.Layout(width="auto")
+            description="Reprocess selected", button_style="primary", layout=_whole()
         )
         self.reprocess_button.on_click(lambda _: self.reprocess_selected())
-        self.remove_button = w.Button(
-            description="Remove selected…", button_style="danger", layout=w.Layout(width="auto")
-        )
+        self.remove_button = w.Button(description="Remove selected…", button_style="danger", layout=_whole())
         self.remove_button.on_click(lambda _: self.remove_selected())
         self.reprocess_all_button = w.Button(
             description="Reprocess all…",
             tooltip="every dead job, in bounded calls",
-            layout=w.Layout(width="auto"),
+            layout=_whole(),
         )
         self.reprocess_all_button.on_click(lambda _: self.reprocess_all())
         self.budget = w.BoundedIntText(
@@ -132,13 +139,11 @@ class DeadLetterPanel(Panel):
             w.HBox([self.error_glob, self.payload_glob, self.filter_button]),
             self.errors_view,
             self.signature,
-            w.HBox(
-                [self.preview_button, self.rate, self.reprocess_preview_button, self.remove_preview_button]
-            ),
+            _row([self.preview_button, self.rate, self.reprocess_preview_button, self.remove_preview_button]),
             self.preview_view,
             self.select,
-            w.HBox([self.select_all_button, self.reprocess_button, self.remove_button]),
-            w.HBox([self.reprocess_all_button, self.budget, self.progress]),
+            _row([self.select_all_button, self.reprocess_button, self.remove_button]),
+            _row([self.reprocess_all_button, self.budget, self.progress]),
             self.confirmation.view,
             self.status,
         ]

@@ -34,12 +34,12 @@ _HEAD = ("queue", "verdict", "pending", "active", "dead", "oldest", "failed (5 m
 _LOOK = ("failing", "stuck", "growing", "dead_letters")
 VERDICTS = health.SEVERITY
 WIDTHS = {
-    "#": 48,
-    "verdict": 104,
-    "pending": 88,
+    "#": 40,
+    "verdict": 96,
+    "pending": 76,
     "active": 72,
-    "dead": 76,
-    "oldest": 80,
+    "dead": 68,
+    "oldest": 104,
     "failed (5 min)": 104,
     "wait p95": 84,
     "why": 560,
@@ -160,7 +160,7 @@ class HealthView(Panel):
             health_frame(self.frame),
             colours=COLOURS,
             widths=WIDTHS,
-            index_px=140,
+            index_px=120,
             most_rows=25,
             texts={"verdict": VERDICT_TEXT},
             sort="#",

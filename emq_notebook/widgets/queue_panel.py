@@ -17,6 +17,7 @@ import pandas as pd
 
 from .. import admin, defaults, frames
 from ..connector import Connection
+from ..decoding import printable
 from ..errors import EMQError, UnknownQueue
 from ..keyspace import STATES
 from .base import Panel, chips, interval, table
@@ -85,8 +86,10 @@ class QueuePanel(Panel):
         )
         self.writes(self.pause_button, self.drain_button, self.confirm_drain_button)
 
+        # the queue's name, unless an owner's line names it (a dashboard's tab)
+        named = [] if owned else [w.HTML(f"<b>queue {html.escape(printable(q))}</b>")]
         self.children = [
-            w.HTML(f"<b>queue {q}</b>"),
+            *named,
             self.counts,
             w.HBox([self.pause_button, self.refresh_button, self.auto]),
             w.HBox([self.drain_button, self.include_schedule]),
