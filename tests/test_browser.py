@@ -321,6 +321,18 @@ def test_the_dashboard_in_jupyterlab_reprocesses_two_selected_rows(lab, url):
             page.wait_for_timeout(300)
             # docs/ has the 200-queue one, its Reprocess all asking first
             dashboard.screenshot(path=str(work / "dashboard-dead-letters.png"))
+            # the Audit tab: the click above is on the record, surface panel
+            page.get_by_role("tab", name="Audit", exact=True).click()
+            trail = dashboard.locator("table.emq").filter(has_text="surface").last
+            trail.wait_for()
+            first = trail.locator("tr").nth(1)
+            assert [first.locator("td").nth(i).inner_text() for i in (1, 2, 3, 4, 6)] == [
+                Q,
+                "reprocess",
+                "done",
+                "2",
+                "panel",
+            ]
         finally:
             browser.close()
     for png in (
