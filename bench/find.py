@@ -11,7 +11,7 @@ signatures whose texts carry numbers, quoted addresses and request UUIDs; the se
     # last line: find/(snapshot+filter), errors/(snapshot+filter), the worst PING during
     # ours (and, beside it, during the snapshot: on a loaded machine the pinger's own
     # scheduling shows in both); the line before it, the longest server call of each
-    # (SLOWLOG), which SPEC section 11 bounds at 20 ms
+    # (SLOWLOG), which the do-no-harm bound holds at 20 ms
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Do no harm (SPEC 11, issue 27): an adversarial corpus run through every verb that
+"""Do no harm (issue 27): an adversarial corpus run through every verb that
 reads or writes, on a private Valkey, with a PING process alongside; after each verb
 SLOWLOG (every command logged: `slowlog-log-slower-than 0`, RESET before the verb)
 says the longest single command the server ran for it, which is the longest any other

@@ -1,4 +1,4 @@
-"""The audit trail: who did what to which queue, when, why, and what came of it (SPEC 12).
+"""The audit trail: who did what to which queue, when, why, and what came of it.
 
 Every operator write leaves one entry on the server, in the queue's stream
 `emq:audit:{q}` (`keyspace.audit_key`): the queue's hash tag, so it lives in the
@@ -97,7 +97,7 @@ DATA_ARGS = frozenset({"payload", "payloads", "line", "data"})
 _SECRET_WORDS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
 # args that are the call's plumbing, not its options
 _PLUMBING = frozenset({"conn", "pipeline", "progress"})
-# the stream field order, and the frame's columns (SPEC 12's, then what else an entry holds)
+# the stream field order, and the frame's columns (the contract's, then what else an entry holds)
 FIELDS = (
     "verb",
     "outcome",

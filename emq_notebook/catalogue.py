@@ -19,7 +19,7 @@ its verb).
 
 The one place the audit trail is written: `writes=True` wraps the function in the
 recorder (`audit.audited`), so every call of a writing verb, from any surface,
-leaves one entry in `emq:audit:{q}` (SPEC 12). `sure=True` says the verb never
+leaves one entry in `emq:audit:{q}`. `sure=True` says the verb never
 refuses and runs one transition: its entry goes in the same MULTI/EXEC.
 """
 

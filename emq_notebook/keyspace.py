@@ -131,7 +131,7 @@ def queue_from_key(key: str) -> str | None:
 
 
 # the audit trail's streams: `{q}` is the queue's hash tag (its cluster slot), and the key
-# is OUTSIDE `emq:{q}:`, so an obliterate's "ok" leaves the record of it (SPEC 12)
+# is OUTSIDE `emq:{q}:`, so an obliterate's "ok" leaves the record of it
 AUDIT_PREFIX = "emq:audit:"
 AUDIT_MATCH = AUDIT_PREFIX + "{*}"
 
