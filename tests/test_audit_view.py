@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import emq_notebook as emq
 from emq_notebook import admin, audit
+from emq_notebook.widgets import values
 from emq_notebook.widgets.audit_view import ALL, AuditView
 
 Q = "mailers"
@@ -19,6 +20,8 @@ def test_the_audit_view_shows_the_entries_newest_first_and_filters_them(conn, mo
     assert list(view.shown().verb) == ["resume", "pause"]
     assert view.table.value.index("resume") < view.table.value.index("pause")
     assert "bounce storm" in view.table.value and "<td>0</td>" in view.table.value
+    # a time reads in the viewer's zone, named
+    assert f"<td>{values.when(view.entries.time.iloc[0])}</td>" in view.table.value
     assert set(view.who.options) == {ALL, "jane", view.entries.who.iloc[1]}
     view.who.value = "jane"
     assert list(view.shown().verb) == ["resume"] and "1 of 2 entries" in view.status_text

@@ -20,6 +20,7 @@ from ..connector import Connection
 from ..decoding import visible
 from ..errors import EMQError
 from ..keyspace import check_name
+from . import values
 from .base import Panel
 
 ALL = "(all)"
@@ -39,7 +40,7 @@ def audit_table(entries: pd.DataFrame) -> str:
     rows = []
     for r in entries.to_dict("records"):
         cells = [
-            html.escape(f"{r['time']:%Y-%m-%d %H:%M:%S}"),
+            html.escape(values.when(r["time"])),
             html.escape(visible(r["queue"])),
             html.escape(visible(r["verb"])),
             _outcome(r["outcome"]),
