@@ -30,7 +30,7 @@ def test_a_broken_line_fails_nbval(tmp_path, line):
         or "Problem" in run.stdout
         or "InvalidName" in run.stdout
         or "BadInput" in run.stdout
-    )
+    ), run.stdout[-3000:]
 
 
 def test_a_verb_on_an_unreachable_server_fails_nbval(tmp_path):
