@@ -17,3 +17,12 @@ def python_without_url(code: str) -> subprocess.CompletedProcess:
         timeout=60,
         env={**os.environ, "EMQ_URL": ""},
     )
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End a server process this test started: SIGTERM, then SIGKILL after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()

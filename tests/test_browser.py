@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import redis
 from nbtools import notebook
+from own_process import stop
 
 import emq_notebook as emq
 from emq_notebook import jobs
@@ -125,11 +126,7 @@ def lab(tmp_path, url):
         wait_for(up, "JupyterLab to answer", 60)
         yield base, token, work
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         log.close()
 
 
@@ -390,11 +387,7 @@ def voila(tmp_path, url):
         wait_for(up, "Voilà to listen", 60)
         yield Served(base, proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         log.close()
 
 

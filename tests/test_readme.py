@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from as_written import default_server, typed
 from documentation import ALL, README, block, section
+from own_process import stop
 
 from emq_notebook import catalogue
 
@@ -385,11 +386,7 @@ def test_the_voila_lines_run_quietly(valkey, tmp_path):
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=90) as page:
                 assert page.status == 200 and page.read()
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
     said = log.read_text()
     assert "Kernel started" in said
     assert "WARNING" not in said and "Traceback" not in said, said
