@@ -475,7 +475,16 @@ def _one_line(exc: BaseException) -> str:
 
 
 class Record:
-    """One writing call being recorded (`recorded` makes it; use it as a context manager).
+    """One writing call being recorded, as a context manager (`recorded` is its name
+    at the call site):
+
+        with audit.recorded(conn, "pause", q) as rec:
+            rec.result = admin.pause(conn, q)
+
+    `args` are the options given (scrubbed: `options`), `job` the one job a per-job
+    verb addresses, `keep` the entries kept (`conn.audit_keep`, else `KEEP`),
+    `counts(result, job)` reads count and ids from the answer (`touched`).
+    Writes nothing for a dry run, on a read-only session, or nested in another record.
 
     Inside the block, set `.result` to the verb's answer (count and ids come from it,
     `touched`), or call `touch(count, ids)` to say them. On leaving, the entry is
@@ -660,27 +669,8 @@ def append(conn: Connection, queue: str, fields: Mapping[str, str], keep: int = 
     return str(conn.command("XADD", audit_key(queue), "MAXLEN", "~", keep, "*", *flat))
 
 
-def recorded(
-    conn: Connection,
-    verb: str,
-    queue: str,
-    *,
-    args: Mapping[str, Any] | None = None,
-    job: str | None = None,
-    dry_run: bool = False,
-    keep: int | None = None,
-    counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
-) -> Record:
-    """Record the writing call run inside the block (a context manager):
-
-        with audit.recorded(conn, "pause", q) as rec:
-            rec.result = admin.pause(conn, q)
-
-    `args` are the options given (scrubbed: `options`), `job` the one job a per-job
-    verb addresses, `keep` the entries kept (`conn.audit_keep`, else `KEEP`),
-    `counts(result, job)` reads count and ids from the answer (`touched`).
-    Writes nothing for a dry run, on a read-only session, or nested in another record."""
-    return Record(conn, verb, queue, args=args, job=job, dry_run=dry_run, keep=keep, counts=counts)
+# the recorder as a call site reads it: `with audit.recorded(conn, verb, q) as rec:`
+recorded = Record
 
 
 def audited(
