@@ -41,7 +41,7 @@ def check_budget(budget: object, what: str = "budget") -> int:
     changes="HSET emq:{q}:meta paused 1; publishes `paused`",
     replies="None — paused field set; the pending backlog is untouched",
     native="none, a script only; EMQ.CLAIM reads the same paused field",
-    sure=True,
+    single=True,
 )
 def pause(conn: Connection, q: str) -> None:
     """Close the claim gate: HSET meta paused 1. No set moves; idempotent; never refuses."""
@@ -56,7 +56,7 @@ def pause(conn: Connection, q: str) -> None:
     changes="HDEL emq:{q}:meta paused; publishes `resumed`",
     replies="None — a later claim serves the head of pending",
     native="none, a script only",
-    sure=True,
+    single=True,
 )
 def resume(conn: Connection, q: str) -> None:
     """Open the claim gate: HDEL meta paused. Idempotent; never refuses."""

@@ -63,7 +63,7 @@ from .checks import whole
 from .decoding import printable
 from .defaults import AUDIT_KEEP
 from .errors import EMQError, Halted, InvalidName, Refused, WireError
-from .keyspace import AUDIT_MATCH, audit_key, check_name, queue_from_audit_key
+from .keyspace import AUDIT_MATCH, AUDIT_WHAT, AUDIT_WHO, audit_key, check_name, queue_from_audit_key
 
 try:  # where the toolkit's scrubbing lives (redaction.py); connector.py holds it otherwise
     from .redaction import redact, scrub  # type: ignore[import-not-found,unused-ignore]
@@ -98,20 +98,7 @@ _SECRET_WORDS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
 # args that are the call's plumbing, not its options
 _PLUMBING = frozenset({"conn", "pipeline", "progress"})
 # the stream field order, and the frame's columns (the contract's, then what else an entry holds)
-FIELDS = (
-    "verb",
-    "outcome",
-    "count",
-    "ids",
-    "args",
-    "who",
-    "acl_user",
-    "conn",
-    "env",
-    "surface",
-    "notebook",
-    "reason",
-)
+FIELDS = AUDIT_WHAT + AUDIT_WHO
 COLUMNS = (
     "time",
     "queue",
@@ -344,15 +331,20 @@ def name_client(conn: Connection) -> str:
 
 def identity(conn: Connection) -> dict[str, str]:
     """The fields saying who made a record, as the stream holds them ("" for unknown)."""
-    return {
-        "who": who(),
-        "acl_user": acl_user(conn) or "",
-        "conn": conn.name or "",
-        "env": conn.env or "",
-        "surface": current_surface(),
-        "notebook": notebook(),
-        "reason": scrub(reason_of(conn), conn._secrets),
-    }
+    return dict(zip(AUDIT_WHO, _who_values(conn), strict=True))
+
+
+def _who_values(conn: Connection) -> tuple[str, ...]:
+    """The values of `identity`, in `AUDIT_WHO`'s order."""
+    return (
+        who(),
+        acl_user(conn) or "",
+        conn.name or "",
+        conn.env or "",
+        current_surface(),
+        notebook(),
+        scrub(reason_of(conn), conn._secrets),
+    )
 
 
 # -- what an entry says ---------------------------------------------------------------------------
@@ -402,9 +394,14 @@ def digest(ids: Iterable[str]) -> str:
     return "sha256:" + hashlib.sha256(text).hexdigest()[:16]
 
 
+# the entry's JSON fields, each encoder built once (`json.dumps` with options builds one a call)
+_ids_json = json.JSONEncoder(ensure_ascii=False).encode
+_args_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+
+
 def ids_field(ids: list[str]) -> str:
     """The `ids` field: JSON `{"first": [the first FIRST_IDS ids], "digest": digest(all)}`."""
-    return json.dumps({"first": ids[:FIRST_IDS], "digest": digest(ids)}, ensure_ascii=False)
+    return _ids_json({"first": ids[:FIRST_IDS], "digest": digest(ids)})
 
 
 def _secret_name(name: str) -> bool:
@@ -440,7 +437,7 @@ def options(conn: Connection, args: Mapping[str, Any] | None) -> str:
         for name, value in (args or {}).items()
         if name not in _PLUMBING and value is not None and not callable(value)
     }
-    return json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+    return _args_json(kept) if kept else "{}"
 
 
 def _unsent(exc: BaseException | None) -> bool:
@@ -512,7 +509,7 @@ class Record:
         self.entry: str | None = None
         self.failed: str | None = None
         self.active = False
-        # the entry went (or did not) with the transition, in one MULTI/EXEC (`joined`)
+        # the entry went (or did not) with the transition, in its call (`within`)
         self.settled = False
         self._token: contextvars.Token[Record | None] | None = None
 
@@ -598,59 +595,47 @@ class Record:
         with _written_lock:
             _written.setdefault(self.conn.label, set()).add(self.queue)
 
-    def joined(self, call: Callable[[], Any]) -> Any:
-        """Run `call`, a verb whose one transition never refuses and whose answer does
-        not come from its reply (pause, resume, lane-set answer None), with its entry in ONE
-        MULTI/EXEC: the transition and the `done` entry both happen or neither (one
-        round trip, where `write` after the reply is a second).
-
-        The transition is queued, not sent (`connector.joining`); a verb that raises
-        before queueing it, or queues none, leaves the record to `write`. A reply that
-        is an error (a server that lost the script, a bug) takes its `done` entry back
-        (XDEL) and the record says what happened; NOSCRIPT loads the script and runs the
-        whole transaction again, once. A wire fault: the transaction ran whole or not
-        at all, so nothing more is written (`settled`)."""
-        import redis
-
-        from .connector import Pipeline, joining
+    def within(self, call: Callable[[], Any]) -> Any:
+        """Run `call`, a verb that runs one transition, whose entry that transition's
+        own call writes (`connector.beside`: its audited twin, one round trip where
+        `write` after the reply is a second): the entry is there exactly when the
+        transition ran, with the outcome its reply says (`done`, `refused:<reason>`,
+        `error`), even when the reply is then lost on the wire. A verb that raises
+        before its transition goes out, or whose transition has no twin (a native
+        command), leaves the record to `write`, after."""
+        from .connector import Beside, beside
 
         if not self.active:
             return call()
-        for attempt in (1, 2):
-            pipe = Pipeline(self.conn, transaction=True)
-            with joining(pipe):
+        entry = Beside(self.conn, audit_key(self.queue), self._tail)
+        try:
+            with beside(entry):
                 self.result = call()
-            if not pipe.runs():
-                return self.result
-            fields = self.fields(None)
-            flat = [part for pair in fields.items() for part in pair]
-            pipe.execute_command("XADD", audit_key(self.queue), "MAXLEN", "~", self.kept(), "*", *flat)
-            try:
-                *replies, entry = pipe.execute(raise_on_error=False)
-            except WireError:
+        finally:
+            if entry.sent:
                 self.settled = True
-                raise
-            if isinstance(entry, BaseException):  # the transition ran; its entry did not
-                self.entry, self.settled = None, False
-            else:
-                self.entry, self.settled = str(entry), True
-                self._noted()
-            fault = next((r for r in replies if isinstance(r, BaseException)), None)
-            if fault is None:
-                return self.result
-            if self.entry is not None:
-                with contextlib.suppress(EMQError, redis.RedisError):
-                    self.conn.command("XDEL", audit_key(self.queue), self.entry)
-            self.entry, self.settled = None, False
-            if attempt == 1 and isinstance(fault.__cause__, redis.exceptions.NoScriptError):
-                self.conn._loaded.clear()
-                self.conn.load_scripts(pipe.scripts())
-                continue
-            if attempt == 1 and "Function not found" in str(fault.__cause__):
-                self.conn._library_ready = False  # the library is loaded again as it is queued
-                continue
-            raise fault
-        raise AssertionError("unreachable")  # pragma: no cover
+                if entry.entry:
+                    self.entry = str(entry.entry)
+                    self._noted()
+                elif entry.failure is not None:
+                    self.failed = (
+                        f"audit_failed: {self.verb} {self.queue} not recorded ({str(entry.failure)[:MAX_ARG]})"
+                    )
+        return self.result
+
+    def _tail(self, gone: bool) -> list[Any]:
+        """The entry as the audited twin takes it (`includes/audited.lua`): how many
+        values follow, verb, the count when done, ids, args, keep, '1' when a -1
+        reply is Gone, then the identity fields as name, value pairs. The twin works
+        out the outcome, and the count of a call not done."""
+        count, ids = self.counts(None, self.job)
+        who = [part for pair in zip(_WHO_NAMES, _who_values(self.conn)) for part in pair]
+        tail = [self.verb, count, ids_field(ids), options(self.conn, self.args), self.kept(), "1" if gone else ""]
+        return [*tail, *who, len(tail) + len(who)]
+
+
+# the identity's field names as sent (bytes: nothing to encode on each call)
+_WHO_NAMES = tuple(name.encode() for name in AUDIT_WHO)
 
 
 def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
@@ -679,7 +664,7 @@ def audited(
     queue: str = "q",
     job: str | None = None,
     counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
-    sure: bool = False,
+    single: bool = False,
 ) -> Callable[[F], F]:
     """A decorator recording every call of a writing domain verb `fn(conn, q, ...)`:
 
@@ -691,8 +676,8 @@ def audited(
     argument writes nothing, nor a call queued in its caller's `pipeline` (a producer's
     batch: not run yet). A verb of the queue underneath (`UNDERNEATH`: enqueue, claim,
     complete, fail) is recorded only inside a `surface` block (typed or clicked).
-    `sure`: the verb never refuses and runs one transition, so its `done` entry goes
-    in the same MULTI/EXEC as the transition (`Record.joined`)."""
+    `single`: the verb runs one transition and its answer says no more than its
+    outcome, so that transition's own call writes the entry (`Record.within`)."""
 
     def wrap(fn: F) -> F:
         signature = inspect.signature(fn)
@@ -724,8 +709,8 @@ def audited(
                 dry_run=bool(bound.get("dry_run")),
                 counts=counts,
             ) as rec:
-                if sure:
-                    return rec.joined(lambda: fn(*a, **kw))
+                if single:
+                    return rec.within(lambda: fn(*a, **kw))
                 rec.result = fn(*a, **kw)
             return rec.result
 

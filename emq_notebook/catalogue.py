@@ -19,8 +19,9 @@ its verb).
 
 The one place the audit trail is written: `writes=True` wraps the function in the
 recorder (`audit.audited`), so every call of a writing verb, from any surface,
-leaves one entry in `emq:audit:{q}`. `sure=True` says the verb never
-refuses and runs one transition: its entry goes in the same MULTI/EXEC.
+leaves one entry in `emq:audit:{q}`. `single=True` says the verb runs one
+transition whose answer says no more than its outcome: that transition's own call
+writes the entry (one round trip).
 """
 
 from __future__ import annotations
@@ -47,12 +48,14 @@ class Entry:
 @dataclass(frozen=True)
 class Operation:
     """A function a `%emq` verb runs. `writes`: it can change a queue (a bulk call
-    given `dry_run=True` reads only, as its docstring says)."""
+    given `dry_run=True` reads only, as its docstring says); `single`: it runs one
+    transition, whose own call writes its record."""
 
     name: str  # module.function
     verb: str
     writes: bool
     function: Callable[..., Any]  # as declared: recorded when it writes
+    single: bool = False
 
 
 # module.function -> its entry, in declaration order (the README's order)
@@ -82,12 +85,12 @@ def contract(
     changes: str = "nothing (a read)",
     replies: str = "",
     native: str = "",
-    sure: bool = False,
+    single: bool = False,
 ) -> Callable[[F], F]:
     """Declare the decorated function as run by the `%emq` verb `verb`; with `script`,
     its catalogue entry too (appended to its docstring). `writes`: every call is
     recorded (`audit.audited`; a parameter `job_id` names the one job it touches);
-    `sure`: it never refuses, so the record joins its transition (one round trip)."""
+    `single`: it runs one transition, whose call writes the record (one round trip)."""
 
     def declare(fn: F) -> F:
         name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
@@ -101,8 +104,8 @@ def contract(
             from . import audit
 
             job = "job_id" if "job_id" in inspect.signature(fn).parameters else None
-            fn = audit.audited(verb, job=job, sure=sure)(fn)
-        OPERATIONS[name] = Operation(name, verb, writes, fn)
+            fn = audit.audited(verb, job=job, single=single)(fn)
+        OPERATIONS[name] = Operation(name, verb, writes, fn, single)
         return fn
 
     return declare

@@ -29,7 +29,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import redis
@@ -96,20 +96,37 @@ READING_COMMANDS = frozenset(
     }
 )
 
-# the transaction a recorded one-call verb queues its transition in (`joining`)
-_joined: contextvars.ContextVar[Pipeline | None] = contextvars.ContextVar("emq_joined", default=None)
+class Beside:
+    """The audit entry a recorded one-transition verb has written by its transition's
+    own call (`audit.Record.within`): `Connection.run` sends the transition's audited
+    twin (`scripts.audited`), with `key` (the queue's audit stream) one more KEY and
+    `tail(gone)` more ARGV; `gone` is True when the transition's -1 reply means Gone.
+
+    After the call: `sent` (the twin went out: the entry is written with the
+    transition or not at all, even when the reply is lost), `entry` (its stream id)
+    and `failure` (why it could not be written)."""
+
+    def __init__(self, conn: Connection, key: str, tail: Callable[[bool], list[Any]]):
+        self.conn, self.key, self.tail = conn, key, tail
+        self.sent = False
+        self.entry: str | None = None
+        self.failure: str | None = None
+
+
+# the entry the next transition run on its connection writes beside it (`beside`)
+_beside: contextvars.ContextVar[Beside | None] = contextvars.ContextVar("emq_beside", default=None)
 
 
 @contextlib.contextmanager
-def joining(pipe: Pipeline) -> Iterator[Pipeline]:
-    """Inside the block, a transition run on `pipe`'s connection without a pipeline of
-    its own is queued in `pipe` (and answers None) instead of sent: the audit trail
-    sends it with its record in one MULTI/EXEC (`audit.Record.joined`)."""
-    token = _joined.set(pipe)
+def beside(entry: Beside) -> Iterator[Beside]:
+    """Inside the block, the first transition run on `entry.conn` (not queued on a
+    pipeline; not a native command, which has no twin) is sent as its audited twin
+    and writes `entry` beside it."""
+    token = _beside.set(entry)
     try:
-        yield pipe
+        yield entry
     finally:
-        _joined.reset(token)
+        _beside.reset(token)
 
 
 _lock = threading.Lock()
@@ -288,10 +305,6 @@ class Connection:
         script by EVALSHA (`_library_loaded`): it never loads or replaces a library.
         """
         t = transitions.get(name)
-        if pipeline is None:
-            joined = _joined.get()
-            if joined is not None and joined._conn is self:
-                pipeline = joined
         if queue:  # a queue named here is known without a scan
             self.directory.note(queue)
         how, body = t.body(self.executor, folded)
@@ -307,6 +320,9 @@ class Connection:
         if pipeline is not None:
             pipeline.queue_run(how, body, wire_keys, wire_args, t.reply, call)
             return None
+        entry = _beside.get()
+        if entry is not None and entry.conn is self and not entry.sent and how != "native":
+            return self._run_beside(entry, how, body, t, call, wire_keys, wire_args)
         try:
             with self.wire():
                 if how == "native":
@@ -319,15 +335,45 @@ class Connection:
             raise transitions.error(scrub(str(exc), self._secrets), call) from None
         return transitions.decode(t.reply, reply, call)
 
-    def _fcall(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+    def _run_beside(
+        self,
+        entry: Beside,
+        how: str,
+        body: str,
+        t: transitions.Transition,
+        call: transitions.Call,
+        keys: list[Any],
+        args: list[Any],
+    ) -> Any:
+        """`run` of the transition's audited twin, which writes `entry` in the same
+        call; answers (or raises) as `run` does, the entry's id and failure kept on it."""
+        keys = [*keys, entry.key]
+        tail = entry.tail(t.reply is transitions.Reply.FOUND)
+        args = [*args, *(a if isinstance(a, bytes) else decoding.wire(str(a)) for a in tail)]
+        entry.sent = True
+        try:
+            with self.wire():
+                if how == "function":
+                    reply = self._fcall(body, keys, args, audited=True)
+                else:
+                    reply = self.script(scripts.AUDITED + body)(keys=keys, args=args)
+        except redis.ResponseError as exc:  # the twin itself failed (a server without it)
+            raise transitions.error(scrub(str(exc), self._secrets), call) from None
+        kind, answer, entry.entry, entry.failure = reply
+        if kind == "err":
+            raise transitions.error(scrub(str(answer), self._secrets), call)
+        return transitions.decode(t.reply, answer, call)
+
+    def _fcall(self, name: str, keys: Sequence[Any], args: Sequence[Any], audited: bool = False) -> Any:
         """FCALL (FCALL_RO for a `--@readonly` script); a server that lost the library
         (restarted, FUNCTION FLUSH) answers "Function not found": load it and retry once,
         as EVALSHA does on NOSCRIPT (nothing ran, so the retry is safe). A read-only
         session loads nothing: it runs the same read-only script by EVALSHA instead."""
-        call = self.client.fcall_ro if scripts.read_only(name) else self.client.fcall
+        call = self.client.fcall_ro if not audited and scripts.read_only(name) else self.client.fcall
+        function = f"emq_{scripts.AUDITED if audited else ''}{name}"
         self._ensure_library()
         try:
-            return call(f"emq_{name}", len(keys), *keys, *args)
+            return call(function, len(keys), *keys, *args)
         except redis.ResponseError as exc:
             if "function not found" not in str(exc).lower():
                 raise
@@ -336,7 +382,7 @@ class Connection:
             self._library_asked = False
             return self.script(name)(keys=keys, args=args)
         self._ensure_library()
-        return call(f"emq_{name}", len(keys), *keys, *args)
+        return call(function, len(keys), *keys, *args)
 
     def _library_loaded(self) -> bool:
         """True when the server holds this version of the function library: one
@@ -350,7 +396,9 @@ class Connection:
         """The redis-py `Script` for `name`: EVALSHA, and on NOSCRIPT load and retry."""
         s = self._scripts.get(name)
         if s is None:
-            s = self._scripts[name] = self.client.register_script(scripts.source(name))
+            twin = name.removeprefix(scripts.AUDITED)
+            text = scripts.audited(twin) if twin != name else scripts.source(name)
+            s = self._scripts[name] = self.client.register_script(text)
         return s
 
     def load_scripts(self, bodies: Iterable[Any]) -> None:

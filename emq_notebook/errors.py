@@ -184,6 +184,12 @@ _EMQSTATE = (
 )
 
 
+def refusal_table() -> list[tuple[str, str]]:
+    """(prefix, reason) of each `EMQSTATE` refusal, in the order `refusal_for` reads
+    them: the audited twins of the scripts name a refusal from the same table."""
+    return [(prefix, cls.reason) for prefix, cls, _ in _EMQSTATE]
+
+
 def refusal_for(message: str) -> tuple[type[Refused], str] | None:
     """(refusal class, note) for a server error text, or None when it is not EMQSTATE."""
     if not message.startswith("EMQSTATE"):

@@ -331,6 +331,7 @@ def _lap(conn: Connection, q: str, name: str, key: str, budget: int) -> int:
 @contract(
     "promote",
     writes=True,
+    single=True,
     script="@promote_job",
     precondition="the row exists and is in schedule",
     changes="ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
@@ -358,6 +359,7 @@ def promote_job(conn: Connection, q: str, job_id: str) -> None:
 @contract(
     "data",
     writes=True,
+    single=True,
     script="@update_data",
     precondition="the row exists",
     changes="HSET payload; publishes `data`",
@@ -380,6 +382,7 @@ def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
 @contract(
     "progress",
     writes=True,
+    single=True,
     script="@update_progress",
     precondition="the row exists",
     changes="HSET progress; PUBLISH {event: progress, job, progress}",
@@ -401,6 +404,7 @@ def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> Non
 @contract(
     "log",
     writes=True,
+    single=True,
     script="@add_log",
     precondition="the row exists",
     changes="RPUSH :logs (LTRIM to the last `keep`)",
@@ -485,6 +489,7 @@ def get_job_logs(conn: Connection, q: str, job_id: str, limit: int | None = LOG_
 @contract(
     "remove",
     writes=True,
+    single=True,
     script="@remove_job2",
     precondition="the row exists and no worker holds it",
     changes="ZREM from its set and lane (a lane slot given back when in flight), DEL row and "
@@ -515,6 +520,7 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
 @contract(
     "reprocess",
     writes=True,
+    single=True,
     script="@reprocess2",
     precondition="the row exists and is in dead",
     changes="ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job: its "

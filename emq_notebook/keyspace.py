@@ -134,6 +134,9 @@ def queue_from_key(key: str) -> str | None:
 # is OUTSIDE `emq:{q}:`, so an obliterate's "ok" leaves the record of it
 AUDIT_PREFIX = "emq:audit:"
 AUDIT_MATCH = AUDIT_PREFIX + "{*}"
+# an entry's fields, in the stream's order: what was done, then who did it
+AUDIT_WHAT = ("verb", "outcome", "count", "ids", "args")
+AUDIT_WHO = ("who", "acl_user", "conn", "env", "surface", "notebook", "reason")
 
 
 def audit_key(q: str) -> str:

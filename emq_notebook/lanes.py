@@ -34,19 +34,19 @@ def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> Non
     )
 
 
-@contract("lane-set", writes=True, sure=True)
+@contract("lane-set", writes=True, single=True)
 def set_limit(conn: Connection, q: str, group: str, limit: int) -> None:
     """How many of the lane's jobs may be in flight at once (>= 1)."""
     _set(conn, q, group, "limit", whole(limit, "limit"))
 
 
-@contract("lane-set", writes=True, sure=True)
+@contract("lane-set", writes=True, single=True)
 def pause_lane(conn: Connection, q: str, group: str) -> None:
     """Stop serving this lane only; the rest of the queue runs on."""
     _set(conn, q, group, "pause")
 
 
-@contract("lane-set", writes=True, sure=True)
+@contract("lane-set", writes=True, single=True)
 def resume_lane(conn: Connection, q: str, group: str) -> None:
     """Serve the lane again; it rejoins the ring when runnable."""
     _set(conn, q, group, "resume")

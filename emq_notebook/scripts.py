@@ -127,17 +127,61 @@ def read_only(name: str) -> bool:
     return _READONLY in header(name)
 
 
-def _function(name: str) -> str:
-    """Script `name` as a library function. Its includes (definitions only: functions
-    and constant tables, no KEYS, ARGV or redis.call at their top level) run once,
-    when the library loads, in a block of their own; the callback runs the script's
-    own text on each call. As EVAL, the same text runs whole on every call."""
-    flags = ", flags={'no-writes'}" if read_only(name) else ""
-    body = _INCLUDE.sub("", _own(name))
+# the prefix of a transition's audited twin (`audited`): the same body, its audit entry beside it
+AUDITED = "audited_"
+
+
+def _refusals() -> str:
+    """`emq_refusals()`, the refusals an error reply names ({prefix, reason} pairs,
+    longest first), composed from the toolkit's one table of them
+    (`errors.refusal_table`) for `includes/audited.lua`."""
+    from .errors import refusal_table
+
+    pairs = ", ".join(f"{{{_lua_text(p)}, {_lua_text(r)}}}" for p, r in refusal_table())
+    return f"local function emq_refusals() return {{{pairs}}} end\n"
+
+
+def _lua_text(text: str) -> str:
+    if not re.fullmatch(r"[\w ]*", text):
+        raise ValueError(f"not a plain word or phrase: {text!r}")
+    return f"'{text}'"
+
+
+def _auditing() -> str:
+    """What an audited twin needs ahead of its body: `emq_refusals` and `emq_audited`."""
+    return _refusals() + _INCLUDE.sub(_splicer(), (lua_dir() / "includes" / "audited.lua").read_text())
+
+
+@functools.cache
+def audited(name: str) -> str:
+    """The audited twin of writing script `name`, ready for EVAL: its includes, then
+    its own text unchanged as a function, run by `emq_audited` (`includes/audited.lua`),
+    which writes the audit entry beside it in the same call. The call carries the audit
+    stream as one more KEY and the entry's tail as `AUDIT_TAIL` more ARGV, last."""
+    if read_only(name):
+        raise ValueError(f"{name} writes nothing: it has no audited twin")
     return (
-        f"do\n{_included(name)}\n"
-        f"redis.register_function{{function_name='emq_{name}', callback=function(KEYS, ARGV)\n"
-        f"{body}\nend{flags}}}\nend\n"
+        f"{_included(name)}\n{_auditing()}\n"
+        f"local function body(KEYS, ARGV)\n{_INCLUDE.sub('', _own(name))}\nend\n"
+        "return emq_audited(body, KEYS, ARGV)\n"
+    )
+
+
+def _function(name: str) -> str:
+    """Script `name` as a library function `emq_<name>`, and a writing script's audited
+    twin `emq_audited_<name>` (the same body run by `emq_audited`). Its includes
+    (definitions only: functions and constant tables, no KEYS, ARGV or redis.call at
+    their top level) run once, when the library loads, in a block of their own; the
+    callback runs the script's own text on each call. As EVAL, the same text runs
+    whole on every call."""
+    body = _INCLUDE.sub("", _own(name))
+    head = f"do\n{_included(name)}\nlocal function body(KEYS, ARGV)\n{body}\nend\n"
+    if read_only(name):
+        return head + f"redis.register_function{{function_name='emq_{name}', callback=body, flags={{'no-writes'}}}}\nend\n"
+    return (
+        head + f"redis.register_function{{function_name='emq_{name}', callback=body}}\n"
+        f"redis.register_function{{function_name='emq_{AUDITED}{name}', "
+        "callback=function(KEYS, ARGV) return emq_audited(body, KEYS, ARGV) end}\nend\n"
     )
 
 
@@ -149,10 +193,10 @@ def library() -> tuple[str, str]:
     library on the server the next time a connection uses it.
     """
     bodies = [_function(n) for n in names()]
-    version = hashlib.sha1("".join(bodies).encode()).hexdigest()[:12]
+    version = hashlib.sha1((_auditing() + "".join(bodies)).encode()).hexdigest()[:12]
     head = (
         f"#!lua name={LIBRARY}\n"
         "redis.register_function{function_name='emq_version', "
         f"callback=function() return '{version}' end, flags={{'no-writes'}}}}\n"
     )
-    return version, head + "".join(bodies)
+    return version, head + _auditing() + "".join(bodies)

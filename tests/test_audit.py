@@ -14,7 +14,7 @@ import pytest
 import redis
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, jobs
+from emq_notebook import admin, audit, jobs, scripts
 from emq_notebook.errors import BadInput, NotPaused, ReadOnly, WireError
 from emq_notebook.keyspace import audit_key
 
@@ -122,6 +122,52 @@ def test_a_per_job_verb_records_its_job_and_a_bulk_verb_one_entry_with_the_first
     assert (row["count"], row.ids, row.ids_digest) == (149, ids[1:101], audit.digest(ids[1:]))
 
 
+def _calls(conn: emq.Connection, monkeypatch) -> list[str]:
+    """The commands `conn` sends from now on, by name."""
+    sent: list[str] = []
+    send = conn.client.execute_command
+
+    def counted(*parts: Any, **kw: Any) -> Any:
+        sent.append(str(parts[0]).upper())
+        return send(*parts, **kw)
+
+    monkeypatch.setattr(conn.client, "execute_command", counted)
+    return sent
+
+
+@pytest.mark.parametrize("executor", ["script", "function"])
+def test_a_single_verb_sends_one_call_that_writes_its_transition_and_its_entry(
+    connect_as, monkeypatch, executor
+):
+    """A one-transition verb (`single`) runs its transition's audited twin: one call,
+    its entry written beside it with the outcome its reply says, done or refused."""
+    conn = connect_as(executor)
+    enqueue(conn, 2)
+    jobs.add_log(conn, Q, "j0001", "warm")  # the library (function executor) loaded first
+    twins = ("pause", "resume", "add_log", "remove_job2", "reprocess2")
+    conn.load_scripts(conn.script(scripts.AUDITED + name) for name in twins)  # no NOSCRIPT round
+    sent = _calls(conn, monkeypatch)
+    pause(conn, Q)
+    admin.resume(conn, Q)
+    assert jobs.add_log(conn, Q, "j0001", "line") == 2
+    remove_job(conn, Q, "j0000")
+    with pytest.raises(emq.Gone):
+        remove_job(conn, Q, "j0000")
+    with pytest.raises(emq.Refused, match="not_dead"):
+        jobs.reprocess_job(conn, Q, "j0001")
+    assert sent == ["EVALSHA" if executor == "script" else "FCALL"] * 6
+    entries = [(e["verb"], e["outcome"], e["count"], json.loads(e["ids"])["first"]) for e in raw(conn)][1:]
+    assert entries == [
+        ("pause", "done", "0", []),
+        ("resume", "done", "0", []),
+        ("log", "done", "1", ["j0001"]),
+        ("remove", "done", "1", ["j0000"]),
+        ("remove", "refused:gone", "0", ["j0000"]),
+        ("reprocess", "refused:not_dead", "0", ["j0001"]),
+    ]
+    assert {e["who"] for e in raw(conn)} == {audit.who()}
+
+
 def test_nested_recorded_calls_record_once(conn):
     enqueue(conn, 30)
     pause(conn, Q)
@@ -152,7 +198,7 @@ def test_a_refusal_is_recorded_with_its_reason_and_nothing_touched(conn):
 def test_an_error_is_recorded_as_error_with_its_count_unknown(conn):
     conn.client.set("emq:{mailers}:meta", "not a hash")  # the transition's HSET fails
     with pytest.raises(emq.EMQError, match="server error in pause"):
-        pause(conn, Q)  # its `done` entry, sent in the same MULTI/EXEC, is taken back
+        pause(conn, Q)  # its twin's pcall catches the HSET's error and records it
     [entry] = raw(conn)
     assert (entry["verb"], entry["outcome"], entry["count"]) == ("pause", "error", "")
     assert audit.read(conn, Q)["count"].isna().all()
@@ -183,11 +229,12 @@ def _cut(conn: emq.Connection, monkeypatch, *, ran: bool) -> None:
 
 
 @pytest.mark.parametrize("ran", [True, False], ids=["reply-lost", "never-sent"])
-def test_a_cut_call_is_recorded_unknown_never_done(conn, monkeypatch, ran):
+def test_a_cut_call_recorded_after_its_reply_is_unknown_never_done(conn, monkeypatch, ran):
+    """A bulk verb's entry is written after its reply: a cut call's outcome is unknown."""
     enqueue(conn, 1)
     _cut(conn, monkeypatch, ran=ran)
     with audit.surface("shell") as said, pytest.raises(WireError):
-        remove_job(conn, Q, "j0000")
+        remove_jobs(conn, Q, ["j0000"])
     assert conn.client.exists("emq:{mailers}:job:j0000") == (not ran)
     [entry] = raw(conn)
     assert (entry["verb"], entry["outcome"], entry["count"]) == ("remove", "unknown", "")
@@ -195,21 +242,19 @@ def test_a_cut_call_is_recorded_unknown_never_done(conn, monkeypatch, ran):
 
 
 @pytest.mark.parametrize("ran", [True, False], ids=["reply-lost", "never-sent"])
-def test_a_cut_transaction_records_done_with_the_transition_or_nothing(conn, monkeypatch, ran):
-    """pause sends its transition and its entry in one MULTI/EXEC: both or neither."""
-    send = redis.client.Pipeline.execute
-
-    def cut(pipe: Any, *a: Any, **kw: Any) -> Any:
-        monkeypatch.setattr(redis.client.Pipeline, "execute", send)
-        if ran:
-            send(pipe, *a, **kw)
-        raise redis.ConnectionError("Connection closed by server.")
-
-    monkeypatch.setattr(redis.client.Pipeline, "execute", cut)
+@pytest.mark.parametrize("verb", ["pause", "remove"])
+def test_a_cut_single_verb_records_done_with_its_transition_or_nothing(conn, monkeypatch, ran, verb):
+    """A one-transition verb's entry is written by the transition's own call (its
+    audited twin): both happen or neither, whatever becomes of the reply."""
+    enqueue(conn, 1)
+    _cut(conn, monkeypatch, ran=ran)
     with audit.surface("shell") as said, pytest.raises(WireError):
-        pause(conn, Q)
-    assert admin.is_paused(conn, Q) == ran
-    assert [(e["verb"], e["outcome"]) for e in raw(conn)] == ([("pause", "done")] if ran else [])
+        pause(conn, Q) if verb == "pause" else remove_job(conn, Q, "j0000")
+    if verb == "pause":
+        assert admin.is_paused(conn, Q) == ran
+    else:
+        assert conn.client.exists("emq:{mailers}:job:j0000") == (not ran)
+    assert [(e["verb"], e["outcome"]) for e in raw(conn)] == ([(verb, "done")] if ran else [])
     assert said.failed == []
 
 
@@ -221,9 +266,10 @@ def test_a_real_cut_on_a_valkey_records_unknown_or_nothing(private_valkey):
     enqueue(conn, 1)
     srv.stop()
     with audit.surface("magic") as said, pytest.raises(WireError) as caught:
-        remove_job(conn, Q, "j0000")
+        remove_jobs(conn, Q, ["j0000"])
     assert said.entries == [] and said.failed[0].startswith("audit_failed: remove mailers not recorded")
     assert audit.failure_line(caught.value).endswith(said.suffix())
+
 
 
 def test_a_record_that_cannot_be_written_never_hides_the_result(conn, monkeypatch):
@@ -251,7 +297,7 @@ def test_a_record_that_cannot_be_written_never_hides_the_result(conn, monkeypatc
     assert caught.value.__notes__ == [
         "audit_failed: obliterate mailers not recorded (lost the server at test: XADD cut)"
     ]
-    # resume's entry went with its transition (one MULTI/EXEC, not the patched command)
+    # resume's entry went with its transition (its twin, not the patched command)
     assert [e["verb"] for e in raw(conn)] == ["resume"]
 
 

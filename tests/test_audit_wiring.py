@@ -20,7 +20,7 @@ import pytest
 import emq_notebook as emq
 from emq_notebook import admin, audit, catalogue, cli, frames, grammar, jobs, lanes, repeat, verbs
 from emq_notebook.errors import NotPaused, ReadOnly
-from emq_notebook.keyspace import audit_key
+from emq_notebook.keyspace import audit_key, job_key
 
 Q = "wire"
 REASON = "INC-30 wiring"
@@ -161,6 +161,21 @@ def test_every_writing_verb_has_a_row():
     assert set(ROWS) == {op.name for op in catalogue.writers()}
 
 
+@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if op.single])
+def test_a_single_verb_runs_one_transition(conn, name, monkeypatch):
+    """`single` says a verb runs exactly one transition: its audited twin writes the
+    entry, so a second transition's outcome would go unrecorded."""
+    row = ROWS[name]
+    row.setup(conn)
+    runs = []
+    run = conn.run
+    monkeypatch.setattr(conn, "run", lambda *a, **kw: runs.append(a[0]) or run(*a, **kw))
+    row.python(conn)
+    assert len(runs) == 1, runs
+    [entry] = [e for _, e in conn.client.xrange(audit_key(Q)) if e["verb"] == catalogue.OPERATIONS[name].verb][-1:]
+    assert entry["outcome"] == "done"
+
+
 def test_every_writing_function_is_recorded():
     for op in catalogue.writers():
         assert getattr(op.function, "__audited__", None) == op.verb, op.name
@@ -266,19 +281,14 @@ def test_an_unwritten_entry_ends_the_commands_line(conn, monkeypatch):
     said: list[str] = []
     session = cli.ShellSession(say=said.append)
     session.conn = conn
-    pending(conn, "a")
-    command = conn.command
-
-    def no_xadd(*parts: Any) -> Any:
-        if parts[0] == "XADD":
-            raise emq.WireError("lost the server at test: XADD cut")
-        return command(*parts)
-
-    monkeypatch.setattr(conn, "command", no_xadd)
-    verbs.execute(session, grammar.parse(f"remove {Q} a"))
-    assert said == [
-        f"removed {Q} a · audit_failed: remove {Q} not recorded (lost the server at test: XADD cut)"
-    ]
+    pending(conn, "a", "b")
+    conn.client.set(audit_key(Q), "not a stream")  # XADD refuses: WRONGTYPE
+    verbs.execute(session, grammar.parse(f"remove {Q} a"))  # written by the transition's call
+    verbs.execute(session, grammar.parse(f"drain {Q} --yes"))  # written after the reply
+    first = f"removed {Q} a · audit_failed: remove {Q} not recorded ("
+    assert said[0].startswith(first) and "WRONGTYPE" in said[0], said
+    assert f" · audit_failed: drain {Q} not recorded (" in said[1] and "WRONGTYPE" in said[1], said
+    assert conn.client.exists(job_key(Q, "a"), job_key(Q, "b")) == 0
 
 
 def test_reads_dry_runs_and_read_only_sessions_write_nothing(conn, backend, request):

@@ -1,0 +1,62 @@
+-- the audit entry written beside a transition, in the same call (SPEC 12): the
+-- toolkit's `audited_<name>` runs the transition's own body unchanged, then appends
+-- `XADD emq:audit:{q} MAXLEN ~ keep * verb .. outcome .. count .. ids .. args ..
+-- who ..` with the outcome the body's reply says: both happen in one atomic call, so
+-- the entry is there exactly when the transition ran, with what came of it.
+--
+-- The call carries one more KEY and more ARGV, last, which the body never sees:
+-- KEYS[n] = emq:audit:{q} (the queue's slot); the ARGV tail = verb, the count when
+-- done, the ids field, the args field, keep, '1' when a -1 reply means gone ('' otherwise),
+-- the identity fields as name, value pairs (who, acl_user, ... as the toolkit names
+-- them), and last how many tail values came before it.
+-- `emq_refusals()` ({prefix, reason} pairs, longest prefix first) is composed ahead
+-- of this include from the toolkit's one table of refusals (errors._EMQSTATE), and
+-- built only for an error reply: a call that went through builds no table but its
+-- entry's. Cost: the body's, plus one pcall and one XADD of the tail's bytes.
+
+-- the outcome of a body that answered `reply` (ok: it returned; else it raised):
+-- 'done', 'refused:<reason>' or 'error', and the error text when there was one
+local function audit_outcome(ok, reply, gone)
+  local text = nil
+  if not ok then
+    text = type(reply) == 'table' and reply.err or tostring(reply)
+  elseif type(reply) == 'table' and reply.err then
+    text = reply.err
+  elseif gone and reply == -1 then
+    return 'refused:gone', nil
+  else
+    return 'done', nil
+  end
+  if string.sub(text, 1, 8) ~= 'EMQSTATE' then return 'error', text end
+  local rest = string.gsub(string.sub(text, 9), '^%s+', '')
+  for _, pair in ipairs(emq_refusals()) do
+    if string.sub(rest, 1, #pair[1]) == pair[1] then return 'refused:' .. pair[2], text end
+  end
+  return 'refused:refused', text
+end
+
+-- run `body(KEYS, ARGV)` and write its entry; answers {kind, reply, entry, failure}:
+-- kind 'ok' (reply: the body's, nil as false) or 'err' (reply: the error's text),
+-- entry the stream id (false when not written), failure why not (false when written)
+local function emq_audited(body, KEYS, ARGV)
+  local audit = KEYS[#KEYS]
+  KEYS[#KEYS] = nil
+  local last = #ARGV
+  local first = last - tonumber(ARGV[last])
+  local verb, count, ids, args, keep, gone =
+    ARGV[first], ARGV[first + 1], ARGV[first + 2], ARGV[first + 3], ARGV[first + 4], ARGV[first + 5]
+  local who = {unpack(ARGV, first + 6, last - 1)}
+  for i = last, first, -1 do ARGV[i] = nil end
+  local ok, reply = pcall(body, KEYS, ARGV)
+  local outcome, text = audit_outcome(ok, reply, gone == '1')
+  if outcome ~= 'done' then count = (string.sub(outcome, 1, 8) == 'refused:') and '0' or '' end
+  local entry = redis.pcall('XADD', audit, 'MAXLEN', '~', keep, '*', 'verb', verb, 'outcome', outcome,
+    'count', count, 'ids', ids, 'args', args, unpack(who))
+  local failure = false
+  if type(entry) == 'table' then
+    failure, entry = entry.err or 'not written', false
+  end
+  if text then return {'err', text, entry, failure} end
+  if reply == nil then reply = false end
+  return {'ok', reply, entry, failure}
+end
