@@ -618,9 +618,8 @@ class Record:
                     self.entry = str(entry.entry)
                     self._noted()
                 elif entry.failure is not None:
-                    self.failed = (
-                        f"audit_failed: {self.verb} {self.queue} not recorded ({str(entry.failure)[:MAX_ARG]})"
-                    )
+                    why = str(entry.failure)[:MAX_ARG]
+                    self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
         return self.result
 
     def _tail(self, gone: bool) -> list[Any]:
@@ -629,9 +628,10 @@ class Record:
         reply is Gone, then the identity fields as name, value pairs. The twin works
         out the outcome, and the count of a call not done."""
         count, ids = self.counts(None, self.job)
-        who = [part for pair in zip(_WHO_NAMES, _who_values(self.conn)) for part in pair]
-        tail = [self.verb, count, ids_field(ids), options(self.conn, self.args), self.kept(), "1" if gone else ""]
-        return [*tail, *who, len(tail) + len(who)]
+        who = [part for pair in zip(_WHO_NAMES, _who_values(self.conn), strict=True) for part in pair]
+        what = [self.verb, count, ids_field(ids), options(self.conn, self.args), self.kept()]
+        tail = [*what, "1" if gone else "", *who]
+        return [*tail, len(tail)]
 
 
 # the identity's field names as sent (bytes: nothing to encode on each call)

@@ -96,6 +96,7 @@ READING_COMMANDS = frozenset(
     }
 )
 
+
 class Beside:
     """The audit entry a recorded one-transition verb has written by its transition's
     own call (`audit.Record.within`): `Connection.run` sends the transition's audited

@@ -177,7 +177,8 @@ def _function(name: str) -> str:
     body = _INCLUDE.sub("", _own(name))
     head = f"do\n{_included(name)}\nlocal function body(KEYS, ARGV)\n{body}\nend\n"
     if read_only(name):
-        return head + f"redis.register_function{{function_name='emq_{name}', callback=body, flags={{'no-writes'}}}}\nend\n"
+        flags = "flags={'no-writes'}"
+        return head + f"redis.register_function{{function_name='emq_{name}', callback=body, {flags}}}\nend\n"
     return (
         head + f"redis.register_function{{function_name='emq_{name}', callback=body}}\n"
         f"redis.register_function{{function_name='emq_{AUDITED}{name}', "

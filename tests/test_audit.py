@@ -15,7 +15,7 @@ import redis
 
 import emq_notebook as emq
 from emq_notebook import admin, audit, jobs, scripts
-from emq_notebook.errors import BadInput, NotPaused, ReadOnly, WireError
+from emq_notebook.errors import BadInput, NotPaused, ReadOnly, WireError, refusal_table
 from emq_notebook.keyspace import audit_key
 
 Q = "mailers"
@@ -168,6 +168,22 @@ def test_a_single_verb_sends_one_call_that_writes_its_transition_and_its_entry(
     assert {e["who"] for e in raw(conn)} == {audit.who()}
 
 
+@pytest.mark.parametrize(
+    "text",
+    [f"EMQSTATE {prefix} and more" for prefix, _ in refusal_table()]
+    + ["EMQSTATE", "EMQSTATE something new", "EMQSTATEMENT", "ERR unknown", "WRONGTYPE Operation", ""],
+)
+def test_the_twin_names_an_outcome_as_the_client_does(conn, text):
+    """`audit_outcome` (Lua, in the twin) reads an error reply as `outcome_of` reads the
+    typed error the client makes of it (`transitions.error`): the same refusal table."""
+    from emq_notebook import transitions
+
+    lua = scripts._refusals() + (scripts.lua_dir() / "includes" / "audited.lua").read_text()
+    lua += "\nlocal outcome = audit_outcome(true, {err = ARGV[1]}, false)\nreturn outcome\n"
+    typed = transitions.error(text, transitions.Call("remove", verb="remove", queue=Q))
+    assert conn.client.eval(lua, 0, text) == audit.outcome_of(typed)
+
+
 def test_nested_recorded_calls_record_once(conn):
     enqueue(conn, 30)
     pause(conn, Q)
@@ -269,7 +285,6 @@ def test_a_real_cut_on_a_valkey_records_unknown_or_nothing(private_valkey):
         remove_jobs(conn, Q, ["j0000"])
     assert said.entries == [] and said.failed[0].startswith("audit_failed: remove mailers not recorded")
     assert audit.failure_line(caught.value).endswith(said.suffix())
-
 
 
 def test_a_record_that_cannot_be_written_never_hides_the_result(conn, monkeypatch):

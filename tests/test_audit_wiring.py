@@ -172,7 +172,8 @@ def test_a_single_verb_runs_one_transition(conn, name, monkeypatch):
     monkeypatch.setattr(conn, "run", lambda *a, **kw: runs.append(a[0]) or run(*a, **kw))
     row.python(conn)
     assert len(runs) == 1, runs
-    [entry] = [e for _, e in conn.client.xrange(audit_key(Q)) if e["verb"] == catalogue.OPERATIONS[name].verb][-1:]
+    verb = catalogue.OPERATIONS[name].verb
+    [entry] = [e for _, e in conn.client.xrange(audit_key(Q)) if e["verb"] == verb][-1:]
     assert entry["outcome"] == "done"
 
 
