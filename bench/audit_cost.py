@@ -1,44 +1,62 @@
 """What the audit trail costs an operator verb: the verb as declared (recorded) against
 the same function bare (`fn.__wrapped__`), side by side on one server, alternating the
-two sides in one run. pause and resume never refuse: their transition and their entry
-go in one MULTI/EXEC (one round trip). A verb that may refuse writes its entry after
-the reply (`XADD emq:audit:{q} MAXLEN ~`, a second round trip): its outcome is not
-known before, and a `done` is never written for a call that refused.
+two sides in one run, both as a Python call and as the operator types it (`%emq`:
+`verbs.execute` with a notebook session, the magic's own path).
 
-    python bench/audit_cost.py [--jobs 2000]    # last line: the worst single-verb ratio
+    python bench/audit_cost.py [--jobs 1000] [--repeat 3]   # last line: the worst single-verb ratio
 
-Three verbs, as an operator runs them:
-- pause then resume (a pair of one-call verbs that never refuse): two entries a pair,
-  each in its transition's MULTI/EXEC;
-- a single-job remove (`jobs.remove_job`, one call, may refuse): one entry;
-- a bulk reprocess of 500 dead jobs (`admin.reprocess_jobs`, budget 100: five calls):
-  ONE entry a call of the verb, holding the first 100 ids and a digest of all.
+The single verbs (pause, resume, remove, data, reprocess of one job) each send one
+call: the transition's audited twin, which runs the transition's own script and then
+XADDs the entry with the outcome its reply says (`lua/includes/audited.lua`). So the
+record adds no round trip: what it adds is the entry's fields (built and sent by the
+client, about 20 more arguments) and one XADD inside the call.
+The bulk verb: a reprocess of 500 dead jobs at budget 100 (five calls) writes ONE
+entry, holding the first 100 ids and a digest of all (`admin.reprocess_jobs` in
+Python; `%emq reprocess bulk --all --yes`, `admin.reprocess_dead`, through the magic).
 
 Each side runs in chunks of `CHUNK` calls, ABBA, so a burst of load on this shared
-machine falls on both; the figure of a side is its median chunk. The record is what
-a surface adds after the verb; the verb's own work is the same on both sides.
+machine falls on both; a run's figure for a side is its median chunk, and the line
+shows the median over the runs. The bare side of a `%emq` line swaps the module's
+function for its `__wrapped__` while it runs: the magic's own work is on both sides.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from statistics import median_high as median
+from types import ModuleType
 
 from common import args, connect, fill, ratio_line, server
 
-from emq_notebook import admin, audit, jobs
+from emq_notebook import admin, audit, grammar, jobs, verbs
 from emq_notebook.keyspace import audit_key, queue_key
+from emq_notebook.magics import NotebookSession
 
 CHUNK = 50
 BULK = 500
 BULK_BUDGET = 100
+# the single verbs: name -> (module, function name, how many jobs a call consumes)
+SINGLE = {
+    "pause": (admin, "pause"),
+    "resume": (admin, "resume"),
+    "remove one job": (jobs, "remove_job"),
+    "data": (jobs, "update_data"),
+    "reprocess one job": (jobs, "reprocess_job"),
+}
+DATA = '{"to": "user@example.com"}'
 
-# the verbs as declared (recorded), and bare (the function the recorder wraps)
-pause, bare_pause = admin.pause, admin.pause.__wrapped__
-resume, bare_resume = admin.resume, admin.resume.__wrapped__
-remove_job, bare_remove_job = jobs.remove_job, jobs.remove_job.__wrapped__
-reprocess_jobs, bare_reprocess_jobs = admin.reprocess_jobs, admin.reprocess_jobs.__wrapped__
+
+@contextlib.contextmanager
+def bare(module: ModuleType, name: str) -> Iterator[None]:
+    """Inside the block, `module.name` is the function the recorder wraps."""
+    recorded = getattr(module, name)
+    setattr(module, name, recorded.__wrapped__)
+    try:
+        yield
+    finally:
+        setattr(module, name, recorded)
 
 
 def timed(calls: Callable[[int], None], n: int) -> float:
@@ -47,86 +65,147 @@ def timed(calls: Callable[[int], None], n: int) -> float:
     return (time.perf_counter() - t) / n
 
 
-def alternate(with_record: Callable[[int], None], bare: Callable[[int], None], n: int) -> tuple[float, float]:
+def alternate(
+    with_record: Callable[[int], None], without: Callable[[int], None], n: int
+) -> tuple[float, float]:
     """`n` calls a side in chunks of `CHUNK`, ABBA; the median seconds a call of each side."""
     sides: list[list[float]] = [[], []]
     for i in range(max(1, n // CHUNK) * 2):
         side = (0, 1, 1, 0)[i % 4]
-        sides[side].append(timed((with_record, bare)[side], CHUNK))
+        sides[side].append(timed((with_record, without)[side], CHUNK))
     return median(sides[0]), median(sides[1])
 
 
-def pauses(conn, pause_fn, resume_fn) -> Callable[[int], None]:
-    def run(n: int) -> None:
-        for _ in range(n):
-            pause_fn(conn, "ops")
-            resume_fn(conn, "ops")
+class Bench:
+    """One server, one connection, the notebook session on it, the queues filled."""
 
-    return run
+    def __init__(self, conn, n: int):
+        self.conn, self.n = conn, n
+        self.session = NotebookSession()
+        self.session.say = lambda text: None
+        self.session.conn = conn
+        self.ids: dict[str, list[str]] = {}
 
+    def fill(self) -> None:
+        """`ops` with a pending job a call of remove (both sides, both surfaces, chunks
+        rounded up) and one job data rewrites; `dead` with a dead job a call of reprocess."""
+        self.conn.client.flushall()
+        need = 4 * (self.n + 2 * CHUNK)
+        fill(self.conn, "ops", need)
+        self.ids["ops"] = self.conn.client.zrange(queue_key("ops", "pending"), 0, -1)
+        fill(self.conn, "dead", need, dead=need)
+        self.ids["dead"] = self.conn.client.zrange(queue_key("dead", "dead"), 0, -1)
 
-def removes(conn, remove_fn, ids: list[str]) -> Callable[[int], None]:
-    def run(n: int) -> None:
-        for _ in range(n):
-            remove_fn(conn, "ops", ids.pop())
+    def python(self, name: str) -> Callable[[int], None]:
+        module, function = SINGLE[name]
+        conn, ids = self.conn, self.ids
 
-    return run
+        def run(n: int) -> None:
+            fn = getattr(module, function)
+            for _ in range(n):
+                if name in ("pause", "resume"):
+                    fn(conn, "ops")
+                elif name == "remove one job":
+                    fn(conn, "ops", ids["ops"].pop())
+                elif name == "data":
+                    fn(conn, "ops", ids["ops"][0], DATA)
+                else:
+                    fn(conn, "dead", ids["dead"].pop())
 
+        return run
 
-def bulk(conn, reprocess_fn) -> tuple[float, int]:
-    """One bulk reprocess of `BULK` dead jobs; (seconds, entries written)."""
-    conn.client.delete(audit_key("bulk"))
-    for key in conn.scan("emq:{bulk}:*"):
-        conn.client.delete(key)
-    fill(conn, "bulk", BULK, dead=BULK)
-    ids = conn.client.zrange(queue_key("bulk", "dead"), 0, -1)
-    t = time.perf_counter()
-    words = reprocess_fn(conn, "bulk", ids, budget=BULK_BUDGET)
-    took = time.perf_counter() - t
-    assert sum(w == "reprocessed" for w in words.values()) == BULK
-    return took, conn.client.xlen(audit_key("bulk"))
+    def magic(self, name: str) -> Callable[[int], None]:
+        ids, session = self.ids, self.session
+
+        def line() -> str:
+            if name in ("pause", "resume"):
+                return f"{name} ops"
+            if name == "remove one job":
+                return f"remove ops {ids['ops'].pop()}"
+            if name == "data":
+                return f"data ops {ids['ops'][0]} '{DATA}'"
+            return f"reprocess dead {ids['dead'].pop()}"
+
+        def run(n: int) -> None:
+            for _ in range(n):
+                verbs.execute(session, grammar.parse(line()))
+
+        return run
+
+    def side(self, name: str, surface: str) -> tuple[float, float]:
+        make = self.python if surface == "python" else self.magic
+        module, function = SINGLE[name]
+        with_record = make(name)
+
+        def without(n: int) -> None:
+            with bare(module, function):
+                make(name)(n)
+
+        return alternate(with_record, without, self.n)
+
+    def bulk(self, surface: str, recorded: bool) -> tuple[float, int]:
+        """One bulk reprocess of `BULK` dead jobs; (seconds, entries written)."""
+        conn = self.conn
+        conn.client.delete(audit_key("bulk"))
+        for key in conn.scan("emq:{bulk}:*"):
+            conn.client.delete(key)
+        fill(conn, "bulk", BULK, dead=BULK)
+        ids = conn.client.zrange(queue_key("bulk", "dead"), 0, -1)
+        module, function = (admin, "reprocess_jobs") if surface == "python" else (admin, "reprocess_dead")
+        with contextlib.nullcontext() if recorded else bare(module, function):
+            t = time.perf_counter()
+            if surface == "python":
+                words = admin.reprocess_jobs(conn, "bulk", ids, budget=BULK_BUDGET)
+                assert sum(w == "reprocessed" for w in words.values()) == BULK
+            else:
+                line = f"reprocess bulk --all --yes --budget {BULK_BUDGET}"
+                verbs.execute(self.session, grammar.parse(line))
+            took = time.perf_counter() - t
+        assert conn.client.zcard(queue_key("bulk", "pending")) == BULK
+        return took, conn.client.xlen(audit_key("bulk"))
 
 
 def main() -> None:
-    a = args(2000, __doc__, repeat=3)
+    a = args(1000, __doc__, repeat=3)
+    surfaces = ("python", "%emq")
     with server() as srv:
         conn = connect(srv)
         audit.name_client(conn)
-        ratios: dict[str, list[float]] = {"pause/resume": [], "remove one job": []}
-        figures: dict[str, list[tuple[float, float]]] = {k: [] for k in ratios}
+        b = Bench(conn, a.jobs)
+        runs: dict[tuple[str, str], list[tuple[float, float]]] = {
+            (name, s): [] for name in SINGLE for s in surfaces
+        }
+        bulk_runs: dict[str, list[tuple[float, float]]] = {s: [] for s in surfaces}
         for _ in range(a.repeat):
-            conn.client.flushall()
-            w, b = alternate(pauses(conn, pause, resume), pauses(conn, bare_pause, bare_resume), a.jobs)
-            figures["pause/resume"].append((w, b))
-            assert conn.client.xlen(audit_key("ops")) > 0
-            conn.client.flushall()
-            fill(conn, "ops", 4 * a.jobs + 4 * CHUNK)
-            ids = conn.client.zrange(queue_key("ops", "pending"), 0, -1)
-            w, b = alternate(removes(conn, remove_job, ids), removes(conn, bare_remove_job, ids), a.jobs)
-            figures["remove one job"].append((w, b))
-        bulk_runs = []
-        for _ in range(a.repeat):
-            (w, entries), (b, none) = bulk(conn, reprocess_jobs), bulk(conn, bare_reprocess_jobs)
-            assert (entries, none) == (1, 0)
-            bulk_runs.append((w, b))
+            b.fill()
+            for name in SINGLE:
+                for s in surfaces:
+                    runs[name, s].append(b.side(name, s))
+            assert conn.client.xlen(audit_key("ops")) > 0 and conn.client.xlen(audit_key("dead")) > 0
+            for s in surfaces:
+                (w, entries), (bare_s, none) = b.bulk(s, True), b.bulk(s, False)
+                assert (entries, none) == (1, 0), (entries, none)
+                bulk_runs[s].append((w, bare_s))
     print(
-        f"calls: {a.jobs:,} a side per verb, in chunks of {CHUNK} alternating ABBA, {a.repeat} runs; "
-        "medians over the chunks (us a call, with the record / bare)"
+        f"calls: {a.jobs:,} a side per verb and surface, in chunks of {CHUNK} alternating ABBA, "
+        f"{a.repeat} runs; us a call with the record / bare (median chunk, median run), ratio"
     )
+    print(f"{'verb':<20}" + "".join(f"{s:>28}" for s in surfaces))
     worst = 0.0
-    for name, runs in figures.items():
-        per_run = [w / b for w, b in runs]
-        w, b = median([w for w, _ in runs]), median([b for _, b in runs])
-        worst = max(worst, w / b)
-        print(
-            f"{name}: {w * 1e6:.0f} / {b * 1e6:.0f} us, ratio {w / b:.2f} "
-            f"(runs {', '.join(f'{r:.3f}' for r in per_run)})"
-        )
-    w, b = min(r[0] for r in bulk_runs), min(r[1] for r in bulk_runs)
-    print(
-        f"bulk reprocess of {BULK} dead jobs ({BULK // BULK_BUDGET} calls, one entry): "
-        f"{w * 1e3:.1f} / {b * 1e3:.1f} ms, ratio {w / b:.2f}"
-    )
+    for name in SINGLE:
+        cells = []
+        for s in surfaces:
+            w, b_ = median(r[0] for r in runs[name, s]), median(r[1] for r in runs[name, s])
+            ratio = median(r[0] / r[1] for r in runs[name, s])
+            worst = max(worst, ratio)
+            cells.append(f"{w * 1e6:6.0f} / {b_ * 1e6:4.0f} us  {ratio:5.2f}")
+        print(f"{name:<20}" + "".join(f"{c:>28}" for c in cells))
+    cells = []
+    for s in surfaces:
+        w, b_ = median(r[0] for r in bulk_runs[s]), median(r[1] for r in bulk_runs[s])
+        cells.append(f"{w * 1e3:5.1f} / {b_ * 1e3:4.1f} ms  {median(r[0] / r[1] for r in bulk_runs[s]):5.2f}")
+    print(f"{f'bulk reprocess {BULK}':<20}" + "".join(f"{c:>28}" for c in cells))
+    print(f"(the bulk verb: {BULK // BULK_BUDGET} calls, one entry)")
     print(ratio_line("with/without seconds per single verb (worst)", worst, "<= 1.10"))
 
 

@@ -622,20 +622,19 @@ class Record:
                     self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
         return self.result
 
-    def _tail(self, gone: bool) -> list[Any]:
-        """The entry as the audited twin takes it (`includes/audited.lua`): how many
-        values follow, verb, the count when done, ids, args, keep, '1' when a -1
-        reply is Gone, then the identity fields as name, value pairs. The twin works
-        out the outcome, and the count of a call not done."""
+    def _tail(self, gone: bool) -> list[bytes]:
+        """The entry as the audited twin takes it (`includes/audited.lua`): verb, the
+        count when done, ids, args, keep, '1' when a -1 reply is Gone, then the
+        identity's values in `AUDIT_WHO`'s order, as the bytes sent. The twin works out
+        the outcome, and the count of a call not done."""
         count, ids = self.counts(None, self.job)
-        who = [part for pair in zip(_WHO_NAMES, _who_values(self.conn), strict=True) for part in pair]
-        what = [self.verb, count, ids_field(ids), options(self.conn, self.args), self.kept()]
-        tail = [*what, "1" if gone else "", *who]
-        return [*tail, len(tail)]
+        what = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
+        return [*map(_sent, what), b"1" if gone else b"", *map(_sent, _who_values(self.conn))]
 
 
-# the identity's field names as sent (bytes: nothing to encode on each call)
-_WHO_NAMES = tuple(name.encode() for name in AUDIT_WHO)
+def _sent(text: str) -> bytes:
+    """Text as the server holds it (an undecodable byte read as a surrogate is that byte again)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:

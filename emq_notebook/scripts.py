@@ -131,14 +131,17 @@ def read_only(name: str) -> bool:
 AUDITED = "audited_"
 
 
-def _refusals() -> str:
-    """`emq_refusals()`, the refusals an error reply names ({prefix, reason} pairs,
-    longest first), composed from the toolkit's one table of them
-    (`errors.refusal_table`) for `includes/audited.lua`."""
+def _audit_tables() -> str:
+    """What `includes/audited.lua` reads, composed from the toolkit's one home of each:
+    `emq_refusals()`, the refusals an error reply names ({prefix, reason} pairs, longest
+    first: `errors.refusal_table`; a function, built only for an error reply), and
+    `emq_who`, the names of an entry's identity fields (`keyspace.AUDIT_WHO`)."""
     from .errors import refusal_table
+    from .keyspace import AUDIT_WHO
 
     pairs = ", ".join(f"{{{_lua_text(p)}, {_lua_text(r)}}}" for p, r in refusal_table())
-    return f"local function emq_refusals() return {{{pairs}}} end\n"
+    names = ", ".join(_lua_text(n) for n in AUDIT_WHO)
+    return f"local function emq_refusals() return {{{pairs}}} end\nlocal emq_who = {{{names}}}\n"
 
 
 def _lua_text(text: str) -> str:
@@ -148,8 +151,8 @@ def _lua_text(text: str) -> str:
 
 
 def _auditing() -> str:
-    """What an audited twin needs ahead of its body: `emq_refusals` and `emq_audited`."""
-    return _refusals() + _INCLUDE.sub(_splicer(), (lua_dir() / "includes" / "audited.lua").read_text())
+    """What an audited twin needs ahead of its body: its tables and `emq_audited`."""
+    return _audit_tables() + _INCLUDE.sub(_splicer(), (lua_dir() / "includes" / "audited.lua").read_text())
 
 
 @functools.cache

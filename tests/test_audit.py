@@ -178,7 +178,7 @@ def test_the_twin_names_an_outcome_as_the_client_does(conn, text):
     typed error the client makes of it (`transitions.error`): the same refusal table."""
     from emq_notebook import transitions
 
-    lua = scripts._refusals() + (scripts.lua_dir() / "includes" / "audited.lua").read_text()
+    lua = scripts._audit_tables() + (scripts.lua_dir() / "includes" / "audited.lua").read_text()
     lua += "\nlocal outcome = audit_outcome(true, {err = ARGV[1]}, false)\nreturn outcome\n"
     typed = transitions.error(text, transitions.Call("remove", verb="remove", queue=Q))
     assert conn.client.eval(lua, 0, text) == audit.outcome_of(typed)

@@ -7,12 +7,11 @@
 -- The call carries one more KEY and more ARGV, last, which the body never sees:
 -- KEYS[n] = emq:audit:{q} (the queue's slot); the ARGV tail = verb, the count when
 -- done, the ids field, the args field, keep, '1' when a -1 reply means gone ('' otherwise),
--- the identity fields as name, value pairs (who, acl_user, ... as the toolkit names
--- them), and last how many tail values came before it.
--- `emq_refusals()` ({prefix, reason} pairs, longest prefix first) is composed ahead
--- of this include from the toolkit's one table of refusals (errors._EMQSTATE), and
--- built only for an error reply: a call that went through builds no table but its
--- entry's. Cost: the body's, plus one pcall and one XADD of the tail's bytes.
+-- then the value of each identity field named in `emq_who` (who, acl_user, ...).
+-- Composed ahead of this include from the toolkit's own tables, so each fact has one
+-- home: `emq_refusals()` ({prefix, reason} pairs, longest prefix first: errors._EMQSTATE),
+-- built only for an error reply, and `emq_who` (keyspace.AUDIT_WHO).
+-- Cost: the body's, plus one pcall and one XADD.
 
 -- the outcome of a body that answered `reply` (ok: it returned; else it raised):
 -- 'done', 'refused:<reason>' or 'error', and the error text when there was one
@@ -42,10 +41,13 @@ local function emq_audited(body, KEYS, ARGV)
   local audit = KEYS[#KEYS]
   KEYS[#KEYS] = nil
   local last = #ARGV
-  local first = last - tonumber(ARGV[last])
+  local first = last - 5 - #emq_who
   local verb, count, ids, args, keep, gone =
     ARGV[first], ARGV[first + 1], ARGV[first + 2], ARGV[first + 3], ARGV[first + 4], ARGV[first + 5]
-  local who = {unpack(ARGV, first + 6, last - 1)}
+  local who = {}
+  for i, name in ipairs(emq_who) do
+    who[2 * i - 1], who[2 * i] = name, ARGV[first + 5 + i]
+  end
   for i = last, first, -1 do ARGV[i] = nil end
   local ok, reply = pcall(body, KEYS, ARGV)
   local outcome, text = audit_outcome(ok, reply, gone == '1')
