@@ -622,14 +622,15 @@ class Record:
                     self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
         return self.result
 
-    def _tail(self, gone: bool) -> list[bytes]:
-        """The entry as the audited twin takes it (`includes/audited.lua`): verb, the
-        count when done, ids, args, keep, '1' when a -1 reply is Gone, then the
-        identity's values in `AUDIT_WHO`'s order, as the bytes sent. The twin works out
-        the outcome, and the count of a call not done."""
+    def _tail(self, gone: bool) -> bytes:
+        """The entry as the audited twin takes it (`includes/audited.lua`), one argument:
+        verb, the count when done, ids, args, keep, '1' when a -1 reply is Gone, then the
+        identity's values in `AUDIT_WHO`'s order, each `<length>:<bytes>`. The twin works
+        out the outcome, and the count of a call not done."""
         count, ids = self.counts(None, self.job)
         what = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
-        return [*map(_sent, what), b"1" if gone else b"", *map(_sent, _who_values(self.conn))]
+        values = [*map(_sent, what), b"1" if gone else b"", *map(_sent, _who_values(self.conn))]
+        return b"".join(b"%d:%s" % (len(v), v) for v in values)
 
 
 def _sent(text: str) -> bytes:

@@ -101,13 +101,14 @@ class Beside:
     """The audit entry a recorded one-transition verb has written by its transition's
     own call (`audit.Record.within`): `Connection.run` sends the transition's audited
     twin (`scripts.audited`), with `key` (the queue's audit stream) one more KEY and
-    `tail(gone)` more ARGV; `gone` is True when the transition's -1 reply means Gone.
+    `tail(gone)` (the entry, packed) one more ARGV; `gone` is True when the
+    transition's -1 reply means Gone.
 
     After the call: `sent` (the twin went out: the entry is written with the
     transition or not at all, even when the reply is lost), `entry` (its stream id)
     and `failure` (why it could not be written)."""
 
-    def __init__(self, conn: Connection, key: str, tail: Callable[[bool], list[Any]]):
+    def __init__(self, conn: Connection, key: str, tail: Callable[[bool], bytes]):
         self.conn, self.key, self.tail = conn, key, tail
         self.sent = False
         self.entry: str | None = None
@@ -349,8 +350,7 @@ class Connection:
         """`run` of the transition's audited twin, which writes `entry` in the same
         call; answers (or raises) as `run` does, the entry's id and failure kept on it."""
         keys = [*keys, entry.key]
-        tail = entry.tail(t.reply is transitions.Reply.FOUND)
-        args = [*args, *(a if isinstance(a, bytes) else decoding.wire(str(a)) for a in tail)]
+        args = [*args, entry.tail(t.reply is transitions.Reply.FOUND)]
         entry.sent = True
         try:
             with self.wire():

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from emq_notebook import admin, catalogue, jobs
+from emq_notebook import admin, catalogue, frames, jobs
 from emq_notebook.widgets import ClaimGate, OperatorConsole
 from emq_notebook.widgets import operator_console as oc
 
@@ -47,6 +47,10 @@ def test_every_console_combination_shows_the_real_reply(conn, verb, state):
     if shown.startswith("refused"):
         assert changes == []  # a refusal changes nothing
     assert html.escape(catalogue.describe(oc.VERBS[verb][0])) in console.about.value
+    # a click is recorded as one, when the verb writes
+    newest = frames.audit(conn, "console", limit=1)
+    if catalogue.OPERATIONS[oc.VERBS[verb][0]].writes:
+        assert newest.surface.tolist() == ["panel"]
 
 
 def test_the_catalogue_feeds_the_docstrings():

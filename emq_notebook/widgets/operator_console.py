@@ -14,7 +14,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from .. import admin, jobs, lanes
+from .. import admin, audit, jobs, lanes
 from ..catalogue import describe
 from ..connector import Connection
 from ..decoding import printable
@@ -164,11 +164,12 @@ class OperatorConsole(Panel):
             self.say(f"error: {exc}", "error")
             return None
         before = footprint(self.conn, self.q)
-        result = run(self.conn, self.q, self.verb.value)
+        with audit.surface("panel") as said:  # a click: its entry says so
+            result = run(self.conn, self.q, self.verb.value)
         changed = diff(before, footprint(self.conn, self.q))
         self.reply_text = printable(reply_text(result))
         self.changed = [printable(line) for line in changed]
         self.reply.value = f"<b>reply</b>: <code>{html.escape(self.reply_text)}</code>"
         self.changes.value = "<pre>" + html.escape("\n".join(self.changed) or "(no key changed)") + "</pre>"
-        self.say(f"{self.verb.value} on “{self.state.value}”: {len(self.changed)} changes")
+        self.say(f"{self.verb.value} on “{self.state.value}”: {len(self.changed)} changes{said.suffix()}")
         return self.reply_text, changed

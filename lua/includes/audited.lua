@@ -4,14 +4,15 @@
 -- who ..` with the outcome the body's reply says: both happen in one atomic call, so
 -- the entry is there exactly when the transition ran, with what came of it.
 --
--- The call carries one more KEY and more ARGV, last, which the body never sees:
--- KEYS[n] = emq:audit:{q} (the queue's slot); the ARGV tail = verb, the count when
--- done, the ids field, the args field, keep, '1' when a -1 reply means gone ('' otherwise),
--- then the value of each identity field named in `emq_who` (who, acl_user, ...).
+-- The call carries one more KEY and one more ARGV, last, which the body never sees:
+-- KEYS[n] = emq:audit:{q} (the queue's slot); ARGV[n] = the entry, its values each as
+-- `<length>:<bytes>` (byte-exact, one argument for the client to send): verb, the
+-- count when done, the ids field, the args field, keep, '1' when a -1 reply means
+-- gone ('' otherwise), then the value of each identity field named in `emq_who`.
 -- Composed ahead of this include from the toolkit's own tables, so each fact has one
 -- home: `emq_refusals()` ({prefix, reason} pairs, longest prefix first: errors._EMQSTATE),
 -- built only for an error reply, and `emq_who` (keyspace.AUDIT_WHO).
--- Cost: the body's, plus one pcall and one XADD.
+-- Cost: the body's, plus one pass over the entry's bytes, one pcall and one XADD.
 
 -- the outcome of a body that answered `reply` (ok: it returned; else it raised):
 -- 'done', 'refused:<reason>' or 'error', and the error text when there was one
@@ -34,26 +35,38 @@ local function audit_outcome(ok, reply, gone)
   return 'refused:refused', text
 end
 
+-- the values of an entry sent as `<length>:<bytes>` each: one pass over its bytes
+local function audit_values(packed)
+  local find, sub = string.find, string.sub
+  local values, at = {}, 1
+  while at <= #packed do
+    local colon = find(packed, ':', at, true)
+    local n = tonumber(sub(packed, at, colon - 1))
+    values[#values + 1] = sub(packed, colon + 1, colon + n)
+    at = colon + n + 1
+  end
+  return values
+end
+
 -- run `body(KEYS, ARGV)` and write its entry; answers {kind, reply, entry, failure}:
 -- kind 'ok' (reply: the body's, nil as false) or 'err' (reply: the error's text),
 -- entry the stream id (false when not written), failure why not (false when written)
 local function emq_audited(body, KEYS, ARGV)
   local audit = KEYS[#KEYS]
   KEYS[#KEYS] = nil
-  local last = #ARGV
-  local first = last - 5 - #emq_who
-  local verb, count, ids, args, keep, gone =
-    ARGV[first], ARGV[first + 1], ARGV[first + 2], ARGV[first + 3], ARGV[first + 4], ARGV[first + 5]
-  local who = {}
-  for i, name in ipairs(emq_who) do
-    who[2 * i - 1], who[2 * i] = name, ARGV[first + 5 + i]
-  end
-  for i = last, first, -1 do ARGV[i] = nil end
+  local v = audit_values(ARGV[#ARGV])
+  ARGV[#ARGV] = nil
   local ok, reply = pcall(body, KEYS, ARGV)
-  local outcome, text = audit_outcome(ok, reply, gone == '1')
+  local outcome, text = audit_outcome(ok, reply, v[6] == '1')
+  local count = v[2]
   if outcome ~= 'done' then count = (string.sub(outcome, 1, 8) == 'refused:') and '0' or '' end
-  local entry = redis.pcall('XADD', audit, 'MAXLEN', '~', keep, '*', 'verb', verb, 'outcome', outcome,
-    'count', count, 'ids', ids, 'args', args, unpack(who))
+  local xadd = {'XADD', audit, 'MAXLEN', '~', v[5], '*', 'verb', v[1], 'outcome', outcome,
+    'count', count, 'ids', v[3], 'args', v[4]}
+  for i, name in ipairs(emq_who) do
+    xadd[#xadd + 1] = name
+    xadd[#xadd + 1] = v[6 + i]
+  end
+  local entry = redis.pcall(unpack(xadd))
   local failure = false
   if type(entry) == 'table' then
     failure, entry = entry.err or 'not written', false
