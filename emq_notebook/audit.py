@@ -629,13 +629,12 @@ class Record:
         out the outcome, and the count of a call not done."""
         count, ids = self.counts(None, self.job)
         what = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
-        values = [*map(_sent, what), b"1" if gone else b"", *map(_sent, _who_values(self.conn))]
-        return b"".join(b"%d:%s" % (len(v), v) for v in values)
-
-
-def _sent(text: str) -> bytes:
-    """Text as the server holds it (an undecodable byte read as a surrogate is that byte again)."""
-    return text.encode("utf-8", "surrogateescape")
+        # each value as the server holds it: an undecodable byte read as a surrogate is that byte again
+        values = [
+            v.encode("utf-8", "surrogateescape")
+            for v in (*what, "1" if gone else "", *_who_values(self.conn))
+        ]
+        return b"".join([b"%d:%s" % (len(v), v) for v in values])
 
 
 def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:

@@ -394,6 +394,13 @@ def test_a_non_utf8_byte_reads_as_xnn(conn):
     with audit.because("bytes \udcff\udcfe"):
         pause(conn, Q)
     assert audit.read(conn, Q).reason[0] == "bytes \\xff\\xfe"
+    # the values packed for the twin (`<length>:<bytes>`) hold colons, digits and raw bytes whole
+    enqueue(conn, 1)
+    conn.name = "on:12:call"
+    with audit.because("\udcff 3:abc"):
+        remove_job(conn, Q, "j0000")
+    entry = raw(conn)[-1]  # read back under surrogateescape: the byte 0xff is \udcff
+    assert (entry["reason"], entry["conn"]) == ("\udcff 3:abc", "on:12:call")
 
 
 def test_each_connection_names_itself_to_the_server(conn, monkeypatch):
