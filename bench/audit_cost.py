@@ -23,6 +23,7 @@ function for its `__wrapped__` while it runs: the magic's own work is on both si
 from __future__ import annotations
 
 import contextlib
+import io
 import time
 from collections.abc import Callable, Iterator
 from statistics import median_high as median
@@ -30,11 +31,15 @@ from types import ModuleType
 
 from common import args, connect, fill, ratio_line, server
 
-from emq_notebook import admin, audit, grammar, jobs, verbs
-from emq_notebook.keyspace import audit_key, queue_key
+from emq_notebook import admin, audit, grammar, jobs, scripts, verbs
+from emq_notebook.keyspace import audit_key, base, queue_key
 from emq_notebook.magics import NotebookSession
 
 CHUNK = 50
+# how a single verb is called: in Python, as the magic runs its line, as IPython runs the magic
+SURFACES = ("python", "%emq", "IPython")
+# the bulk verb is measured as a Python call and as the magic runs it
+BULK_SURFACES = ("python", "%emq")
 BULK = 500
 BULK_BUDGET = 100
 # the single verbs: name -> (module, function name, how many jobs a call consumes)
@@ -85,12 +90,16 @@ class Bench:
         self.session.say = lambda text: None
         self.session.conn = conn
         self.ids: dict[str, list[str]] = {}
+        from IPython.testing.globalipapp import start_ipython
+
+        self.shell = start_ipython()
+        self.shell.run_line_magic("load_ext", "emq_notebook")
 
     def fill(self) -> None:
-        """`ops` with a pending job a call of remove (both sides, both surfaces, chunks
+        """`ops` with a pending job a call of remove (both sides, every surface, chunks
         rounded up) and one job data rewrites; `dead` with a dead job a call of reprocess."""
         self.conn.client.flushall()
-        need = 4 * (self.n + 2 * CHUNK)
+        need = 2 * len(SURFACES) * (self.n + 2 * CHUNK)
         fill(self.conn, "ops", need)
         self.ids["ops"] = self.conn.client.zrange(queue_key("ops", "pending"), 0, -1)
         fill(self.conn, "dead", need, dead=need)
@@ -114,26 +123,42 @@ class Bench:
 
         return run
 
-    def magic(self, name: str) -> Callable[[int], None]:
-        ids, session = self.ids, self.session
+    def line(self, name: str) -> str:
+        """The `%emq` line of one call of verb `name` (a job used once, where it takes one)."""
+        ids = self.ids
+        if name in ("pause", "resume"):
+            return f"{name} ops"
+        if name == "remove one job":
+            return f"remove ops {ids['ops'].pop()}"
+        if name == "data":
+            return f"data ops {ids['ops'][0]} '{DATA}'"
+        return f"reprocess dead {ids['dead'].pop()}"
 
-        def line() -> str:
-            if name in ("pause", "resume"):
-                return f"{name} ops"
-            if name == "remove one job":
-                return f"remove ops {ids['ops'].pop()}"
-            if name == "data":
-                return f"data ops {ids['ops'][0]} '{DATA}'"
-            return f"reprocess dead {ids['dead'].pop()}"
+    def magic(self, name: str) -> Callable[[int], None]:
+        """The line as the magic runs it, its IPython dispatch aside (`verbs.execute`)."""
 
         def run(n: int) -> None:
             for _ in range(n):
-                verbs.execute(session, grammar.parse(line()))
+                verbs.execute(self.session, grammar.parse(self.line(name)))
+
+        return run
+
+    def ipython(self, name: str) -> Callable[[int], None]:
+        """The line typed in a notebook: IPython's `run_line_magic("emq", ...)` on a
+        shell with the extension loaded, its printed answer captured."""
+        from emq_notebook import magics
+
+        magics.SESSION.conn = self.conn
+
+        def run(n: int) -> None:
+            with contextlib.redirect_stdout(io.StringIO()):
+                for _ in range(n):
+                    self.shell.run_line_magic("emq", self.line(name))
 
         return run
 
     def side(self, name: str, surface: str) -> tuple[float, float]:
-        make = self.python if surface == "python" else self.magic
+        make = {"python": self.python, "%emq": self.magic, "IPython": self.ipython}[surface]
         module, function = SINGLE[name]
         with_record = make(name)
 
@@ -165,9 +190,29 @@ class Bench:
         return took, conn.client.xlen(audit_key("bulk"))
 
 
+def floor(conn, n: int) -> tuple[float, float]:
+    """pause with no toolkit code on either side: redis-py's EVALSHA of the audited twin
+    (its entry packed once, before) against EVALSHA of the script. What the server and
+    the wire alone add for the record; the rest of a verb's ratio is the client's work."""
+    meta, root = queue_key("ops", "meta"), base("ops")
+    twin, bare_script = conn.script(scripts.AUDITED + "pause"), conn.script("pause")
+    record = audit.Record(conn, "pause", "ops")
+    keys, twin_args = [meta, audit_key("ops")], [root, record._tail(False)]
+
+    def with_record(k: int) -> None:
+        for _ in range(k):
+            twin(keys=keys, args=twin_args)
+
+    def without(k: int) -> None:
+        for _ in range(k):
+            bare_script(keys=[meta], args=[root])
+
+    return alternate(with_record, without, n)
+
+
 def main() -> None:
     a = args(1000, __doc__, repeat=3)
-    surfaces = ("python", "%emq")
+    surfaces = SURFACES
     with server() as srv:
         conn = connect(srv)
         audit.name_client(conn)
@@ -175,14 +220,16 @@ def main() -> None:
         runs: dict[tuple[str, str], list[tuple[float, float]]] = {
             (name, s): [] for name in SINGLE for s in surfaces
         }
-        bulk_runs: dict[str, list[tuple[float, float]]] = {s: [] for s in surfaces}
+        bulk_runs: dict[str, list[tuple[float, float]]] = {s: [] for s in BULK_SURFACES}
+        floors: list[tuple[float, float]] = []
         for _ in range(a.repeat):
+            floors.append(floor(conn, a.jobs))
             b.fill()
             for name in SINGLE:
                 for s in surfaces:
                     runs[name, s].append(b.side(name, s))
             assert conn.client.xlen(audit_key("ops")) > 0 and conn.client.xlen(audit_key("dead")) > 0
-            for s in surfaces:
+            for s in BULK_SURFACES:
                 (w, entries), (bare_s, none) = b.bulk(s, True), b.bulk(s, False)
                 assert (entries, none) == (1, 0), (entries, none)
                 bulk_runs[s].append((w, bare_s))
@@ -201,11 +248,16 @@ def main() -> None:
             cells.append(f"{w * 1e6:6.0f} / {b_ * 1e6:4.0f} us  {ratio:5.2f}")
         print(f"{name:<20}" + "".join(f"{c:>28}" for c in cells))
     cells = []
-    for s in surfaces:
+    for s in BULK_SURFACES:
         w, b_ = median(r[0] for r in bulk_runs[s]), median(r[1] for r in bulk_runs[s])
         cells.append(f"{w * 1e3:5.1f} / {b_ * 1e3:4.1f} ms  {median(r[0] / r[1] for r in bulk_runs[s]):5.2f}")
     print(f"{f'bulk reprocess {BULK}':<20}" + "".join(f"{c:>28}" for c in cells))
     print(f"(the bulk verb: {BULK // BULK_BUDGET} calls, one entry)")
+    w, b_ = median(r[0] for r in floors), median(r[1] for r in floors)
+    print(
+        f"floor, pause with no toolkit code (EVALSHA of its twin / of the script): "
+        f"{w * 1e6:.0f} / {b_ * 1e6:.0f} us, {median(r[0] / r[1] for r in floors):.2f}"
+    )
     print(ratio_line("with/without seconds per single verb (worst)", worst, "<= 1.10"))
 
 

@@ -629,12 +629,18 @@ class Record:
         out the outcome, and the count of a call not done."""
         count, ids = self.counts(None, self.job)
         what = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
-        # each value as the server holds it: an undecodable byte read as a surrogate is that byte again
-        values = [
-            v.encode("utf-8", "surrogateescape")
-            for v in (*what, "1" if gone else "", *_who_values(self.conn))
-        ]
-        return b"".join([b"%d:%s" % (len(v), v) for v in values])
+        return _packed((*what, "1" if gone else "")) + _packed_who(_who_values(self.conn))
+
+
+def _packed(values: Iterable[str]) -> bytes:
+    """`<length>:<bytes>` for each value, as the server holds it (an undecodable byte read
+    as a surrogate is that byte again)."""
+    encoded = [v.encode("utf-8", "surrogateescape") for v in values]
+    return b"".join([b"%d:%s" % (len(v), v) for v in encoded])
+
+
+# the identity packed: the same for every call of a session, so kept
+_packed_who = functools.lru_cache(maxsize=64)(_packed)
 
 
 def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
