@@ -72,7 +72,9 @@ class Settings:
         defaults.DEFAULT_LIMIT, "rows a listing verb shows without --limit (0: all)", _whole_from(0)
     )
     budget: int = setting(
-        defaults.DEFAULT_BUDGET, "jobs per bounded call of drain, obliterate, reprocess", _whole_from(1)
+        defaults.DEFAULT_BUDGET,
+        "jobs per bounded call of drain, obliterate, reprocess (a reprocess: at most 500 unless --budget)",
+        _whole_from(1),
     )
     refresh_s: float = setting(defaults.REFRESH_S, "the panels' auto-refresh interval (seconds)", _seconds)
     executor: str = setting(

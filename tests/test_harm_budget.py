@@ -463,3 +463,33 @@ def test_obliterate_keeps_the_throughput_record_whole_between_calls(conn):
         minutes = conn.client.exists(P + "lat:minutes", *(P + f"lat:wait:{m}" for m in (1, 2, 3)))
         assert (metrics, minutes) in ((2, 4), (0, 0))
     assert keys_of(conn, Q) == []
+
+
+def test_a_filtered_reprocess_line_moves_at_most_the_move_budget_a_call(conn):
+    """`%emq reprocess Q --error GLOB --yes` moves in calls of at most `MOVE_BUDGET`
+    jobs (as `admin.reprocess_jobs` does), whatever the session's `budget` setting
+    (1,000 by default, for drains): a moved job costs the server twice a drained one.
+    `--budget` still names the calls' size."""
+    from emq_notebook import cli, grammar, verbs
+    from emq_notebook.defaults import MOVE_BUDGET
+
+    kill(conn, [f"j_{i}" for i in range(MOVE_BUDGET + 100)])
+    session = cli.ShellSession(say=lambda *_: None)
+    session.conn = conn
+    sizes: list[int] = []
+    run = conn.run
+
+    def counted(name: str, keys: Any, args: Any = (), **kw: Any) -> Any:
+        if name == "reprocess_jobs":
+            sizes.append(len(args) - 2)  # its ids follow two values (`transitions.decode`)
+        return run(name, keys, args, **kw)
+
+    conn.run = counted  # type: ignore[method-assign]
+    verbs.execute(session, grammar.parse(f"reprocess {Q} --error boom* --yes"))
+    assert sizes == [MOVE_BUDGET, 100]
+    assert conn.client.zcard(P + "dead") == 0
+    admin.drain(conn, Q)  # the moved jobs leave pending: the next ones are claimed to die
+    kill(conn, [f"k_{i}" for i in range(30)])
+    sizes.clear()
+    verbs.execute(session, grammar.parse(f"reprocess {Q} --error boom* --yes --budget 20"))
+    assert sizes == [20, 10]

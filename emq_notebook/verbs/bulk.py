@@ -101,7 +101,7 @@ def reprocess(s: Session, ns: Namespace) -> Any:
         )
     ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"), ns.limit)
     if ns.dry_run:
-        words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=budget_of(s, ns))
+        words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=budget_of(s, ns, moves=True))
         s.say(f"dry run, nothing written: would answer {_tally(words)}")
         return words
     confirm(s, ns, len(ids), "reprocess")
@@ -110,7 +110,7 @@ def reprocess(s: Session, ns: Namespace) -> Any:
         s.conn,
         ns.queue,
         ids,
-        budget=budget_of(s, ns),
+        budget=budget_of(s, ns, moves=True),
         rate=ns.rate,
         progress=None if report is None else lambda calls, n: report(n),
     )
@@ -125,7 +125,9 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
     q = ns.queue
     dead = int(s.conn.command("ZCARD", queue_key(q, "dead")))
     if ns.dry_run:
-        would = admin.reprocess_dead(s.conn, q, budget=budget_of(s, ns), limit=ns.limit, dry_run=True)
+        would = admin.reprocess_dead(
+            s.conn, q, budget=budget_of(s, ns, moves=True), limit=ns.limit, dry_run=True
+        )
         s.say(f"reprocess {q} --all: {would:,} of {dead:,} dead jobs would move; nothing written")
         for line in would.left(dry_run=True):
             s.say(f"  {line}")
@@ -136,7 +138,7 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
     n = admin.reprocess_dead(
         s.conn,
         q,
-        budget=budget_of(s, ns),
+        budget=budget_of(s, ns, moves=True),
         limit=ns.limit,
         progress=lambda calls, moved: report(moved),
         rate=ns.rate,

@@ -24,7 +24,7 @@ import pandas as pd
 
 from .. import audit, registry
 from ..connector import Connection, connect
-from ..defaults import EXECUTORS
+from ..defaults import EXECUTORS, MOVE_BUDGET
 from ..errors import Refused, UsageProblem
 from ..grammar import duration, fraction, grammar, rate, verb_help, whole_arg
 from ..keyspace import STATES
@@ -173,9 +173,13 @@ def _last_line(session: Session) -> Iterator[_Held]:
             say(state.suffix.removeprefix(" · "))
 
 
-def budget_of(s: Session, ns: Namespace) -> int:
-    """The line's --budget, else the setting."""
-    return s.settings.budget if ns.budget is None else int(ns.budget)
+def budget_of(s: Session, ns: Namespace, *, moves: bool = False) -> int:
+    """The line's --budget, else the setting. A verb that moves jobs (reprocess: a moved
+    job costs the server about twice a drained one) takes at most `MOVE_BUDGET` from the
+    setting, as its Python default does; `--budget` may still ask up to `MAX_BUDGET`."""
+    if ns.budget is not None:
+        return int(ns.budget)
+    return min(s.settings.budget, MOVE_BUDGET) if moves else s.settings.budget
 
 
 QUEUE = arg("queue")
