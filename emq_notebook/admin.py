@@ -20,7 +20,7 @@ from . import audit, checks
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
-from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, MOVE_BUDGET
+from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, ID_BUDGET, MOVE_BUDGET
 from .errors import BadInput, EMQError, Halted, InvalidName
 from .keyspace import base, check_server_id, queue_key, sets
 
@@ -553,13 +553,13 @@ def reprocess_jobs(
     ids: Iterable[str],
     *,
     dry_run: bool = False,
-    budget: int = MOVE_BUDGET,
+    budget: int = ID_BUDGET,
     rate: float | None = None,
     progress: Progress | None = None,
 ) -> dict[str, str]:
     """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
-    of at most `budget` ids (`defaults.MOVE_BUDGET` unless named: a move costs what
-    reprocess_dead's does): `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
+    of at most `budget` ids (`defaults.ID_BUDGET` unless named: each id is looked up by
+    itself): `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
     for a row no transition can read, left in dead; "foreign_id" for an id naming
     another job's `:logs` or `:lock`, never addressed).
 
@@ -601,12 +601,12 @@ def reprocess_jobs(
     native="none, a script only",
 )
 def remove_jobs(
-    conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = DEFAULT_BUDGET
+    conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = 2 * ID_BUDGET
 ) -> dict[str, str]:
     """Remove many jobs by id: `{id: "removed" | "gone" | "locked"}` (and "foreign_id"
     for an id naming another job's `:logs` or `:lock`, never addressed), in calls of at
-    most `budget` ids and of bounded work (a ghost is looked for in every lane, and
-    costs one more for each).
+    most `budget` work (an id costs 1, a removed job 2, a ghost one more for each lane
+    it is looked for in: `2 * defaults.ID_BUDGET` unless named, about 250 removed jobs).
 
     Locked jobs are left untouched; ids are taken as the server holds them and
     duplicates dropped. `dry_run=True` answers the words the real call would give on

@@ -22,6 +22,11 @@ DEFAULT_BUDGET = 1000
 # drained one, and a call of 1,000 of them held that server 20 to 26 ms on the shared
 # machine; 500 keeps a call near 10 ms, and a run's extra calls cost it a few per cent
 MOVE_BUDGET = 500
+# the default of the calls given their ids (reprocess_jobs; remove_jobs, whose removed
+# job costs 2 of it): each id is looked up by itself (its row, its set, its lane) where
+# a walk reads members in one ZRANGE, and at 1,000,000 jobs (bench/harm.py) a call of
+# 500 moved ids held the server 15 ms at the median, 25 at worst; 250 keeps it near 8
+ID_BUDGET = 250
 # the most a caller may ask of one call: a search's default, and about
 # 20 ms for the heaviest writers on a quiet machine; above it one call could hold the
 # server too long (10,000 held it 60 to 250 ms)

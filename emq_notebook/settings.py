@@ -73,7 +73,7 @@ class Settings:
     )
     budget: int = setting(
         defaults.DEFAULT_BUDGET,
-        "jobs per bounded call of drain, obliterate, reprocess (a reprocess: at most 500 unless --budget)",
+        "jobs per bounded call of drain, obliterate, reprocess (a reprocess: at most its own default)",
         _whole_from(1),
     )
     refresh_s: float = setting(defaults.REFRESH_S, "the panels' auto-refresh interval (seconds)", _seconds)

@@ -466,14 +466,14 @@ def test_obliterate_keeps_the_throughput_record_whole_between_calls(conn):
 
 
 def test_a_filtered_reprocess_line_moves_at_most_the_move_budget_a_call(conn):
-    """`%emq reprocess Q --error GLOB --yes` moves in calls of at most `MOVE_BUDGET`
+    """`%emq reprocess Q --error GLOB --yes` moves in calls of at most `ID_BUDGET`
     jobs (as `admin.reprocess_jobs` does), whatever the session's `budget` setting
-    (1,000 by default, for drains): a moved job costs the server twice a drained one.
+    (1,000 by default, for drains): each id given costs the server a lookup of its own.
     `--budget` still names the calls' size."""
     from emq_notebook import cli, grammar, verbs
-    from emq_notebook.defaults import MOVE_BUDGET
+    from emq_notebook.defaults import ID_BUDGET
 
-    kill(conn, [f"j_{i}" for i in range(MOVE_BUDGET + 100)])
+    kill(conn, [f"j_{i}" for i in range(ID_BUDGET + 100)])
     session = cli.ShellSession(say=lambda *_: None)
     session.conn = conn
     sizes: list[int] = []
@@ -486,7 +486,7 @@ def test_a_filtered_reprocess_line_moves_at_most_the_move_budget_a_call(conn):
 
     conn.run = counted  # type: ignore[method-assign]
     verbs.execute(session, grammar.parse(f"reprocess {Q} --error boom* --yes"))
-    assert sizes == [MOVE_BUDGET, 100]
+    assert sizes == [ID_BUDGET, 100]
     assert conn.client.zcard(P + "dead") == 0
     admin.drain(conn, Q)  # the moved jobs leave pending: the next ones are claimed to die
     kill(conn, [f"k_{i}" for i in range(30)])

@@ -20,6 +20,7 @@ import pandas as pd
 
 from .. import admin, triage
 from ..decoding import visible
+from ..defaults import ID_BUDGET, MOVE_BUDGET
 from ..errors import UsageProblem
 from ..keyspace import queue_key
 from .session import Session, budget_of, confirm, states
@@ -101,7 +102,9 @@ def reprocess(s: Session, ns: Namespace) -> Any:
         )
     ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"), ns.limit)
     if ns.dry_run:
-        words = admin.reprocess_jobs(s.conn, ns.queue, ids, dry_run=True, budget=budget_of(s, ns, moves=True))
+        words = admin.reprocess_jobs(
+            s.conn, ns.queue, ids, dry_run=True, budget=budget_of(s, ns, most=ID_BUDGET)
+        )
         s.say(f"dry run, nothing written: would answer {_tally(words)}")
         return words
     confirm(s, ns, len(ids), "reprocess")
@@ -110,7 +113,7 @@ def reprocess(s: Session, ns: Namespace) -> Any:
         s.conn,
         ns.queue,
         ids,
-        budget=budget_of(s, ns, moves=True),
+        budget=budget_of(s, ns, most=ID_BUDGET),
         rate=ns.rate,
         progress=None if report is None else lambda calls, n: report(n),
     )
@@ -126,7 +129,7 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
     dead = int(s.conn.command("ZCARD", queue_key(q, "dead")))
     if ns.dry_run:
         would = admin.reprocess_dead(
-            s.conn, q, budget=budget_of(s, ns, moves=True), limit=ns.limit, dry_run=True
+            s.conn, q, budget=budget_of(s, ns, most=MOVE_BUDGET), limit=ns.limit, dry_run=True
         )
         s.say(f"reprocess {q} --all: {would:,} of {dead:,} dead jobs would move; nothing written")
         for line in would.left(dry_run=True):
@@ -138,7 +141,7 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
     n = admin.reprocess_dead(
         s.conn,
         q,
-        budget=budget_of(s, ns, moves=True),
+        budget=budget_of(s, ns, most=MOVE_BUDGET),
         limit=ns.limit,
         progress=lambda calls, moved: report(moved),
         rate=ns.rate,

@@ -12,6 +12,7 @@ import pandas as pd
 
 from .. import admin, jobs, lanes, repeat
 from ..checks import json_text
+from ..defaults import MOVE_BUDGET
 from ..errors import UsageProblem
 from ..grammar import delay, duration, whole_arg
 from ..keyspace import queue_key
@@ -127,7 +128,7 @@ def _reprocess(s: Session, ns: Namespace) -> Any:
     # not destructive, but every moved job runs again (a mail sent twice): it is gated too
     dead = int(s.conn.command("ZCARD", queue_key(ns.queue, "dead")))
     confirm(s, ns, dead if ns.limit is None else min(dead, ns.limit), "reprocess")
-    n = admin.reprocess_dead(s.conn, ns.queue, budget=budget_of(s, ns, moves=True), limit=ns.limit)
+    n = admin.reprocess_dead(s.conn, ns.queue, budget=budget_of(s, ns, most=MOVE_BUDGET), limit=ns.limit)
     s.say(f"reprocessed {n} dead jobs of {ns.queue}")
     for line in n.left():
         s.say(f"  {line}")

@@ -24,7 +24,7 @@ import pandas as pd
 
 from .. import audit, registry
 from ..connector import Connection, connect
-from ..defaults import EXECUTORS, MOVE_BUDGET
+from ..defaults import EXECUTORS
 from ..errors import Refused, UsageProblem
 from ..grammar import duration, fraction, grammar, rate, verb_help, whole_arg
 from ..keyspace import STATES
@@ -173,13 +173,14 @@ def _last_line(session: Session) -> Iterator[_Held]:
             say(state.suffix.removeprefix(" · "))
 
 
-def budget_of(s: Session, ns: Namespace, *, moves: bool = False) -> int:
-    """The line's --budget, else the setting. A verb that moves jobs (reprocess: a moved
-    job costs the server about twice a drained one) takes at most `MOVE_BUDGET` from the
-    setting, as its Python default does; `--budget` may still ask up to `MAX_BUDGET`."""
+def budget_of(s: Session, ns: Namespace, *, most: int | None = None) -> int:
+    """The line's --budget, else the setting, but at most `most`: the default of a verb
+    whose job costs the server more than a drained one (reprocess, `MOVE_BUDGET`; of
+    ids given, `ID_BUDGET`), as its Python default is; `--budget` may still ask up to
+    `MAX_BUDGET`."""
     if ns.budget is not None:
         return int(ns.budget)
-    return min(s.settings.budget, MOVE_BUDGET) if moves else s.settings.budget
+    return s.settings.budget if most is None else min(s.settings.budget, most)
 
 
 QUEUE = arg("queue")
