@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import pandas as pd
 
 from .checks import whole
+from .connector import Beside, beside
 from .decoding import printable
 from .defaults import AUDIT_KEEP
 from .errors import EMQError, Halted, InvalidName, Refused, WireError
@@ -603,8 +604,6 @@ class Record:
         `error`), even when the reply is then lost on the wire. A verb that raises
         before its transition goes out, or whose transition has no twin (a native
         command), leaves the record to `write`, after."""
-        from .connector import Beside, beside
-
         if not self.active:
             return call()
         entry = Beside(self.conn, audit_key(self.queue), self._tail)
@@ -687,11 +686,26 @@ def audited(
     def wrap(fn: F) -> F:
         signature = inspect.signature(fn)
         first = next(iter(signature.parameters))
+        # the arguments given, by name: the parameters a call may fill by position, in order
+        by_position = [
+            p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ]
+        names = frozenset(signature.parameters)
+        required = frozenset(p.name for p in signature.parameters.values() if p.default is p.empty)
+
+        def given(a: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
+            """What `signature.bind(*a, **kw).arguments` answers, in one step for a call
+            that fits (the usual one); `bind` itself otherwise (its TypeError included)."""
+            if len(a) <= len(by_position) and names.issuperset(kw):
+                bound = dict(zip(by_position, a, strict=False))
+                if not kw.keys() & bound.keys() and required.issubset(bound.keys() | kw.keys()):
+                    return {**bound, **kw}
+            return dict(signature.bind(*a, **kw).arguments)
 
         @functools.wraps(fn)
         def run(*a: Any, **kw: Any) -> Any:
             try:
-                bound = signature.bind(*a, **kw).arguments
+                bound = given(a, kw)
             except TypeError:
                 return fn(*a, **kw)  # let the verb raise its own TypeError
             conn, q = bound[first], bound.get(queue)

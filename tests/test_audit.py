@@ -184,6 +184,26 @@ def test_the_twin_names_an_outcome_as_the_client_does(conn, text):
     assert conn.client.eval(lua, 0, text) == audit.outcome_of(typed)
 
 
+def test_a_call_the_verb_cannot_take_raises_its_own_type_error_and_records_nothing(conn):
+    enqueue(conn, 1)
+    for call in (
+        lambda: remove_job(conn, Q),  # its job id missing
+        lambda: remove_job(conn, Q, "j0000", "dedup", "one too many"),
+        lambda: remove_job(conn, Q, "j0000", job_id="j0000"),  # given twice
+        lambda: remove_job(conn, Q, "j0000", nonsense=1),
+    ):
+        with pytest.raises(TypeError):
+            call()
+    assert raw(conn) == []
+    remove_job(conn, Q, job_id="j0000")  # by name: the same entry
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"], json.loads(entry["ids"])["first"]) == (
+        "remove",
+        "done",
+        ["j0000"],
+    )
+
+
 def test_nested_recorded_calls_record_once(conn):
     enqueue(conn, 30)
     pause(conn, Q)
