@@ -48,6 +48,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -631,10 +632,21 @@ class Record:
         return _packed((*what, "1" if gone else "")) + _packed_who(_who_values(self.conn))
 
 
+# a surrogate that is not an undecodable byte read under `decoding.ERRORS` (half of a
+# pair pasted into a reason): no server can hold it, so an entry says it as U+FFFD
+_LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
+def storable(text: str) -> str:
+    """`text` as an entry can hold it: each lone surrogate as U+FFFD, the rest unchanged
+    (an undecodable byte, read as a surrogate, stays that byte)."""
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def _packed(values: Iterable[str]) -> bytes:
     """`<length>:<bytes>` for each value, as the server holds it (an undecodable byte read
-    as a surrogate is that byte again)."""
-    encoded = [v.encode("utf-8", "surrogateescape") for v in values]
+    as a surrogate is that byte again; a lone surrogate is U+FFFD: `storable`)."""
+    encoded = [storable(v).encode("utf-8", "surrogateescape") for v in values]
     return b"".join([b"%d:%s" % (len(v), v) for v in encoded])
 
 
@@ -654,7 +666,7 @@ def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
 
 def append(conn: Connection, queue: str, fields: Mapping[str, str], keep: int = KEEP) -> str:
     """`XADD emq:audit:{q} MAXLEN ~ keep * field value ...`; answers the entry's id."""
-    flat = [part for pair in fields.items() for part in pair]
+    flat = [storable(part) for pair in fields.items() for part in pair]
     return str(conn.command("XADD", audit_key(queue), "MAXLEN", "~", keep, "*", *flat))
 
 

@@ -131,6 +131,16 @@ def beside(entry: Beside) -> Iterator[Beside]:
         _beside.reset(token)
 
 
+def _tail_of(entry: Beside, t: transitions.Transition) -> bytes | None:
+    """The entry packed for transition `t`'s twin; None when it cannot be built (an
+    argument whose text fails): the transition then goes bare, and the recorder writes
+    the entry after it or notes why not, as for a transition without a twin."""
+    try:
+        return entry.tail(t.reply is transitions.Reply.FOUND)
+    except Exception:
+        return None
+
+
 _lock = threading.Lock()
 _fake_server = None
 _valkey_server = None
@@ -324,7 +334,10 @@ class Connection:
             return None
         entry = _beside.get()
         if entry is not None and entry.conn is self and not entry.sent and how != "native":
-            return self._run_beside(entry, how, body, t, call, wire_keys, wire_args)
+            tail = _tail_of(entry, t)
+            if tail is not None:
+                keys_, args_ = [*wire_keys, entry.key], [*wire_args, tail]
+                return self._run_beside(entry, how, body, t, call, keys_, args_)
         try:
             with self.wire():
                 if how == "native":
@@ -348,9 +361,10 @@ class Connection:
         args: list[Any],
     ) -> Any:
         """`run` of the transition's audited twin, which writes `entry` in the same
-        call; answers (or raises) as `run` does, the entry's id and failure kept on it."""
-        keys = [*keys, entry.key]
-        args = [*args, entry.tail(t.reply is transitions.Reply.FOUND)]
+        call (`keys` and `args` carry it, last); answers (or raises) as `run` does, the
+        entry's id and failure kept on it. The body's error comes back inside the reply,
+        as the server wrote it: it is read as redis-py reads an error reply (`ERR x`
+        is `x`), so the caller's error is the one the bare call raises."""
         entry.sent = True
         try:
             with self.wire():
@@ -362,7 +376,8 @@ class Connection:
             raise transitions.error(scrub(str(exc), self._secrets), call) from None
         kind, answer, entry.entry, entry.failure = reply
         if kind == "err":
-            raise transitions.error(scrub(str(answer), self._secrets), call)
+            said = str(redis.connection.DefaultParser.parse_error(str(answer)))
+            raise transitions.error(scrub(said, self._secrets), call)
         return transitions.decode(t.reply, answer, call)
 
     def _fcall(self, name: str, keys: Sequence[Any], args: Sequence[Any], audited: bool = False) -> Any:

@@ -463,3 +463,44 @@ def test_an_acl_user_limited_to_emq_keys_writes_and_names_it(valkey):
     finally:
         root.execute_command("ACL", "DELUSER", "auditor")
         root.flushall()
+
+
+def test_a_reason_no_server_can_hold_never_stops_the_verb(conn):
+    """A lone surrogate (half an emoji pasted into a reason) is not UTF-8 nor an escaped
+    byte: the entry says it as U+FFFD, and the verb runs and answers all the same."""
+    conn.reason = "bounce \ud83d storm"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", audit.AuditNotWritten)
+        pause(conn, Q)
+    assert conn.client.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
+    [entry] = raw(conn)
+    assert (entry["outcome"], entry["reason"]) == ("done", "bounce \ufffd storm")
+
+
+@pytest.mark.parametrize("executor", ["script", "function"])
+def test_a_server_error_reads_the_same_with_its_entry_beside_it(conn, executor):
+    """An error reply of the transition reaches the caller as it does without the
+    twin: the same class, the same text (redis-py's reading of an `ERR ...` reply)."""
+    from emq_notebook.keyspace import base, lane_meta_key
+
+    conn = conn.with_executor(executor)
+    call = lambda: conn.run(  # noqa: E731
+        "lane_set", [lane_meta_key(Q, "g"), base(Q)], ["g", "limit", "0"], verb="lane limit", queue=Q
+    )
+    with pytest.raises(emq.EMQError) as bare:
+        call()
+    with pytest.raises(emq.EMQError) as twin, audit.recorded(conn, "lane limit", Q) as rec:
+        rec.within(call)
+    assert (type(twin.value), str(twin.value)) == (type(bare.value), str(bare.value))
+    assert str(twin.value) == "server error in lane limit: a lane limit must be a whole number >= 1"
+    assert [e["outcome"] for e in raw(conn)] == ["error"]
+
+
+def test_an_entry_the_twin_cannot_carry_is_written_after_the_bare_transition(conn, monkeypatch):
+    def broken(self: audit.Record, gone: bool) -> bytes:
+        raise ValueError("cannot pack")
+
+    monkeypatch.setattr(audit.Record, "_tail", broken)
+    pause(conn, Q)
+    assert conn.client.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
+    assert [(e["verb"], e["outcome"]) for e in raw(conn)] == [("pause", "done")]
