@@ -98,7 +98,7 @@ DATA_ARGS = frozenset({"payload", "payloads", "line", "data"})
 # args whose name says secret: `***` (the URL query words `redact` treats so, and the claim token)
 _SECRET_WORDS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
 # args that are the call's plumbing, not its options
-_PLUMBING = frozenset({"conn", "pipeline", "progress"})
+_PLUMBING = frozenset({"conn", "pipeline"})
 # the stream field order, and the frame's columns (the contract's, then what else an entry holds)
 FIELDS = AUDIT_WHAT + AUDIT_WHO
 COLUMNS = (

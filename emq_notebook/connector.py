@@ -115,6 +115,9 @@ class Beside:
         self.failure: str | None = None
 
 
+# what `_run_beside` answers when the server refused the twin before running it
+_NOT_RUN = object()
+
 # the entry the next transition run on its connection writes beside it (`beside`)
 _beside: contextvars.ContextVar[Beside | None] = contextvars.ContextVar("emq_beside", default=None)
 
@@ -337,7 +340,9 @@ class Connection:
             tail = _tail_of(entry, t)
             if tail is not None:
                 keys_, args_ = [*wire_keys, entry.key], [*wire_args, tail]
-                return self._run_beside(entry, how, body, t, call, keys_, args_)
+                answer = self._run_beside(entry, how, body, t, call, keys_, args_)
+                if answer is not _NOT_RUN:
+                    return answer
         try:
             with self.wire():
                 if how == "native":
@@ -372,6 +377,12 @@ class Connection:
                     reply = self._fcall(body, keys, args, audited=True)
                 else:
                     reply = self.script(scripts.AUDITED + body)(keys=keys, args=args)
+        except redis.exceptions.NoPermissionError:
+            # the ACL refused the call before it ran (a user limited to the queue's own
+            # keys may not touch emq:audit:{q}): the transition goes bare, and the
+            # recorder's write after it says what became of the entry
+            entry.sent = False
+            return _NOT_RUN
         except redis.ResponseError as exc:  # the twin itself failed (a server without it)
             raise transitions.error(scrub(str(exc), self._secrets), call) from None
         kind, answer, entry.entry, entry.failure = reply

@@ -465,6 +465,39 @@ def test_an_acl_user_limited_to_emq_keys_writes_and_names_it(valkey):
         root.flushall()
 
 
+def test_an_acl_user_limited_to_the_queues_own_keys_still_runs_its_verbs_with_a_note(valkey):
+    """The twin names emq:audit:{q}; a user whose ACL stops at emq:{q}:* is refused it
+    before anything runs: the transition then goes bare, and its line says the entry
+    could not be written (SPEC 12: reported beside the result, never silently)."""
+    secret = "pw-queue-7Qz"
+    root = redis.Redis(port=valkey.port, decode_responses=True)
+    root.flushall()
+    root.execute_command(
+        *("ACL", "SETUSER", "narrow", "on", f">{secret}", "resetkeys", f"~emq:{{{Q}}}:*"),
+        *("resetchannels", "&*", "+@all", "-@dangerous"),
+    )
+    try:
+        conn = emq.connect(f"redis://narrow:{secret}@127.0.0.1:{valkey.port}/0")
+        enqueue(conn, 1)
+        with audit.surface("magic") as said:
+            pause(conn, Q)
+            remove_job(conn, Q, "j0000")
+        assert root.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
+        assert root.exists(f"emq:{{{Q}}}:job:j0000") == 0
+        assert len(said.failed) == 2 and all("not recorded" in f for f in said.failed), said.failed
+        assert root.exists(audit_key(Q)) == 0
+    finally:
+        root.execute_command("ACL", "DELUSER", "narrow")
+        root.flushall()
+
+
+def test_a_progress_value_is_in_the_entrys_args(conn):
+    enqueue(conn, 1)
+    jobs.update_progress(conn, Q, "j0000", 42)
+    [entry] = raw(conn)
+    assert (entry["verb"], json.loads(entry["args"])) == ("progress", {"progress": 42})
+
+
 def test_a_reason_no_server_can_hold_never_stops_the_verb(conn):
     """A lone surrogate (half an emoji pasted into a reason) is not UTF-8 nor an escaped
     byte: the entry says it as U+FFFD, and the verb runs and answers all the same."""
