@@ -192,7 +192,7 @@ class Bench:
 
 def floor(conn, n: int) -> tuple[float, float]:
     """pause with no toolkit code on either side: redis-py's EVALSHA of the audited twin
-    (its entry packed once, before) against EVALSHA of the script. What the server and
+    (its entry built once, before) against EVALSHA of the script. What the server and
     the wire alone add for the record; the rest of a verb's ratio is the client's work."""
     meta, root = queue_key("ops", "meta"), base("ops")
     twin, bare_script = conn.script(scripts.AUDITED + "pause"), conn.script("pause")

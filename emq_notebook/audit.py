@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import pandas as pd
 
 from .checks import whole
-from .connector import Beside, beside
+from .connector import Beside
 from .decoding import printable
 from .defaults import AUDIT_KEEP
 from .errors import EMQError, Halted, InvalidName, Refused, WireError
@@ -403,7 +403,12 @@ _args_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).e
 
 def ids_field(ids: list[str]) -> str:
     """The `ids` field: JSON `{"first": [the first FIRST_IDS ids], "digest": digest(all)}`."""
+    if not ids:
+        return _NO_IDS
     return _ids_json({"first": ids[:FIRST_IDS], "digest": digest(ids)})
+
+
+_NO_IDS = _ids_json({"first": [], "digest": ""})
 
 
 def _secret_name(name: str) -> bool:
@@ -594,6 +599,8 @@ class Record:
         return entry
 
     def _noted(self) -> None:
+        if self.queue in _written.get(self.conn.label, ()):
+            return
         with _written_lock:
             _written.setdefault(self.conn.label, set()).add(self.queue)
 
@@ -609,7 +616,7 @@ class Record:
             return call()
         entry = Beside(self.conn, audit_key(self.queue), self._tail)
         try:
-            with beside(entry):
+            with entry:
                 self.result = call()
         finally:
             if entry.sent:
@@ -625,8 +632,8 @@ class Record:
     def _tail(self, gone: bool) -> bytes:
         """The entry as the audited twin takes it (`includes/audited.lua`), one argument:
         verb, the count when done, ids, args, keep, '1' when a -1 reply is Gone, then the
-        identity's values in `AUDIT_WHO`'s order, each `<length>:<bytes>`. The twin works
-        out the outcome, and the count of a call not done."""
+        identity's values in `AUDIT_WHO`'s order (`_packed`). The twin works out the
+        outcome, and the count of a call not done."""
         count, ids = self.counts(None, self.job)
         what = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
         return _packed((*what, "1" if gone else "")) + _packed_who(_who_values(self.conn))
@@ -644,10 +651,15 @@ def storable(text: str) -> str:
 
 
 def _packed(values: Iterable[str]) -> bytes:
-    """`<length>:<bytes>` for each value, as the server holds it (an undecodable byte read
-    as a surrogate is that byte again; a lone surrogate is U+FFFD: `storable`)."""
-    encoded = [storable(v).encode("utf-8", "surrogateescape") for v in values]
-    return b"".join([b"%d:%s" % (len(v), v) for v in encoded])
+    """Each value as its length in 3 bytes (big-endian), then its bytes as the server
+    holds them (an undecodable byte read as a surrogate is that byte again; a lone
+    surrogate is U+FFFD: `storable`). A value of 16 MiB or more cannot be said in 3
+    bytes: OverflowError (the entry then goes after the bare transition)."""
+    parts = []
+    for value in values:
+        raw = value.encode() if value.isascii() else storable(value).encode("utf-8", "surrogateescape")
+        parts += (len(raw).to_bytes(3, "big"), raw)
+    return b"".join(parts)
 
 
 # the identity packed: the same for every call of a session, so kept

@@ -99,10 +99,11 @@ READING_COMMANDS = frozenset(
 
 class Beside:
     """The audit entry a recorded one-transition verb has written by its transition's
-    own call (`audit.Record.within`): `Connection.run` sends the transition's audited
-    twin (`scripts.audited`), with `key` (the queue's audit stream) one more KEY and
-    `tail(gone)` (the entry, packed) one more ARGV; `gone` is True when the
-    transition's -1 reply means Gone.
+    own call (`audit.Record.within`), as a context manager: inside the block, the first
+    transition run on `conn` (not queued on a pipeline; not a native command, which
+    has no twin) goes as its audited twin (`scripts.audited`), with `key` (the queue's
+    audit stream) one more KEY and `tail(gone)` (the entry's values, packed) one more ARGV, last;
+    `gone` is True when the transition's -1 reply means Gone.
 
     After the call: `sent` (the twin went out: the entry is written with the
     transition or not at all, even when the reply is lost), `entry` (its stream id)
@@ -113,25 +114,22 @@ class Beside:
         self.sent = False
         self.entry: str | None = None
         self.failure: str | None = None
+        self._token: contextvars.Token[Beside | None] | None = None
+
+    def __enter__(self) -> Beside:
+        self._token = _beside.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _beside.reset(self._token)
 
 
 # what `_run_beside` answers when the server refused the twin before running it
 _NOT_RUN = object()
 
-# the entry the next transition run on its connection writes beside it (`beside`)
+# the entry the next transition run on its connection writes beside it (`Beside`)
 _beside: contextvars.ContextVar[Beside | None] = contextvars.ContextVar("emq_beside", default=None)
-
-
-@contextlib.contextmanager
-def beside(entry: Beside) -> Iterator[Beside]:
-    """Inside the block, the first transition run on `entry.conn` (not queued on a
-    pipeline; not a native command, which has no twin) is sent as its audited twin
-    and writes `entry` beside it."""
-    token = _beside.set(entry)
-    try:
-        yield entry
-    finally:
-        _beside.reset(token)
 
 
 def _tail_of(entry: Beside, t: transitions.Transition) -> bytes | None:

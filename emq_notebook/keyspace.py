@@ -25,6 +25,8 @@ _ids = ULIDGenerator()
 
 def check_name(value: object, what: str = "queue name") -> str:
     """Return `value` when it is a safe key part, else raise `InvalidName`."""
+    if value.__class__ is str and value in _passed:
+        return value  # type: ignore[return-value]
     if not isinstance(value, str):
         raise InvalidName(f"{what} must be a string, not {type(value).__name__}")
     if not value:
@@ -36,7 +38,16 @@ def check_name(value: object, what: str = "queue name") -> str:
     if value.startswith("-"):
         # `-h`, `--yes`: a command line would read it as an option, and no line could name it
         raise InvalidName(f"{what} {value!r} starts with -, which a command line reads as an option")
+    if len(_passed) >= _PASSED_KEPT:
+        _passed.clear()
+    _passed.add(value)
     return value
+
+
+# names that passed the gate, so the several keys of one call check a name once
+# (plain `str` only: a subclass could answer differently; cleared when full)
+_passed: set[str] = set()
+_PASSED_KEPT = 4096
 
 
 def check_server_id(value: object, what: str = "job id") -> str:

@@ -160,7 +160,7 @@ def audited(name: str) -> str:
     """The audited twin of writing script `name`, ready for EVAL: its includes, then
     its own text unchanged as a function, run by `emq_audited` (`includes/audited.lua`),
     which writes the audit entry beside it in the same call. The call carries the audit
-    stream as one more KEY and the entry's tail as `AUDIT_TAIL` more ARGV, last."""
+    stream as one more KEY and the entry's values as one more ARGV, last (`audit_values`)."""
     if read_only(name):
         raise ValueError(f"{name} writes nothing: it has no audited twin")
     return (

@@ -414,13 +414,26 @@ def test_a_non_utf8_byte_reads_as_xnn(conn):
     with audit.because("bytes \udcff\udcfe"):
         pause(conn, Q)
     assert audit.read(conn, Q).reason[0] == "bytes \\xff\\xfe"
-    # the values packed for the twin (`<length>:<bytes>`) hold colons, digits and raw bytes whole
+    # the values sent to the twin hold colons, digits and raw bytes whole
     enqueue(conn, 1)
     conn.name = "on:12:call"
     with audit.because("\udcff 3:abc"):
         remove_job(conn, Q, "j0000")
     entry = raw(conn)[-1]  # read back under surrogateescape: the byte 0xff is \udcff
     assert (entry["reason"], entry["conn"]) == ("\udcff 3:abc", "on:12:call")
+
+
+def test_a_value_longer_than_two_length_bytes_reaches_the_entry_whole(conn):
+    # each value goes to the twin after its length in 3 bytes: one of 70,000 bytes uses all three
+    path = "runbooks/" + "n" * 70_000 + ".ipynb"
+    enqueue(conn, 1)
+    audit.set_notebook(path)
+    try:
+        remove_job(conn, Q, "j0000")
+    finally:
+        audit.set_notebook(None)
+    entry = raw(conn)[-1]
+    assert (entry["verb"], entry["outcome"], entry["notebook"]) == ("remove", "done", path)
 
 
 def test_each_connection_names_itself_to_the_server(conn, monkeypatch):

@@ -5,14 +5,14 @@
 -- the entry is there exactly when the transition ran, with what came of it.
 --
 -- The call carries one more KEY and one more ARGV, last, which the body never sees:
--- KEYS[n] = emq:audit:{q} (the queue's slot); ARGV[n] = the entry, its values each as
--- `<length>:<bytes>` (byte-exact, one argument for the client to send): verb, the
--- count when done, the ids field, the args field, keep, '1' when a -1 reply means
--- gone ('' otherwise), then the value of each identity field named in `emq_who`.
+-- KEYS[n] = emq:audit:{q} (the queue's slot); ARGV[n] = the entry's values in one
+-- argument, each as its length in 3 bytes (big-endian) then its bytes (byte-exact):
+-- verb, the count when done, the ids field, the args field, keep, '1' when a -1 reply
+-- means gone ('' otherwise), then the value of each identity field named in `emq_who`.
 -- Composed ahead of this include from the toolkit's own tables, so each fact has one
 -- home: `emq_refusals()` ({prefix, reason} pairs, longest prefix first: errors._EMQSTATE),
 -- built only for an error reply, and `emq_who` (keyspace.AUDIT_WHO).
--- Cost: the body's, plus one pass over the entry's bytes, one pcall and one XADD.
+-- Cost: the body's, plus one pass over the entry's values, one pcall and one XADD.
 
 -- the outcome of a body that answered `reply` (ok: it returned; else it raised):
 -- 'done', 'refused:<reason>' or 'error', and the error text when there was one
@@ -35,15 +35,15 @@ local function audit_outcome(ok, reply, gone)
   return 'refused:refused', text
 end
 
--- the values of an entry sent as `<length>:<bytes>` each: one pass over its bytes
+-- the entry's values from their one argument: a 3-byte length, then the bytes, each
 local function audit_values(packed)
-  local find, sub = string.find, string.sub
-  local values, at = {}, 1
-  while at <= #packed do
-    local colon = find(packed, ':', at, true)
-    local n = tonumber(sub(packed, at, colon - 1))
-    values[#values + 1] = sub(packed, colon + 1, colon + n)
-    at = colon + n + 1
+  local byte, sub = string.byte, string.sub
+  local values, at, size = {}, 1, #packed
+  while at <= size do
+    local a, b, c = byte(packed, at, at + 2)
+    local n = a * 65536 + b * 256 + c
+    values[#values + 1] = sub(packed, at + 3, at + 2 + n)
+    at = at + 3 + n
   end
   return values
 end
