@@ -655,7 +655,7 @@ def _packed(values: Iterable[str]) -> bytes:
     holds them (an undecodable byte read as a surrogate is that byte again; a lone
     surrogate is U+FFFD: `storable`). A value of 16 MiB or more cannot be said in 3
     bytes: OverflowError (the entry then goes after the bare transition)."""
-    parts = []
+    parts: list[bytes] = []
     for value in values:
         raw = value.encode() if value.isascii() else storable(value).encode("utf-8", "surrogateescape")
         parts += (len(raw).to_bytes(3, "big"), raw)

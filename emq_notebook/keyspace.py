@@ -26,7 +26,7 @@ _ids = ULIDGenerator()
 def check_name(value: object, what: str = "queue name") -> str:
     """Return `value` when it is a safe key part, else raise `InvalidName`."""
     if value.__class__ is str and value in _passed:
-        return value  # type: ignore[return-value]
+        return value
     if not isinstance(value, str):
         raise InvalidName(f"{what} must be a string, not {type(value).__name__}")
     if not value:
