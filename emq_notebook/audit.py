@@ -439,6 +439,8 @@ def options(conn: Connection, args: Mapping[str, Any] | None) -> str:
     """The `args` field: the options given, as JSON, secrets never (the code that scrubs
     every other output: `redact` for a URL, the session's secrets, `***` for an option
     named like a secret or a token), callables and the plumbing left out."""
+    if not args:
+        return "{}"
     kept = {
         name: _option(name, value, conn._secrets)
         for name, value in (args or {}).items()
@@ -636,7 +638,7 @@ class Record:
         outcome, and the count of a call not done."""
         count, ids = self.counts(None, self.job)
         what = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
-        return _packed((*what, "1" if gone else "")) + _packed_who(_who_values(self.conn))
+        return _packed_what((*what, "1" if gone else "")) + _packed_who(_who_values(self.conn))
 
 
 # a surrogate that is not an undecodable byte read under `decoding.ERRORS` (half of a
@@ -662,8 +664,10 @@ def _packed(values: Iterable[str]) -> bytes:
     return b"".join(parts)
 
 
-# the identity packed: the same for every call of a session, so kept
+# the identity packed: the same for every call of a session, so kept; and what a call
+# says of itself, the same for each call of a queue verb (pause, resume)
 _packed_who = functools.lru_cache(maxsize=64)(_packed)
+_packed_what = functools.lru_cache(maxsize=256)(_packed)
 
 
 def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
