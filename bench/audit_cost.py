@@ -210,6 +210,41 @@ def floor(conn, n: int) -> tuple[float, float]:
     return alternate(with_record, without, n)
 
 
+def where(conn, n: int) -> dict[str, float]:
+    """Where a recorded pause's time goes: five ways of pausing, alternated in one loop
+    (chunks of `CHUNK`, the order reversed each round), the median seconds a call of
+    each. Each step adds one part: the twin on the wire (no toolkit code), the toolkit's
+    verb bare, the verb sending its transition as the twin with the entry made once,
+    the verb recorded (the recorder's own Python: the entry's fields, each call)."""
+    from emq_notebook.connector import Beside
+
+    meta, root, stream = queue_key("ops", "meta"), base("ops"), audit_key("ops")
+    twin, bare_script = conn.script(scripts.AUDITED + "pause"), conn.script("pause")
+    entry = audit.Record(conn, "pause", "ops")._tail(False)
+    verb = admin.pause.__wrapped__
+
+    def as_twin() -> None:
+        with Beside(conn, stream, lambda gone: entry):
+            verb(conn, "ops")
+
+    ways: dict[str, Callable[[], object]] = {
+        "EVALSHA of the script (redis-py)": lambda: bare_script(keys=[meta], args=[root]),
+        "EVALSHA of the twin (redis-py)": lambda: twin(keys=[meta, stream], args=[root, entry]),
+        "the verb, bare": lambda: verb(conn, "ops"),
+        "the verb, its transition as the twin": as_twin,
+        "the verb, recorded": lambda: admin.pause(conn, "ops"),
+    }
+    took: dict[str, list[float]] = {name: [] for name in ways}
+    for i in range(max(1, n // CHUNK)):
+        for name in list(ways) if i % 2 == 0 else list(ways)[::-1]:
+            call = ways[name]
+            t = time.perf_counter()
+            for _ in range(CHUNK):
+                call()
+            took[name].append((time.perf_counter() - t) / CHUNK)
+    return {name: median(times) for name, times in took.items()}
+
+
 def main() -> None:
     a = args(1000, __doc__, repeat=3)
     surfaces = SURFACES
@@ -222,8 +257,10 @@ def main() -> None:
         }
         bulk_runs: dict[str, list[tuple[float, float]]] = {s: [] for s in BULK_SURFACES}
         floors: list[tuple[float, float]] = []
+        steps: list[dict[str, float]] = []
         for _ in range(a.repeat):
             floors.append(floor(conn, a.jobs))
+            steps.append(where(conn, a.jobs))
             b.fill()
             for name in SINGLE:
                 for s in surfaces:
@@ -258,6 +295,13 @@ def main() -> None:
         f"floor, pause with no toolkit code (EVALSHA of its twin / of the script): "
         f"{w * 1e6:.0f} / {b_ * 1e6:.0f} us, {median(r[0] / r[1] for r in floors):.2f}"
     )
+    print("where a recorded pause's time goes (us a call, the five alternated in one loop, median run):")
+    before = None
+    for name in steps[0]:
+        us = median(step[name] for step in steps) * 1e6
+        added = "" if before is None else f"  ({us - before:+.0f})"
+        print(f"  {name:<40}{us:6.0f}{added}")
+        before = us
     print(ratio_line("with/without seconds per single verb (worst)", worst, "<= 1.10"))
 
 
