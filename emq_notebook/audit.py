@@ -239,16 +239,24 @@ def notebook() -> str:
     named = _process["notebook"]
     if named:
         return named
-    if "IPython" in sys.modules:  # never import IPython in a shell process just to ask
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        if shell is not None:
-            for variable in ("__vsc_ipynb_file__", "__session__"):
-                path = shell.user_ns.get(variable)
-                if isinstance(path, str) and path:
-                    return path
+    shell = _shell()
+    if shell is not None:
+        for variable in ("__vsc_ipynb_file__", "__session__"):
+            path = shell.user_ns.get(variable)
+            if isinstance(path, str) and path:
+                return path
     return os.environ.get("JPY_SESSION_NAME", "")
+
+
+def _shell() -> Any:
+    """The IPython shell this process runs, or None: what `get_ipython()` answers,
+    asked of the class (a record asks on every write, and `get_ipython` imports on
+    each call); IPython is never imported just to ask."""
+    module = sys.modules.get("IPython.core.interactiveshell")
+    if module is None:
+        return None
+    shell = module.InteractiveShell
+    return shell.instance() if shell.initialized() else None
 
 
 # -- identity ------------------------------------------------------------------------------------
