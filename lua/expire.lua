@@ -13,8 +13,7 @@
 --@include lanes
 --@include due
 local set, base = KEYS[1], KEYS[2]
-return due_moves(set, base, 'expire', ARGV, function(id, g, priority)
-  local jk = base .. 'job:' .. id
+return due_moves(set, base, 'expire', ARGV, function(id, g, priority, jk)
   redis.call('ZREM', set, id)
   redis.call('UNLINK', jk .. ':lock')
   redis.call('HINCRBY', jk, 'stalled', 1)

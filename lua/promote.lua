@@ -14,9 +14,9 @@
 --@include lanes
 --@include due
 local set, base = KEYS[1], KEYS[2]
-return due_moves(set, base, 'promote', ARGV, function(id, g, priority)
+return due_moves(set, base, 'promote', ARGV, function(id, g, priority, jk)
   redis.call('ZREM', set, id)
-  redis.call('HSET', base .. 'job:' .. id, 'state', 'pending')
+  redis.call('HSET', jk, 'state', 'pending')
   make_ready(base, id, g, priority)
   emit_job(base, 'promoted', id)
 end)
