@@ -88,6 +88,47 @@ def server_pid(srv) -> int:
     return int(redis.Redis(port=srv.port).info("server")["process_id"])
 
 
+class CpuWait:
+    """What kept the server off a CPU while a `with` block ran: the time its main
+    thread waited to run with other work on its CPU, and how often the kernel preempted
+    it (/proc/<pid>/schedstat, `nonvoluntary_ctxt_switches`); and the time the host
+    took the server's CPU from this VM (steal, in 10 ms ticks). A SLOWLOG entry far
+    above its verb's p99 reads against these: a wait or steal of that size meanwhile
+    is not the command's own time."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.waited_ms = self.steal_ms = 0.0
+        self.preempted = 0
+
+    def _now(self) -> tuple[float, int, float]:
+        with open(f"/proc/{self.pid}/schedstat") as f:
+            waited = int(f.read().split()[1]) / 1e6
+        with open(f"/proc/{self.pid}/status") as f:
+            preempted = next(int(line.split()[1]) for line in f if line.startswith("nonvoluntary"))
+        cpu = next(iter(os.sched_getaffinity(self.pid))) if len(os.sched_getaffinity(self.pid)) == 1 else None
+        with open("/proc/stat") as f:
+            name = "cpu" if cpu is None else f"cpu{cpu}"
+            fields = next(line.split() for line in f if line.split()[0] == name)
+        return waited, preempted, int(fields[8]) * 10.0
+
+    def __enter__(self) -> CpuWait:
+        self._start = self._now()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        end = self._now()
+        self.waited_ms = end[0] - self._start[0]
+        self.preempted = end[1] - self._start[1]
+        self.steal_ms = end[2] - self._start[2]
+
+    def __str__(self) -> str:
+        return (
+            f"server off CPU: waited {self.waited_ms:.1f} ms ({self.preempted} preempted), "
+            f"steal {self.steal_ms:.0f} ms"
+        )
+
+
 def set_affinity(pid: int, cpus: set[int]) -> None:
     """Every thread of `pid` on `cpus` (`sched_setaffinity` sets one thread: a
     process's threads started before keep their own CPUs)."""
