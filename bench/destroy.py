@@ -44,7 +44,7 @@ def measure(srv, conn, n: int, work) -> tuple[float, float]:
 def main() -> None:
     a = args(100_000, __doc__)
     keys = [base(Q), base(Q) + "pending"]
-    with server() as srv:
+    with server(shared_cpu=a.shared_cpu) as srv:
         conn = connect(srv)
         drain_floor = conn.client.register_script(UNBOUNDED_DRAIN)
 

@@ -97,7 +97,7 @@ def longest_call_ms(client) -> float:
 def main() -> None:
     a = args(1_000_000, __doc__)
     regex = fnmatch.translate(GLOB)
-    with server() as srv:
+    with server(shared_cpu=a.shared_cpu) as srv:
         conn = connect(srv)
         t = time.perf_counter()
         fill_dead(conn, a.jobs)

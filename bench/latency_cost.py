@@ -114,7 +114,7 @@ def run(conn, live: tuple[str, str], bare: tuple[str, str], n: int) -> tuple[lis
 
 def main() -> None:
     a = args(20_000, __doc__)
-    with server() as srv:
+    with server(shared_cpu=a.shared_cpu) as srv:
         conn = connect(srv)
         load = conn.client.script_load
         live = (load(scripts.source("claim2")), load(scripts.source("complete")))

@@ -79,7 +79,7 @@ def theirs(py: Path, srv, n: int) -> tuple[float, float]:
 def main() -> None:
     a = args(100_000, __doc__)
     py = peers_python()
-    with server() as srv:
+    with server(shared_cpu=a.shared_cpu) as srv:
         conn = connect(srv)
         mine, peer = [], []
         for _ in range(a.repeat):

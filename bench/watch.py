@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from common import connect, server
+from common import connect, server, shared_cpu_flag
 
 import emq_notebook as emq
 from emq_notebook import admin, frames, jobs
@@ -51,6 +51,7 @@ def args() -> argparse.Namespace:
     p.add_argument("--queues", type=int, default=1000, help="queues on the local cluster (default 1,000)")
     p.add_argument("--repeat", type=int, default=3, help="refreshes of each side; the best time counts")
     p.add_argument("--no-cluster", action="store_true", help="skip the cluster part")
+    shared_cpu_flag(p)
     return p.parse_args()
 
 
@@ -107,7 +108,7 @@ def words(sent: dict[str, int]) -> str:
 def single(opts: argparse.Namespace) -> tuple[float, int]:
     """The two private Valkeys side by side; answers the commands ratio (with over
     without foreign keys) and the SCAN calls of a refresh beside them."""
-    with server() as bare, server() as crowded:
+    with server(shared_cpu=opts.shared_cpu) as bare, server(shared_cpu=opts.shared_cpu) as crowded:
         sides = []
         for srv in (bare, crowded):
             conn = connect(srv)

@@ -37,7 +37,7 @@ for i = 6, #ARGV, 3 do
               delay > 0 and score or nil)
     members[#members + 1] = score
     members[#members + 1] = id
-    emit(base, {event = 'added', job = id, group = group ~= '' and group or nil})
+    emit_job(base, 'added', id, group ~= '' and group or nil)
     answers[#answers + 1] = id
   end
 end

@@ -34,10 +34,10 @@ local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', functi
     skipped_bad_row(base, 'reprocess', id, {err = 'foreign id'})
     return #id
   end
-  local refused, g, _, bytes = read_member(base, id, seen)
+  local refused, g, _, bytes, jk = read_member(base, id, seen)
   if refused == nil then
     gone[#gone + 1] = id
-    reprocess_row(base, id, g)
+    reprocess_row(base, id, g, jk)
     if not g then
       flat[#flat + 1] = 0
       flat[#flat + 1] = id

@@ -140,6 +140,35 @@ def test_one_added_event_per_created_job(conn, many):
     assert seen == [{"event": "added", "job": i, "group": "acme"} for i in (ids[0], ids[2], ids[3])]
 
 
+def test_the_added_event_is_json_for_ids_and_groups_another_node_writes(conn, many):
+    """The script is a wire contract: another node may send ids and a group our name
+    gate refuses; each event still reads back as the values sent."""
+    ps = conn.client.pubsub()
+    ps.subscribe(base(Q) + "events")
+    deadline = time.time() + 2
+    while ps.get_message(timeout=0.1) is None and time.time() < deadline:
+        pass
+    odd = ["plain_1", 'say "hi"', "back\\slash", "caf\u00e9", "tab\there", "a/b"]
+    groups = ("", "tenant 42", 'ten"ant', "t\u00e9")
+    for k, group in enumerate(groups):
+        argv: list[object] = [group, 0, 0, 3, 1000]
+        for job_id in odd:
+            argv += [f"g{k}-{job_id}", "{}", ""]
+        many.run("enqueue_many", [base(Q)], argv)
+    seen = []
+    deadline = time.time() + 2.0
+    while time.time() < deadline and len(seen) < 4 * len(odd):
+        m = ps.get_message(timeout=0.1)
+        if m and m["type"] == "message":
+            seen.append(json.loads(m["data"]))
+    ps.close()
+    assert seen == [
+        {"event": "added", "job": f"g{k}-{job_id}"} | ({"group": group} if group else {})
+        for k, group in enumerate(groups)
+        for job_id in odd
+    ]
+
+
 def test_calls_are_bounded_by_the_chunk(conn, many):
     sent = []
     real = many.run

@@ -401,6 +401,41 @@ def test_foreign_ids_do_not_stop_the_rest(conn, way):
     assert consistency_problems(conn, Q) == []
 
 
+# ids another node may write: each needs its own JSON escape, or none
+ODD_IDS = ["plain_01", "ord:17", "a b", 'say "hi"', "back\\slash", "tab\there", "caf\u00e9", "j.1-2"]
+# ids at the edge of the foreign rule (an id ending `:logs` or `:lock` is never addressed)
+EDGE_IDS = [":logs", "x:logs", "x:lock", "logs", "lock", ":lo", "x:logsy", "xlogs", "x;lock", "x:LOGS"]
+
+
+def written_dead(conn, ids: list[str]) -> None:
+    """Dead rows as another node writes them (the row, then the dead set)."""
+    for i, job_id in enumerate(ids):
+        conn.client.hset(
+            P + "job:" + job_id,
+            mapping={"payload": "{}", "attempts": "1", "failures": "1", "max_attempts": "1"}
+            | {"state": "dead", "last_error": "boom"},
+        )
+        conn.client.zadd(P + "dead", {job_id: 1000 + i})
+
+
+def test_reprocess_dead_announces_every_job_in_json_whatever_its_id(conn):
+    written_dead(conn, ODD_IDS)
+    with Events(conn) as events:
+        moved = admin.reprocess_dead(conn, Q)
+    assert moved == len(ODD_IDS)
+    assert [e for e in events.seen if e["event"] == "reprocessed"] == [
+        {"event": "reprocessed", "job": job_id} for job_id in ODD_IDS
+    ]
+
+
+def test_the_bulk_moves_leave_exactly_the_ids_the_foreign_rule_names(conn):
+    written_dead(conn, EDGE_IDS)
+    foreign = [i for i in EDGE_IDS if i.endswith((":logs", ":lock"))]
+    moved = admin.reprocess_dead(conn, Q)
+    assert sorted(moved.foreign) == sorted(foreign) and moved == len(EDGE_IDS) - len(foreign)
+    assert sorted(conn.client.zrange(P + "dead", 0, -1)) == sorted(foreign)
+
+
 def test_the_filtered_dry_runs_answer_for_foreign_ids(conn):
     ids = foreign_dead(conn)
     found = triage.find(conn, Q, error="boom").index

@@ -51,12 +51,24 @@ local function emit(base, ev)
   redis.call('PUBLISH', base .. 'events', cjson.encode(ev))
 end
 
--- a job's lifecycle event {event, job}, as emit publishes it; written out directly
--- when the id needs no escaping (the common case, where cjson would cost more than
--- the PUBLISH itself)
-local function emit_job(base, event, id)
-  if string.find(id, '[%c"\\\128-\255]') then return emit(base, {event = event, job = id}) end
-  redis.call('PUBLISH', base .. 'events', '{"event":"' .. event .. '","job":"' .. id .. '"}')
+-- the last queue base emit_job named and its events channel: a bulk call publishes
+-- on one channel once per job, and a comparison costs less than building the name
+local events_base, events_channel = nil, nil
+
+-- a job's lifecycle event {event, job} (and its `group`, when given), as emit
+-- publishes it; written out directly when no value needs escaping (the common case,
+-- where cjson would cost more than the PUBLISH itself). An id of ASCII letters, digits
+-- and `_:.-` is settled by one scan whose first range matches most bytes; any other
+-- value is checked for the bytes JSON escapes.
+local function emit_job(base, event, id, group)
+  if (string.find(id, '[^a-zA-Z0-9_:.-]') and string.find(id, '[%c"\\\128-\255]'))
+      or (group and string.find(group, '[%c"\\\128-\255]')) then
+    return emit(base, {event = event, job = id, group = group})
+  end
+  if base ~= events_base then events_base, events_channel = base, base .. 'events' end
+  local text = '{"event":"' .. event .. '","job":"' .. id .. '"}'
+  if group then text = '{"event":"' .. event .. '","job":"' .. id .. '","group":"' .. group .. '"}' end
+  redis.call('PUBLISH', events_channel, text)
 end
 
 -- a job's row, its logs and its lock. UNLINK has DEL's effect on the keyspace and

@@ -4,7 +4,7 @@
 --@include walk
 
 -- the due-member loop of @promote and @expire: each member of `set` due by now (from
--- the place in argv) that may move is handed to move(id, group, priority) and counted;
+-- the place in argv) that may move is handed to move(id, group, priority, row key) and counted;
 -- a ghost leaves the set; a bad row (or its lane's meta) or a foreign id stays where
 -- it is, announced once as a `bad_row` event of `verb`. Answers {moved, score, member, more}.
 local function due_moves(set, base, verb, argv, move)
@@ -14,13 +14,13 @@ local function due_moves(set, base, verb, argv, move)
       skipped_bad_row(base, verb, id, {err = 'foreign id'})
       return #id
     end
-    local refused, g, priority, bytes = read_member(base, id, seen)
+    local refused, g, priority, bytes, jk = read_member(base, id, seen)
     if refused == -1 then
       redis.call('ZREM', set, id)
     elseif refused then
       skipped_bad_row(base, verb, id, refused)
     else
-      move(id, g, priority)
+      move(id, g, priority, jk)
       moved = moved + 1
     end
     return #id + bytes

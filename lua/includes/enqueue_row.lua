@@ -55,6 +55,6 @@ local function add_job(base, id, payload, group, delay, priority, max_attempts, 
     write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, 'pending')
     make_ready(base, id, group ~= '' and group or nil, priority)
   end
-  emit(base, {event = 'added', job = id, group = group ~= '' and group or nil})
+  emit_job(base, 'added', id, group ~= '' and group or nil)
   return {id, 1}
 end

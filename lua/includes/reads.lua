@@ -69,52 +69,55 @@ end
 -- bulk verb leaves it where it is and reports it (emq_notebook.keyspace.check_server_id
 -- holds the same rule). Any other id read from a set is addressed as it is.
 local function foreign_id(id)
-  local tail = string.sub(id, -5)
-  return tail == ':logs' or tail == ':lock'
+  -- the byte first: a bulk verb asks this of every member, and a byte costs less
+  -- than the new string a tail would be
+  if #id < 5 or string.byte(id, -5) ~= 58 then return false end
+  local tail = string.sub(id, -4)
+  return tail == 'logs' or tail == 'lock'
 end
 
 -- what a bulk verb reads of a member's row, in ONE HMGET: its group, then every
 -- whole-number field (the priority's place noted for the moves that need it)
-local MEMBER_FIELDS, PRIORITY_AT = {'group'}, 0
+local MEMBER_FIELDS, MEMBER_DEFAULTS, PRIORITY_AT = {'group'}, {false}, 0
 for i = 1, #ROW_WHOLES do
-  MEMBER_FIELDS[i + 1] = ROW_WHOLES[i][1]
+  MEMBER_FIELDS[i + 1], MEMBER_DEFAULTS[i + 1] = ROW_WHOLES[i][1], ROW_WHOLES[i][2]
   if ROW_WHOLES[i][1] == 'priority' then PRIORITY_AT = i + 1 end
 end
 
 -- a set member's row as a bulk verb reads it: one HMGET (EXISTS only for a hash that
 -- holds none of those fields). Answers -1 for no row (a ghost); the refusal naming the
 -- first field no transition can read, or its lane's meta (`type` when the key is not a
--- hash); else nil, the group (false when flat) and the priority. Last, the bytes read.
+-- hash); else nil, the group (false when flat) and the priority. Last, the bytes read
+-- and the row's key (for the caller's writes).
 -- `seen` (optional) is the caller's table of the numbers it has read already, by text:
 -- a bulk call reads the same few counters over and over, and a lookup costs a tenth of
 -- whole_of.
 local function read_member(base, id, seen)
   local jk = base .. 'job:' .. id
   local vals = redis.pcall('HMGET', jk, unpack(MEMBER_FIELDS))
-  if vals.err then return bad_row('type', id), false, 0, 0 end
+  if vals.err then return bad_row('type', id), false, 0, 0, jk end
   local g = vals[1]
   local bytes, any, priority = g and #g or 0, g and true or false, 0
-  for i = 1, #ROW_WHOLES do
-    local v, n = vals[i + 1], nil
+  seen = seen or {}
+  for i = 2, #MEMBER_FIELDS do
+    local v = vals[i]
+    local n = MEMBER_DEFAULTS[i]
     if v then
-      any, bytes = true, bytes + #v
-      if seen then n = seen[v] end
+      any, bytes, n = true, bytes + #v, seen[v]
       if n == nil then
         n = whole_of(v) or false
-        if seen then seen[v] = n end
+        seen[v] = n
       end
-    else
-      n = ROW_WHOLES[i][2]
+      if n == false then return bad_row(MEMBER_FIELDS[i], id), false, 0, bytes, jk end
     end
-    if n == false then return bad_row(ROW_WHOLES[i][1], id), false, 0, bytes end
-    if i + 1 == PRIORITY_AT then priority = n end
+    if i == PRIORITY_AT then priority = n end
   end
-  if not any and redis.call('EXISTS', jk) == 0 then return -1, false, 0, 0 end
+  if not any and redis.call('EXISTS', jk) == 0 then return -1, false, 0, 0, jk end
   if g then
     local refused = lane_refusal(base, g)
-    if refused then return refused, g, 0, bytes end
+    if refused then return refused, g, 0, bytes, jk end
   end
-  return nil, g, priority, bytes
+  return nil, g, priority, bytes, jk
 end
 
 -- the bytes a delete of row `jk` frees on the script's thread: its payload, the one

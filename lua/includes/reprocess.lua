@@ -7,9 +7,9 @@
 
 -- the row's writes: the error goes, the state becomes pending, a grouped job
 -- joins its lane; then the event. The caller moves a flat id between the sets
--- (@reprocess_dead does it in batches).
-local function reprocess_row(base, id, g)
-  local jk = base .. 'job:' .. id
+-- (@reprocess_dead does it in batches). `jk`: the row's key, when the caller has it.
+local function reprocess_row(base, id, g, jk)
+  jk = jk or base .. 'job:' .. id
   -- the counters stay; only the error and the state change
   redis.call('HDEL', jk, 'last_error')
   redis.call('HSET', jk, 'state', 'pending')
