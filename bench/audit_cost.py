@@ -248,7 +248,7 @@ def where(conn, n: int) -> dict[str, float]:
 def main() -> None:
     a = args(1000, __doc__, repeat=3)
     surfaces = SURFACES
-    with server() as srv:
+    with server(shared_cpu=a.shared_cpu) as srv:
         conn = connect(srv)
         audit.name_client(conn)
         b = Bench(conn, a.jobs)

@@ -20,7 +20,8 @@ longest single command the server ran (SLOWLOG), which is what a PING waits on.
 reads (counts, health, snapshot(limit=1000)), snapshot (the full one against its
 floor), shell (the magics), bulk (drain, reprocess_dead, obliterate_all against their
 floors), harm (reprocess_dead past `--bad-rows` bad rows and as many ghosts at the head
-of dead), budget (one call of each bulk verb at `defaults.MAX_BUDGET`), bullmq. On a
+of dead), budget (one call of each bulk verb at the largest budget it takes:
+`defaults.MAX_BUDGET`, `MAX_MOVE_BUDGET` for the moves), bullmq. On a
 shared machine `--only bulk,harm,budget --repeat 3` measures what the budgets bound,
 each bulk verb and its floor alternating, the best run of each kept.
 """
@@ -43,7 +44,7 @@ from peers import bullmq, peers_python
 
 import emq_notebook as emq
 from emq_notebook import admin, frames, jobs
-from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET
+from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET, MAX_MOVE_BUDGET
 from emq_notebook.keyspace import STATES, base, lane_sets, queue_key
 
 Q = "scale"
@@ -354,31 +355,32 @@ def bad_rows_and_ghosts(client, n: int) -> None:
 
 
 def at_the_budget(srv, client, conn) -> dict[str, Figure]:
-    """One call of each bulk verb at MAX_BUDGET on the staged queue: its longest call."""
-    mb = MAX_BUDGET
-    dead = client.zrange(queue_key(Q, "dead"), mb, 2 * mb - 1)  # past the ones the walk moves
+    """One call of each bulk verb at the most it takes (`MAX_BUDGET`; `MAX_MOVE_BUDGET`
+    for the calls that rewrite each job they move) on the staged queue: its longest call."""
+    mb, mm = MAX_BUDGET, MAX_MOVE_BUDGET
+    dead = client.zrange(queue_key(Q, "dead"), mm, 2 * mm - 1)  # past the ones the walk moves
     pending = client.zrange(queue_key(Q, "pending"), 0, 2 * mb - 1)
-    # MAX_BUDGET scheduled jobs made due, MAX_BUDGET pending ones claimed with a 1 ms lease
+    # MAX_MOVE_BUDGET scheduled jobs made due, as many pending ones claimed with a 1 ms lease
     client.zadd(
-        queue_key(Q, "schedule"), dict.fromkeys(client.zrange(queue_key(Q, "schedule"), 0, mb - 1), 0)
+        queue_key(Q, "schedule"), dict.fromkeys(client.zrange(queue_key(Q, "schedule"), 0, mm - 1), 0)
     )
     pipe = conn.pipeline()
     keys = [queue_key(Q, "pending"), queue_key(Q, "active"), base(Q)]
-    for _ in range(mb):
+    for _ in range(mm):
         conn.run("claim2", keys, [1, conn.token], verb="claim", queue=Q, pipeline=pipe)
     pipe.execute()
     time.sleep(0.01)
-    walk = admin.DeadRun(conn, Q, mb, dry_run=True)
-    run = admin.DeadRun(conn, Q, mb)
+    walk = admin.DeadRun(conn, Q, mm, dry_run=True)
+    run = admin.DeadRun(conn, Q, mm)
     calls = {
-        "reprocess_dead dry run": lambda: walk.step(mb),
-        "reprocess_dead": lambda: run.step(mb),
-        "reprocess_jobs dry run": lambda: admin.reprocess_jobs(conn, Q, dead, dry_run=True, budget=mb),
-        "reprocess_jobs": lambda: admin.reprocess_jobs(conn, Q, dead, budget=mb),
+        "reprocess_dead dry run": lambda: walk.step(mm),
+        "reprocess_dead": lambda: run.step(mm),
+        "reprocess_jobs dry run": lambda: admin.reprocess_jobs(conn, Q, dead, dry_run=True, budget=mm),
+        "reprocess_jobs": lambda: admin.reprocess_jobs(conn, Q, dead, budget=mm),
         "remove_jobs": lambda: admin.remove_jobs(conn, Q, pending[mb:], budget=mb),
-        "promote": lambda: jobs.promote(conn, Q, budget=mb),
-        "expire_leases": lambda: jobs.expire_leases(conn, Q, budget=mb),
-        "enqueue_many": lambda: jobs.enqueue_many(conn, Q, [payload(i) for i in range(mb)], chunk=mb),
+        "promote": lambda: jobs.promote(conn, Q, budget=mm),
+        "expire_leases": lambda: jobs.expire_leases(conn, Q, budget=mm),
+        "enqueue_many": lambda: jobs.enqueue_many(conn, Q, [payload(i) for i in range(mm)], chunk=mm),
         "drain": lambda: conn.run("drain", [base(Q), queue_key(Q, "pending")], [mb, BYTE_BUDGET]),
         "obliterate": lambda: (admin.pause(conn, Q), admin.obliterate(conn, Q, force=True, budget=mb)),
     }
@@ -533,8 +535,9 @@ def main() -> None:
             client.flushall()
             stage(conn, n, payloads)
             for what, f in at_the_budget(srv, client, conn).items():
-                say(f"{what} at budget {MAX_BUDGET:,}: longest call {ms(f.longest)} (target 20 ms){f.off}")
-                targets.append((f"{what} at MAX_BUDGET, longest call", f.longest, 0.020))
+                most = MAX_BUDGET if what in ("remove_jobs", "drain", "obliterate") else MAX_MOVE_BUDGET
+                say(f"{what} at budget {most:,}: longest call {ms(f.longest)} (target 20 ms){f.off}")
+                targets.append((f"{what} at its largest budget, longest call", f.longest, 0.020))
 
         # BullMQ on a queue of the same shape
         peer: dict[str, Figure] = {}

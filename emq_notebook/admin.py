@@ -311,10 +311,10 @@ def reprocess_dead(
     - `stop_if_failing` (a fraction, with `trial`): when at least that share of the
       trial's jobs are dead again, it stops there and raises `Halted` (`.moved`,
       `.failed_again`); the jobs after the trial stay in dead.
-    Checked before any I/O: `BadInput` (a budget above `defaults.MAX_BUDGET` too),
-    `ReadOnly`.
+    Checked before any I/O: `BadInput` (a budget above `defaults.MAX_MOVE_BUDGET` too:
+    each job moved is rewritten), `ReadOnly`.
     """
-    check_budget(budget)
+    checks.move_budget(budget)
     if limit is not None:
         whole(limit, "limit")
     if dry_run:
@@ -568,10 +568,11 @@ def reprocess_jobs(
     `dry_run=True` answers the words the real call would give on the same state,
     from a read-only script, and writes nothing (it works on a read-only session).
     `rate` caps the ids sent a second; `progress(calls, ids_answered)` after each call.
-    Counters stay. Refused before any I/O: a budget above `defaults.MAX_BUDGET`, a
-    rate that is not a positive number (`BadInput`), an id that is not a string.
+    Counters stay. Refused before any I/O: a budget above `defaults.MAX_MOVE_BUDGET`
+    (each job moved is rewritten), a rate that is not a positive number (`BadInput`),
+    an id that is not a string.
     """
-    check_budget(budget)
+    checks.move_budget(budget)
     if rate is not None:
         rate = _number(rate, "rate (jobs per second)", 0, 1_000_000)
     keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from .defaults import MAX_BUDGET, MAX_PAYLOAD
+from .defaults import MAX_BUDGET, MAX_MOVE_BUDGET, MAX_PAYLOAD
 from .errors import BadInput, UsageProblem
 
 MAX_WHOLE = 2**53 - 1
@@ -29,10 +29,17 @@ def whole(value: object, what: str, *, least: int = 1, most: int = MAX_WHOLE) ->
     return value
 
 
-def budget(value: object, what: str = "budget") -> int:
-    """A budget: a whole number of members a call, from 1 to `MAX_BUDGET` (`BadInput`):
-    one call of a larger budget could hold the server longer than any call may."""
-    return whole(value, what, most=MAX_BUDGET)
+def budget(value: object, what: str = "budget", *, most: int = MAX_BUDGET) -> int:
+    """A budget: a whole number of members a call, from 1 to `most` (`MAX_BUDGET`;
+    `MAX_MOVE_BUDGET` for a call that moves what it meets: `move_budget`), else
+    `BadInput`: one call of a larger budget could hold the server longer than any call may."""
+    return whole(value, what, most=most)
+
+
+def move_budget(value: object, what: str = "budget") -> int:
+    """The budget of a call that rewrites each job it moves or writes (reprocess, promote,
+    expire, an enqueue_many chunk): from 1 to `MAX_MOVE_BUDGET` (`BadInput`)."""
+    return budget(value, what, most=MAX_MOVE_BUDGET)
 
 
 def duration_ms(text: object, what: str = "duration", *, least: int = 0, most: int = MAX_MS) -> int:

@@ -3,9 +3,9 @@
 A bounded call (find, errors, reprocess_dead, the filtered bulk verbs, drain,
 obliterate, enqueue_many, the worker's promote and expire) does at most `budget`
 members of work a call AND reads or frees about `BYTE_BUDGET` bytes a call; a budget
-above `MAX_BUDGET`, a glob longer than `MAX_GLOB` and a payload larger than
-`MAX_PAYLOAD` are refused before any I/O, because no call may hold the server long
-(at most about 20 ms a call).
+above `MAX_BUDGET` (`MAX_MOVE_BUDGET` for a call that moves the jobs it meets), a glob
+longer than `MAX_GLOB` and a payload larger than `MAX_PAYLOAD` are refused before any
+I/O, because no call may hold the server long (at most about 20 ms a call).
 
 The figures behind the numbers are bench/scale.py's (`--only budget` runs one call of
 each bulk verb at MAX_BUDGET; bench/README.md has the runs).
@@ -31,6 +31,12 @@ ID_BUDGET = 250
 # 20 ms for the heaviest writers on a quiet machine; above it one call could hold the
 # server too long (10,000 held it 60 to 250 ms)
 MAX_BUDGET = 1000
+# the most a caller may ask of one call that rewrites each job it moves or writes
+# (reprocess_dead, reprocess_jobs, promote, expire_leases, an enqueue_many chunk): at
+# 1,000,000 jobs (bench/scale.py, the server on a CPU of its own) single calls of 1,000
+# held the server 16 to 21 ms, at the 20 ms every call must stay under; 500 holds it
+# about half that
+MAX_MOVE_BUDGET = 500
 # bytes one bounded call reads or frees, about: row text a search reads, payloads a
 # drain or an obliterate frees (a 100 MB payload is freed on the server's thread),
 # payloads enqueue_many sends in one call. Common rows never reach it (1,000 rows of

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import admin, decoding, transitions
 from .catalogue import contract
-from .checks import MAX_MS, whole
+from .checks import MAX_MS, move_budget, whole
 from .checks import payload as _payload
 from .connector import Connection, Pipeline
 from .defaults import BYTE_BUDGET, MOVE_BUDGET
@@ -109,7 +109,7 @@ def enqueue_many(
     Refuses before any I/O, so nothing at all is written: `BadInput` for a
     payload that is not a string or is over `defaults.MAX_PAYLOAD` bytes, a `dedup`
     that is not one entry per payload, the numbers `enqueue` refuses and a `chunk`
-    outside 1 to `defaults.MAX_BUDGET`;
+    outside 1 to `defaults.MAX_MOVE_BUDGET`;
     `InvalidName` for a bad group name or dedup key. Each call is atomic and checks
     its arguments before its first write; an interrupt between calls leaves the
     chunks already sent.
@@ -136,7 +136,7 @@ def enqueue_many(
         whole(max_attempts, "max_attempts"),
         whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS),
     ]
-    admin.check_budget(chunk, "chunk")
+    move_budget(chunk, "chunk")
     if not texts:
         return []
     conn.refuse_writes(f"enqueue_many {q}")
@@ -289,10 +289,10 @@ def expire_leases(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
     member whose row is gone leaves the set (uncounted); a bad row, or an id naming
     another job's `:logs` or `:lock`, is left in active and announced as a `bad_row`
     event once a lap. Each costs one of the budget, and the lap walks past it, so it
-    never holds the others up. A budget above `defaults.MAX_BUDGET` is `BadInput`,
+    never holds the others up. A budget above `defaults.MAX_MOVE_BUDGET` is `BadInput`,
     before any I/O.
     """
-    admin.check_budget(budget)
+    move_budget(budget)
     return _lap(conn, q, "expire", queue_key(q, "active"), budget)
 
 
@@ -303,7 +303,7 @@ def promote(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
     Ghosts, bad rows and foreign ids are handled, and the budget counted and checked,
     as in `expire_leases`.
     """
-    admin.check_budget(budget)
+    move_budget(budget)
     return _lap(conn, q, "promote", queue_key(q, "schedule"), budget)
 
 

@@ -12,7 +12,7 @@ from helpers import dump
 
 from emq_notebook import footprint, jobs
 from emq_notebook.connector import Connection
-from emq_notebook.defaults import MAX_BUDGET
+from emq_notebook.defaults import MAX_MOVE_BUDGET
 from emq_notebook.errors import BadInput, EMQError, InvalidName, ReadOnly
 from emq_notebook.keyspace import base
 
@@ -83,7 +83,7 @@ def singles(conn, ids_by_batch):
     return answers
 
 
-@pytest.mark.parametrize("chunk", (1, 2, 1000))
+@pytest.mark.parametrize("chunk", (1, 2, MAX_MOVE_BUDGET))
 def test_the_same_rows_and_sets_as_single_enqueues(conn, many, chunk):
     ids_by_batch = [jobs.enqueue_many(many, Q, payloads, chunk=chunk, **opts) for payloads, opts in BATCHES]
     bulk = normalised(conn)
@@ -199,7 +199,7 @@ BAD = [
     ("a fractional priority", dict(payloads=["{}"], priority=1.5), BadInput),
     ("zero attempts", dict(payloads=["{}"], max_attempts=0), BadInput),
     ("a zero chunk", dict(payloads=["{}"], chunk=0), BadInput),
-    ("a chunk over the maximum budget", dict(payloads=["{}"], chunk=MAX_BUDGET + 1), BadInput),
+    ("a chunk over the maximum budget", dict(payloads=["{}"], chunk=MAX_MOVE_BUDGET + 1), BadInput),
     ("a bad queue name", dict(q="a b", payloads=["{}"]), InvalidName),
 ]
 

@@ -122,7 +122,7 @@ class DeadLetterPanel(Panel):
         )
         self.reprocess_all_button.on_click(lambda _: self.reprocess_all())
         self.budget = w.BoundedIntText(
-            value=defaults.DEFAULT_BUDGET, min=1, max=defaults.MAX_BUDGET, description="budget"
+            value=defaults.MOVE_BUDGET, min=1, max=defaults.MAX_MOVE_BUDGET, description="budget"
         )
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(visibility="hidden"))
         self.confirmation = Confirmation(self)
