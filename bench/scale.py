@@ -397,7 +397,8 @@ def main() -> None:
     print(
         f"jobs: {n:,} (pending {part['pending']:,}, schedule {part['schedule']:,}, "
         f"dead {part['dead']:,}, grouped {part['grouped']:,} in {min(LANES, part['grouped'])} lanes), "
-        f"100-byte payloads; budget {admin.DEFAULT_BUDGET:,} a call (at most {MAX_BUDGET:,}), "
+        f"100-byte payloads; budget {admin.DEFAULT_BUDGET:,} a call (at most {MAX_BUDGET:,}; "
+        f"{MAX_MOVE_BUDGET:,} for a move), "
         f"{BYTE_BUDGET:,} bytes",
         flush=True,
     )
