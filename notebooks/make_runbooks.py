@@ -312,7 +312,7 @@ workers."""),
         + """
 OVERDUE_S = 60      # a scheduled job due longer ago than this is overdue
 LANE_LIMITS = {}    # raise these lanes' limits, e.g. {"acme": 4}
-BUDGET = 1000       # jobs per bounded call
+BUDGET = 500        # jobs per bounded call (at most 500: each job moved is rewritten)
 """,
         "parameters",
     ),
