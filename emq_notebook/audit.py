@@ -646,7 +646,9 @@ class Record:
         outcome, and the count of a call not done."""
         count, ids = self.counts(None, self.job)
         what = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
-        return _packed_what((*what, "1" if gone else "")) + _packed_who(_who_values(self.conn))
+        # a queue verb's fields repeat call after call (kept); a job's are new each call
+        packed = _packed_what if self.job is None else _packed
+        return packed((*what, "1" if gone else "")) + _packed_who(_who_values(self.conn))
 
 
 # a surrogate that is not an undecodable byte read under `decoding.ERRORS` (half of a
