@@ -14,9 +14,10 @@
 -- `bad_row` event; the list of foreign ids (naming another job's :logs or :lock)
 -- left in dead with a `bad_row` event; the ids moved (when asked, else {}). Every
 -- member examined costs one of the budget, whatever becomes of it, and the next step
--- starts after it: a run walks each member once. Bounded: at most ARGV[1] members
--- (one HMGET each, and a moved job's HDEL, HSET and event; the set moves of a step
--- are one ZREM per 500 and one ZADD per 500 jobs), about ARGV[2] bytes read.
+-- starts after it: a run walks each member once. Bounded: at most ARGV[1] members,
+-- or ARGV[6] when fewer (one HMGET each, and a moved job's HDEL, HSET and event; the
+-- set moves of a step are one ZREM per 500 and one ZADD per 500 jobs), about ARGV[2]
+-- bytes read.
 -- @reprocess_dead_check answers the same and writes nothing.
 --@include common
 --@include lanes
@@ -52,7 +53,7 @@ local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', functi
     skipped_bad_row(base, 'reprocess', id, refused)
   end
   return #id + bytes
-end, function() return moved >= most end)
+end, function() return moved >= most end, most)
 -- the step's set moves: out of dead (by rank when every member examined leaves, the
 -- usual case), the flat ones into pending at 0 (slices of 500 members keep unpack well
 -- inside Lua's stack)

@@ -22,13 +22,16 @@ end
 
 -- walk `set` from the place argv[3], argv[4] within `bound`: visit(id) examines one
 -- member and answers the bytes it read or wrote; the walk stops once argv[1] members
--- are examined, argv[2] bytes spent, or full() is true (checked before each member).
+-- are examined (or `most`, when given and fewer: a step that moves at most `most` jobs
+-- reads no more members than that), argv[2] bytes spent, or full() is true (checked
+-- before each member).
 -- Answers {score, member, more}: the place of the last member examined (the old place
 -- when none was), more = 1 while members within the bound follow it; and the rank of
 -- the first member examined (the ones examined hold the ranks from it while visit
 -- changes nothing in `set`).
-local function walk(set, argv, bound, visit, full)
+local function walk(set, argv, bound, visit, full, most)
   local budget, bytes = tonumber(argv[1]), tonumber(argv[2])
+  if most and most < budget then budget = math.max(most, 1) end
   local batch, start = members_after(set, argv[3], argv[4], bound, budget + 1)
   local n, examined, spent = #batch / 2, 0, 0
   while examined < n and examined < budget and spent < bytes and not (full and full()) do
