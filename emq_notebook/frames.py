@@ -1,6 +1,6 @@
 """Pandas frames of a queue's jobs, counts and throughput.
 
-Reads only. Rows are fetched a batch of 1,000 jobs per `@read_rows` call, only
+Reads only. Rows are fetched a batch of 500 jobs per `@read_rows` call, only
 the shown fields, never one round trip per job, so a 100,000-job queue is a
 snapshot of seconds (bench/snapshot.py).
 """
@@ -22,7 +22,10 @@ from .connector import Connection
 from .errors import BadInput, EMQError, UnknownQueue
 from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_sets, metrics_key, queue_key
 
-BATCH = 1000
+# rows one `@read_rows` call reads: each field of each row is one value the script
+# hands back, about 10 us a row of FIELDS on the server (bench/harm.py: 1,000 rows of
+# dead with their errors took a median 11 ms and a p99 19.5 a call), so 500
+BATCH = 500
 # members one ZRANGE reads: about 3 ms of the server's time at most
 MEMBERS_A_CALL = 10_000
 # text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
