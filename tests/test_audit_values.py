@@ -86,6 +86,18 @@ def test_each_text_an_operator_or_another_node_gives_reaches_the_entry_as_meant(
     assert (row.conn, row.env, row.notebook, row.reason) == (printable(held),) * 4
 
 
+@pytest.mark.parametrize("kind", ["nul", "not_utf8", "emoji"])
+def test_an_option_holding_each_text_reaches_the_entrys_args_as_meant(conn, kind):
+    text, held = TEXTS[kind]
+    jobs.enqueue(conn, Q, "{}", id="j1", max_attempts=1)
+    jobs.claim(conn, Q, 60_000)
+    with audit.surface("magic"):
+        jobs.fail(conn, Q, "j1", text)
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"], json.loads(entry["args"])) == ("fail", "done", {"error": held})
+    assert audit.read(conn, Q).args[0] == {"error": held}
+
+
 def valued(n: int) -> str:
     """A value of exactly `n` bytes holding a NUL, bytes not UTF-8 and emoji (cut
     anywhere: a cut emoji's bytes read back as escaped bytes), as text."""
