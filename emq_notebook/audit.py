@@ -21,6 +21,11 @@ are `conn` and the queue). It works out
   `reason`. Everything but `acl_user` (the server's `ACL WHOAMI`) is what the
   client says of itself.
 
+Bounded whatever an operator types or another node wrote: each identity field is cut
+at `MAX_TEXT` characters (1,000) and each option and each of the first ids at
+`MAX_ARG` (200), with "…" (`clipped`), so an entry is a few KB at most (about 30 KB
+with 100 ids of 200 characters), and so is the one XADD that writes it.
+
 What writes nothing: a request refused as malformed before any I/O (`BadInput`,
 `UsageProblem`, `InvalidName`: nothing was attempted, and nothing is sent), a read
 (only writing verbs are recorded), a dry run
@@ -90,9 +95,12 @@ UNDERNEATH = frozenset({"enqueue", "claim", "complete", "fail"})
 DONE_WORDS = frozenset({"reprocessed", "removed"})
 # what a bounded bulk verb answers that names no job: obliterate's "more" and "ok"
 _NO_JOB = frozenset({"ok", "more"})
-# a value longer than this is cut in `args`
+# a value longer than this is cut in `args`, and so is an id in `ids` (the digest covers it whole)
 MAX_ARG = 200
-MAX_REASON = 1000
+# an identity field longer than this is cut, with "…": `reason`, `notebook` (a runbook's
+# parameters), `who`, `acl_user`, `conn`, `env`. What an operator types never makes an
+# entry more than a few KB (a 17 MB --reason is not a 17 MB XADD holding the server)
+MAX_TEXT = 1000
 # args that hold a job's data rather than an option: their size is recorded, never their text
 DATA_ARGS = frozenset({"payload", "payloads", "line", "data"})
 # args whose name says secret: `***` (the URL query words `redact` treats so, and the claim token)
@@ -212,9 +220,15 @@ def because(text: str | None) -> Iterator[None]:
 
 def reason_of(conn: Connection) -> str:
     """The reason a record carries: the call's (`because`), else the session's
-    (`conn.reason`), else ""."""
+    (`conn.reason`), else "". Whole: the entry holds it scrubbed, then `clipped`."""
     said = _reason.get() or getattr(conn, "reason", None) or ""
-    return str(said)[:MAX_REASON]
+    return str(said)
+
+
+def clipped(text: str, most: int = MAX_TEXT) -> str:
+    """`text` as an entry holds it: whole up to `most` characters, else its first `most`
+    and "…"."""
+    return text if len(text) <= most else text[:most] + "…"
 
 
 def set_notebook(path: str | None) -> None:
@@ -233,9 +247,14 @@ def runbook(name: str, params: Mapping[str, Any]) -> None:
 
 
 def notebook() -> str:
-    """The notebook this process runs, when known: the one named (`set_notebook`,
-    `runbook`), else VS Code's `__vsc_ipynb_file__`, ipykernel's `__session__` (the path
-    Jupyter Server gives the kernel), else `JPY_SESSION_NAME`; "" in a plain process."""
+    """The notebook this process runs, when known, as its entries hold it (`clipped` to
+    `MAX_TEXT`): the one named (`set_notebook`, `runbook`), else VS Code's
+    `__vsc_ipynb_file__`, ipykernel's `__session__` (the path Jupyter Server gives the
+    kernel), else `JPY_SESSION_NAME`; "" in a plain process."""
+    return clipped(_notebook())
+
+
+def _notebook() -> str:
     named = _process["notebook"]
     if named:
         return named
@@ -304,8 +323,9 @@ def _word(text: str) -> str:
 
 
 def client_name(conn: Connection) -> str:
-    """`emq_notebook:<who>:<conn>`, one word (`CLIENT SETNAME` refuses spaces)."""
-    return f"emq_notebook:{_word(who())}:{_word(conn.name or 'unnamed')}"
+    """`emq_notebook:<who>:<conn>`, one word (`CLIENT SETNAME` refuses spaces), each
+    part cut at `MAX_ARG` characters (every pooled connection sends it on connect)."""
+    return f"emq_notebook:{_word(clipped(who(), MAX_ARG))}:{_word(clipped(conn.name or 'unnamed', MAX_ARG))}"
 
 
 def _pools(client: Any) -> list[Any]:
@@ -345,15 +365,16 @@ def identity(conn: Connection) -> dict[str, str]:
 
 
 def _who_values(conn: Connection) -> tuple[str, ...]:
-    """The values of `identity`, in `AUDIT_WHO`'s order."""
+    """The values of `identity`, in `AUDIT_WHO`'s order, each `clipped` to `MAX_TEXT`
+    (the reason scrubbed whole first, so no cut leaves part of a secret)."""
     return (
-        who(),
-        acl_user(conn) or "",
-        conn.name or "",
-        conn.env or "",
+        clipped(who()),
+        clipped(acl_user(conn) or ""),
+        clipped(conn.name or ""),
+        clipped(conn.env or ""),
         current_surface(),
         notebook(),
-        scrub(reason_of(conn), conn._secrets),
+        clipped(scrub(reason_of(conn), conn._secrets)),
     )
 
 
@@ -410,10 +431,12 @@ _args_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).e
 
 
 def ids_field(ids: list[str]) -> str:
-    """The `ids` field: JSON `{"first": [the first FIRST_IDS ids], "digest": digest(all)}`."""
+    """The `ids` field: JSON `{"first": [the first FIRST_IDS ids], "digest": digest(all)}`,
+    an id over `MAX_ARG` characters (another node's) `clipped` there: the digest covers
+    it whole, and the field stays within about 20 KB."""
     if not ids:
         return _NO_IDS
-    return _ids_json({"first": ids[:FIRST_IDS], "digest": digest(ids)})
+    return _ids_json({"first": [clipped(i, MAX_ARG) for i in ids[:FIRST_IDS]], "digest": digest(ids)})
 
 
 _NO_IDS = _ids_json({"first": [], "digest": ""})
@@ -436,8 +459,7 @@ def _option(name: str, value: Any, secrets: tuple[str, ...]) -> Any:
         return f"<{size:,} {'items' if name == 'payloads' else 'chars'}>"
     if isinstance(value, str):
         text = redact(value) if "://" in value else value
-        text = scrub(text, secrets)
-        return text if len(text) <= MAX_ARG else text[:MAX_ARG] + "…"
+        return clipped(scrub(text, secrets), MAX_ARG)
     if hasattr(value, "__len__"):
         return f"<{len(value):,} items>"
     return _option(name, str(value), secrets)

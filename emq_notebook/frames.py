@@ -19,6 +19,7 @@ import pyarrow as pa
 from .audit import read as _read_audit
 from .checks import whole
 from .connector import Connection
+from .defaults import BYTE_BUDGET
 from .errors import BadInput, EMQError, UnknownQueue
 from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_sets, metrics_key, queue_key
 
@@ -26,8 +27,11 @@ from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_sets, metrics
 # hands back, about 10 us a row of FIELDS on the server (bench/harm.py: 1,000 rows of
 # dead with their errors took a median 11 ms and a p99 19.5 a call), so 500
 BATCH = 500
-# members one ZRANGE reads: about 3 ms of the server's time at most
+# members one ZRANGE reads: about 3 ms of the server's time at most; the first page of
+# a set FIRST_MEMBERS, each next one about BYTE_BUDGET bytes of members as long as the
+# page before's (ids another node wrote may be long: 10,000 of 100 KB is a 1 GB reply)
 MEMBERS_A_CALL = 10_000
+FIRST_MEMBERS = 100
 # text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
 # str objects on a big frame (bench/scale.py measures it); `object` where needed
 TEXT: Any = "str"
@@ -107,7 +111,8 @@ def _members(
 
 def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[list[str], list[float]]:
     """`count` members of sorted set `key` from rank `start` (None: to its end) and their
-    scores, read `MEMBERS_A_CALL` at a time, each call its own round trip: one ZRANGE of
+    scores, read `MEMBERS_A_CALL` at a time at most (`FIRST_MEMBERS` first, then about
+    `BYTE_BUDGET` bytes of members a page), each call its own round trip: one ZRANGE of
     a whole big set would hold the server (400,000 members: over 100 ms). Each page
     starts after the last member of the one before, wherever it is then (its ZRANK), so
     members coming and going ahead of the place shift nothing; a member that moves
@@ -115,9 +120,9 @@ def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[l
     shows its new state."""
     ids: list[str] = []
     scores: list[float] = []
-    at, last = start, set[str]()
+    at, last, most = start, set[str](), min(MEMBERS_A_CALL, FIRST_MEMBERS)
     while count is None or len(ids) < count:
-        want = MEMBERS_A_CALL if count is None else min(MEMBERS_A_CALL, count - len(ids))
+        want = most if count is None else min(most, count - len(ids))
         page, page_scores = _with_scores(conn.command("ZRANGE", key, at, at + want - 1, "WITHSCORES"))
         for m, sc in zip(page, page_scores, strict=True):
             if m not in last:
@@ -127,6 +132,8 @@ def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[l
             break
         rank = conn.command("ZRANK", key, page[-1])
         at, last = (at + len(page) if rank is None else int(rank) + 1), set(page)
+        # the next page about BYTE_BUDGET of members, as long as this page's were
+        most = min(MEMBERS_A_CALL, max(1, BYTE_BUDGET * len(page) // max(1, sum(map(len, page)))))
     return ids, scores
 
 
@@ -140,12 +147,15 @@ def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELD
 
 
 def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]) -> Iterator[list]:
-    """The rows of `ids` a call at a time: a call reads at most `BATCH` rows and about
-    `defaults.BYTE_BUDGET` bytes (the ids it did not reach go again), and a payload too
-    large for a script to read is read here with a plain HGET."""
+    """The rows of `ids` a call at a time: a call is sent at most `BATCH` ids and about
+    `defaults.BYTE_BUDGET` bytes of them (`_batch`), reads about `BYTE_BUDGET` bytes of
+    fields (the ids it did not reach go again), and a payload too large for a script to
+    read is read here with a plain HGET."""
     n = len(fields)
-    for start in range(0, len(ids), BATCH):
-        batch = ids[start : start + BATCH]
+    start = 0
+    while start < len(ids):
+        batch = _batch(ids, start)
+        start += len(batch)
         while batch:
             got = conn.run("read_rows", [base(q)], [n, *fields, *batch], verb="jobs", queue=q)
             if not got:  # every call reads one row at least: this is a script's bug
@@ -155,6 +165,21 @@ def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]
                 for job_id, row in zip(batch, got, strict=False)
             ]
             batch = batch[len(got) :]
+
+
+def _batch(ids: list[str], start: int) -> list[str]:
+    """The ids from `start` one `@read_rows` call is sent: at most `BATCH`, and about
+    `BYTE_BUDGET` characters of them (one at least). Another node's ids may be long, and
+    the script builds a key of each: 500 ids of 100 KB would be one 50 MB call."""
+    batch = ids[start : start + BATCH]
+    if sum(map(len, batch)) <= BYTE_BUDGET:
+        return batch
+    size = 0
+    for k, job_id in enumerate(batch):
+        size += len(job_id)
+        if k and size > BYTE_BUDGET:
+            return batch[:k]
+    return batch
 
 
 def _whole(conn: Connection, q: str, job_id: str, row: list) -> list:

@@ -2,9 +2,9 @@
 --@readonly
 -- KEYS[1] = the set (a state set or a lane's backlog), KEYS[2] = the queue base root
 -- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most;
--- ARGV[4] = bytes of work at most: the last_error texts read, and the keying (each part
--- of a text, a number, a quoted part..., as READ_BYTES or CHECK_BYTES); the step ends
--- after the member that reaches it
+-- ARGV[4] = bytes of work at most: each member's id, the last_error texts read, and the
+-- keying (each part of a text, a number, a quoted part..., as READ_BYTES or
+-- CHECK_BYTES); the step ends after the member that reaches it
 -- returns {score, member, more, group...}: the cursor and more as @find; each group is
 -- {key, count, least score, greatest score, sample id, sample error} for the rows of this
 -- step whose last_error reads as `key` once the signature's replacements are made

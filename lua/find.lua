@@ -3,8 +3,9 @@
 -- KEYS[1] = the set (a state set or a lane's backlog), KEYS[2] = the queue base root
 -- ARGV[1], ARGV[2] = the cursor: score and member of the last member examined ('' =
 --   from the start); ARGV[3] = budget, members examined at most; ARGV[4] = bytes of
---   work at most (the fields the filters read, each glob item tried as STEP_BYTES, the
---   matches' fields sent; the step ends after the member that reaches it); ARGV[5] =
+--   work at most (each member's id, the fields the filters read, each glob item tried
+--   as STEP_BYTES, the matches' fields sent; the step ends after the member that
+--   reaches it); ARGV[5] =
 --   limit, matches at most; ARGV[6],
 --   ARGV[7] = the last_error and payload globs (specs as includes/glob.lua reads them;
 --   '' = any); ARGV[8] = group ('' = any); ARGV[9] = least attempts, ARGV[10] = created

@@ -14,10 +14,11 @@
 -- `bad_row` event; the list of foreign ids (naming another job's :logs or :lock)
 -- left in dead with a `bad_row` event; the ids moved (when asked, else {}). Every
 -- member examined costs one of the budget, whatever becomes of it, and the next step
--- starts after it: a run walks each member once. Bounded: at most ARGV[1] members,
--- or ARGV[6] when fewer (one HMGET each, and a moved job's HDEL, HSET and event; the
--- set moves of a step are one ZREM per 500 and one ZADD per 500 jobs), about ARGV[2]
--- bytes read.
+-- starts after it: a run walks each member once. Bounded: at most ARGV[1] members
+-- (one HMGET each, and a moved job's HDEL, HSET and event; the set moves of a step
+-- are one ZREM per 500 and one ZADD per 500 jobs), about ARGV[2] bytes read; a step
+-- of ARGV[6] jobs, fewer than ARGV[1], reads ARGV[6] + 1 members of dead at first and
+-- more only past members it leaves (includes/walk.lua).
 -- @reprocess_dead_check answers the same and writes nothing.
 --@include common
 --@include lanes

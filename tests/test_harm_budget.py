@@ -169,6 +169,66 @@ def test_housekeeping_laps_past_bad_rows_and_announces_each_once_a_lap(harm, ver
     assert set(again.bad_rows().values()) == {1} and len(again.bad_rows()) == 500
 
 
+def limited_head(conn) -> tuple[list[str], list[str], list[str]]:
+    """600 bad rows and 600 ghosts at the head of dead, five foreign ids before them (one
+    naming a logs list that holds a line), then six good jobs: (bad ids, foreign ids, good)."""
+    bad = bad_rows_and_ghosts(conn, 600, 600)
+    foreign = [f"x{k}:logs" for k in range(5)]
+    conn.client.zadd(P + "dead", dict.fromkeys(foreign, 0.5))
+    conn.client.rpush(P + "job:x0:logs", "a line")
+    good = [f"j_{i:02d}" for i in range(6)]
+    kill(conn, good)
+    return bad, foreign, good
+
+
+LIMITED = {
+    "limit 1": {"limit": 1},
+    "limit 3": {"limit": 3},
+    "paced": {"limit": 3, "rate": 10},  # a step of one job at a time
+    "trial": {"limit": 3, "trial": 2, "watch_s": 0.05},
+}
+
+
+@pytest.mark.parametrize("how", sorted(LIMITED))
+def test_a_limited_reprocess_dead_moves_its_limit_past_a_head_of_leftovers_in_few_calls(harm, how):
+    """A step that moves at most N jobs reads N + 1 members at first, and more only past
+    the members it leaves: with 1,205 leftovers at the head it still examines up to its
+    budget a call, so a run of one job is three calls, not one per leftover."""
+    conn, srv = harm
+    bad, foreign, good = limited_head(conn)
+    control = LIMITED[how]
+    limit = control["limit"]
+    before = dump(conn)
+    would = bounded(lambda: admin.reprocess_dead(conn, Q, dry_run=True, **control), srv, what="the dry run")
+    assert dump(conn) == before
+    seen = steps(conn)
+    with Events(conn) as events:
+        moved = bounded(lambda: admin.reprocess_dead(conn, Q, **control), srv, what=how)
+    assert moved == would == limit
+    assert (moved.bad_rows, moved.ghosts, sorted(moved.foreign)) == (600, 600, foreign)
+    assert (would.bad_rows, would.ghosts, sorted(would.foreign)) == (600, 600, foreign)
+    # each member walked once, at most the budget a call, in a handful of calls
+    walked = 1_205 + limit
+    assert sum(examined(s) for s in seen) == walked
+    assert all(examined(s) <= 500 for s in seen)
+    # (a paced step moves one job, a trial's first steps its trial: a few calls more)
+    assert len(seen) == math.ceil(walked / 500) if how.startswith("limit") else len(seen) <= 3 + limit
+    # each bad row and foreign id announced once; the oldest good jobs moved, the rest stay
+    assert events.bad_rows() == Counter(bad + foreign)
+    assert sorted(conn.client.zrange(P + "pending", 0, -1)) == good[:limit]
+    assert conn.client.zrange(P + "dead", 0, -1)[-len(good) + limit :] == good[limit:]
+    assert conn.client.lrange(P + "job:x0:logs", 0, -1) == ["a line"]
+
+
+def test_a_step_of_one_job_on_a_clean_head_examines_one_member(conn):
+    kill(conn, [f"j_{i}" for i in range(5)])
+    seen = steps(conn)
+    assert admin.reprocess_dead(conn, Q, limit=1) == 1
+    assert [examined(s) for s in seen] == [1]
+    # the place it ended at is the job it moved, and more follow it
+    assert seen[0][1:3] == ["j_0", 1]
+
+
 # -- 2. big values ------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pandas as pd
 import pytest
 from harm import bounded, sent
 
@@ -107,6 +108,120 @@ def test_a_snapshot_reads_a_payload_too_large_for_a_script_with_a_plain_read(har
     assert all(
         sum(len(v) for row in reply for v in row if isinstance(v, str)) < BYTE_BUDGET for reply in calls
     )
+
+
+def straddling_dead(conn) -> dict[str, dict[str, str]]:
+    """1,203 dead members across three `frames.BATCH`es of 500: ordinary rows; payloads
+    of exactly a byte budget (read in the script, ending its call), one byte over (read
+    with a plain HGET), two halves that straddle a budget; members with no row; ids
+    naming another job's :logs and :lock; a last_error that is not UTF-8. Answers each
+    id's row as the server holds it ({} for none)."""
+    odd: dict[int, Any] = {
+        497: "P" * BYTE_BUDGET,
+        498: "O" * (BYTE_BUDGET + 1),
+        499: None,  # a member with no row
+        500: "j_00010:logs",
+        501: "H" * (BYTE_BUDGET // 2 + 1),
+        502: "h" * (BYTE_BUDGET // 2 + 1),
+        999: "Q" * (BYTE_BUDGET + 1),
+        1000: "R" * BYTE_BUDGET,
+        1001: "j_00011:lock",
+        1202: "S" * (BYTE_BUDGET + 1),
+    }
+    rows: dict[str, dict[str, str]] = {}
+    pipe = conn.client.pipeline(transaction=False)
+    for i in range(1_203):
+        job_id, value = f"j_{i:05d}", odd.get(i, "{}")
+        if value is None or value.startswith("j_"):
+            job_id = value or job_id
+            rows[job_id] = {}
+        else:
+            error = "bytes \udcff\udcfe" if i == 7 else f"boom {i}"
+            rows[job_id] = {"payload": value, "attempts": str(i % 7), "last_error": error}
+            pipe.hset(P + "job:" + job_id, mapping=rows[job_id] | {"state": "dead"})
+        pipe.zadd(P + "dead", {job_id: 1_000 + i})
+    pipe.rpush(P + "job:j_00010:logs", "a line")
+    pipe.execute()
+    return rows
+
+
+def test_a_snapshot_across_batches_and_byte_budgets_equals_the_rows_in_order(harm):
+    conn, srv = harm
+    rows = straddling_dead(conn)
+    order = list(rows)
+    calls = replies(conn, "read_rows")
+    plain = []
+    real = conn.command
+    conn.command = lambda *parts: (plain.append(parts[0]), real(*parts))[1]
+    frame = bounded(lambda: frames.snapshot(conn, Q, states="dead"), srv, what="snapshot")
+    assert list(frame.index) == order and frame.index.is_unique
+    shown = lambda column: [None if pd.isna(v) else v for v in frame[column]]  # noqa: E731
+    assert shown("payload") == [r.get("payload") for r in rows.values()]
+    assert shown("last_error") == [r.get("last_error") for r in rows.values()]
+    assert list(frame.attempts) == [int(r.get("attempts", 0)) for r in rows.values()]
+    assert set(frame.state) == {"dead"}
+    # each row answered once, at most a batch a call, about a byte budget a call; the
+    # three payloads over the budget read with a plain HGET each
+    assert sum(len(reply) for reply in calls) == 1_203
+    assert all(len(reply) <= frames.BATCH for reply in calls)
+    # a call ends after the row that reaches the budget, and the rest of its batch goes again
+    assert [len(reply) for reply in calls] == [498, 2, 3, 497, 1, 202]
+    assert all(sum(len(v) for row in r for v in row if isinstance(v, str)) <= 2 * BYTE_BUDGET for r in calls)
+    assert plain.count("HGET") == 3
+    assert conn.client.lrange(P + "job:j_00010:logs", 0, -1) == ["a line"]
+    # a page across the batch edges shows the same rows
+    page = frames.snapshot(conn, Q, states="dead", offset=496, limit=508)
+    assert list(page.index) == order[496:1004]
+    assert [None if pd.isna(v) else v for v in page.payload] == shown("payload")[496:1004]
+
+
+def long_ids(conn, n: int, size: int) -> list[str]:
+    """`n` dead rows whose ids (another node's) are `size` characters long, in order."""
+    ids = [f"{i:04d}" + "i" * (size - 4) for i in range(n)]
+    pipe = conn.client.pipeline(transaction=False)
+    for i, job_id in enumerate(ids):
+        pipe.hset(P + "job:" + job_id, mapping={"payload": "{}", "attempts": "1", "state": "dead"})
+        pipe.hset(P + "job:" + job_id, "last_error", f"upstream timed out after {i} ms")
+        pipe.zadd(P + "dead", {job_id: i})
+    pipe.execute()
+    return ids
+
+
+def test_a_snapshot_of_long_ids_sends_and_reads_about_a_byte_budget_of_them_a_call(harm):
+    conn, srv = harm
+    ids = long_ids(conn, 300, 20_000)  # 6 MB of ids: 300 of one read_rows batch would be all of it
+    sent_ids: list[int] = []
+    real = conn.run
+
+    def run(script, keys, args=(), **kw):
+        if script == "read_rows":
+            sent_ids.append(sum(len(a) for a in args[1 + int(args[0]) :]))
+        return real(script, keys, args, **kw)
+
+    conn.run = run
+    pages = zranges(conn)
+    frame = bounded(lambda: frames.snapshot(conn, Q, states="dead"), srv, what="snapshot")
+    assert list(frame.index) == ids
+    assert list(frame.last_error) == [f"upstream timed out after {i} ms" for i in range(300)]
+    assert sum(sent_ids) == 300 * 20_000 and max(sent_ids) <= BYTE_BUDGET
+    # the first page of members is FIRST_MEMBERS, the next ones about a byte budget of them
+    sizes = [stop - start + 1 for _, start, stop in pages]
+    assert sizes[0] == frames.FIRST_MEMBERS and all(n * 20_000 <= BYTE_BUDGET for n in sizes[1:])
+
+
+@pytest.mark.parametrize("verb", ["find", "errors"])
+def test_find_and_errors_count_each_ids_bytes_in_a_steps_budget(harm, verb):
+    conn, srv = harm
+    ids = long_ids(conn, 150, 20_000)
+    steps = replies(conn, verb)
+    if verb == "find":
+        got = bounded(lambda: triage.find(conn, Q, error="upstream*", limit=None), srv, what=verb)
+        assert list(got.index) == ids
+    else:
+        got = bounded(lambda: triage.errors(conn, Q), srv, what=verb)
+        assert int(got["count"].sum()) == 150
+    # a step ends after the member whose id reaches the budget: about 53 of 20 KB a step, not 150
+    assert len(steps) == 3, [len(s) for s in steps]
 
 
 def zranges(conn, then=None) -> list[tuple]:

@@ -40,7 +40,8 @@ local FIRST_CHUNK, CHUNK_MAX = 1, 64
 -- visit(id, row, at, left) in set order with its row's `fields` (row[at + k] the k-th;
 -- false where the row or the field is missing) and the bytes left once they are
 -- counted. The step stops after `budget` members, or after the member at which the
--- bytes counted reach `bytes`: the bytes of its fields, and what visit answers (the
+-- bytes counted reach `bytes`: the bytes of its id (another node's may be long, and a
+-- key is built of it) and of its fields, and what visit answers (the
 -- work it did past reading them, in bytes: what it sends back, what it matched), or
 -- false to stop there. Members
 -- and fields are read a chunk at a time with one SORT_RO;
@@ -81,9 +82,9 @@ local function scan_step(set, base, start, budget, bytes, fields, visit)
     end
     if #rows == 0 then break end
     for at = 1, #rows, width do
-      local size, v = 0, rows[at + 1]
+      local size, v = #rows[at], rows[at + 1]
       if width == 2 then
-        if v then size = #v end
+        if v then size = size + #v end
       else
         for f = 1, width - 1 do
           v = rows[at + f]

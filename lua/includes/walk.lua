@@ -22,21 +22,38 @@ end
 
 -- walk `set` from the place argv[3], argv[4] within `bound`: visit(id) examines one
 -- member and answers the bytes it read or wrote; the walk stops once argv[1] members
--- are examined (or `most`, when given and fewer: a step that moves at most `most` jobs
--- reads no more members than that), argv[2] bytes spent, or full() is true (checked
--- before each member).
+-- are examined, argv[2] bytes spent, or full() is true (checked before each member).
+-- With `most` (a step that moves at most `most` jobs, fewer than argv[1]) the members
+-- are read `most` + 1 at first, and more (twice as many each time, up to argv[1]) only
+-- when those examined left jobs unmoved: a step of one job on a clean head reads two
+-- members, and one past bad rows still examines up to argv[1] of them in its call.
 -- Answers {score, member, more}: the place of the last member examined (the old place
 -- when none was), more = 1 while members within the bound follow it; and the rank of
 -- the first member examined (the ones examined hold the ranks from it while visit
 -- changes nothing in `set`).
 local function walk(set, argv, bound, visit, full, most)
   local budget, bytes = tonumber(argv[1]), tonumber(argv[2])
-  if most and most < budget then budget = math.max(most, 1) end
-  local batch, start = members_after(set, argv[3], argv[4], bound, budget + 1)
+  -- members this step examines before it reads more; one more is read to know `more`
+  local cap = budget
+  if most and most < budget then cap = math.max(most, 1) end
+  local batch, start = members_after(set, argv[3], argv[4], bound, cap + 1)
   local n, examined, spent = #batch / 2, 0, 0
-  while examined < n and examined < budget and spent < bytes and not (full and full()) do
-    examined = examined + 1
-    spent = spent + visit(batch[2 * examined - 1])
+  while true do
+    while examined < n and examined < cap and spent < bytes and not (full and full()) do
+      examined = examined + 1
+      spent = spent + visit(batch[2 * examined - 1])
+    end
+    -- read on only when all `cap` were examined, another follows, and the step may go on
+    if examined < cap or n <= cap or cap >= budget or spent >= bytes or (full and full()) then break end
+    -- the members at the ranks that follow (by rank: no walk over ties), within the bound
+    local grown = math.min(2 * cap, budget)
+    local page = redis.call('ZRANGE', set, start + n, start + grown, 'WITHSCORES')
+    local top = bound == '+inf' and math.huge or tonumber(bound)
+    for k = 1, #page, 2 do
+      if tonumber(page[k + 1]) > top then break end
+      batch[2 * n + 1], batch[2 * n + 2], n = page[k], page[k + 1], n + 1
+    end
+    cap = grown
   end
   local more = n > examined and 1 or 0
   if examined == 0 then return {argv[3], argv[4], more}, start end

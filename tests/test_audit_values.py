@@ -1,0 +1,237 @@
+"""The audit entry's values under attack (SPEC 11, 12), on both backends.
+
+A one-transition verb hands its entry to the audited twin as ONE argument, each
+value as its length in 3 bytes then its bytes (`audit._packed`,
+`lua/includes/audited.lua`); a bulk verb writes it after its last reply (`append`).
+Either way the entry read back is what was meant, byte for byte: empty values,
+lengths at each length byte's edge, NUL bytes, bytes another node wrote that are
+not UTF-8, a lone surrogate typed by an operator (U+FFFD: no server can hold it),
+emoji. A value the 3 bytes cannot say goes after the bare transition, once.
+
+What an operator types is bounded: an identity field is cut at `audit.MAX_TEXT`
+characters and an id at `audit.MAX_ARG` (the digest covers it whole), so a 17 MB
+`--reason` is never a 17 MB XADD holding the server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import emq_notebook as emq
+from emq_notebook import admin, audit, jobs
+from emq_notebook.decoding import printable
+from emq_notebook.keyspace import MAX_NAME, audit_key
+
+Q = "values"
+P = f"emq:{{{Q}}}:"
+
+# texts an entry must hold as meant, and what the server holds of each
+TEXTS = {
+    "empty": ("", ""),
+    "nul": ("a\x00b\x00", "a\x00b\x00"),
+    # bytes another node wrote, read back under surrogateescape: the same bytes again
+    "not_utf8": ("by\udcff\udcfete", "by\udcff\udcfete"),
+    # half an emoji pasted by an operator: no server can hold it
+    "lone_surrogate": ("half \ud83d an emoji", "half \ufffd an emoji"),
+    "emoji": ("\U0001f525 pager \U0001f692", "\U0001f525 pager \U0001f692"),
+}
+
+
+def raw(conn: emq.Connection, q: str = Q) -> list[dict[str, str]]:
+    """The stream's entries as the server holds them (under surrogateescape), oldest first."""
+    return [fields for _, fields in conn.client.xrange(audit_key(q))]
+
+
+@pytest.fixture
+def appended(monkeypatch) -> list[str]:
+    """The verbs whose entry went by `audit.append` (after the transition), not by its twin."""
+    seen: list[str] = []
+    real = audit.append
+
+    def spy(conn, queue, fields, keep=audit.KEEP):
+        seen.append(fields["verb"])
+        return real(conn, queue, fields, keep)
+
+    monkeypatch.setattr(audit, "append", spy)
+    return seen
+
+
+# a one-transition verb (its twin writes the entry) and a bulk one (written after)
+WAYS = {
+    "twin": ("pause", lambda conn: admin.pause(conn, Q)),
+    "after": ("drain", lambda conn: admin.drain(conn, Q)),
+}
+
+
+@pytest.mark.parametrize("way", sorted(WAYS))
+@pytest.mark.parametrize("kind", sorted(TEXTS))
+def test_each_text_an_operator_or_another_node_gives_reaches_the_entry_as_meant(
+    conn, kind, way, appended, monkeypatch
+):
+    text, held = TEXTS[kind]
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    jobs.enqueue(conn, Q, "{}", id="j1")
+    conn.name, conn.env, conn.reason = text, text, text
+    audit.set_notebook(text)
+    verb, call = WAYS[way]
+    call(conn)
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"]) == (verb, "done")
+    assert {f: entry[f] for f in ("conn", "env", "notebook", "reason")} == dict.fromkeys(
+        ("conn", "env", "notebook", "reason"), held
+    )
+    assert appended == ([] if way == "twin" else [verb])
+    row = audit.read(conn, Q).iloc[0]
+    assert (row.conn, row.env, row.notebook, row.reason) == (printable(held),) * 4
+
+
+@pytest.mark.parametrize("kind", ["nul", "not_utf8", "emoji"])
+def test_an_option_holding_each_text_reaches_the_entrys_args_as_meant(conn, kind):
+    text, held = TEXTS[kind]
+    jobs.enqueue(conn, Q, "{}", id="j1", max_attempts=1)
+    jobs.claim(conn, Q, 60_000)
+    with audit.surface("magic"):
+        jobs.fail(conn, Q, "j1", text)
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"], json.loads(entry["args"])) == ("fail", "done", {"error": held})
+    assert audit.read(conn, Q).args[0] == {"error": held}
+
+
+def valued(n: int) -> str:
+    """A value of exactly `n` bytes holding a NUL, bytes not UTF-8 and emoji (cut
+    anywhere: a cut emoji's bytes read back as escaped bytes), as text."""
+    unit = b"\x00\xff" + "\U0001f525".encode() + b"ab:3"
+    return (unit * (n // len(unit) + 1))[:n].decode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("n", [0, 1, 255, 256, 65_535, 65_536])
+def test_a_value_of_each_length_the_twin_carries_reaches_the_entry_byte_exact(conn, n, appended, monkeypatch):
+    value = valued(n)
+    assert len(value.encode("utf-8", "surrogateescape")) == n
+    # the identity's own values are clipped far below these lengths: the wire is tested here
+    monkeypatch.setattr(audit, "_who_values", lambda c: (value, "", value, "", "python", value, value))
+    jobs.enqueue(conn, Q, "{}", id="j1")
+    jobs.remove_job(conn, Q, "j1")
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"], entry["count"]) == ("remove", "done", "1")
+    assert (entry["who"], entry["conn"], entry["notebook"], entry["reason"]) == (value,) * 4
+    assert (entry["acl_user"], entry["env"], entry["surface"]) == ("", "", "python")
+    assert json.loads(entry["ids"])["first"] == ["j1"]
+    assert appended == []  # the twin carried it
+
+
+def test_a_value_over_three_length_bytes_goes_after_the_bare_transition_once(conn, appended, monkeypatch):
+    value = "n" * 2**24  # 16 MiB: one byte more than 3 length bytes can say
+    monkeypatch.setattr(audit, "_who_values", lambda c: ("w", "", "c", "", "python", value, ""))
+    jobs.enqueue(conn, Q, "{}", id="j1")
+    admin.pause(conn, Q)
+    jobs.remove_job(conn, Q, "j1")
+    with pytest.raises(emq.errors.Gone):
+        jobs.remove_job(conn, Q, "j1")
+    entries = raw(conn)
+    assert [(e["verb"], e["outcome"], e["count"]) for e in entries] == [
+        ("pause", "done", "0"),
+        ("remove", "done", "1"),
+        ("remove", "refused:gone", "0"),
+    ]
+    assert all(e["notebook"] == value and e["conn"] == "c" for e in entries)
+    assert appended == ["pause", "remove", "remove"]  # each after its bare transition, once
+    assert conn.client.hget(P + "meta", "paused") == "1" and not conn.client.exists(P + "job:j1")
+
+
+# -- what an operator types is bounded ------------------------------------------------------
+
+
+@pytest.mark.parametrize("way", sorted(WAYS))
+@pytest.mark.parametrize("size", [100_000, 17 * 2**20])
+def test_what_an_operator_types_is_cut_at_max_text(conn, way, size, monkeypatch):
+    typed = "r" * (size - 1) + "\U0001f525"
+    cut = "r" * audit.MAX_TEXT + "…"
+    monkeypatch.setenv("JUPYTERHUB_USER", "u" * 5000)
+    jobs.enqueue(conn, Q, "{}", id="j1")
+    conn.name, conn.env = "c" * 5000, "e" * 5000
+    audit.set_notebook(typed)
+    verb, call = WAYS[way]
+    with audit.because(typed):
+        call(conn)
+    [entry] = raw(conn)
+    assert (entry["verb"], entry["outcome"]) == (verb, "done")
+    assert (entry["reason"], entry["notebook"]) == (cut, cut)
+    assert (entry["who"], entry["conn"], entry["env"]) == tuple(
+        x * audit.MAX_TEXT + "…" for x in ("u", "c", "e")
+    )
+    # the whole entry, and so its one XADD, is a few KB
+    assert sum(len(k) + len(v.encode()) for k, v in entry.items()) < 8 * audit.MAX_TEXT
+    row = audit.read(conn, Q).iloc[0]
+    assert (row.reason, row.notebook) == (cut, cut)
+    assert len(audit.client_name(conn)) <= len("emq_notebook::") + 2 * (audit.MAX_ARG + 1)
+
+
+def test_a_text_at_max_text_is_kept_whole(conn):
+    conn.reason = "r" * audit.MAX_TEXT
+    admin.pause(conn, Q)
+    assert raw(conn)[0]["reason"] == conn.reason
+
+
+def test_a_secret_across_the_cut_is_scrubbed_whole(conn):
+    secret = "pw-across-the-cut-7Qx"
+    session = emq.Connection(conn.client, conn.label, secret=secret)
+    session.reason = "x" * (audit.MAX_TEXT - 5) + secret + " tail"
+    admin.pause(session, Q)
+    reason = raw(conn)[0]["reason"]
+    assert reason == "x" * (audit.MAX_TEXT - 5) + "*** t…"
+    assert not any(secret[:k] in reason for k in range(4, len(secret) + 1))
+
+
+def test_a_runbook_with_long_parameters_finds_the_entries_it_wrote(conn):
+    params = {f"P{k}": "v" * 500 for k in range(10)} | {"QUEUE": Q, "REASON": "INC-1"}
+    audit.runbook("12_retry", params)
+    admin.pause(conn, Q)
+    [entry] = raw(conn)
+    # the runbook's last cell keeps the entries whose notebook is its own (`Runbook.audit`)
+    assert entry["notebook"] == audit.notebook()
+    assert entry["notebook"].startswith("12_retry.ipynb {") and entry["notebook"].endswith("…")
+    assert len(entry["notebook"]) == audit.MAX_TEXT + 1
+
+
+# -- ids and names at the keyspace's limits -------------------------------------------------
+
+
+def written_dead(conn, ids: list[str]) -> None:
+    """Dead rows as another node writes them (the row, then the dead set)."""
+    for i, job_id in enumerate(ids):
+        conn.client.hset(
+            P + "job:" + job_id,
+            mapping={"payload": "{}", "attempts": "1", "failures": "1", "max_attempts": "1"}
+            | {"state": "dead", "last_error": "boom"},
+        )
+        conn.client.zadd(P + "dead", {job_id: 1000 + i})
+
+
+def test_ids_another_node_wrote_are_clipped_in_the_entry_and_whole_in_its_digest(conn, appended):
+    ids = ["ord:17", "a b", "nul\x00id", "raw\udcff\udcfe", "\U0001f525", "L" * 5000, "M" * audit.MAX_ARG]
+    written_dead(conn, ids)
+    answer = admin.reprocess_jobs(conn, Q, [*ids, "x:logs"])
+    assert answer == dict.fromkeys(ids, "reprocessed") | {"x:logs": "foreign_id"}
+    [entry] = raw(conn)
+    said = json.loads(entry["ids"])
+    assert (entry["verb"], entry["outcome"], entry["count"]) == ("reprocess", "done", "7")
+    assert said["first"] == [*ids[:5], "L" * audit.MAX_ARG + "…", "M" * audit.MAX_ARG]
+    assert said["digest"] == audit.digest(ids)
+    assert appended == ["reprocess"]
+    assert audit.read(conn, Q).ids[0] == [printable(i) for i in said["first"]]
+
+
+def test_a_queue_name_and_a_job_id_at_the_gates_limit_are_recorded_whole(conn):
+    q, job_id = "q" * MAX_NAME, "j" * MAX_NAME
+    jobs.enqueue(conn, q, "{}", id=job_id)
+    admin.pause(conn, q)
+    jobs.remove_job(conn, q, job_id)
+    entries = raw(conn, q)
+    assert [(e["verb"], e["outcome"], json.loads(e["ids"])["first"]) for e in entries] == [
+        ("pause", "done", []),
+        ("remove", "done", [job_id]),
+    ]
+    assert list(audit.read(conn, q).verb) == ["remove", "pause"]
+    assert q in audit.streams(conn, rescan=True)
