@@ -53,7 +53,6 @@ import hashlib
 import inspect
 import json
 import os
-import re
 import socket
 import sys
 import threading
@@ -67,7 +66,7 @@ import pandas as pd
 
 from .checks import whole
 from .connector import Beside
-from .decoding import printable
+from .decoding import LONE_SURROGATE, printable
 from .defaults import AUDIT_KEEP
 from .errors import EMQError, Halted, InvalidName, Refused, WireError
 from .keyspace import AUDIT_MATCH, AUDIT_WHAT, AUDIT_WHO, audit_key, check_name, queue_from_audit_key
@@ -673,15 +672,11 @@ class Record:
         return packed((*what, "1" if gone else "")) + _packed_who(_who_values(self.conn))
 
 
-# a surrogate that is not an undecodable byte read under `decoding.ERRORS` (half of a
-# pair pasted into a reason): no server can hold it, so an entry says it as U+FFFD
-_LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
-
-
 def storable(text: str) -> str:
-    """`text` as an entry can hold it: each lone surrogate as U+FFFD, the rest unchanged
-    (an undecodable byte, read as a surrogate, stays that byte)."""
-    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
+    """`text` as an entry can hold it: each lone surrogate (half of a pair pasted into a
+    reason, which no server can hold) as U+FFFD, the rest unchanged (an undecodable
+    byte, read as a surrogate, stays that byte)."""
+    return text if text.isascii() else LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _packed(values: Iterable[str]) -> bytes:

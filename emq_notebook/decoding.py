@@ -20,9 +20,14 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from .errors import BadInput
+
 ERRORS = "surrogateescape"
 # the code points surrogateescape decodes an undecodable byte to
 _ESCAPED = re.compile("[\udc80-\udcff]")
+# any other surrogate: half of a character pair (pasted cut, or built by code), which
+# no encoding writes and no server can hold
+LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 # what a display would act on or drop rather than show: C0 controls but tab and newline, DEL
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -48,10 +53,19 @@ def wire(value: str) -> str | bytes:
     this policy) becomes those bytes again; any other text is sent as is.
 
     Done here because the hiredis command packer encodes text strictly and would
-    refuse the surrogates that `ERRORS` decoded them to.
+    refuse the surrogates that `ERRORS` decoded them to. Text holding any other
+    surrogate (half of a pair) is refused, `BadInput`, before anything is sent.
     """
     # ASCII first: the common case, checked at C speed (a bulk call sends millions)
-    if value.isascii() or not _ESCAPED.search(value):
+    if value.isascii():
+        return value
+    lone = LONE_SURROGATE.search(value)
+    if lone:
+        raise BadInput(
+            f"{printable(value[max(0, lone.start() - 20) : lone.start()])!r} is followed by half of "
+            f"a character pair (U+{ord(lone.group()):04X}, a lone surrogate): no server can store it"
+        )
+    if not _ESCAPED.search(value):
         return value
     return value.encode("utf-8", ERRORS)
 

@@ -27,7 +27,7 @@ local function wipe(setkey)
   while k < #ids and spent < bytes do
     k = k + 1
     local id = ids[k]
-    spent = spent + #id
+    spent = spent + id_cost(id)
     if not foreign_id(id) then
       local jk = base .. 'job:' .. id
       if has_dedup then

@@ -27,7 +27,7 @@ local bytes = whole_of(ARGV[3]) or MAX_WHOLE
 local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
 -- the bytes charged: the id's and the payload's
 local function destroy(id, in_flight)
-  if foreign_id(id) then return #id end
+  if foreign_id(id) then return id_cost(id) end
   local jk = base .. 'job:' .. id
   if in_flight or has_dedup then
     local row = redis.pcall('HMGET', jk, 'group', 'dedup')
@@ -36,7 +36,7 @@ local function destroy(id, in_flight)
       release_dedup(base, row[2], id)
     end
   end
-  local freed = #id + payload_bytes(jk)
+  local freed = id_cost(id) + payload_bytes(jk)
   del_job(base, id)
   return freed
 end

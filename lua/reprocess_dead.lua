@@ -34,7 +34,7 @@ local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', functi
   if foreign_id(id) then
     foreign[#foreign + 1] = id
     skipped_bad_row(base, 'reprocess', id, {err = 'foreign id'})
-    return #id
+    return id_cost(id)
   end
   local refused, g, _, bytes, jk = read_member(base, id, seen)
   if refused == nil then
@@ -53,7 +53,7 @@ local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', functi
     bad = bad + 1
     skipped_bad_row(base, 'reprocess', id, refused)
   end
-  return #id + bytes
+  return id_cost(id) + bytes
 end, function() return moved >= most end, most)
 -- the step's set moves: out of dead (by rank when every member examined leaves, the
 -- usual case), the flat ones into pending at 0 (slices of 500 members keep unpack well

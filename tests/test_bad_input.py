@@ -171,3 +171,27 @@ def test_any_command_line_parses_or_raises_one_typed_line(words):
     except EMQError as exc:
         rendered = exc._render_traceback_()
         assert len(rendered) == 1
+
+
+# half of a character pair (pasted cut, or built by code): no encoding writes it
+LONE = ["half \ud83d", "\ude00 tail", "a\ud800b", "é\udbff"]
+
+
+@pytest.mark.parametrize("text", LONE)
+def test_a_lone_surrogate_is_bad_input_and_nothing_written(conn, text):
+    """A text holding half of a character pair is refused in one line before anything is
+    sent (hiredis' packer would raise a raw UnicodeEncodeError); an undecodable byte read
+    from the server (a surrogate `surrogateescape` made) still goes back as that byte."""
+    jid = jobs.enqueue(conn, "mail", "{}", id="j_1")
+    jobs.claim(conn, "mail", 60_000)
+    before = dump(conn)
+    for call in (
+        lambda: jobs.fail(conn, "mail", jid, text),
+        lambda: jobs.add_log(conn, "mail", jid, text),
+        lambda: jobs.update_data(conn, "mail", jid, json.dumps({"note": text}, ensure_ascii=False)),
+    ):
+        with pytest.raises(BadInput, match="lone surrogate"):
+            call()
+    assert dump(conn) == before
+    jobs.add_log(conn, "mail", jid, "byte \udcff kept")
+    assert conn.client.lrange(f"emq:{{mail}}:job:{jid}:logs", 0, -1) == ["byte \udcff kept"]

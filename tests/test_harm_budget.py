@@ -596,3 +596,57 @@ def test_a_filtered_reprocess_line_moves_at_most_the_move_budget_a_call(conn):
     sizes.clear()
     verbs.execute(session, grammar.parse(f"reprocess {Q} --error boom* --yes --budget 20"))
     assert sizes == [20, 10]
+
+
+# -- long ids another node wrote ----------------------------------------------------------
+
+LONG = 20_000  # an id's characters
+# what one call of a move takes of them at most: an id counts ID_WORK (16) times its
+# length against the byte budget, and the call ends after the member that reaches it
+LONG_A_CALL = math.ceil(BYTE_BUDGET / (16 * LONG))
+
+
+def long_rows(conn, n: int, state: str) -> list[str]:
+    """`n` rows in `state` whose ids (another node's) are LONG characters long."""
+    ids = [f"{i:04d}" + "i" * (LONG - 4) for i in range(n)]
+    pipe = conn.client.pipeline(transaction=False)
+    for i, job_id in enumerate(ids):
+        row = {"payload": "{}", "attempts": "1", "max_attempts": "1", "state": state}
+        pipe.hset(P + "job:" + job_id, mapping={**row, "last_error": "boom"} if state == "dead" else row)
+        pipe.zadd(P + state, {job_id: i + 1})
+    pipe.execute()
+    return ids
+
+
+def calls_of(conn, name: str) -> list[Any]:
+    """The replies of every `name` call `conn` makes, as they come."""
+    seen: list[Any] = []
+    real = conn.run
+
+    def run(script, keys, args=(), **kw):
+        reply = real(script, keys, args, **kw)
+        if script == name:
+            seen.append(reply)
+        return reply
+
+    conn.run = run
+    return seen
+
+
+@pytest.mark.parametrize("verb", ["reprocess_dead", "remove_jobs", "drain"])
+def test_a_move_of_long_ids_takes_a_few_a_call_as_their_work_costs(harm, verb):
+    """A move hashes and copies an id at each key and member it names: 40 ids of 20 KB
+    are 800 KB, under one call's byte budget counted once, and one call of them held
+    Valkey 41 ms. Counted at their work, a call takes a few."""
+    conn, srv = harm
+    ids = long_rows(conn, 40, "pending" if verb == "drain" else "dead")
+    calls = calls_of(conn, verb)
+    run = {
+        "reprocess_dead": lambda: admin.reprocess_dead(conn, Q),
+        "remove_jobs": lambda: admin.remove_jobs(conn, Q, ids),
+        "drain": lambda: admin.drain(conn, Q),
+    }[verb]
+    done = bounded(run, srv, what=verb)
+    assert (len(done) if verb == "remove_jobs" else done) == 40
+    assert len(calls) >= 40 / LONG_A_CALL
+    assert not conn.client.zrange(P + ("pending" if verb == "drain" else "dead"), 0, -1)

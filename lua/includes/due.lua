@@ -12,7 +12,7 @@ local function due_moves(set, base, verb, argv, move)
   local head = walk(set, argv, string.format('%.0f', now_ms()), function(id)
     if foreign_id(id) then
       skipped_bad_row(base, verb, id, {err = 'foreign id'})
-      return #id
+      return id_cost(id)
     end
     local refused, g, priority, bytes, jk = read_member(base, id, seen)
     if refused == -1 then
@@ -23,7 +23,7 @@ local function due_moves(set, base, verb, argv, move)
       move(id, g, priority, jk)
       moved = moved + 1
     end
-    return #id + bytes
+    return id_cost(id) + bytes
   end)
   return {moved, head[1], head[2], head[3]}
 end

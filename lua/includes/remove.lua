@@ -17,11 +17,11 @@ local function remove_one(base, id, dedup)
     for _, g in ipairs(groups) do
       redis.call('ZREM', lane_pending(base, g), id)
     end
-    return -1, 1 + #groups, #id
+    return -1, 1 + #groups, id_cost(id)
   end
   -- a held job is left untouched
-  if refused == 0 then return 0, 1, #id end
-  local freed = #id + payload_bytes(jk)
+  if refused == 0 then return 0, 1, id_cost(id) end
+  local freed = id_cost(id) + payload_bytes(jk)
   local was_active = redis.call('ZREM', base .. 'active', id) == 1
   for _, t in ipairs({'pending', 'schedule', 'dead'}) do redis.call('ZREM', base .. t, id) end
   if row[1] then
