@@ -11,7 +11,7 @@ texts (timestamps, IPv4 and IPv6 addresses with ports, numbers as 1,234.50, -0x1
 1e-9, UUIDs), 100 KB tracebacks with non-ASCII characters, texts of bytes that are not
 UTF-8, and at their head `--bad-rows` rows no transition can read and as many members
 with no row; members whose ids another node wrote (`ord:17`, `a b`, `x:logs`, whose
-row key is job x's logs list); jobs with a `--log-lines`-line `:logs` list and a 20 MB
+row key is job x's logs list, and 200 ids of 20 KB); jobs with a `--log-lines`-line `:logs` list and a 20 MB
 payload. The verbs: every read (counts, health, status, queues, completion, the
 dashboard's refresh with the queue open, snapshot, find with globs of many stars and
 classes, errors, get_job, get_job_logs), every per-job verb, the dry runs, the filtered
@@ -67,6 +67,8 @@ TRACEBACKS, TRACEBACK_BYTES = 100, 100_000
 NOT_UTF8 = 1_000
 # ids another node wrote: addressed as they are, except `x:logs` (job x's logs list)
 FOREIGN_IDS = ("ord:17", "a b", "huge:logs")
+# ids another node made long: a move hashes and copies an id at each key it names
+LONG_IDS, LONG_ID = 200, 20_000
 
 GLOBS = {
     "classes": "*[Tt]imeout*[Rr]etry*",
@@ -241,8 +243,10 @@ def build(conn, raw: redis.Redis, a: argparse.Namespace) -> Corpus:
         # `huge:logs` has no row of its own: its row key is job huge's logs list
         own = None if job_id.endswith(":logs") else row("dead", f"written by another node as {job_id}")
         dead_row(job_id, own)
+    for i in range(LONG_IDS):
+        dead_row(f"long{i:04d}" + "x" * (LONG_ID - 8), row("dead", log_text(i)))
     dead_row("huge", row("dead", log_text(0), body='{"blob": "' + "x" * BIG_PAYLOAD + '"}'))
-    for i in range(dead - TRACEBACKS - NOT_UTF8 - len(FOREIGN_IDS) - 1):
+    for i in range(dead - TRACEBACKS - NOT_UTF8 - len(FOREIGN_IDS) - LONG_IDS - 1):
         dead_row(f"d_{i:07d}", row("dead", log_text(i), group=lanes[i % LANES] if i % 10 == 0 else None))
     pipe.execute()
     # the huge jobs: 20 MB payloads and long :logs lists (huge, in dead, is above)
@@ -417,6 +421,7 @@ def main() -> None:
     print(
         f"corpus: {a.jobs:,} jobs in {Q!r} ({a.bad_rows:,} bad rows and {a.bad_rows:,} ghosts at the head "
         f"of dead, {TRACEBACKS} tracebacks of 100 KB, {NOT_UTF8:,} texts not UTF-8, "
+        f"{LONG_IDS} ids of {LONG_ID // 1000} KB, "
         f"ids {', '.join(FOREIGN_IDS)}, "
         f"a lane {ODD_LANE!r}, 3 jobs of 20 MB with {a.log_lines:,} log lines each), {a.queues:,} other "
         f"queues, {a.foreign:,} foreign keys",
