@@ -138,41 +138,28 @@ def set_affinity(pid: int, cpus: set[int]) -> None:
 
 
 def pin(pid: int, cpus: set[int]) -> str:
-    """The server's main thread (the one that runs every command) alone on the last of
-    `cpus`; its background threads (lazy frees, jemalloc's purging) and this process on
-    the rest, as a production Valkey's background work runs beside its main thread, not
-    in its place. Says which. Other processes on the machine may still run on the
-    server's CPU."""
+    """The server `pid` alone on the last of `cpus`, this process on the rest; says
+    which. Other processes on the machine may still run on the server's CPU."""
     if len(cpus) < 2:
         return f"one CPU ({min(cpus)}) shared with the bench"
     alone = max(cpus)
     rest = cpus - {alone}
-    set_affinity(pid, rest)
-    os.sched_setaffinity(pid, {alone})  # the main thread: its tid is the pid
+    set_affinity(pid, {alone})
     set_affinity(os.getpid(), rest)
-    threads = len(os.listdir(f"/proc/{pid}/task"))
-    return (
-        f"main thread pinned to CPU {alone}; its {threads - 1} background threads, the bench and its "
-        f"children on CPU {', '.join(map(str, sorted(rest)))}"
-    )
+    return f"pinned to CPU {alone}; the bench and its children on CPU {', '.join(map(str, sorted(rest)))}"
 
 
 def _start(preload: str | None):
-    before = {name: os.environ.get(name) for name in ("LD_PRELOAD", "MALLOC_CONF")}
+    before = os.environ.get("LD_PRELOAD")
     if preload:
-        # read by the server process at its start only. jemalloc purges the pages a
-        # large free leaves from a thread of its own, as Valkey's bundled jemalloc does
-        # (`jemalloc-bg-thread yes`, its default): without it the purge runs inline, in
-        # whichever command frees or allocates next
-        os.environ["LD_PRELOAD"], os.environ["MALLOC_CONF"] = preload, "background_thread:true"
+        os.environ["LD_PRELOAD"] = preload  # read by the server process at its start only
     try:
         return local_valkey.start(save="", appendonly="no")
     finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        if before is None:
+            os.environ.pop("LD_PRELOAD", None)
+        else:
+            os.environ["LD_PRELOAD"] = before
 
 
 def allocator_of(srv) -> str:
