@@ -16,3 +16,15 @@ def dead_letter(
     assert got.id == job_id
     jobs.fail(conn, q, job_id, error)
     return job_id
+
+
+def written_dead(conn, q: str, ids: list[str]) -> None:
+    """Dead rows of queue `q` as another node writes them (the row, then the dead set)."""
+    prefix = f"emq:{{{q}}}:"
+    for i, job_id in enumerate(ids):
+        conn.client.hset(
+            prefix + "job:" + job_id,
+            mapping={"payload": "{}", "attempts": "1", "failures": "1", "max_attempts": "1"}
+            | {"state": "dead", "last_error": "boom"},
+        )
+        conn.client.zadd(prefix + "dead", {job_id: 1000 + i})

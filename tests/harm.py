@@ -130,3 +130,18 @@ def sent(conn: emq.Connection, srv: Any, call: Callable[[], Any]) -> Counter:
             mp.setattr(cls, "execute_command", spy)
         call()
     return seen
+
+
+def replies(conn, name: str) -> list[Any]:
+    """Every reply `conn` gets from script `name` from now on, as it comes."""
+    seen: list[Any] = []
+    real = conn.run
+
+    def run(script, keys, args=(), **kw):
+        reply = real(script, keys, args, **kw)
+        if script == name:
+            seen.append(reply)
+        return reply
+
+    conn.run = run
+    return seen

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from dead_letters import written_dead
 
 import emq_notebook as emq
 from emq_notebook import admin, audit, jobs
@@ -198,20 +199,9 @@ def test_a_runbook_with_long_parameters_finds_the_entries_it_wrote(conn):
 # -- ids and names at the keyspace's limits -------------------------------------------------
 
 
-def written_dead(conn, ids: list[str]) -> None:
-    """Dead rows as another node writes them (the row, then the dead set)."""
-    for i, job_id in enumerate(ids):
-        conn.client.hset(
-            P + "job:" + job_id,
-            mapping={"payload": "{}", "attempts": "1", "failures": "1", "max_attempts": "1"}
-            | {"state": "dead", "last_error": "boom"},
-        )
-        conn.client.zadd(P + "dead", {job_id: 1000 + i})
-
-
 def test_ids_another_node_wrote_are_clipped_in_the_entry_and_whole_in_its_digest(conn, appended):
     ids = ["ord:17", "a b", "nul\x00id", "raw\udcff\udcfe", "\U0001f525", "L" * 5000, "M" * audit.MAX_ARG]
-    written_dead(conn, ids)
+    written_dead(conn, Q, ids)
     answer = admin.reprocess_jobs(conn, Q, [*ids, "x:logs"])
     assert answer == dict.fromkeys(ids, "reprocessed") | {"x:logs": "foreign_id"}
     [entry] = raw(conn)

@@ -14,8 +14,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from dead_letters import dead_letter
-from harm import bounded, commands_sent
+from dead_letters import dead_letter, written_dead
+from harm import bounded, commands_sent, replies
 from helpers import consistency_problems, dump, keys_of, server_for, server_url
 
 import emq_notebook as emq
@@ -475,19 +475,8 @@ ODD_IDS = ["plain_01", "ord:17", "a b", 'say "hi"', "back\\slash", "tab\there", 
 EDGE_IDS = [":logs", "x:logs", "x:lock", "logs", "lock", ":lo", "x:logsy", "xlogs", "x;lock", "x:LOGS"]
 
 
-def written_dead(conn, ids: list[str]) -> None:
-    """Dead rows as another node writes them (the row, then the dead set)."""
-    for i, job_id in enumerate(ids):
-        conn.client.hset(
-            P + "job:" + job_id,
-            mapping={"payload": "{}", "attempts": "1", "failures": "1", "max_attempts": "1"}
-            | {"state": "dead", "last_error": "boom"},
-        )
-        conn.client.zadd(P + "dead", {job_id: 1000 + i})
-
-
 def test_reprocess_dead_announces_every_job_in_json_whatever_its_id(conn):
-    written_dead(conn, ODD_IDS)
+    written_dead(conn, Q, ODD_IDS)
     with Events(conn) as events:
         moved = admin.reprocess_dead(conn, Q)
     assert moved == len(ODD_IDS)
@@ -497,7 +486,7 @@ def test_reprocess_dead_announces_every_job_in_json_whatever_its_id(conn):
 
 
 def test_the_bulk_moves_leave_exactly_the_ids_the_foreign_rule_names(conn):
-    written_dead(conn, EDGE_IDS)
+    written_dead(conn, Q, EDGE_IDS)
     foreign = [i for i in EDGE_IDS if i.endswith((":logs", ":lock"))]
     moved = admin.reprocess_dead(conn, Q)
     assert sorted(moved.foreign) == sorted(foreign) and moved == len(EDGE_IDS) - len(foreign)
@@ -618,21 +607,6 @@ def long_rows(conn, n: int, state: str) -> list[str]:
     return ids
 
 
-def calls_of(conn, name: str) -> list[Any]:
-    """The replies of every `name` call `conn` makes, as they come."""
-    seen: list[Any] = []
-    real = conn.run
-
-    def run(script, keys, args=(), **kw):
-        reply = real(script, keys, args, **kw)
-        if script == name:
-            seen.append(reply)
-        return reply
-
-    conn.run = run
-    return seen
-
-
 @pytest.mark.parametrize("verb", ["reprocess_dead", "remove_jobs", "drain"])
 def test_a_move_of_long_ids_takes_a_few_a_call_as_their_work_costs(harm, verb):
     """A move hashes and copies an id at each key and member it names: 40 ids of 20 KB
@@ -640,7 +614,7 @@ def test_a_move_of_long_ids_takes_a_few_a_call_as_their_work_costs(harm, verb):
     Valkey 41 ms. Counted at their work, a call takes a few."""
     conn, srv = harm
     ids = long_rows(conn, 40, "pending" if verb == "drain" else "dead")
-    calls = calls_of(conn, verb)
+    calls = replies(conn, verb)
     run = {
         "reprocess_dead": lambda: admin.reprocess_dead(conn, Q),
         "remove_jobs": lambda: admin.remove_jobs(conn, Q, ids),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from harm import bounded, sent
+from harm import bounded, replies, sent
 
 from emq_notebook import admin, frames, jobs, runbook, triage
 from emq_notebook.defaults import BYTE_BUDGET
@@ -21,21 +21,6 @@ from emq_notebook.defaults import BYTE_BUDGET
 Q = "reads"
 P = f"emq:{{{Q}}}:"
 BIG = 3 * 2**20  # over a call's byte budget: a script never reads it
-
-
-def replies(conn, name: str) -> list[Any]:
-    """Every reply `conn` gets from script `name` from now on, as it comes."""
-    seen: list[Any] = []
-    real = conn.run
-
-    def run(script, keys, args=(), **kw):
-        reply = real(script, keys, args, **kw)
-        if script == name:
-            seen.append(reply)
-        return reply
-
-    conn.run = run
-    return seen
 
 
 def dead_row(conn, job_id: str, error: str | None = "boom", body: str = "{}", score: int = 1) -> None:
