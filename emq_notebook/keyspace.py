@@ -13,9 +13,12 @@ from collections.abc import Iterable
 
 from ulid import ULIDGenerator
 
+from .decoding import wire
 from .errors import InvalidName
 
 MAX_NAME = 128
+# the longest id, in bytes, a verb addresses (lua/includes/reads.lua `MAX_ID`, the same rule)
+MAX_SERVER_ID = 65_536
 # letters, digits and `_ . - @ +`; nothing a key, a hash tag or a SCAN glob reads specially
 _SAFE = re.compile(r"[A-Za-z0-9_.@+\-]+\Z")
 STATES = ("pending", "active", "schedule", "dead")
@@ -56,13 +59,23 @@ def check_server_id(value: object, what: str = "job id") -> str:
     for the keys built here from what a person types, and another node may write ids
     it refuses (`ord:17`, `a b`). Refuses (`InvalidName`) a non-string, and an id ending
     `:logs` or `:lock`: its row key would be another job's logs list or lock, so no
-    verb addresses it (the scripts' `foreign_id` holds the same rule); a bulk verb
-    leaves such an id where it is and reports it."""
+    verb addresses it (the scripts' `foreign_id` holds the same rule); and an id over
+    `MAX_SERVER_ID` bytes, which a script would hash and copy at each key it names (one
+    of 1 MB held Valkey 23 ms in a call). A bulk verb leaves such an id where it is and
+    reports it."""
     if not isinstance(value, str):
         raise InvalidName(f"{what} must be a string, not {type(value).__name__}")
     if value.endswith((":logs", ":lock")):
         raise InvalidName(f"{what} {value!r} names another job's {value[-4:]} key")
+    if len(value) > MAX_SERVER_ID // 4 and _wire_size(value) > MAX_SERVER_ID:
+        raise InvalidName(f"{what} {value[:40]!r}... is over {MAX_SERVER_ID:,} bytes: no verb addresses it")
     return value
+
+
+def _wire_size(value: str) -> int:
+    """The bytes `value` is on the wire (an undecodable byte read from the server is one)."""
+    raw = wire(value)
+    return len(raw) if isinstance(raw, bytes) else len(raw.encode())
 
 
 def check_text(value: object, what: str, limit: int = 512) -> str:

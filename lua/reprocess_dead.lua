@@ -32,8 +32,8 @@ local seen = {}
 local gone, flat = {}, {}
 local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
   if foreign_id(id) then
-    foreign[#foreign + 1] = id
-    skipped_bad_row(base, 'reprocess', id, {err = 'foreign id'})
+    foreign[#foreign + 1] = reported_id(id)
+    skipped_bad_row(base, 'reprocess', reported_id(id), {err = 'foreign id'})
     return id_cost(id)
   end
   local refused, g, _, bytes, jk = read_member(base, id, seen)

@@ -22,6 +22,7 @@ import emq_notebook as emq
 from emq_notebook import admin, jobs, magics, repeat, scripts, triage
 from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET, MAX_MOVE_BUDGET, MAX_PAYLOAD
 from emq_notebook.errors import BadInput, ReadOnly
+from emq_notebook.keyspace import MAX_SERVER_ID
 
 Q = "harm"
 P = f"emq:{{{Q}}}:"
@@ -624,3 +625,27 @@ def test_a_move_of_long_ids_takes_a_few_a_call_as_their_work_costs(harm, verb):
     assert (len(done) if verb == "remove_jobs" else done) == 40
     assert len(calls) >= 40 / LONG_A_CALL
     assert not conn.client.zrange(P + ("pending" if verb == "drain" else "dead"), 0, -1)
+
+
+def test_an_id_over_max_server_id_bytes_is_foreign_left_where_it_is_and_reported_clipped(harm):
+    """One id of a megabyte held Valkey 23 ms in a call (4 MB: 95 ms): a script hashes and
+    copies it at each key it names. An id over MAX_SERVER_ID bytes is foreign, as one naming
+    another job's :logs: no verb addresses it, a move leaves it where it is, and its report
+    (the reply, the `bad_row` event) carries its first 200 bytes and its length."""
+    conn, srv = harm
+    edge, long = "e" * MAX_SERVER_ID, "x" * (MAX_SERVER_ID + 1)
+    written_dead(conn, Q, [edge, long])
+    with Events(conn) as events:
+        moved = bounded(lambda: admin.reprocess_dead(conn, Q), srv, what="reprocess_dead")
+    clipped = "x" * 200 + f"... ({MAX_SERVER_ID + 1} bytes)"
+    assert (moved, moved.foreign) == (1, [clipped])
+    assert [e["job"] for e in events.seen if e["event"] == "bad_row"] == [clipped]
+    assert conn.client.zrange(P + "dead", 0, -1) == [long]
+    assert conn.client.zrange(P + "pending", 0, -1) == [edge]
+    # the bulk verbs by id answer it foreign and send it nowhere
+    assert admin.remove_jobs(conn, Q, [long]) == {long: "foreign_id"}
+    assert conn.client.exists(P + "job:" + long)
+    # a drain takes the member out of its set and builds no key from it
+    conn.client.zadd(P + "pending", {long: 5})
+    bounded(lambda: admin.drain(conn, Q), srv, what="drain")
+    assert not conn.client.zrange(P + "pending", 0, -1) and conn.client.exists(P + "job:" + long)
