@@ -327,19 +327,37 @@ def slowlog(raw: redis.Redis) -> tuple[float, str, list[float]]:
     latest = raw.execute_command("LATENCY", "LATEST")
     worst = max((int(ev[3]) for ev in latest if ev[0] == b"command"), default=0)
     entries = raw.execute_command("SLOWLOG", "GET", SLOWLOG_LEN)
-    longest, which, calls = 0.0, "none", []
-    for e in entries:
+    longest, which, calls, at = 0.0, "none", [], -1
+    for k, e in enumerate(entries):
         name = command_name(e[3])
         if name in ("PING", "SLOWLOG", "INFO", "CONFIG", "LATENCY"):
             continue
         if name.startswith("@"):
             calls.append(e[2] / 1000)
         if e[2] / 1000 > longest:
-            longest, which = e[2] / 1000, name
+            longest, which, at = e[2] / 1000, name, k
+    if which.startswith("@"):
+        which += inside(entries, at)
     if len(entries) >= SLOWLOG_LEN:
         if worst > longest:
             longest, which = float(worst), "(a call the full SLOWLOG dropped; the latency monitor's worst)"
     return longest, which, calls
+
+
+def inside(entries: list, at: int) -> str:
+    """What the script call logged at `at` ran, from the log (newest first, so its own
+    commands follow its entry, down to the script call before it): those of 1 ms or
+    more, and all of them counted and summed. Says where a long call's time went."""
+    own = []
+    for e in entries[at + 1 :]:
+        name = command_name(e[3])
+        if name.startswith("@"):
+            break
+        own.append((e[2] / 1000, name))
+    if not own:
+        return ""
+    long = ", ".join(f"{name} {ms:.1f} ms" for ms, name in sorted(own, reverse=True) if ms >= 1)
+    return f"; inside: {long or 'nothing of 1 ms'} ({len(own):,} commands, {sum(ms for ms, _ in own):.1f} ms)"
 
 
 def quantile(values: list[float], q: float) -> float:
