@@ -317,6 +317,10 @@ class Measured:
     off_cpu: str = ""
 
 
+# the commands the bench and its PING process send: never a verb's
+OURS = ("PING", "SLOWLOG", "INFO", "CONFIG", "LATENCY")
+
+
 def slowlog(raw: redis.Redis) -> tuple[float, str, list[float]]:
     """The longest command logged since the last reset (ms, which), less our own reads,
     and the durations (ms) of the script calls among them. Every command is logged,
@@ -330,7 +334,7 @@ def slowlog(raw: redis.Redis) -> tuple[float, str, list[float]]:
     longest, which, calls, at = 0.0, "none", [], -1
     for k, e in enumerate(entries):
         name = command_name(e[3])
-        if name in ("PING", "SLOWLOG", "INFO", "CONFIG", "LATENCY"):
+        if name in OURS:
             continue
         if name.startswith("@"):
             calls.append(e[2] / 1000)
@@ -347,13 +351,15 @@ def slowlog(raw: redis.Redis) -> tuple[float, str, list[float]]:
 def inside(entries: list, at: int) -> str:
     """What the script call logged at `at` ran, from the log (newest first, so its own
     commands follow its entry, down to the script call before it): those of 1 ms or
-    more, and all of them counted and summed. Says where a long call's time went."""
+    more, and all of them counted and summed. Says where a long call's time went (for a
+    verb's first call, a command the verb sent before it counts here too)."""
     own = []
     for e in entries[at + 1 :]:
         name = command_name(e[3])
         if name.startswith("@"):
             break
-        own.append((e[2] / 1000, name))
+        if name not in OURS:  # the bench's own reads and resets (a RESET is logged too)
+            own.append((e[2] / 1000, name))
     if not own:
         return ""
     long = ", ".join(f"{name} {ms:.1f} ms" for ms, name in sorted(own, reverse=True) if ms >= 1)
