@@ -135,13 +135,17 @@ def _audit_tables() -> str:
     """What `includes/audited.lua` reads, composed from the toolkit's one home of each:
     `emq_refusals()`, the refusals an error reply names ({prefix, reason} pairs, longest
     first: `errors.refusal_table`; a function, built only for an error reply), and
-    `emq_who`, the names of an entry's identity fields (`keyspace.AUDIT_WHO`)."""
+    `emq_identity(v)`, the identity's fields as XADD takes them: each name of
+    `keyspace.AUDIT_WHO` and its value, `v[7]` on (one call, no table built a call)."""
     from .errors import refusal_table
     from .keyspace import AUDIT_WHO
 
     pairs = ", ".join(f"{{{_lua_text(p)}, {_lua_text(r)}}}" for p, r in refusal_table())
-    names = ", ".join(_lua_text(n) for n in AUDIT_WHO)
-    return f"local function emq_refusals() return {{{pairs}}} end\nlocal emq_who = {{{names}}}\n"
+    fields = ", ".join(f"{_lua_text(n)}, v[{7 + i}]" for i, n in enumerate(AUDIT_WHO))
+    return (
+        f"local function emq_refusals() return {{{pairs}}} end\n"
+        f"local function emq_identity(v) return {fields} end\n"
+    )
 
 
 def _lua_text(text: str) -> str:

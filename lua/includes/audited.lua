@@ -8,10 +8,11 @@
 -- KEYS[n] = emq:audit:{q} (the queue's slot); ARGV[n] = the entry's values in one
 -- argument, each as its length in 3 bytes (big-endian) then its bytes (byte-exact):
 -- verb, the count when done, the ids field, the args field, keep, '1' when a -1 reply
--- means gone ('' otherwise), then the value of each identity field named in `emq_who`.
+-- means gone ('' otherwise), then the value of each identity field, in `emq_identity`'s order.
 -- Composed ahead of this include from the toolkit's own tables, so each fact has one
 -- home: `emq_refusals()` ({prefix, reason} pairs, longest prefix first: errors._EMQSTATE),
--- built only for an error reply, and `emq_who` (keyspace.AUDIT_WHO).
+-- built only for an error reply, and `emq_identity(v)` (the identity's names, from
+-- keyspace.AUDIT_WHO, each with its value v[7], v[8], ...).
 -- Cost: the body's, plus one pass over the entry's values, one pcall and one XADD.
 
 -- the outcome of a body that answered `reply` (ok: it returned; else it raised):
@@ -60,13 +61,8 @@ local function emq_audited(body, KEYS, ARGV)
   local outcome, text = audit_outcome(ok, reply, v[6] == '1')
   local count = v[2]
   if outcome ~= 'done' then count = (string.sub(outcome, 1, 8) == 'refused:') and '0' or '' end
-  local xadd = {'XADD', audit, 'MAXLEN', '~', v[5], '*', 'verb', v[1], 'outcome', outcome,
-    'count', count, 'ids', v[3], 'args', v[4]}
-  for i, name in ipairs(emq_who) do
-    xadd[#xadd + 1] = name
-    xadd[#xadd + 1] = v[6 + i]
-  end
-  local entry = redis.pcall(unpack(xadd))
+  local entry = redis.pcall('XADD', audit, 'MAXLEN', '~', v[5], '*', 'verb', v[1], 'outcome', outcome,
+    'count', count, 'ids', v[3], 'args', v[4], emq_identity(v))
   local failure = false
   if type(entry) == 'table' then
     failure, entry = entry.err or 'not written', false
