@@ -197,7 +197,7 @@ def floor(conn, n: int) -> tuple[float, float]:
     meta, root = queue_key("ops", "meta"), base("ops")
     twin, bare_script = conn.script(scripts.AUDITED + "pause"), conn.script("pause")
     record = audit.Record(conn, "pause", "ops")
-    keys, twin_args = [meta, audit_key("ops")], [root, record._tail(False)]
+    keys, twin_args = [meta, audit_key("ops")], [root, record.tail(False)]
 
     def with_record(k: int) -> None:
         for _ in range(k):
@@ -220,12 +220,11 @@ def where(conn, n: int) -> dict[str, float]:
 
     meta, root, stream = queue_key("ops", "meta"), base("ops"), audit_key("ops")
     twin, bare_script = conn.script(scripts.AUDITED + "pause"), conn.script("pause")
-    entry = audit.Record(conn, "pause", "ops")._tail(False)
+    entry = audit.Record(conn, "pause", "ops").tail(False)
     verb = admin.pause.__wrapped__
 
     def as_twin() -> None:
-        with Beside(conn, stream, lambda gone: entry):
-            verb(conn, "ops")
+        Beside(conn, stream, lambda gone: entry).carrying(verb, conn, "ops")
 
     ways: dict[str, Callable[[], object]] = {
         "EVALSHA of the script (redis-py)": lambda: bare_script(keys=[meta], args=[root]),

@@ -265,13 +265,14 @@ def _notebook() -> str:
 # reads two names on every write, and `os.environ.get` of an unset name raises and
 # catches a KeyError inside it (0.9 us against 0.05)
 _raw_environ: dict[Any, Any] | None = getattr(os.environ, "_data", None)
+_encoded = functools.cache(os.environ.encodekey)
 
 
 def _environ(name: str) -> str:
     """`os.environ.get(name, "")`, read without an exception when unset."""
     if _raw_environ is None:
         return os.environ.get(name, "")
-    raw = _raw_environ.get(os.environ.encodekey(name))
+    raw = _raw_environ.get(_encoded(name))
     return "" if raw is None else os.environ.decodevalue(raw)
 
 
@@ -518,7 +519,7 @@ def _one_line(exc: BaseException) -> str:
     return text[:MAX_ARG]
 
 
-class Record:
+class Record(Beside):
     """One writing call being recorded, as a context manager (`recorded` is its name
     at the call site):
 
@@ -553,9 +554,14 @@ class Record:
         self.keep = keep
         self.result: Any = None
         self.said: tuple[int, list[str]] | None = None
-        self.entry: str | None = None
+        self.entry: Any = None
         self.failed: str | None = None
         self.active = False
+        # as the transition's own call carries the entry (`within`, `Beside`): the
+        # stream's key, named once the gate has passed the queue's name (`_records`)
+        self.key = ""
+        self.sent = False
+        self.failure: str | None = None
         # the entry went (or did not) with the transition, in its call (`within`)
         self.settled = False
         self._token: contextvars.Token[Record | None] | None = None
@@ -568,7 +574,7 @@ class Record:
         if self.dry_run or self.conn.read_only or _open.get() is not None:
             return False
         try:
-            check_name(self.queue)
+            self.key = audit_key(self.queue)
         except InvalidName:
             return False
         return True
@@ -586,7 +592,7 @@ class Record:
             return False
         assert self._token is not None
         _open.reset(self._token)
-        if _unsent(exc):
+        if exc is not None and _unsent(exc):
             return False
         try:
             if not self.settled:
@@ -644,32 +650,32 @@ class Record:
         with _written_lock:
             _written.setdefault(self.conn.label, set()).add(self.queue)
 
-    def within(self, call: Callable[[], Any]) -> Any:
-        """Run `call`, a verb that runs one transition, whose entry that transition's
-        own call writes (`connector.beside`: its audited twin, one round trip where
+    def within(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
+        """Run `call(*a, **kw)`, a verb that runs one transition, whose entry that
+        transition's own call writes (`Beside`: its audited twin, one round trip where
         `write` after the reply is a second): the entry is there exactly when the
         transition ran, with the outcome its reply says (`done`, `refused:<reason>`,
         `error`), even when the reply is then lost on the wire. A verb that raises
         before its transition goes out, or whose transition has no twin (a native
         command), leaves the record to `write`, after."""
         if not self.active:
-            return call()
-        entry = Beside(self.conn, audit_key(self.queue), self._tail)
+            return call(*a, **kw)
         try:
-            with entry:
-                self.result = call()
+            self.result = self.carrying(call, *a, **kw)
         finally:
-            if entry.sent:
+            if self.sent:
                 self.settled = True
-                if entry.entry:
-                    self.entry = str(entry.entry)
+                if self.entry:
+                    self.entry = str(self.entry)
                     self._noted()
-                elif entry.failure is not None:
-                    why = str(entry.failure)[:MAX_ARG]
-                    self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
+                else:
+                    self.entry = None
+                    if self.failure is not None:
+                        why = str(self.failure)[:MAX_ARG]
+                        self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
         return self.result
 
-    def _tail(self, gone: bool) -> bytes:
+    def tail(self, gone: bool) -> bytes:
         """The entry as the audited twin takes it (`includes/audited.lua`), one argument:
         verb, the count when done, ids, args, keep, '1' when a -1 reply is Gone, then the
         identity's values in `AUDIT_WHO`'s order (`_packed`). The twin works out the
@@ -793,7 +799,7 @@ def audited(
                 counts=counts,
             ) as rec:
                 if single:
-                    return rec.within(lambda: fn(*a, **kw))
+                    return rec.within(fn, *a, **kw)
                 rec.result = fn(*a, **kw)
             return rec.result
 

@@ -98,12 +98,12 @@ READING_COMMANDS = frozenset(
 
 
 class Beside:
-    """The audit entry a recorded one-transition verb has written by its transition's
-    own call (`audit.Record.within`), as a context manager: inside the block, the first
-    transition run on `conn` (not queued on a pipeline; not a native command, which
-    has no twin) goes as its audited twin (`scripts.audited`), with `key` (the queue's
-    audit stream) one more KEY and `tail(gone)` (the entry's values, packed) one more ARGV, last;
-    `gone` is True when the transition's -1 reply means Gone.
+    """An audit entry that a recorded one-transition verb's own transition writes, in the
+    same call (`audit.Record.within`, which is one): while `carrying(call)` runs, the
+    first transition run on `conn` (not queued on a pipeline; not a native command,
+    which has no twin) goes as its audited twin (`scripts.audited`), with `key` (the
+    queue's audit stream) one more KEY and `tail(gone)` (the entry's values, packed) one
+    more ARGV, last; `gone` is True when the transition's -1 reply means Gone.
 
     After the call: `sent` (the twin went out: the entry is written with the
     transition or not at all, even when the reply is lost), `entry` (its stream id)
@@ -112,17 +112,16 @@ class Beside:
     def __init__(self, conn: Connection, key: str, tail: Callable[[bool], bytes]):
         self.conn, self.key, self.tail = conn, key, tail
         self.sent = False
-        self.entry: str | None = None
+        self.entry: Any = None
         self.failure: str | None = None
-        self._token: contextvars.Token[Beside | None] | None = None
 
-    def __enter__(self) -> Beside:
-        self._token = _beside.set(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._token is not None
-        _beside.reset(self._token)
+    def carrying(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
+        """`call(*a, **kw)`, its first transition carrying this entry."""
+        token = _beside.set(self)
+        try:
+            return call(*a, **kw)
+        finally:
+            _beside.reset(token)
 
 
 # what `_run_beside` answers when the server refused the twin before running it

@@ -544,7 +544,7 @@ def test_an_entry_the_twin_cannot_carry_is_written_after_the_bare_transition(con
     def broken(self: audit.Record, gone: bool) -> bytes:
         raise ValueError("cannot pack")
 
-    monkeypatch.setattr(audit.Record, "_tail", broken)
+    monkeypatch.setattr(audit.Record, "tail", broken)
     pause(conn, Q)
     assert conn.client.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
     assert [(e["verb"], e["outcome"]) for e in raw(conn)] == [("pause", "done")]
