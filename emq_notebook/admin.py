@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from . import audit, checks
+from . import audit, checks, decoding
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
@@ -466,15 +466,19 @@ def job_ids(ids: Iterable[str]) -> list[str]:
     stands for its index), duplicates dropped, first order kept. The ids are sent as
     script arguments, never built into a key here, so an id read from the server is
     taken as it is (`ord:17`, `a b`: `keyspace.check_server_id`). One id alone (a str)
-    is `BadInput`: pass `[id]`; an id that is not a string is `InvalidName`."""
+    is `BadInput`: pass `[id]`, and so is an id holding half of a character pair (no
+    server can hold it: `decoding.wire`), refused here, before the first call goes;
+    an id that is not a string is `InvalidName`."""
     if isinstance(ids, pd.DataFrame):
         ids = ids.index
     if isinstance(ids, str):
-        raise BadInput(f"ids is a collection of job ids, not one id: pass [{ids!r}]")
+        raise BadInput(f"ids is a collection of job ids, not one id: pass [{ids!r:.80}]")
     chosen = list(dict.fromkeys(ids))
     for i in chosen:
         if not isinstance(i, str):
             raise InvalidName(f"job id must be a string, not {type(i).__name__}")
+        if not i.isascii():
+            decoding.wire(i)
     return chosen
 
 

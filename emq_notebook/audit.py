@@ -26,7 +26,7 @@ at `MAX_TEXT` characters (1,000) and each option and each of the first ids at
 `MAX_ARG` (200), with "…" (`clipped`), so an entry is a few KB at most (about 30 KB
 with 100 ids of 200 characters), and so is the one XADD that writes it.
 
-What writes nothing: a request refused as malformed before any I/O (`BadInput`,
+What writes nothing: a request refused as malformed before any write went (`BadInput`,
 `UsageProblem`, `InvalidName`: nothing was attempted, and nothing is sent), a read
 (only writing verbs are recorded), a dry run
 (`dry_run=True`), a read-only session (`conn.read_only`), a call nested in another
@@ -489,9 +489,10 @@ def options(conn: Connection, args: Mapping[str, Any] | None) -> str:
 
 
 def _unsent(exc: BaseException | None) -> bool:
-    """True for a request the verb refused as malformed before any I/O (`BadInput`,
-    `UsageProblem`, `InvalidName`: an `EMQError` that is a `ValueError`): nothing was
-    attempted, so nothing is recorded, and nothing at all is sent."""
+    """True for a request the verb refused as malformed (`BadInput`, `UsageProblem`,
+    `InvalidName`: an `EMQError` that is a `ValueError`): when no writing transition
+    went before it, nothing was attempted, so nothing is recorded. One raised after a
+    call that wrote (a bulk verb's later chunk) is recorded as `error`."""
     return isinstance(exc, EMQError) and isinstance(exc, ValueError)
 
 
@@ -564,6 +565,8 @@ class Record(Beside):
         self.failure: str | None = None
         # the entry went (or did not) with the transition, in its call (`within`)
         self.settled = False
+        # the connection's writing transitions sent before the call (`_unsent`)
+        self._writes_before = 0
         self._token: contextvars.Token[Record | None] | None = None
 
     def touch(self, count: int, ids: Iterable[str] = ()) -> None:
@@ -582,6 +585,7 @@ class Record(Beside):
     def __enter__(self) -> Record:
         self.active = self._records()
         if self.active:
+            self._writes_before = getattr(self.conn, "writes_sent", 0)
             self._token = _open.set(self)
         return self
 
@@ -592,7 +596,7 @@ class Record(Beside):
             return False
         assert self._token is not None
         _open.reset(self._token)
-        if exc is not None and _unsent(exc):
+        if exc is not None and _unsent(exc) and getattr(self.conn, "writes_sent", 0) == self._writes_before:
             return False
         try:
             if not self.settled:

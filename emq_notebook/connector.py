@@ -227,6 +227,9 @@ class Connection:
         # the audit trail (audit.py): the session's reason, and the entries kept a queue
         self.reason: str | None = None
         self.audit_keep: int = AUDIT_KEEP
+        # writing transitions sent so far: a call that raises BadInput after one went
+        # wrote something, so its record is kept (audit.Record)
+        self.writes_sent = 0
         self._secrets: tuple[str, ...] = (secret,) if isinstance(secret, str) else tuple(secret or ())
         self._scripts: dict[str, Any] = {}
         # the scripts (sha) a transaction of this connection has found on the server
@@ -320,7 +323,8 @@ class Connection:
         if queue:  # a queue named here is known without a scan
             self.directory.note(queue)
         how, body = t.body(self.executor, folded)
-        if not scripts.read_only(name if how == "native" else body):
+        writes = not scripts.read_only(name if how == "native" else body)
+        if writes:
             self.refuse_writes(" ".join(p for p in (verb or name, queue, job or "") if p))
         call = transitions.Call(name, tuple(keys), tuple(args), verb or name, queue, job)
         wire_keys = [decoding.wire(str(k)) for k in keys]
@@ -332,6 +336,7 @@ class Connection:
         if pipeline is not None:
             pipeline.queue_run(how, body, wire_keys, wire_args, t.reply, call)
             return None
+        self.writes_sent += writes
         entry = _beside.get()
         if entry is not None and entry.conn is self and not entry.sent and how != "native":
             tail = _tail_of(entry, t)

@@ -70,6 +70,15 @@ def wire(value: str) -> str | bytes:
     return value.encode("utf-8", ERRORS)
 
 
+def wire_size(value: str) -> int:
+    """The bytes `value` takes on the wire (`wire`: an undecodable byte read from the
+    server is one byte; any other character its UTF-8). A lone surrogate: `BadInput`."""
+    if value.isascii():
+        return len(value)
+    raw = wire(value)
+    return len(raw) if isinstance(raw, bytes) else len(raw.encode())
+
+
 def undecodable(value: object) -> bool:
     """True when `value` is text holding a byte that is not UTF-8 (read under `ERRORS`)."""
     return isinstance(value, str) and not value.isascii() and _ESCAPED.search(value) is not None

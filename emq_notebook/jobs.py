@@ -137,11 +137,16 @@ def enqueue_many(
         whole(backoff_ms, "backoff_ms", least=0, most=MAX_MS),
     ]
     move_budget(chunk, "chunk")
+    # each job's bytes on the wire, all measured before the first call (a text no
+    # server can hold is BadInput here, not after some chunks went)
+    sizes = [
+        _ID_BYTES + decoding.wire_size(t) + decoding.wire_size(k) for t, k in zip(texts, keys, strict=True)
+    ]
     if not texts:
         return []
     conn.refuse_writes(f"enqueue_many {q}")
     answers: list[str] = []
-    for start, end in _chunks(texts, keys, chunk):
+    for start, end in _chunks(sizes, chunk):
         argv: list[object] = list(shared)
         for payload, key in zip(texts[start:end], keys[start:end], strict=True):
             argv += (new_id(), payload, key)
@@ -153,19 +158,14 @@ def enqueue_many(
 _ID_BYTES = 28
 
 
-def _size(text: str) -> int:
-    """The bytes `text` takes on the wire."""
-    return len(text) if text.isascii() else len(decoding.wire(text))
-
-
-def _chunks(texts: list[str], keys: list[str], most: int) -> Iterator[tuple[int, int]]:
-    """(start, end) of each call's jobs: at most `most` of them and about BYTE_BUDGET
-    bytes (one job at least, however large)."""
+def _chunks(sizes: list[int], most: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each call's jobs, whose bytes are `sizes`: at most `most` of
+    them and about BYTE_BUDGET bytes (one job at least, however large)."""
     start = 0
-    while start < len(texts):
+    while start < len(sizes):
         end, size = start, 0
-        while end < len(texts) and end - start < most:
-            size += _ID_BYTES + _size(texts[end]) + len(keys[end])
+        while end < len(sizes) and end - start < most:
+            size += sizes[end]
             if end > start and size > BYTE_BUDGET:
                 break
             end += 1

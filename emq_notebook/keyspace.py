@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from ulid import ULIDGenerator
 
-from .decoding import wire
+from .decoding import wire_size
 from .errors import InvalidName
 
 MAX_NAME = 128
@@ -65,17 +65,11 @@ def check_server_id(value: object, what: str = "job id") -> str:
     reports it."""
     if not isinstance(value, str):
         raise InvalidName(f"{what} must be a string, not {type(value).__name__}")
-    if value.endswith((":logs", ":lock")):
-        raise InvalidName(f"{what} {value!r} names another job's {value[-4:]} key")
-    if len(value) > MAX_SERVER_ID // 4 and _wire_size(value) > MAX_SERVER_ID:
+    if len(value) > MAX_SERVER_ID // 4 and wire_size(value) > MAX_SERVER_ID:
         raise InvalidName(f"{what} {value[:40]!r}... is over {MAX_SERVER_ID:,} bytes: no verb addresses it")
+    if value.endswith((":logs", ":lock")):
+        raise InvalidName(f"{what} {value[:80]!r} names another job's {value[-4:]} key")
     return value
-
-
-def _wire_size(value: str) -> int:
-    """The bytes `value` is on the wire (an undecodable byte read from the server is one)."""
-    raw = wire(value)
-    return len(raw) if isinstance(raw, bytes) else len(raw.encode())
 
 
 def check_text(value: object, what: str, limit: int = 512) -> str:

@@ -195,3 +195,40 @@ def test_a_lone_surrogate_is_bad_input_and_nothing_written(conn, text):
     assert dump(conn) == before
     jobs.add_log(conn, "mail", jid, "byte \udcff kept")
     assert conn.client.lrange(f"emq:{{mail}}:job:{jid}:logs", 0, -1) == ["byte \udcff kept"]
+
+
+def test_a_lone_surrogate_among_many_ids_is_refused_before_the_first_call(conn):
+    """A bulk verb sends its ids in calls of a budget each: an id no server can hold,
+    700th of 800, is refused before the first call goes, so no job moved and no record
+    says otherwise (it used to remove 250 and record nothing)."""
+    ids = jobs.enqueue_many(conn, "mail", ["{}"] * 800)
+    ids[700] = "x\ud800"
+    before = dump(conn)
+    for bulk in (admin.remove_jobs, admin.reprocess_jobs):
+        with pytest.raises(BadInput, match="lone surrogate"):
+            bulk(conn, "mail", ids, budget=100)
+    assert dump(conn) == before
+    assert frames.audit(conn, "mail").empty
+
+
+def test_a_lone_surrogate_among_many_payloads_is_refused_before_the_first_call(conn):
+    payloads = ["{}"] * 20 + [json.dumps({"note": "half \ud83d"}, ensure_ascii=False)]
+    before = dump(conn)
+    with pytest.raises(BadInput, match="lone surrogate"):
+        jobs.enqueue_many(conn, "mail", payloads, chunk=1)
+    assert dump(conn) == before
+
+
+def test_bad_input_raised_after_a_write_went_is_recorded_as_an_error(conn):
+    """`BadInput` alone writes no record (nothing was attempted); once a writing
+    transition went inside the recorded call, the record stays, outcome `error`."""
+    from emq_notebook import audit
+
+    ids = jobs.enqueue_many(conn, "mail", ["{}"] * 3)
+    with pytest.raises(BadInput), audit.recorded(conn, "remove", "mail"):
+        raise BadInput("refused before anything went")
+    with pytest.raises(BadInput), audit.recorded(conn, "remove", "mail"):
+        admin.remove_jobs(conn, "mail", ids[:2])
+        raise BadInput("refused after the first call wrote")
+    entries = frames.audit(conn, "mail")
+    assert entries.verb.tolist() == ["remove"] and entries.outcome[0] == "error"

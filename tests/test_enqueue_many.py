@@ -12,7 +12,7 @@ from helpers import dump
 
 from emq_notebook import footprint, jobs
 from emq_notebook.connector import Connection
-from emq_notebook.defaults import MAX_MOVE_BUDGET
+from emq_notebook.defaults import BYTE_BUDGET, MAX_MOVE_BUDGET
 from emq_notebook.errors import BadInput, EMQError, InvalidName, ReadOnly
 from emq_notebook.keyspace import base
 
@@ -185,6 +185,23 @@ def test_calls_are_bounded_by_the_chunk(conn, many):
     sent.clear()
     jobs.enqueue_many(many, Q, ["{}"] * (jobs.CHUNK + 1))  # the default chunk
     assert [n for _, n in sent] == [5 + 3 * jobs.CHUNK, 5 + 3]
+
+
+def test_calls_are_bounded_by_bytes_not_characters(conn, many):
+    """Two payloads of 350,000 euro signs are 700,000 characters together but 2.1 MB on
+    the wire: over `BYTE_BUDGET`, so they go in two calls."""
+    sent = []
+    real = many.run
+
+    def counted(name, keys, args=(), **kw):
+        sent.append(len(args))
+        return real(name, keys, args, **kw)
+
+    many.run = counted
+    text = json.dumps({"note": "\u20ac" * 350_000}, ensure_ascii=False)
+    assert len(text) < BYTE_BUDGET // 2 < len(text.encode())
+    ids = jobs.enqueue_many(many, Q, [text, text])
+    assert sent == [5 + 3, 5 + 3] and len(ids) == 2
 
 
 BAD = [
