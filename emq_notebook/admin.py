@@ -22,7 +22,7 @@ from .checks import whole
 from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, ID_BUDGET, MOVE_BUDGET
 from .errors import BadInput, EMQError, Halted, InvalidName
-from .keyspace import base, check_server_id, queue_key, sets
+from .keyspace import ID_WORK, base, check_server_id, queue_key, sets
 
 Progress = Callable[[int, int], None]
 
@@ -512,7 +512,7 @@ def _bulk(
     step = budget if rate is None else max(1, min(budget, math.ceil(rate / 10)))
     began, calls, at = time.monotonic(), 0, 0
     while at < len(sent):
-        chunk = _chunk(sent, at, step)
+        chunk = decoding.batch(sent, at, step, BYTE_BUDGET, ID_WORK)
         answered = conn.run(name, keys, [budget, BYTE_BUDGET, *chunk], verb=verb, queue=q)
         if not answered:  # every step examines one id at least: this is a script's bug
             raise EMQError(f"{name} answered no word for {len(chunk)} ids")
@@ -526,18 +526,6 @@ def _bulk(
             if wait > 0:
                 time.sleep(wait)
     return {i: words.get(i, "foreign_id") for i in ids}
-
-
-def _chunk(ids: list[str], at: int, most: int) -> list[str]:
-    """The ids from `at` that one step takes: at most `most`, and about BYTE_BUDGET bytes
-    (one at least)."""
-    size, end = 0, at
-    while end < len(ids) and end - at < most:
-        size += len(ids[end])
-        if end > at and size > BYTE_BUDGET:
-            break
-        end += 1
-    return ids[at:end]
 
 
 @contract(

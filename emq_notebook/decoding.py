@@ -17,7 +17,7 @@ a byte.  In IPython, a frame is shown through `visible` (`magics.show_frames`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import BadInput
@@ -77,6 +77,23 @@ def wire_size(value: str) -> int:
         return len(value)
     raw = wire(value)
     return len(raw) if isinstance(raw, bytes) else len(raw.encode())
+
+
+def batch(texts: Sequence[str], start: int, most: int, budget: int, weight: int = 1) -> list[str]:
+    """The texts from `start` that one call is sent: at most `most`, and about `budget`
+    bytes, each text counted `weight` times its bytes on the wire (`wire_size`: a
+    script that hashes and copies an id at each key it names counts it so), one at
+    least however large."""
+    chosen = texts[start : start + most]
+    # a character is 4 bytes on the wire at most: most calls are decided here at C speed
+    if sum(map(len, chosen)) * 4 * weight <= budget:
+        return list(chosen)
+    size = 0
+    for k, text in enumerate(chosen):
+        size += wire_size(text) * weight
+        if k and size > budget:
+            return list(chosen[:k])
+    return list(chosen)
 
 
 def undecodable(value: object) -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from . import decoding
 from .audit import read as _read_audit
 from .checks import whole
 from .connector import Connection
@@ -148,13 +149,13 @@ def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELD
 
 def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]) -> Iterator[list]:
     """The rows of `ids` a call at a time: a call is sent at most `BATCH` ids and about
-    `defaults.BYTE_BUDGET` bytes of them (`_batch`), reads about `BYTE_BUDGET` bytes of
+    `defaults.BYTE_BUDGET` bytes of them (`decoding.batch`), reads about `BYTE_BUDGET` bytes of
     fields (the ids it did not reach go again), and a payload too large for a script to
     read is read here with a plain HGET."""
     n = len(fields)
     start = 0
     while start < len(ids):
-        batch = _batch(ids, start)
+        batch = decoding.batch(ids, start, BATCH, BYTE_BUDGET)
         start += len(batch)
         while batch:
             got = conn.run("read_rows", [base(q)], [n, *fields, *batch], verb="jobs", queue=q)
@@ -165,21 +166,6 @@ def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]
                 for job_id, row in zip(batch, got, strict=False)
             ]
             batch = batch[len(got) :]
-
-
-def _batch(ids: list[str], start: int) -> list[str]:
-    """The ids from `start` one `@read_rows` call is sent: at most `BATCH`, and about
-    `BYTE_BUDGET` characters of them (one at least). Another node's ids may be long, and
-    the script builds a key of each: 500 ids of 100 KB would be one 50 MB call."""
-    batch = ids[start : start + BATCH]
-    if sum(map(len, batch)) <= BYTE_BUDGET:
-        return batch
-    size = 0
-    for k, job_id in enumerate(batch):
-        size += len(job_id)
-        if k and size > BYTE_BUDGET:
-            return batch[:k]
-    return batch
 
 
 def _whole(conn: Connection, q: str, job_id: str, row: list) -> list:
