@@ -191,8 +191,9 @@ def _count(conn: Connection, q: str, states: Iterable[str]) -> int:
 class Moved(int):
     """How many jobs a bulk reprocess moved (in a dry run: would move), an int, with
     what it left: `.bad_rows` (rows no transition can read, left in dead), `.ghosts`
-    (members with no row, dropped from dead) and `.foreign` (the ids naming another
-    job's `:logs` or `:lock`, left in dead and never addressed)."""
+    (members with no row, dropped from dead) and `.foreign` (foreign ids, left in dead
+    and never addressed: `keyspace.check_server_id`; one over 256 bytes as its first 200
+    and its length)."""
 
     bad_rows: int
     ghosts: int
@@ -296,9 +297,9 @@ def reprocess_dead(
     Only jobs dead when the call began are moved, each at most once. Counters stay.
     `progress(calls, moved_so_far)` is called after each call.
 
-    Ids are read from the server and addressed as they are (`ord:17`, `a b`); one that
-    names another job's `:logs` or `:lock` would address that job's key, so it is
-    left in dead and reported in `.foreign`.
+    Ids are read from the server and addressed as they are (`ord:17`, `a b`); a foreign
+    one (`keyspace.check_server_id`: it names another job's `:logs` or `:lock`, whose key
+    it would address, or is over 65,536 bytes) is left in dead and reported in `.foreign`.
 
     `dry_run=True` answers what the real call would move on the same state, walking
     the same members with the same rules in read-only steps, and writes nothing (it
@@ -483,7 +484,8 @@ def job_ids(ids: Iterable[str]) -> list[str]:
 
 
 def _foreign(job_id: str) -> bool:
-    """True for an id no verb addresses (it names another job's `:logs` or `:lock`)."""
+    """True for an id no verb addresses (`keyspace.check_server_id`: it names another
+    job's `:logs` or `:lock`, or is over 65,536 bytes)."""
     try:
         check_server_id(job_id)
     except InvalidName:
@@ -506,7 +508,9 @@ def _bulk(
     (with a `rate`, at most a tenth of a second's worth, paced to that many ids a
     second) and about `defaults.BYTE_BUDGET` bytes of them; a step answers the ids it
     examined within its budget of work, and the rest go again. An id naming another
-    job's `:logs` or `:lock` is not sent: its word is "foreign_id"."""
+    job's `:logs` or `:lock`, or over 65,536 bytes, is not sent: its word is "foreign_id".
+    A call is sent about `BYTE_BUDGET` of id bytes, each counted `ID_WORK` times, as
+    the script counts them (`decoding.batch`)."""
     sent = [i for i in ids if not _foreign(i)]
     words: dict[str, str] = {}
     step = budget if rate is None else max(1, min(budget, math.ceil(rate / 10)))
@@ -552,8 +556,8 @@ def reprocess_jobs(
     """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
     of at most `budget` ids (`defaults.ID_BUDGET` unless named: each id is looked up by
     itself): `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
-    for a row no transition can read, left in dead; "foreign_id" for an id naming
-    another job's `:logs` or `:lock`, never addressed).
+    for a row no transition can read, left in dead; "foreign_id" for a foreign id, never
+    addressed: `keyspace.check_server_id`).
 
     Ids are taken as the server holds them (a frame's index from `triage.find`), so
     one written outside the name gate by another node is acted on like the rest.
@@ -597,7 +601,7 @@ def remove_jobs(
     conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = 2 * ID_BUDGET
 ) -> dict[str, str]:
     """Remove many jobs by id: `{id: "removed" | "gone" | "locked"}` (and "foreign_id"
-    for an id naming another job's `:logs` or `:lock`, never addressed), in calls of at
+    for a foreign id, never addressed: `keyspace.check_server_id`), in calls of at
     most `budget` work (an id costs 1, a removed job 2, a ghost one more for each lane
     it is looked for in: `2 * defaults.ID_BUDGET` unless named, about 250 removed jobs).
 

@@ -702,7 +702,8 @@ def _packed(values: Iterable[str]) -> bytes:
     """Each value as its length in 3 bytes (big-endian), then its bytes as the server
     holds them (an undecodable byte read as a surrogate is that byte again; a lone
     surrogate is U+FFFD: `storable`). A value of 16 MiB or more cannot be said in 3
-    bytes: OverflowError (the entry then goes after the bare transition)."""
+    bytes: OverflowError, and the entry goes after the bare transition. A defence
+    only: every value a record makes is cut far below (`MAX_TEXT`, `MAX_ARG`)."""
     parts: list[bytes] = []
     for value in values:
         raw = value.encode() if value.isascii() else storable(value).encode("utf-8", "surrogateescape")
