@@ -376,15 +376,19 @@ def identity(conn: Connection) -> dict[str, str]:
 def _who_values(conn: Connection) -> tuple[str, ...]:
     """The values of `identity`, in `AUDIT_WHO`'s order, each `clipped` to `MAX_TEXT`
     (the reason scrubbed whole first, so no cut leaves part of a secret)."""
-    return (
-        clipped(who()),
-        clipped(acl_user(conn) or ""),
-        clipped(conn.name or ""),
-        clipped(conn.env or ""),
+    said = (
+        who(),
+        acl_user(conn) or "",
+        conn.name or "",
+        conn.env or "",
         current_surface(),
         notebook(),
-        clipped(scrub(reason_of(conn), conn._secrets)),
+        scrub(reason_of(conn), conn._secrets),
     )
+    # each is short but for a rare one (a record is made on every write: no call a value)
+    if max(map(len, said)) <= MAX_TEXT:
+        return said
+    return tuple(map(clipped, said))
 
 
 # -- what an entry says ---------------------------------------------------------------------------
