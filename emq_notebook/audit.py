@@ -861,12 +861,24 @@ def _entry_order(entry: str) -> tuple[int, int]:
 
 
 def _parsed(text: str, empty: Any) -> Any:
+    """A JSON field as shown: each text in it `printable`, as in every other column (a
+    byte that is not UTF-8 as `\\xNN`)."""
     if not text:
         return empty
     try:
-        return json.loads(text)
+        return _shown(json.loads(text))
     except ValueError:  # an entry another client wrote by hand: shown as it is
         return printable(text)
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(k): _shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
 
 
 def _row(queue: str, entry: str, fields: Mapping[str, str]) -> dict[str, Any]:

@@ -96,7 +96,8 @@ def test_an_option_holding_each_text_reaches_the_entrys_args_as_meant(conn, kind
         jobs.fail(conn, Q, "j1", text)
     [entry] = raw(conn)
     assert (entry["verb"], entry["outcome"], json.loads(entry["args"])) == ("fail", "done", {"error": held})
-    assert audit.read(conn, Q).args[0] == {"error": held}
+    # read back as every column shows text: a byte that is not UTF-8 as \xNN
+    assert audit.read(conn, Q).args[0] == {"error": printable(held)}
 
 
 def valued(n: int) -> str:
@@ -225,3 +226,13 @@ def test_a_queue_name_and_a_job_id_at_the_gates_limit_are_recorded_whole(conn):
     ]
     assert list(audit.read(conn, q).verb) == ["remove", "pause"]
     assert q in audit.streams(conn, rescan=True)
+
+
+def test_the_args_column_shows_a_byte_that_is_not_utf8_as_every_column_does(conn):
+    """An entry's `args` and `ids` hold text another node wrote; a byte that is not
+    UTF-8 reads `\\xNN` there as in the text columns, never as a raw surrogate."""
+    args = json.dumps({"note": "by\udcffte", "\udcfekey": ["x\udcff"]}, ensure_ascii=False)
+    audit.append(conn, Q, {"verb": "pause", "outcome": "done", "args": args, "reason": "r\udcff"})
+    row = audit.read(conn, Q).iloc[0]
+    assert row.reason == "r\\xff"
+    assert row.args == {"note": "by\\xffte", "\\xfekey": ["x\\xff"]}
