@@ -94,6 +94,38 @@ end
 local ID_WORK = 16
 local function id_cost(id) return #id * ID_WORK end
 
+-- the members a bulk move reads of a set at once: it can count a member's id only once
+-- it has read it, so a step reads a chunk at a time -- one member first, each next chunk
+-- twice as many, up to MOVE_CHUNK, and never more than the bytes left cover at the
+-- longest id yet -- and reads at most its byte budget plus one chunk (a step that read
+-- its budget of members first copied 501 ids of 70 KB, 35 MB, out of the set to examine
+-- one of them: 34 ms)
+local MOVE_CHUNK = 64
+
+-- the members of `set` from rank `from` (0-based) to before rank `upto`, each handed in
+-- set order to visit(id, score), which answers the bytes it read or wrote and true to
+-- end the step after it; the step also ends once `bytes` are spent (after one member at
+-- least). Nothing in `set` may change until it ends: it reads on by rank. Answers the
+-- members examined, the last one's id and score, and the bytes spent.
+local function each_member(set, from, upto, bytes, visit)
+  local n, spent, longest, chunk, id, score = 0, 0, 0, 1, nil, nil
+  while from + n < upto do
+    local want = math.min(chunk, upto - from - n)
+    if longest > 0 then want = math.min(want, math.max(1, math.floor((bytes - spent) / (longest * ID_WORK)))) end
+    chunk = math.min(2 * chunk, MOVE_CHUNK)
+    local page = redis.call('ZRANGE', set, from + n, from + n + want - 1, 'WITHSCORES')
+    for k = 1, #page, 2 do
+      id, score, n = page[k], page[k + 1], n + 1
+      if #id > longest then longest = #id end
+      local cost, stop = visit(id, score)
+      spent = spent + cost
+      if stop or spent >= bytes then return n, id, score, spent end
+    end
+    if #page < 2 * want then break end
+  end
+  return n, id, score, spent
+end
+
 -- what a bulk verb reads of a member's row, in ONE HMGET: its group, then every
 -- whole-number field (the priority's place noted for the moves that need it)
 local MEMBER_FIELDS, MEMBER_DEFAULTS, PRIORITY_AT = {'group'}, {false}, 0
