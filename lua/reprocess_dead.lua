@@ -17,7 +17,7 @@
 -- starts after it: a run walks each member once. Bounded: at most ARGV[1] members
 -- (one HMGET each, and a moved job's HDEL, HSET and event; the set moves of a step
 -- are one ZREM per 500 and one ZADD per 500 jobs), about ARGV[2] bytes read; dead is
--- read a chunk at a time (one member, then twice as many up to 64, within the bytes
+-- read a chunk at a time (one member, then twice as many up to 8, within the bytes
 -- left at the longest id yet: includes/reads.lua), so a step of one job on a clean
 -- head reads one member.
 -- @reprocess_dead_check answers the same and writes nothing.

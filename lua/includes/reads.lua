@@ -99,8 +99,10 @@ local function id_cost(id) return #id * ID_WORK end
 -- twice as many, up to MOVE_CHUNK, and never more than the bytes left cover at the
 -- longest id yet -- and reads at most its byte budget plus one chunk (a step that read
 -- its budget of members first copied 501 ids of 70 KB, 35 MB, out of the set to examine
--- one of them: 34 ms)
-local MOVE_CHUNK = 64
+-- one of them: 34 ms). A chunk can still meet long ids after short ones: 7 members of
+-- 1 MB past the one that ends the step cost 13 ms (64 of them 123 ms), and 8 a chunk
+-- costs a run of ordinary ids nothing measurable
+local MOVE_CHUNK = 8
 
 -- the members of `set` from rank `from` (0-based) to before rank `upto`, each handed in
 -- set order to visit(id, score), which answers the bytes it read or wrote and true to
