@@ -234,3 +234,31 @@ def test_a_chunk_after_short_ids_asks_for_at_most_eight_members(harm, verb):
     _, reads = set_reads(conn, srv, lambda: bounded(lambda: run(conn), srv, what=verb))
     assert reads and max(reads) <= 8, reads
     assert conn.client.zcard(P + key) == (0 if verb == "drain" else len(short) + LONG)
+
+
+def test_a_frame_shows_an_id_another_node_made_long_clipped(conn, ip, capsys):
+    """A snapshot keeps each id as read (a 70 KB one too: written back, it is the same
+    member), but the `emq` shell, a notebook's HTML and a grid show it as its first 200
+    characters and its length, as a move reports it: no 70 KB line, no 70 KB cell, no
+    70 KB row header in a grid."""
+    from emq_notebook import cli, frames
+    from emq_notebook.widgets import grid
+
+    long = long_ids(1)[0]
+    written(conn, "dead", [long, "ok_1"])
+    frame = frames.snapshot(conn, Q, "dead")
+    assert list(frame.index) == [long, "ok_1"]
+    clipped = long[:200] + f"... ({len(long)} bytes)"
+    cli.show(frame)
+    printed = capsys.readouterr().out
+    assert clipped in printed and "ok_1" in printed
+    assert max(map(len, printed.splitlines())) < 1_000
+    as_html = ip.display_formatter.formatters["text/html"]
+    enabled, as_html.enabled = as_html.enabled, True  # as in a notebook's kernel
+    try:
+        html = as_html(frame)
+    finally:
+        as_html.enabled = enabled
+    assert clipped in html and long not in html
+    assert list(grid.shown(frame).index) == [clipped, "ok_1"]
+    assert list(frame.index) == [long, "ok_1"]
