@@ -20,9 +20,9 @@ from . import audit, checks
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
-from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, ID_BUDGET, MOVE_BUDGET
+from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, ID_BUDGET, ID_WORK, MOVE_BUDGET
 from .errors import BadInput, EMQError, Halted, InvalidName
-from .keyspace import base, check_server_id, queue_key, sets
+from .keyspace import base, check_server_id, queue_key, sets, wire_size
 
 Progress = Callable[[int, int], None]
 
@@ -525,11 +525,12 @@ def _bulk(
 
 
 def _chunk(ids: list[str], at: int, most: int) -> list[str]:
-    """The ids from `at` that one step takes: at most `most`, and about BYTE_BUDGET bytes
-    (one at least)."""
+    """The ids from `at` that one step takes: at most `most`, and about BYTE_BUDGET of
+    their work as the script counts it, ID_WORK times their bytes (one id at least): ids
+    sent past what a step takes go again (16 of 64 KB were sent to take one)."""
     size, end = 0, at
     while end < len(ids) and end - at < most:
-        size += len(ids[end])
+        size += wire_size(ids[end]) * ID_WORK
         if end > at and size > BYTE_BUDGET:
             break
         end += 1

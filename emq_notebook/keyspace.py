@@ -67,12 +67,12 @@ def check_server_id(value: object, what: str = "job id") -> str:
         raise InvalidName(f"{what} must be a string, not {type(value).__name__}")
     if value.endswith((":logs", ":lock")):
         raise InvalidName(f"{what} {value!r} names another job's {value[-4:]} key")
-    if len(value) > MAX_SERVER_ID // 4 and _wire_size(value) > MAX_SERVER_ID:
+    if len(value) > MAX_SERVER_ID // 4 and wire_size(value) > MAX_SERVER_ID:
         raise InvalidName(f"{what} {value[:40]!r}... is over {MAX_SERVER_ID:,} bytes: no verb addresses it")
     return value
 
 
-def _wire_size(value: str) -> int:
+def wire_size(value: str) -> int:
     """The bytes `value` is on the wire (an undecodable byte read from the server is one)."""
     raw = wire(value)
     return len(raw) if isinstance(raw, bytes) else len(raw.encode())
