@@ -262,3 +262,65 @@ def test_a_frame_shows_an_id_another_node_made_long_clipped(conn, ip, capsys):
     assert clipped in html and long not in html
     assert list(grid.shown(frame).index) == [clipped, "ok_1"]
     assert list(frame.index) == [long, "ok_1"]
+
+
+@pytest.mark.parametrize("verb", ["remove_jobs", "reprocess_jobs"])
+@pytest.mark.parametrize("char", ["a", "\N{GRINNING FACE}"])
+def test_a_verb_by_id_sends_a_call_about_the_ids_it_can_take(harm, verb, char):
+    """A script counts an id 16 times its bytes, so a call takes about one id of 64 KB:
+    ids sent past what it takes go again with the next call. Counted by characters,
+    once, a call was sent 16 ASCII ids of 64 KB (64 of four-byte characters: 4 MB a
+    call, 10 ms of the server's time to parse) to take one. Each call is sent about
+    what it takes, and every id is answered."""
+    conn, srv = harm
+    per = MAX_SERVER_ID // len(char.encode())
+    ids = [f"{i:04d}" + char * (per - 4 // len(char.encode()) - 1) for i in range(6)]
+    ids = [i + "a" * (MAX_SERVER_ID - len(i.encode())) for i in ids]
+    assert {len(i.encode()) for i in ids} == {MAX_SERVER_ID}
+    written_dead(conn, Q, ids)
+    sent: list[tuple[int, int]] = []
+    real = conn.run
+
+    def run(name, keys, args=(), **kw):
+        reply = real(name, keys, args, **kw)
+        if name == verb:
+            sent.append((len(args) - 2, len(reply)))
+        return reply
+
+    conn.run = run
+    words = bounded(lambda: getattr(admin, verb)(conn, Q, ids), srv, what=verb)
+    assert set(words.values()) == {"removed" if verb == "remove_jobs" else "reprocessed"}
+    # each call is answered for what it was sent, within one id
+    assert all(n - answered <= 1 for n, answered in sent), sent
+    assert sum(n for n, _ in sent) <= len(ids) + len(sent)
+
+
+def test_the_id_rules_are_the_same_numbers_in_python_and_lua():
+    """What a script counts for an id and the longest id it addresses are written twice
+    (the caller sizes its calls and refuses ids by them): they must not drift."""
+    import re
+
+    from emq_notebook import defaults, scripts
+
+    reads = (scripts.lua_dir() / "includes" / "reads.lua").read_text()
+    assert re.search(r"^local ID_WORK = (\d+)$", reads, re.M).group(1) == str(defaults.ID_WORK)
+    assert re.search(r"^local MAX_ID = (\d+)$", reads, re.M).group(1) == str(MAX_SERVER_ID)
+
+
+def test_a_bad_row_event_names_its_long_id_whole_once_and_clipped_in_its_error(harm):
+    """A bad row whose id (another node's) is 60 KB of bytes that are not UTF-8: its
+    event carries the id whole in `job` (a person may remove that job by it) and clipped
+    in `error`, the refusal's text, so the event's repair to UTF-8 text runs over the
+    id once, not twice."""
+    conn, srv = harm
+    raw = b"\xff" * 60_000
+    job_id = raw.decode("utf-8", "surrogateescape")
+    conn.client.hset(P.encode() + b"job:" + raw, mapping={"payload": "{}", "attempts": "three"})
+    conn.client.zadd(P.encode() + b"dead", {raw: 1})
+    with Events(conn) as events:
+        moved = bounded(lambda: admin.reprocess_dead(conn, Q), srv, what="reprocess_dead")
+    assert (moved, moved.bad_rows) == (0, 1)
+    (event,) = [e for e in events.seen if e["event"] == "bad_row"]
+    assert event["job"] == "\\xff" * 60_000
+    assert event["error"] == "EMQSTATE bad row attempts in " + "\\xff" * 200 + "... (60000 bytes)"
+    assert conn.client.zrange(P + "dead", 0, -1) == [job_id]
