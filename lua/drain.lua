@@ -24,16 +24,14 @@ local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
 local function wipe(setkey)
   -- a chunk of members at a time: an id is counted only once read (each_member)
   local k, _, _, used = each_member(setkey, 0, budget - n, bytes - spent, function(id)
-    local cost = id_cost(id)
-    if not foreign_id(id) then
-      local jk = base .. 'job:' .. id
-      if has_dedup then
-        local key = redis.pcall('HGET', jk, 'dedup')
-        if type(key) == 'string' then release_dedup(base, key, id) end
-      end
-      cost = cost + payload_bytes(jk)
-      redis.call('UNLINK', jk, jk .. ':logs')
+    if foreign_id(id) then return foreign_cost(id) end
+    local jk = base .. 'job:' .. id
+    if has_dedup then
+      local key = redis.pcall('HGET', jk, 'dedup')
+      if type(key) == 'string' then release_dedup(base, key, id) end
     end
+    local cost = id_cost(id) + payload_bytes(jk)
+    redis.call('UNLINK', jk, jk .. ':logs')
     return cost
   end)
   -- the ranks just examined: no unpack limit on a large budget

@@ -27,7 +27,7 @@ local bytes = whole_of(ARGV[3]) or MAX_WHOLE
 local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
 -- the bytes charged: the id's and the payload's
 local function destroy(id, in_flight)
-  if foreign_id(id) then return id_cost(id) end
+  if foreign_id(id) then return foreign_cost(id) end
   local jk = base .. 'job:' .. id
   if in_flight or has_dedup then
     local row = redis.pcall('HMGET', jk, 'group', 'dedup')

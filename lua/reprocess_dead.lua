@@ -35,7 +35,7 @@ local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', functi
   if foreign_id(id) then
     foreign[#foreign + 1] = reported_id(id)
     skipped_bad_row(base, 'reprocess', reported_id(id), {err = 'foreign id'})
-    return id_cost(id)
+    return foreign_cost(id)
   end
   local refused, g, _, bytes, jk = read_member(base, id, seen)
   if refused == nil then

@@ -12,7 +12,7 @@ local function due_moves(set, base, verb, argv, move)
   local head = walk(set, argv, string.format('%.0f', now_ms()), function(id)
     if foreign_id(id) then
       skipped_bad_row(base, verb, reported_id(id), {err = 'foreign id'})
-      return id_cost(id)
+      return foreign_cost(id)
     end
     local refused, g, priority, bytes, jk = read_member(base, id, seen)
     if refused == -1 then
