@@ -20,9 +20,9 @@ from . import audit, checks, decoding
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
-from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, ID_BUDGET, MOVE_BUDGET
+from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, ID_BUDGET, ID_WORK, MOVE_BUDGET
 from .errors import BadInput, EMQError, Halted, InvalidName
-from .keyspace import ID_WORK, base, check_server_id, queue_key, sets
+from .keyspace import base, check_server_id, queue_key, sets
 
 Progress = Callable[[int, int], None]
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from . import audit, defaults, grammar, registry, settings, verbs
 from .connector import connect
-from .decoding import visible
+from .decoding import shown_ids, visible
 from .errors import EMQError, Refused, UsageProblem
 
 
@@ -51,7 +51,7 @@ def show(value: Any) -> None:
     if value is None or isinstance(value, Refused):
         return
     if isinstance(value, pd.DataFrame):
-        say(value.to_string() if len(value) else "(no rows)")
+        say(shown_ids(value).to_string() if len(value) else "(no rows)")
     elif isinstance(value, list):
         say("\n".join(map(str, value)))
     elif isinstance(value, dict):

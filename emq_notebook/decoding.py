@@ -105,3 +105,30 @@ def text_dtype(values: Iterable[object]) -> Any:
     """The dtype of a new text column of `values`: pandas' default (`None`, the
     Arrow-backed `str`) for plain text, `object` when one holds an undecodable byte."""
     return object if any(undecodable(v) for v in values) else None
+
+
+# the longest id shown whole; a longer one (another node's) is shown by its first
+# SHOWN_HEAD characters and its length, as a move reports it (lua/includes/reads.lua
+# `reported_id`), so a frame holding a 1 MB id prints no 1 MB line
+SHOWN_ID, SHOWN_HEAD = 256, 200
+
+
+def shown_id(value: object) -> object:
+    """An id as a person reads it: whole up to `SHOWN_ID` characters, else its first
+    `SHOWN_HEAD` and its length in bytes (`... (69536 bytes)`)."""
+    if not isinstance(value, str) or len(value) <= SHOWN_ID:
+        return value
+    return f"{value[:SHOWN_HEAD]}... ({len(value.encode('utf-8', ERRORS))} bytes)"
+
+
+def shown_ids(frame: Any) -> Any:
+    """`frame` to show: itself, or a copy whose index shows each long id clipped
+    (`shown_id`); the frame keeps its ids as read."""
+    index = frame.index
+    try:
+        longest = index.str.len().max()
+    except AttributeError:  # an index that is not text (a metrics frame's minutes)
+        return frame
+    if not longest > SHOWN_ID:
+        return frame
+    return frame.set_axis([shown_id(v) for v in index], axis=0).rename_axis(index.name)

@@ -42,6 +42,10 @@ MAX_MOVE_BUDGET = 500
 # payloads enqueue_many sends in one call. Common rows never reach it (1,000 rows of
 # 100-byte payloads are 100 KB); it bounds the calls that meet large values
 BYTE_BUDGET = 1 << 20
+# what a bulk move counts for an id against BYTE_BUDGET: 16 times its bytes (it hashes
+# and copies the id at each key and member it names; lua/includes/reads.lua `ID_WORK`,
+# the same), so the caller sends a call about the ids it can take
+ID_WORK = 16
 # rows a listing or a search answers when the caller names no limit
 DEFAULT_LIMIT = 1000
 # the largest payload a write sends (bytes of its UTF-8): a script writing a payload

@@ -19,9 +19,6 @@ from .errors import InvalidName
 MAX_NAME = 128
 # the longest id, in bytes, a verb addresses (lua/includes/reads.lua `MAX_ID`, the same rule)
 MAX_SERVER_ID = 65_536
-# how many times its bytes a move counts an id against its byte budget: it hashes and
-# copies the id at each key and member it names (lua/includes/reads.lua `ID_WORK`)
-ID_WORK = 16
 # letters, digits and `_ . - @ +`; nothing a key, a hash tag or a SCAN glob reads specially
 _SAFE = re.compile(r"[A-Za-z0-9_.@+\-]+\Z")
 STATES = ("pending", "active", "schedule", "dead")

@@ -17,7 +17,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Enum, Float, Int, TraitType, Unicode, observe, validate
 
 from . import grammar, settings, verbs
-from .decoding import visible
+from .decoding import shown_ids, visible
 from .errors import EMQError, Refused
 
 
@@ -171,7 +171,8 @@ def _plain(value: Any, p: Any, cycle: bool) -> None:
 
 
 def _html(frame: Any) -> str | None:
-    markup = frame._repr_html_()
+    # (pandas clips a long cell in HTML, not a long index value: another node's id)
+    markup = shown_ids(frame)._repr_html_()
     return None if markup is None else visible(markup)
 
 

@@ -22,25 +22,21 @@ local n, spent = 0, 0
 -- a row is read for its dedup key only while the queue holds any
 local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
 local function wipe(setkey)
-  local ids = redis.call('ZRANGE', setkey, 0, budget - n - 1)
-  local k = 0
-  while k < #ids and spent < bytes do
-    k = k + 1
-    local id = ids[k]
-    spent = spent + id_cost(id)
-    if not foreign_id(id) then
-      local jk = base .. 'job:' .. id
-      if has_dedup then
-        local key = redis.pcall('HGET', jk, 'dedup')
-        if type(key) == 'string' then release_dedup(base, key, id) end
-      end
-      spent = spent + payload_bytes(jk)
-      redis.call('UNLINK', jk, jk .. ':logs')
+  -- a chunk of members at a time: an id is counted only once read (each_member)
+  local k, _, _, used = each_member(setkey, 0, budget - n, bytes - spent, function(id)
+    if foreign_id(id) then return foreign_cost(id) end
+    local jk = base .. 'job:' .. id
+    if has_dedup then
+      local key = redis.pcall('HGET', jk, 'dedup')
+      if type(key) == 'string' then release_dedup(base, key, id) end
     end
-  end
+    local cost = id_cost(id) + payload_bytes(jk)
+    redis.call('UNLINK', jk, jk .. ':logs')
+    return cost
+  end)
   -- the ranks just examined: no unpack limit on a large budget
   if k > 0 then redis.call('ZREMRANGEBYRANK', setkey, 0, k - 1) end
-  n = n + k
+  n, spent = n + k, spent + used
   return n >= budget or spent >= bytes
 end
 local function finish(more)

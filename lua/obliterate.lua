@@ -27,7 +27,7 @@ local bytes = whole_of(ARGV[3]) or MAX_WHOLE
 local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
 -- the bytes charged: the id's and the payload's
 local function destroy(id, in_flight)
-  if foreign_id(id) then return id_cost(id) end
+  if foreign_id(id) then return foreign_cost(id) end
   local jk = base .. 'job:' .. id
   if in_flight or has_dedup then
     local row = redis.pcall('HMGET', jk, 'group', 'dedup')
@@ -45,12 +45,11 @@ end
 -- either budget is spent
 local spent, used = 0, 0
 local function sweep(sk, in_flight)
-  local ids = redis.call('ZRANGE', sk, 0, budget - 1)
-  local k = 0
-  while k < #ids and used < bytes do
-    k = k + 1
-    used = used + destroy(ids[k], in_flight)
-  end
+  -- a chunk of members at a time: an id is counted only once read (each_member)
+  local k, _, _, freed = each_member(sk, 0, budget, bytes - used, function(id)
+    return destroy(id, in_flight)
+  end)
+  used = used + freed
   if k > 0 then
     redis.call('ZREMRANGEBYRANK', sk, 0, k - 1)
     budget = budget - k

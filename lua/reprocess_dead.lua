@@ -16,9 +16,10 @@
 -- member examined costs one of the budget, whatever becomes of it, and the next step
 -- starts after it: a run walks each member once. Bounded: at most ARGV[1] members
 -- (one HMGET each, and a moved job's HDEL, HSET and event; the set moves of a step
--- are one ZREM per 500 and one ZADD per 500 jobs), about ARGV[2] bytes read; a step
--- of ARGV[6] jobs, fewer than ARGV[1], reads ARGV[6] + 1 members of dead at first and
--- more only past members it leaves (includes/walk.lua).
+-- are one ZREM per 500 and one ZADD per 500 jobs), about ARGV[2] bytes read; dead is
+-- read a chunk at a time (one member, then twice as many up to 8, within the bytes
+-- left at the longest id yet: includes/reads.lua), so a step of one job on a clean
+-- head reads one member.
 -- @reprocess_dead_check answers the same and writes nothing.
 --@include common
 --@include lanes
@@ -34,7 +35,7 @@ local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', functi
   if foreign_id(id) then
     foreign[#foreign + 1] = reported_id(id)
     skipped_bad_row(base, 'reprocess', reported_id(id), {err = 'foreign id'})
-    return id_cost(id)
+    return foreign_cost(id)
   end
   local refused, g, _, bytes, jk = read_member(base, id, seen)
   if refused == nil then
@@ -54,7 +55,7 @@ local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', functi
     skipped_bad_row(base, 'reprocess', id, refused)
   end
   return id_cost(id) + bytes
-end, function() return moved >= most end, most)
+end, function() return moved >= most end)
 -- the step's set moves: out of dead (by rank when every member examined leaves, the
 -- usual case), the flat ones into pending at 0 (slices of 500 members keep unpack well
 -- inside Lua's stack)

@@ -16,7 +16,7 @@ local seen = {}
 local head = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
   if foreign_id(id) then
     foreign[#foreign + 1] = reported_id(id)
-    return id_cost(id)
+    return foreign_cost(id)
   end
   local refused, _, _, bytes = read_member(base, id, seen)
   if refused == nil then
@@ -28,5 +28,5 @@ local head = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
     bad = bad + 1
   end
   return id_cost(id) + bytes
-end, function() return moved >= most end, most)
+end, function() return moved >= most end)
 return {head[1], head[2], head[3], moved, ghosts, bad, foreign, ids}

@@ -1,28 +1,12 @@
-"""The rules for ids another node wrote hold in one place on each side of the wire:
-the scripts' (`lua/includes/reads.lua`) and the toolkit's (`keyspace`) agree, and a
-bulk verb sends a call about the ids its script will examine (`decoding.batch`)."""
+"""A bulk verb sends a call about the ids its script will examine (`decoding.batch`,
+counting each id `defaults.ID_WORK` times its bytes on the wire, as the scripts do)."""
 
 from __future__ import annotations
 
-import re
-
 from dead_letters import written_dead
 
-from emq_notebook import admin, decoding, keyspace, scripts
+from emq_notebook import admin, decoding
 from emq_notebook.defaults import BYTE_BUDGET
-
-READS = (scripts.lua_dir() / "includes" / "reads.lua").read_text()
-
-
-def lua_constant(name: str) -> int:
-    found = re.search(rf"^local {name} = (\d+)$", READS, re.M)
-    assert found, f"{name} is not a constant of reads.lua"
-    return int(found.group(1))
-
-
-def test_the_longest_id_and_an_ids_work_are_the_same_on_both_sides():
-    assert lua_constant("MAX_ID") == keyspace.MAX_SERVER_ID
-    assert lua_constant("ID_WORK") == keyspace.ID_WORK
 
 
 def test_a_call_is_sent_about_the_bytes_its_script_examines(conn):

@@ -24,7 +24,7 @@ from typing import Any
 import ipydatagrid as dg
 import pandas as pd
 
-from ..decoding import printable
+from ..decoding import printable, shown_id
 from .values import local_times
 
 try:
@@ -52,7 +52,7 @@ def shown(frame: pd.DataFrame) -> pd.DataFrame:
             out[col] = s.map({True: "yes", False: ""})
         elif not pd.api.types.is_numeric_dtype(s):
             out[col] = s.map(_cell)
-    out.index = [printable(str(i)) for i in out.index]
+    out.index = [printable(str(shown_id(i))) for i in out.index]
     out.index.name = frame.index.name or "id"
     return out
 

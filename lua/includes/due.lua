@@ -8,15 +8,15 @@
 -- a ghost leaves the set; a bad row (or its lane's meta) or a foreign id stays where
 -- it is, announced once as a `bad_row` event of `verb`. Answers {moved, score, member, more}.
 local function due_moves(set, base, verb, argv, move)
-  local moved, seen = 0, {}
+  local moved, seen, ghosts = 0, {}, {}
   local head = walk(set, argv, string.format('%.0f', now_ms()), function(id)
     if foreign_id(id) then
       skipped_bad_row(base, verb, reported_id(id), {err = 'foreign id'})
-      return id_cost(id)
+      return foreign_cost(id)
     end
     local refused, g, priority, bytes, jk = read_member(base, id, seen)
     if refused == -1 then
-      redis.call('ZREM', set, id)
+      ghosts[#ghosts + 1] = id
     elseif refused then
       skipped_bad_row(base, verb, id, refused)
     else
@@ -25,5 +25,7 @@ local function due_moves(set, base, verb, argv, move)
     end
     return id_cost(id) + bytes
   end)
+  -- the ghosts leave after the walk, which reads on by rank
+  for s = 1, #ghosts, 500 do redis.call('ZREM', set, unpack(ghosts, s, math.min(s + 499, #ghosts))) end
   return {moved, head[1], head[2], head[3]}
 end

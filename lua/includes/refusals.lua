@@ -38,7 +38,7 @@ end
 -- 'not_dead', 'bad_row' (then the refusal naming the field) or 'reprocessed' (then
 -- the group, false when flat); and the bytes read. `seen` as read_member's. Reads only.
 local function reprocess_word(base, id, dead, seen)
-  if foreign_id(id) then return 'foreign_id', nil, id_cost(id) end
+  if foreign_id(id) then return 'foreign_id', nil, foreign_cost(id) end
   local refused, g, _, bytes = read_member(base, id, seen)
   bytes = bytes + id_cost(id)
   if refused == -1 then return 'gone', nil, bytes end
@@ -51,7 +51,7 @@ end
 -- 'removed'), the work it costs and the bytes it frees, as remove_one counts them.
 -- Reads only.
 local function remove_word(base, id)
-  if foreign_id(id) then return 'foreign_id', 1, id_cost(id) end
+  if foreign_id(id) then return 'foreign_id', 1, foreign_cost(id) end
   local refused = remove_refusal(base, id)
   if refused == -1 then return 'gone', 1 + redis.call('SCARD', base .. 'groups'), id_cost(id) end
   if refused == 0 then return 'locked', 1, id_cost(id) end

@@ -1,0 +1,346 @@
+"""Do no harm, ids another node wrote long: a move can count a member's id only after
+it has read it, so what a call reads of a set must follow what its byte budget may
+still spend, not its budget of members. Both backends, each call under the harness's
+watchdog (tests/harm.py); what a call reads is counted from the set reads its script
+sends (MONITOR on Valkey, a spy on the embedded server), never timed."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import fakeredis
+import pytest
+import redis
+from dead_letters import written_dead
+from harm import bounded, replies
+
+from emq_notebook import admin, jobs
+from emq_notebook.keyspace import MAX_SERVER_ID
+
+Q = "longid"
+P = f"emq:{{{Q}}}:"
+# a whole set read, as a count of members (a ZRANGE to -1, a ZRANGEBYSCORE with no LIMIT)
+WHOLE = 10**9
+# the set reads by rank or score a script may send; SORT_RO reads rows by a set's ranks
+JOB_SETS = ("pending", "active", "schedule", "dead")
+SET_READS = {"zrange", "zrangebyscore", "zrevrange", "zrevrangebyscore", "sort_ro", "sort"}
+
+
+def asked(words: list[str]) -> int:
+    """The members one read of a queue's job set asks for: its LIMIT count, else its
+    rank range (0 for a read of another key: the latency history's index)."""
+    if not words[1].endswith(JOB_SETS):
+        return 0
+    up = [w.upper() for w in words]
+    if "LIMIT" in up:
+        return int(words[up.index("LIMIT") + 2])
+    if up[0] in ("ZRANGE", "ZREVRANGE") and not {"BYSCORE", "BYLEX"} & set(up):
+        first, last = int(words[2]), int(words[3])
+        return WHOLE if last < 0 else max(0, last - first + 1)
+    return WHOLE
+
+
+def set_reads(conn, srv, call: Callable[[], Any]) -> tuple[Any, list[int]]:
+    """What `call()` answers, and the members each set read its scripts sent asked for."""
+    if srv is None:
+        return _spied(call)
+    return _monitored(srv, call)
+
+
+def _spied(call: Callable[[], Any]) -> tuple[Any, list[int]]:
+    seen: list[int] = []
+    mixin = fakeredis.commands_mixins.scripting_mixin.ScriptingCommandsMixin
+    real = mixin._lua_redis_call
+
+    def spy(self, runtime, expected, op, *args):
+        words = [x.decode() if isinstance(x, bytes) else str(x) for x in (op, *args[:12])]
+        if words[0].lower() in SET_READS:
+            seen.append(asked(words))
+        return real(self, runtime, expected, op, *args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mixin, "_lua_redis_call", spy)
+        return call(), seen
+
+
+END = "idattack-monitor-end"
+
+
+def _monitored(srv, call: Callable[[], Any]) -> tuple[Any, list[int]]:
+    seen: list[int] = []
+    client = redis.Redis(host="127.0.0.1", port=srv.port, decode_responses=True)
+    ready = threading.Event()
+
+    def watch() -> None:
+        with client.monitor() as m:
+            ready.set()
+            for event in m.listen():
+                words = event["command"].split(" ")[:12]
+                if words[0] == "ECHO" and END in event["command"]:
+                    return
+                if event.get("client_type") == "lua" and words[0].lower() in SET_READS:
+                    seen.append(asked(words))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    ready.wait(5)
+    try:
+        return call(), seen
+    finally:
+        client.echo(END)
+        watcher.join(10)
+
+
+class Events:
+    """The events published on the queue's channel between `with` and its end."""
+
+    def __enter__(self) -> Events:
+        self.seen: list[dict] = []
+        self.ps = self.conn.client.pubsub()
+        self.ps.subscribe(P + "events")
+        while self.ps.get_message(timeout=1) is None:
+            pass
+        return self
+
+    def __init__(self, conn) -> None:
+        self.conn = conn
+
+    def __exit__(self, *exc: Any) -> None:
+        marker = f"the end {time.time_ns()}"
+        self.conn.client.publish(P + "events", marker)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            m = self.ps.get_message(timeout=0.1)
+            if m and m["type"] == "message":
+                if m["data"] == marker:
+                    break
+                self.seen.append(json.loads(m["data"]))
+        self.ps.close()
+
+
+def long_ids(n: int, size: int = MAX_SERVER_ID + 4_000) -> list[str]:
+    """`n` ids another node wrote, each `size` bytes (over MAX_SERVER_ID: foreign)."""
+    return [f"{i:04d}" + "L" * (size - 4) for i in range(n)]
+
+
+def written(conn, key: str, ids: list[str], first: int = 1) -> None:
+    """Rows in set `key` as another node writes them, scored first, first + 1, ..."""
+    pipe = conn.client.pipeline(transaction=False)
+    for i, job_id in enumerate(ids):
+        pipe.hset(P + "job:" + job_id, mapping={"payload": "{}", "attempts": "0", "state": key})
+        pipe.zadd(P + key, {job_id: first + i})
+    pipe.execute()
+
+
+GOOD = [f"ok_{i}" for i in range(5)]
+LONG = 12
+
+
+def lap(step: Callable[[], int]) -> int:
+    """`step()` called until the jobs behind the long ids moved (one lap: a lap
+    announces each id it leaves once); the sum of what it answers."""
+    moved = 0
+    for _ in range(LONG + len(GOOD) + 1):
+        moved += step()
+        if moved >= len(GOOD):
+            break
+    return moved
+
+
+# verb: (the set it walks, the run, what stays in the set)
+MOVES: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "reprocess_dead": ("dead", lambda conn: admin.reprocess_dead(conn, Q)),
+    "reprocess_dead dry run": ("dead", lambda conn: admin.reprocess_dead(conn, Q, dry_run=True)),
+    "reprocess_dead limit 3": ("dead", lambda conn: admin.reprocess_dead(conn, Q, limit=3)),
+    "promote": ("schedule", lambda conn: lap(lambda: jobs.promote(conn, Q))),
+    "expire": ("active", lambda conn: lap(lambda: jobs.expire_leases(conn, Q))),
+    "drain": ("pending", lambda conn: admin.drain(conn, Q)),
+    "obliterate": ("dead", lambda conn: admin.obliterate_all(conn, Q, force=True)),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(MOVES))
+def test_a_move_past_long_ids_reads_a_set_a_chunk_at_a_time(harm, verb):
+    """Twelve ids of 69 KB at the head of the set, then five jobs: an id costs a move
+    16 times its bytes, so a call examines one of them, and the set read it sends must
+    ask for no more than that: a call that read its budget of members first (501) copied
+    35 MB out of the set to examine 70 KB (34 ms on Valkey for 300 such ids). Every
+    long id is reported once, never moved, and the jobs behind them move."""
+    conn, srv = harm
+    key, run = MOVES[verb]
+    foreign = long_ids(LONG)
+    written(conn, key, foreign)
+    written(conn, key, GOOD, first=100)
+    if verb == "obliterate":
+        conn.client.hset(P + "meta", "paused", "1")
+    with Events(conn) as events:
+        done, reads = set_reads(conn, srv, lambda: bounded(lambda: run(conn), srv, what=verb))
+    # a call examines one long id, or the five jobs: it reads a chunk at a time (1, 2,
+    # 4...), never a budget's worth of members
+    assert reads and max(reads) <= len(GOOD), reads
+    left = conn.client.zrange(P + key, 0, -1)
+    if verb in ("drain", "obliterate"):
+        assert left == []
+        assert all(conn.client.exists(P + "job:" + i) for i in foreign) == (verb == "drain")
+        return
+    moving = verb != "reprocess_dead dry run"
+    moved = 3 if verb.endswith("limit 3") else len(GOOD)
+    assert done == moved
+    assert left == foreign + (GOOD[moved:] if moving else GOOD)
+    clipped = [i[:200] + f"... ({len(i)} bytes)" for i in foreign]
+    if verb.startswith("reprocess_dead"):
+        assert done.foreign == clipped
+    if moving:
+        assert sorted(e["job"] for e in events.seen if e["event"] == "bad_row") == clipped
+
+
+def test_an_id_of_max_server_id_bytes_of_multibyte_characters_moves_and_one_byte_more_stays(harm):
+    """The byte length decides, on both sides: 21,845 three-byte characters and one
+    byte are 65,536 bytes (moved); one more byte is foreign (left, reported clipped to
+    its first 200 bytes, a character cut in half shown as its bytes)."""
+    conn, srv = harm
+    edge = "€" * 21_845 + "a"
+    over = "€" * 21_845 + "ab"
+    assert len(edge.encode()) == MAX_SERVER_ID and len(over.encode()) == MAX_SERVER_ID + 1
+    written_dead(conn, Q, [edge, over])
+    moved = bounded(lambda: admin.reprocess_dead(conn, Q), srv, what="reprocess_dead")
+    assert moved == 1
+    assert conn.client.zrange(P + "pending", 0, -1) == [edge]
+    assert conn.client.zrange(P + "dead", 0, -1) == [over]
+    head = over.encode()[:200].decode("utf-8", "surrogateescape")
+    assert moved.foreign == [head + f"... ({MAX_SERVER_ID + 1} bytes)"]
+    assert admin.remove_jobs(conn, Q, [over, edge]) == {over: "foreign_id", edge: "removed"}
+
+
+@pytest.mark.parametrize("verb", ["reprocess_dead", "drain"])
+def test_a_chunk_after_short_ids_asks_for_at_most_eight_members(harm, verb):
+    """A move learns an id's length only by reading it: 60 short members, then long ids.
+    The chunks grow 1, 2, 4, 8 and stay there, so the chunk that meets the long ids
+    copies at most 7 of them past the one that ends the step (at 64 a chunk, 63 ids of
+    1 MB held Valkey 123 ms; at 8, 7 of them 13 ms)."""
+    conn, srv = harm
+    key, run = MOVES[verb]
+    short = [f"s_{i:03d}" for i in range(60)]
+    pipe = conn.client.pipeline(transaction=False)
+    for i, job_id in enumerate(short):  # rows no transition reads (left) or drains
+        pipe.hset(P + "job:" + job_id, mapping={"payload": "{}", "attempts": "three"})
+        pipe.zadd(P + key, {job_id: i})
+    pipe.execute()
+    written(conn, key, long_ids(LONG), first=100)
+    _, reads = set_reads(conn, srv, lambda: bounded(lambda: run(conn), srv, what=verb))
+    assert reads and max(reads) <= 8, reads
+    assert conn.client.zcard(P + key) == (0 if verb == "drain" else len(short) + LONG)
+
+
+def test_a_frame_shows_an_id_another_node_made_long_clipped(conn, ip, capsys):
+    """A snapshot keeps each id as read (a 70 KB one too: written back, it is the same
+    member), but the `emq` shell, a notebook's HTML and a grid show it as its first 200
+    characters and its length, as a move reports it: no 70 KB line, no 70 KB cell, no
+    70 KB row header in a grid."""
+    from emq_notebook import cli, frames
+    from emq_notebook.widgets import grid
+
+    long = long_ids(1)[0]
+    written(conn, "dead", [long, "ok_1"])
+    frame = frames.snapshot(conn, Q, "dead")
+    assert list(frame.index) == [long, "ok_1"]
+    clipped = long[:200] + f"... ({len(long)} bytes)"
+    cli.show(frame)
+    printed = capsys.readouterr().out
+    assert clipped in printed and "ok_1" in printed
+    assert max(map(len, printed.splitlines())) < 1_000
+    as_html = ip.display_formatter.formatters["text/html"]
+    enabled, as_html.enabled = as_html.enabled, True  # as in a notebook's kernel
+    try:
+        html = as_html(frame)
+    finally:
+        as_html.enabled = enabled
+    assert clipped in html and long not in html
+    assert list(grid.shown(frame).index) == [clipped, "ok_1"]
+    assert list(frame.index) == [long, "ok_1"]
+
+
+@pytest.mark.parametrize("verb", ["remove_jobs", "reprocess_jobs"])
+@pytest.mark.parametrize("char", ["a", "\N{GRINNING FACE}"])
+def test_a_verb_by_id_sends_a_call_about_the_ids_it_can_take(harm, verb, char):
+    """A script counts an id 16 times its bytes, so a call takes about one id of 64 KB:
+    ids sent past what it takes go again with the next call. Counted by characters,
+    once, a call was sent 16 ASCII ids of 64 KB (64 of four-byte characters: 4 MB a
+    call, 10 ms of the server's time to parse) to take one. Each call is sent about
+    what it takes, and every id is answered."""
+    conn, srv = harm
+    per = MAX_SERVER_ID // len(char.encode())
+    ids = [f"{i:04d}" + char * (per - 4 // len(char.encode()) - 1) for i in range(6)]
+    ids = [i + "a" * (MAX_SERVER_ID - len(i.encode())) for i in ids]
+    assert {len(i.encode()) for i in ids} == {MAX_SERVER_ID}
+    written_dead(conn, Q, ids)
+    sent: list[tuple[int, int]] = []
+    real = conn.run
+
+    def run(name, keys, args=(), **kw):
+        reply = real(name, keys, args, **kw)
+        if name == verb:
+            sent.append((len(args) - 2, len(reply)))
+        return reply
+
+    conn.run = run
+    words = bounded(lambda: getattr(admin, verb)(conn, Q, ids), srv, what=verb)
+    assert set(words.values()) == {"removed" if verb == "remove_jobs" else "reprocessed"}
+    # each call is answered for what it was sent, within one id
+    assert all(n - answered <= 1 for n, answered in sent), sent
+    assert sum(n for n, _ in sent) <= len(ids) + len(sent)
+
+
+def test_the_id_rules_are_the_same_numbers_in_python_and_lua():
+    """What a script counts for an id and the longest id it addresses are written twice
+    (the caller sizes its calls and refuses ids by them): they must not drift."""
+    import re
+
+    from emq_notebook import defaults, scripts
+
+    reads = (scripts.lua_dir() / "includes" / "reads.lua").read_text()
+    assert re.search(r"^local ID_WORK = (\d+)$", reads, re.M).group(1) == str(defaults.ID_WORK)
+    assert re.search(r"^local MAX_ID = (\d+)$", reads, re.M).group(1) == str(MAX_SERVER_ID)
+
+
+def test_a_bad_row_event_names_its_long_id_whole_once_and_clipped_in_its_error(harm):
+    """A bad row whose id (another node's) is 60 KB of bytes that are not UTF-8: its
+    event carries the id whole in `job` (a person may remove that job by it) and clipped
+    in `error`, the refusal's text, so the event's repair to UTF-8 text runs over the
+    id once, not twice."""
+    conn, srv = harm
+    raw = b"\xff" * 60_000
+    job_id = raw.decode("utf-8", "surrogateescape")
+    conn.client.hset(P.encode() + b"job:" + raw, mapping={"payload": "{}", "attempts": "three"})
+    conn.client.zadd(P.encode() + b"dead", {raw: 1})
+    with Events(conn) as events:
+        moved = bounded(lambda: admin.reprocess_dead(conn, Q), srv, what="reprocess_dead")
+    assert (moved, moved.bad_rows) == (0, 1)
+    (event,) = [e for e in events.seen if e["event"] == "bad_row"]
+    assert event["job"] == "\\xff" * 60_000
+    assert event["error"] == "EMQSTATE bad row attempts in " + "\\xff" * 200 + "... (60000 bytes)"
+    assert conn.client.zrange(P + "dead", 0, -1) == [job_id]
+
+
+@pytest.mark.parametrize("verb", ["reprocess_dead", "promote", "drain"])
+def test_foreign_ids_at_the_head_hold_the_jobs_behind_them_a_few_calls(harm, verb):
+    """A foreign id names no key and is reported clipped: a move only reads it, so it
+    costs its bytes once. Counted as an id addressed (16 times), each call passed one
+    id of 69 KB: 30 of them held the jobs behind them 30 calls (a worker's promote: 30
+    of its loops; 10,000 such ids, 10,000 loops). A call now passes about 15."""
+    conn, srv = harm
+    key = {"reprocess_dead": "dead", "promote": "schedule", "drain": "pending"}[verb]
+    written(conn, key, long_ids(30))
+    written(conn, key, GOOD, first=100)
+    calls = replies(conn, verb)
+    if verb == "promote":
+        bounded(lambda: lap(lambda: jobs.promote(conn, Q)), srv, what=verb)
+    else:
+        bounded(lambda: getattr(admin, verb)(conn, Q), srv, what=verb)
+    assert len(calls) <= 3, len(calls)
+    left = conn.client.zcard(P + key)
+    assert left == (0 if verb == "drain" else 30)
