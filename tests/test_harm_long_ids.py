@@ -18,7 +18,7 @@ import redis
 from dead_letters import written_dead
 from harm import bounded, replies
 
-from emq_notebook import admin, jobs
+from emq_notebook import admin, jobs, triage
 from emq_notebook.keyspace import MAX_SERVER_ID
 
 Q = "longid"
@@ -234,6 +234,25 @@ def test_a_chunk_after_short_ids_asks_for_at_most_eight_members(harm, verb):
     _, reads = set_reads(conn, srv, lambda: bounded(lambda: run(conn), srv, what=verb))
     assert reads and max(reads) <= 8, reads
     assert conn.client.zcard(P + key) == (0 if verb == "drain" else len(short) + LONG)
+
+
+# a read of every dead row: the scan of a find, and of the error signatures
+SCANS: dict[str, Callable[[Any], Any]] = {
+    "find": lambda conn: triage.find(conn, Q, min_attempts=1),
+    "errors": lambda conn: triage.errors(conn, Q),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(SCANS))
+def test_a_scan_after_short_rows_asks_for_at_most_eight_members(harm, verb):
+    """A find or an errors scan reads rows a chunk at a time, and the chunk that meets
+    long ids after short rows builds a key of each for every field it reads: at 64 a
+    chunk, 64 ids of 1 MB after 63 short rows held Valkey 111 ms in one find step."""
+    conn, srv = harm
+    written_dead(conn, Q, [f"s_{i:03d}" for i in range(60)])
+    written(conn, "dead", long_ids(LONG), first=10**6)
+    _, reads = set_reads(conn, srv, lambda: bounded(lambda: SCANS[verb](conn), srv, what=verb))
+    assert reads and max(reads) <= 8, reads
 
 
 def test_a_frame_shows_an_id_another_node_made_long_clipped(conn, ip, capsys):
