@@ -1,6 +1,6 @@
 """Pandas frames of a queue's jobs, counts and throughput.
 
-Reads only. Rows are fetched a batch of 500 jobs per `@read_rows` call, only
+Reads only. Rows are fetched a batch of `BATCH` jobs per `@read_rows` call, only
 the shown fields, never one round trip per job, so a 100,000-job queue is a
 snapshot of seconds (bench/snapshot.py).
 """
@@ -86,7 +86,7 @@ def _members(
 ) -> _Members:
     """The chosen states in order, then the lanes' backlogs (counted as pending):
     the first `offset` of that order skipped, then at most `limit` in all. A set is
-    read `MEMBERS_A_CALL` members a call (see `_ranks`)."""
+    read a page at a time (`_ranks`)."""
     groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
     sets: list[tuple[str, str, str | None]] = [(queue_key(q, state), state, None) for state in states]
     sets += [(key, "pending", g) for g, key in lane_sets(q, groups)]
@@ -121,7 +121,7 @@ def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[l
     shows its new state."""
     ids: list[str] = []
     scores: list[float] = []
-    at, last, most = start, set[str](), min(MEMBERS_A_CALL, FIRST_MEMBERS)
+    at, last, most = start, set[str](), FIRST_MEMBERS
     while count is None or len(ids) < count:
         want = most if count is None else min(most, count - len(ids))
         page, page_scores = _with_scores(conn.command("ZRANGE", key, at, at + want - 1, "WITHSCORES"))

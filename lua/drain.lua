@@ -8,7 +8,7 @@
 -- Active jobs and the repeat registry are never touched; lane backlogs are
 -- pending work too and are drained; held dedup keys are released.
 -- A drain reads no numeric field of a row, so a bad row drains like any other; a
--- ghost or a foreign id (naming another job's :logs or :lock) leaves the set, and
+-- ghost or a foreign id (reads.lua `foreign_id`) leaves the set, and
 -- no key is built from a foreign id. Bounded: at most ARGV[1] members (an HSTRLEN,
 -- an HGET of the dedup key while the queue holds any, one UNLINK of row and logs)
 -- and about ARGV[2] bytes, plus one ZRANGE per lane.

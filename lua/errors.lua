@@ -13,7 +13,7 @@
 -- emq_notebook.triage.signature makes them before it collapses whitespace, strips and
 -- cuts (a test holds the two together). So a step sends about one group per signature.
 -- A row with no last_error counts under '' (its sample error nil); a member with no row,
--- an id naming another job's :logs or :lock and a key that is no hash are examined
+-- a foreign id (reads.lua `foreign_id`) and a key that is no hash are examined
 -- (each costs budget) and not counted.
 --@include reads
 --@include cursor

@@ -1,7 +1,7 @@
 -- @read_rows -- the fields a frame shows, for a batch of jobs; reads only.
 --@readonly
 -- One call per batch (bounded by the caller's batch size and by ROW_BYTES bytes read)
--- instead of one command per job, so a 100,000-job snapshot is a hundred calls.
+-- instead of one command per job, so a 100,000-job snapshot is two hundred calls.
 -- KEYS[1] = the queue base root
 -- ARGV[1] = n, the number of fields; ARGV[2 .. n+1] = the fields; then the job ids
 -- returns one list of n values per id, in the order asked (nil where absent), for
@@ -9,7 +9,7 @@
 -- rest again. A payload over ROW_BYTES bytes is not read here (a script holds the
 -- server about a millisecond a megabyte it reads): its value is nil and its row's list
 -- holds one value more, the payload's place among the fields, for the caller to read
--- with a plain HGET. An id naming another job's :logs or :lock, and a key that is no
+-- with a plain HGET. A foreign id (reads.lua `foreign_id`), and a key that is no
 -- hash, read as a row with no field.
 --@include reads
 local base, n = KEYS[1], tonumber(ARGV[1])

@@ -4,7 +4,7 @@
 --   every set are written; a ghost 1 more for each lane it is looked for in);
 --   ARGV[2] = bytes at most (an id's, and the payload its delete frees); ARGV[3...] = ids
 -- returns one word per id examined, in order: 'removed', 'gone', 'locked' (left
--- untouched) or 'foreign_id' (an id naming another job's :logs or :lock: never
+-- untouched) or 'foreign_id' (reads.lua `foreign_id`: never
 -- addressed). The step ends once either budget is spent, after one id at least: the
 -- caller sends the ids past the last word again. Rows and logs go by UNLINK.
 -- @remove_jobs_check answers the same words and writes nothing.
@@ -14,7 +14,7 @@
 local base = KEYS[1]
 local words = {[1] = 'removed', [-1] = 'gone', [0] = 'locked'}
 return each_id(ARGV, function(id)
-  if foreign_id(id) then return 'foreign_id', 1, #id end
+  if foreign_id(id) then return 'foreign_id', 1, foreign_cost(id) end
   local r, work, bytes = remove_one(base, id, '')
   return words[r], work, bytes
 end)

@@ -11,7 +11,7 @@
 -- last member examined and more = 1 while members within the death time follow it;
 -- the jobs moved; the ghosts (members with no row) dropped from dead; the bad rows
 -- (a field no transition can read, or their lane's meta) left in dead with a
--- `bad_row` event; the list of foreign ids (naming another job's :logs or :lock)
+-- `bad_row` event; the list of foreign ids (reads.lua `foreign_id`, each `reported_id`)
 -- left in dead with a `bad_row` event; the ids moved (when asked, else {}). Every
 -- member examined costs one of the budget, whatever becomes of it, and the next step
 -- starts after it: a run walks each member once. Bounded: at most ARGV[1] members

@@ -75,9 +75,9 @@ end
 -- an id another node wrote that names another job's subkey (`x:logs`, `x:lock`): its
 -- row key would be job x's logs list or lock, so no script addresses it as a job; a
 -- bulk verb leaves it where it is and reports it (emq_notebook.keyspace.check_server_id
--- holds the same rule). Any other id read from a set is addressed as it is.
--- An id longer than MAX_ID bytes is foreign too: a script hashes and copies an id at each
--- key and member it names, so ONE id of 1 MB held Valkey 23 ms in a call (4 MB: 95 ms).
+-- holds the same rule). An id longer than MAX_ID bytes is foreign too: a script
+-- hashes and copies an id at each key and member it names, so ONE id of 1 MB held
+-- Valkey 23 ms in a call (4 MB: 95 ms). Any other id is addressed as it is.
 local MAX_ID = 65536
 local function foreign_id(id)
   if #id > MAX_ID then return true end
