@@ -121,7 +121,7 @@ def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[l
     shows its new state."""
     ids: list[str] = []
     scores: list[float] = []
-    at, last, most = start, set[str](), FIRST_MEMBERS
+    at, last, most = start, set[str](), min(MEMBERS_A_CALL, FIRST_MEMBERS)
     while count is None or len(ids) < count:
         want = most if count is None else min(most, count - len(ids))
         page, page_scores = _with_scores(conn.command("ZRANGE", key, at, at + want - 1, "WITHSCORES"))

@@ -40,10 +40,14 @@ end
 
 -- an id as a reply, a refusal or an event reports it: a long one's first 200 bytes
 -- and its length, so a report never copies a megabyte id again (nor escapes 64 KB of
--- bytes that are not UTF-8 for an event: 6 ms)
+-- bytes that are not UTF-8 for an event: 6 ms). The head ends before a character's
+-- continuation bytes (0x80-0xBF, three at most), so a UTF-8 id reads as whole
+-- characters; an id of other bytes is cut at 200.
 local function reported_id(id)
   if #id <= 256 then return id end
-  return string.sub(id, 1, 200) .. '... (' .. #id .. ' bytes)'
+  local cut, byte = 200, string.byte
+  while cut > 197 and byte(id, cut + 1) >= 128 and byte(id, cut + 1) < 192 do cut = cut - 1 end
+  return string.sub(id, 1, cut) .. '... (' .. #id .. ' bytes)'
 end
 
 -- the refusal for a row (or a lane's meta) no transition can read: nothing written
