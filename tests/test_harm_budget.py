@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from dead_letters import dead_letter, written_dead
+from dead_letters import dead_letter, long_ids, written_dead, written_rows
 from harm import bounded, commands_sent, replies
 from helpers import consistency_problems, dump, keys_of, server_for, server_url
 
@@ -596,25 +596,13 @@ LONG = 20_000  # an id's characters
 LONG_A_CALL = math.ceil(BYTE_BUDGET / (16 * LONG))
 
 
-def long_rows(conn, n: int, state: str) -> list[str]:
-    """`n` rows in `state` whose ids (another node's) are LONG characters long."""
-    ids = [f"{i:04d}" + "i" * (LONG - 4) for i in range(n)]
-    pipe = conn.client.pipeline(transaction=False)
-    for i, job_id in enumerate(ids):
-        row = {"payload": "{}", "attempts": "1", "max_attempts": "1", "state": state}
-        pipe.hset(P + "job:" + job_id, mapping={**row, "last_error": "boom"} if state == "dead" else row)
-        pipe.zadd(P + state, {job_id: i + 1})
-    pipe.execute()
-    return ids
-
-
 @pytest.mark.parametrize("verb", ["reprocess_dead", "remove_jobs", "drain"])
 def test_a_move_of_long_ids_takes_a_few_a_call_as_their_work_costs(harm, verb):
     """A move hashes and copies an id at each key and member it names: 40 ids of 20 KB
     are 800 KB, under one call's byte budget counted once, and one call of them held
     Valkey 41 ms. Counted at their work, a call takes a few."""
     conn, srv = harm
-    ids = long_rows(conn, 40, "pending" if verb == "drain" else "dead")
+    ids = written_rows(conn, Q, "pending" if verb == "drain" else "dead", long_ids(40, LONG, "i"))
     calls = replies(conn, verb)
     run = {
         "reprocess_dead": lambda: admin.reprocess_dead(conn, Q),

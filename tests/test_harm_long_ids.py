@@ -15,7 +15,7 @@ from typing import Any
 import fakeredis
 import pytest
 import redis
-from dead_letters import written_dead
+from dead_letters import long_ids, written_dead, written_rows
 from harm import bounded, replies
 
 from emq_notebook import admin, jobs, triage
@@ -122,18 +122,15 @@ class Events:
         self.ps.close()
 
 
-def long_ids(n: int, size: int = MAX_SERVER_ID + 4_000) -> list[str]:
-    """`n` ids another node wrote, each `size` bytes (over MAX_SERVER_ID: foreign)."""
-    return [f"{i:04d}" + "L" * (size - 4) for i in range(n)]
+def foreign_ids(n: int) -> list[str]:
+    """`n` ids another node wrote, each over MAX_SERVER_ID bytes: foreign."""
+    return long_ids(n, MAX_SERVER_ID + 4_000)
 
 
 def written(conn, key: str, ids: list[str], first: int = 1) -> None:
-    """Rows in set `key` as another node writes them, scored first, first + 1, ..."""
-    pipe = conn.client.pipeline(transaction=False)
-    for i, job_id in enumerate(ids):
-        pipe.hset(P + "job:" + job_id, mapping={"payload": "{}", "attempts": "0", "state": key})
-        pipe.zadd(P + key, {job_id: first + i})
-    pipe.execute()
+    """Rows in set `key` as another node writes them, not tried yet (a dead one too)."""
+    not_tried = {"attempts": "0", "failures": None, "max_attempts": None, "last_error": None}
+    written_rows(conn, Q, key, ids, first=first, **not_tried)
 
 
 GOOD = [f"ok_{i}" for i in range(5)]
@@ -172,7 +169,7 @@ def test_a_move_past_long_ids_reads_a_set_a_chunk_at_a_time(harm, verb):
     long id is reported once, never moved, and the jobs behind them move."""
     conn, srv = harm
     key, run = MOVES[verb]
-    foreign = long_ids(LONG)
+    foreign = foreign_ids(LONG)
     written(conn, key, foreign)
     written(conn, key, GOOD, first=100)
     if verb == "obliterate":
@@ -230,7 +227,7 @@ def test_a_chunk_after_short_ids_asks_for_at_most_eight_members(harm, verb):
         pipe.hset(P + "job:" + job_id, mapping={"payload": "{}", "attempts": "three"})
         pipe.zadd(P + key, {job_id: i})
     pipe.execute()
-    written(conn, key, long_ids(LONG), first=100)
+    written(conn, key, foreign_ids(LONG), first=100)
     _, reads = set_reads(conn, srv, lambda: bounded(lambda: run(conn), srv, what=verb))
     assert reads and max(reads) <= 8, reads
     assert conn.client.zcard(P + key) == (0 if verb == "drain" else len(short) + LONG)
@@ -250,7 +247,7 @@ def test_a_scan_after_short_rows_asks_for_at_most_eight_members(harm, verb):
     chunk, 64 ids of 1 MB after 63 short rows held Valkey 111 ms in one find step."""
     conn, srv = harm
     written_dead(conn, Q, [f"s_{i:03d}" for i in range(60)])
-    written(conn, "dead", long_ids(LONG), first=10**6)
+    written(conn, "dead", foreign_ids(LONG), first=10**6)
     _, reads = set_reads(conn, srv, lambda: bounded(lambda: SCANS[verb](conn), srv, what=verb))
     assert reads and max(reads) <= 8, reads
 
@@ -263,7 +260,7 @@ def test_a_frame_shows_an_id_another_node_made_long_clipped(conn, ip, capsys):
     from emq_notebook import cli, frames
     from emq_notebook.widgets import grid
 
-    long = long_ids(1)[0]
+    long = foreign_ids(1)[0]
     written(conn, "dead", [long, "ok_1"])
     frame = frames.snapshot(conn, Q, "dead")
     assert list(frame.index) == [long, "ok_1"]
@@ -353,7 +350,7 @@ def test_foreign_ids_at_the_head_hold_the_jobs_behind_them_a_few_calls(harm, ver
     of its loops; 10,000 such ids, 10,000 loops). A call now passes about 15."""
     conn, srv = harm
     key = {"reprocess_dead": "dead", "promote": "schedule", "drain": "pending"}[verb]
-    written(conn, key, long_ids(30))
+    written(conn, key, foreign_ids(30))
     written(conn, key, GOOD, first=100)
     calls = replies(conn, verb)
     if verb == "promote":

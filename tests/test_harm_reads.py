@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from dead_letters import long_ids, written_rows
 from harm import bounded, replies, sent
 
 from emq_notebook import admin, frames, jobs, runbook, triage
@@ -25,11 +26,7 @@ BIG = 3 * 2**20  # over a call's byte budget: a script never reads it
 
 def dead_row(conn, job_id: str, error: str | None = "boom", body: str = "{}", score: int = 1) -> None:
     """A dead row as @fail leaves it, written straight (ids outside the gate too)."""
-    fields = {"payload": body, "attempts": "1", "failures": "1", "max_attempts": "1", "state": "dead"}
-    if error is not None:
-        fields["last_error"] = error
-    conn.client.hset(P + "job:" + job_id, mapping=fields)
-    conn.client.zadd(P + "dead", {job_id: score})
+    written_rows(conn, Q, "dead", [job_id], first=score, last_error=error, payload=body)
 
 
 # -- a job's logs ------------------------------------------------------------------------
@@ -160,21 +157,15 @@ def test_a_snapshot_across_batches_and_byte_budgets_equals_the_rows_in_order(har
     assert [None if pd.isna(v) else v for v in page.payload] == shown("payload")[496:1004]
 
 
-def long_ids(conn, n: int, size: int) -> list[str]:
+def long_dead(conn, n: int, size: int) -> list[str]:
     """`n` dead rows whose ids (another node's) are `size` characters long, in order."""
-    ids = [f"{i:04d}" + "i" * (size - 4) for i in range(n)]
-    pipe = conn.client.pipeline(transaction=False)
-    for i, job_id in enumerate(ids):
-        pipe.hset(P + "job:" + job_id, mapping={"payload": "{}", "attempts": "1", "state": "dead"})
-        pipe.hset(P + "job:" + job_id, "last_error", f"upstream timed out after {i} ms")
-        pipe.zadd(P + "dead", {job_id: i})
-    pipe.execute()
-    return ids
+    error = "upstream timed out after {} ms".format
+    return written_rows(conn, Q, "dead", long_ids(n, size, "i"), first=0, last_error=error)
 
 
 def test_a_snapshot_of_long_ids_sends_and_reads_about_a_byte_budget_of_them_a_call(harm):
     conn, srv = harm
-    ids = long_ids(conn, 300, 20_000)  # 6 MB of ids: 300 of one read_rows batch would be all of it
+    ids = long_dead(conn, 300, 20_000)  # 6 MB of ids: 300 of one read_rows batch would be all of it
     sent_ids: list[int] = []
     real = conn.run
 
@@ -197,7 +188,7 @@ def test_a_snapshot_of_long_ids_sends_and_reads_about_a_byte_budget_of_them_a_ca
 @pytest.mark.parametrize("verb", ["find", "errors"])
 def test_find_and_errors_count_each_ids_bytes_in_a_steps_budget(harm, verb):
     conn, srv = harm
-    ids = long_ids(conn, 150, 20_000)
+    ids = long_dead(conn, 150, 20_000)
     steps = replies(conn, verb)
     if verb == "find":
         got = bounded(lambda: triage.find(conn, Q, error="upstream*", limit=None), srv, what=verb)
