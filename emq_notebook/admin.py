@@ -91,8 +91,11 @@ def drain(
     about `defaults.BYTE_BUDGET` bytes of payloads freed), so a large backlog never
     blocks the server in one script; rows and logs go by UNLINK, so a long `:logs`
     list costs no more than a short one. Active jobs and the repeat registry
-    survive; drained jobs' dedup keys are released. A member whose id names another
-    job's `:logs` or `:lock` leaves the set and no key is built from it. Refuses
+    survive; drained jobs' dedup keys are released. A member with a foreign id
+    (`keyspace.check_server_id`: it names another job's `:logs` or `:lock`, or is over
+    65,536 bytes) leaves the set and no key is built from it: an over-long id's row and
+    logs stay, as no verb addresses them (a key of 4 MB held Valkey 19 ms to delete),
+    until `obliterate`'s sweep, which matches keys by pattern, takes them. Refuses
     only a budget above `defaults.MAX_BUDGET` (`BadInput`, before any I/O).
     `progress(calls, drained_so_far)` is called after each call.
     """
