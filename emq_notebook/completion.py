@@ -70,12 +70,9 @@ class Completer:
     def job_ids(self, verb: str, q: str) -> list[str]:
         def fetch() -> list[str]:
             conn = self.session.conn
-            pipe = conn.pipeline()
-            sets = ID_SETS.get(verb, STATES)
-            for state in sets:
-                pipe.zrange(queue_key(q, state), 0, MAX_IDS - 1)
             seen: dict[str, None] = {}
-            for members in pipe.execute():
+            for state in ID_SETS.get(verb, STATES):
+                members, _ = frames.members_page(conn, queue_key(q, state), 0, MAX_IDS)
                 seen.update(dict.fromkeys(members))
             return list(seen)[:MAX_IDS]
 

@@ -28,9 +28,10 @@ from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_sets, metrics
 # hands back, about 10 us a row of FIELDS on the server (bench/harm.py: 1,000 rows of
 # dead with their errors took a median 11 ms and a p99 19.5 a call), so 500
 BATCH = 500
-# members one ZRANGE reads: about 3 ms of the server's time at most; the first page of
-# a set FIRST_MEMBERS, each next one about BYTE_BUDGET bytes of members as long as the
-# page before's (ids another node wrote may be long: 10,000 of 100 KB is a 1 GB reply)
+# members one page asks for (`members_page`: 10,000 ids of a million-job queue, about
+# 3 to 6 ms of the server's time); the first page of a set FIRST_MEMBERS, each next one
+# about BYTE_BUDGET bytes of members as long as the page before's. The script answers
+# fewer once their bytes reach BYTE_BUDGET, whatever lengths follow
 MEMBERS_A_CALL = 10_000
 FIRST_MEMBERS = 100
 # text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
@@ -72,12 +73,13 @@ class _Members:
         self.lanes += [lane] * len(ids)
 
 
-def _with_scores(reply: list) -> tuple[list[str], list[float]]:
-    """A raw ZRANGE ... WITHSCORES reply as (members, scores): RESP3 pairs or a RESP2
-    flat list. Read raw, because redis-py's own conversion costs a Python call per
-    member (seconds on a million)."""
-    if reply and isinstance(reply[0], (list, tuple)):
-        return [m for m, _ in reply], [float(s) for _, s in reply]
+def members_page(conn: Connection, key: str, start: int, most: int) -> tuple[list[str], list[float]]:
+    """At most `most` members of a queue's sorted set `key` from rank `start`, and their
+    scores, in one `@read_members` call: fewer once their bytes reach `BYTE_BUDGET` (one
+    at least), so a page that meets ids another node made long copies about a byte
+    budget of them (a ZRANGE of 300 ids of 1 MB held Valkey 176 ms). Reads only."""
+    root = key[: key.index("}:") + 2]
+    reply = conn.run("read_members", [root], [key[len(root) :], start, most, BYTE_BUDGET], verb="jobs")
     return list(reply[0::2]), [float(s) for s in reply[1::2]]
 
 
@@ -113,8 +115,9 @@ def _members(
 def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[list[str], list[float]]:
     """`count` members of sorted set `key` from rank `start` (None: to its end) and their
     scores, read `MEMBERS_A_CALL` at a time at most (`FIRST_MEMBERS` first, then about
-    `BYTE_BUDGET` bytes of members a page), each call its own round trip: one ZRANGE of
-    a whole big set would hold the server (400,000 members: over 100 ms). Each page
+    `BYTE_BUDGET` bytes of members a page: `members_page`), each call its own round
+    trip: one ZRANGE of a whole big set would hold the server (400,000 members: over 100
+    ms). Each page
     starts after the last member of the one before, wherever it is then (its ZRANK), so
     members coming and going ahead of the place shift nothing; a member that moves
     while the pages are read may be missed, as one that moves before its row is read
@@ -124,12 +127,13 @@ def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[l
     at, last, most = start, set[str](), min(MEMBERS_A_CALL, FIRST_MEMBERS)
     while count is None or len(ids) < count:
         want = most if count is None else min(most, count - len(ids))
-        page, page_scores = _with_scores(conn.command("ZRANGE", key, at, at + want - 1, "WITHSCORES"))
+        page, page_scores = members_page(conn, key, at, want)
         for m, sc in zip(page, page_scores, strict=True):
             if m not in last:
                 ids.append(m)
                 scores.append(sc)
-        if len(page) < want:
+        # fewer than asked: the set ended, or their bytes reached the budget
+        if not page or (len(page) < want and sum(map(len, page)) < BYTE_BUDGET):
             break
         rank = conn.command("ZRANK", key, page[-1])
         at, last = (at + len(page) if rank is None else int(rank) + 1), set(page)

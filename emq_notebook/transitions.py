@@ -124,6 +124,7 @@ TABLE: dict[str, Transition] = {
         Transition("add_log", FOUND),
         Transition("get_logs", FOUND),
         Transition("read_rows"),
+        Transition("read_members"),
         Transition("lane_set"),
         Transition("reprocess_dead"),
         Transition("reprocess_dead_check"),

@@ -18,7 +18,7 @@ import redis
 from dead_letters import long_ids, written_dead, written_rows
 from harm import bounded, replies
 
-from emq_notebook import admin, jobs, triage
+from emq_notebook import admin, frames, jobs, triage
 from emq_notebook.keyspace import MAX_SERVER_ID
 
 Q = "longid"
@@ -250,6 +250,36 @@ def test_a_scan_after_short_rows_asks_for_at_most_eight_members(harm, verb):
     written(conn, "dead", foreign_ids(LONG), first=10**6)
     _, reads = set_reads(conn, srv, lambda: bounded(lambda: SCANS[verb](conn), srv, what=verb))
     assert reads and max(reads) <= 8, reads
+
+
+# the readers of a page of ids: a snapshot's pages, a completion's 300 ids
+PAGES: dict[str, Callable[[Any], Any]] = {
+    "snapshot": lambda conn: list(frames.snapshot(conn, Q, states="dead").index),
+    "completion": lambda conn: frames.members_page(conn, P + "dead", 0, 300)[0],
+}
+
+
+@pytest.mark.parametrize("reader", sorted(PAGES))
+def test_a_page_of_ids_after_short_ones_asks_for_at_most_eight_long_ones_a_read(harm, reader):
+    """A page is read by `@read_members`, a chunk at a time within a byte budget: one
+    ZRANGE of 300 ids (100 short, then ids of 69 KB) copied them all at once (with ids
+    of 1 MB, 176 ms)."""
+    conn, srv = harm
+    short = [f"s_{i:03d}" for i in range(100)]
+    written(conn, "dead", short)
+    written(conn, "dead", foreign_ids(LONG), first=10**6)
+    client_side: list[tuple] = []
+    real = conn.command
+
+    def command(*parts):
+        if str(parts[0]).upper().startswith(("ZRANGE", "ZREVRANGE")):
+            client_side.append(parts[:4])
+        return real(*parts)
+
+    conn.command = command
+    got, reads = set_reads(conn, srv, lambda: bounded(lambda: PAGES[reader](conn), srv, what=reader))
+    assert got[:100] == short and len(got) == 100 + LONG
+    assert client_side == [] and reads and max(reads) <= 8, (client_side, reads)
 
 
 def test_a_frame_shows_an_id_another_node_made_long_clipped(conn, ip, capsys):
