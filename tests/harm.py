@@ -15,7 +15,9 @@ Cost is counted, not timed: `commands_sent` diffs `INFO commandstats` around a c
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -145,3 +147,35 @@ def replies(conn, name: str) -> list[Any]:
 
     conn.run = run
     return seen
+
+
+class Events:
+    """The events published on queue `q`'s channel between `with` and its end."""
+
+    def __init__(self, conn, q: str):
+        self.conn, self.channel, self.seen = conn, f"emq:{{{q}}}:events", []
+
+    def __enter__(self) -> Events:
+        self.ps = self.conn.client.pubsub()
+        self.ps.subscribe(self.channel)
+        deadline = time.time() + 5
+        while self.ps.get_message(timeout=0.1) is None and time.time() < deadline:
+            pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        marker = f"the end {time.time_ns()}"
+        self.conn.client.publish(self.channel, marker)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            m = self.ps.get_message(timeout=0.1)
+            if m and m["type"] == "message":
+                if m["data"] == marker:
+                    break
+                self.seen.append(json.loads(m["data"]))
+        else:
+            raise AssertionError("the marker never came back")
+        self.ps.close()
+
+    def bad_rows(self) -> Counter:
+        return Counter(e["job"] for e in self.seen if e["event"] == "bad_row")

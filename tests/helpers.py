@@ -95,3 +95,14 @@ def consistency_problems(conn, q: str) -> list[str]:
             problems.append(f"lane {g} counts {int(counted or 0)} in flight, holds {in_flight.get(g, 0)}")
     problems += [f"dedup {k} held by {v}, which has no row" for k, v in dedup.items() if v not in rows]
     return problems
+
+
+def notebook_html(ip, value) -> str:
+    """`value` as a notebook's kernel renders it to HTML (its HTML formatter on, as
+    there; a terminal IPython keeps it off)."""
+    as_html = ip.display_formatter.formatters["text/html"]
+    enabled, as_html.enabled = as_html.enabled, True
+    try:
+        return as_html(value)
+    finally:
+        as_html.enabled = enabled

@@ -7,7 +7,7 @@ server is involved (the `conn` fixture: embedded fakeredis and a real Valkey).""
 from __future__ import annotations
 
 import pytest
-from helpers import dump
+from helpers import dump, notebook_html
 
 from emq_notebook import jobs, magics
 from emq_notebook.errors import UsageProblem
@@ -126,12 +126,7 @@ def test_a_frame_with_undecodable_text_shows_escapes_in_ipython(ip, conn):
     for value in (found[["last_error"]], triage.errors(conn, Q)[["count"]], found["last_error"]):
         shown = ip.display_formatter.formatters["text/plain"](value)
         assert "\\xff\\xfe" in shown and "\udcff" not in shown
-    as_html = ip.display_formatter.formatters["text/html"]
-    enabled, as_html.enabled = as_html.enabled, True  # as in a notebook's kernel
-    try:
-        html = as_html(found)
-    finally:
-        as_html.enabled = enabled
+    html = notebook_html(ip, found)
     assert "\\xff\\xfe" in html and "\udcff" not in html
 
 

@@ -7,7 +7,6 @@ Both backends; the calls that could hold a server run under the harness's watchd
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import Counter
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 from dead_letters import dead_letter, long_ids, written_dead, written_rows
-from harm import bounded, commands_sent, replies
+from harm import Events, bounded, commands_sent, replies
 from helpers import consistency_problems, dump, keys_of, server_for, server_url
 
 import emq_notebook as emq
@@ -74,38 +73,6 @@ def examined(step: list) -> int:
     return int(step[3]) + int(step[4]) + int(step[5]) + len(step[6])
 
 
-class Events:
-    """The events published on the queue's channel between `with` and its end."""
-
-    def __init__(self, conn):
-        self.conn, self.seen = conn, []
-
-    def __enter__(self) -> Events:
-        self.ps = self.conn.client.pubsub()
-        self.ps.subscribe(P + "events")
-        deadline = time.time() + 5
-        while self.ps.get_message(timeout=0.1) is None and time.time() < deadline:
-            pass
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        marker = f"the end {time.time_ns()}"
-        self.conn.client.publish(P + "events", marker)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            m = self.ps.get_message(timeout=0.1)
-            if m and m["type"] == "message":
-                if m["data"] == marker:
-                    break
-                self.seen.append(json.loads(m["data"]))
-        else:
-            raise AssertionError("the marker never came back")
-        self.ps.close()
-
-    def bad_rows(self) -> Counter:
-        return Counter(e["job"] for e in self.seen if e["event"] == "bad_row")
-
-
 # -- 1. bounded by the work, and each member walked once --------------------------------
 
 
@@ -115,7 +82,7 @@ def test_each_reprocess_dead_call_examines_at_most_its_budget_past_30000_bad_row
     good = [f"j_{i:02d}" for i in range(20)]
     kill(conn, good)
     seen = steps(conn)
-    with Events(conn) as events:
+    with Events(conn, Q) as events:
         moved = bounded(lambda: admin.reprocess_dead(conn, Q, budget=500), srv, what="reprocess_dead")
     assert (moved, moved.bad_rows, moved.ghosts, moved.foreign) == (20, 15_000, 15_000, [])
     assert all(examined(s) <= 500 for s in seen)
@@ -136,7 +103,7 @@ def test_a_paced_or_trial_run_keeps_its_place_past_bad_rows(harm, how):
     kill(conn, good)
     seen = steps(conn)
     control = {"rate": {"rate": 500}, "trial": {"trial": 4, "watch_s": 0.05}}[how]
-    with Events(conn) as events:
+    with Events(conn, Q) as events:
         moved = bounded(lambda: admin.reprocess_dead(conn, Q, budget=400, **control), srv, what=how)
     assert moved == 12 and (moved.bad_rows, moved.ghosts) == (1_500, 1_500)
     assert all(examined(s) <= 400 for s in seen)
@@ -159,13 +126,13 @@ def test_housekeeping_laps_past_bad_rows_and_announces_each_once_a_lap(harm, ver
             pass
     time.sleep(0.01)
     call = getattr(jobs, verb)
-    with Events(conn) as events:
+    with Events(conn, Q) as events:
         moved = [bounded(lambda: call(conn, Q, budget=500), srv, what=verb) for _ in range(3)]
     # 1,205 due members: three calls of at most 500, the good ones last
     assert moved == [0, 0, 5]
     assert events.bad_rows() == Counter(bad)
     assert conn.client.zcard(P + key) == 600  # the bad rows stay; the ghosts left
-    with Events(conn) as again:
+    with Events(conn, Q) as again:
         assert call(conn, Q, budget=500) == 0  # a new lap from the head
     assert set(again.bad_rows().values()) == {1} and len(again.bad_rows()) == 500
 
@@ -203,7 +170,7 @@ def test_a_limited_reprocess_dead_moves_its_limit_past_a_head_of_leftovers_in_fe
     would = bounded(lambda: admin.reprocess_dead(conn, Q, dry_run=True, **control), srv, what="the dry run")
     assert dump(conn) == before
     seen = steps(conn)
-    with Events(conn) as events:
+    with Events(conn, Q) as events:
         moved = bounded(lambda: admin.reprocess_dead(conn, Q, **control), srv, what=how)
     assert moved == would == limit
     assert (moved.bad_rows, moved.ghosts, sorted(moved.foreign)) == (600, 600, foreign)
@@ -478,7 +445,7 @@ EDGE_IDS = [":logs", "x:logs", "x:lock", "logs", "lock", ":lo", "x:logsy", "xlog
 
 def test_reprocess_dead_announces_every_job_in_json_whatever_its_id(conn):
     written_dead(conn, Q, ODD_IDS)
-    with Events(conn) as events:
+    with Events(conn, Q) as events:
         moved = admin.reprocess_dead(conn, Q)
     assert moved == len(ODD_IDS)
     assert [e for e in events.seen if e["event"] == "reprocessed"] == [
@@ -623,7 +590,7 @@ def test_an_id_over_max_server_id_bytes_is_foreign_left_where_it_is_and_reported
     conn, srv = harm
     edge, long = "e" * MAX_SERVER_ID, "x" * (MAX_SERVER_ID + 1)
     written_dead(conn, Q, [edge, long])
-    with Events(conn) as events:
+    with Events(conn, Q) as events:
         moved = bounded(lambda: admin.reprocess_dead(conn, Q), srv, what="reprocess_dead")
     clipped = "x" * 200 + f"... ({MAX_SERVER_ID + 1} bytes)"
     assert (moved, moved.foreign) == (1, [clipped])

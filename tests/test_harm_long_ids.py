@@ -6,9 +6,7 @@ sends (MONITOR on Valkey, a spy on the embedded server), never timed."""
 
 from __future__ import annotations
 
-import json
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +14,8 @@ import fakeredis
 import pytest
 import redis
 from dead_letters import long_ids, written_dead, written_rows
-from harm import bounded, replies
+from harm import Events, bounded, replies
+from helpers import notebook_html
 
 from emq_notebook import admin, frames, jobs, triage
 from emq_notebook.keyspace import MAX_SERVER_ID
@@ -95,33 +94,6 @@ def _monitored(srv, call: Callable[[], Any]) -> tuple[Any, list[int]]:
         watcher.join(10)
 
 
-class Events:
-    """The events published on the queue's channel between `with` and its end."""
-
-    def __enter__(self) -> Events:
-        self.seen: list[dict] = []
-        self.ps = self.conn.client.pubsub()
-        self.ps.subscribe(P + "events")
-        while self.ps.get_message(timeout=1) is None:
-            pass
-        return self
-
-    def __init__(self, conn) -> None:
-        self.conn = conn
-
-    def __exit__(self, *exc: Any) -> None:
-        marker = f"the end {time.time_ns()}"
-        self.conn.client.publish(P + "events", marker)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            m = self.ps.get_message(timeout=0.1)
-            if m and m["type"] == "message":
-                if m["data"] == marker:
-                    break
-                self.seen.append(json.loads(m["data"]))
-        self.ps.close()
-
-
 def foreign_ids(n: int) -> list[str]:
     """`n` ids another node wrote, each over MAX_SERVER_ID bytes: foreign."""
     return long_ids(n, MAX_SERVER_ID + 4_000)
@@ -174,7 +146,7 @@ def test_a_move_past_long_ids_reads_a_set_a_chunk_at_a_time(harm, verb):
     written(conn, key, GOOD, first=100)
     if verb == "obliterate":
         conn.client.hset(P + "meta", "paused", "1")
-    with Events(conn) as events:
+    with Events(conn, Q) as events:
         done, reads = set_reads(conn, srv, lambda: bounded(lambda: run(conn), srv, what=verb))
     # a call examines one long id, or the five jobs: it reads a chunk at a time (1, 2,
     # 4...), never a budget's worth of members
@@ -299,12 +271,7 @@ def test_a_frame_shows_an_id_another_node_made_long_clipped(conn, ip, capsys):
     printed = capsys.readouterr().out
     assert clipped in printed and "ok_1" in printed
     assert max(map(len, printed.splitlines())) < 1_000
-    as_html = ip.display_formatter.formatters["text/html"]
-    enabled, as_html.enabled = as_html.enabled, True  # as in a notebook's kernel
-    try:
-        html = as_html(frame)
-    finally:
-        as_html.enabled = enabled
+    html = notebook_html(ip, frame)
     assert clipped in html and long not in html
     assert list(grid.shown(frame).index) == [clipped, "ok_1"]
     assert list(frame.index) == [long, "ok_1"]
@@ -363,7 +330,7 @@ def test_a_bad_row_event_names_its_long_id_whole_once_and_clipped_in_its_error(h
     job_id = raw.decode("utf-8", "surrogateescape")
     conn.client.hset(P.encode() + b"job:" + raw, mapping={"payload": "{}", "attempts": "three"})
     conn.client.zadd(P.encode() + b"dead", {raw: 1})
-    with Events(conn) as events:
+    with Events(conn, Q) as events:
         moved = bounded(lambda: admin.reprocess_dead(conn, Q), srv, what="reprocess_dead")
     assert (moved, moved.bad_rows) == (0, 1)
     (event,) = [e for e in events.seen if e["event"] == "bad_row"]
