@@ -359,12 +359,15 @@ def _has_keys(conn: Connection, q: str) -> bool:
 def members(
     conn: Connection, q: str, state: str, max_score: float | None = None, n: int = SAMPLE
 ) -> tuple[int, list[str]]:
-    """(count, first `n` ids) of a state set, up to `max_score` (a time) when given."""
+    """(count, first `n` ids) of a state set, up to `max_score` (a time) when given: the
+    ids read a chunk at a time within a byte budget (`frames.members_page`)."""
     key = queue_key(q, state)
     if max_score is None:
-        return int(conn.command("ZCARD", key)), list(conn.command("ZRANGE", key, 0, n - 1))
-    count = int(conn.command("ZCOUNT", key, "-inf", max_score))
-    return count, list(conn.command("ZRANGEBYSCORE", key, "-inf", max_score, "LIMIT", 0, n))
+        count = int(conn.command("ZCARD", key))
+    else:
+        count = int(conn.command("ZCOUNT", key, "-inf", max_score))
+    # the set is ordered by score: those up to max_score hold its first `count` ranks
+    return count, frames.members_page(conn, key, 0, min(n, count))[0] if count else []
 
 
 def expired_leases(conn: Connection, q: str, now: int | None = None) -> tuple[int, list[str]]:

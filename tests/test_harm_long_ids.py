@@ -17,7 +17,7 @@ from dead_letters import long_ids, written_dead, written_rows
 from harm import Events, bounded, replies
 from helpers import notebook_html
 
-from emq_notebook import admin, frames, jobs, triage
+from emq_notebook import admin, frames, jobs, runbook, triage
 from emq_notebook.keyspace import MAX_SERVER_ID
 
 Q = "longid"
@@ -228,6 +228,8 @@ def test_a_scan_after_short_rows_asks_for_at_most_eight_members(harm, verb):
 PAGES: dict[str, Callable[[Any], Any]] = {
     "snapshot": lambda conn: list(frames.snapshot(conn, Q, states="dead").index),
     "completion": lambda conn: frames.members_page(conn, P + "dead", 0, 300)[0],
+    # a runbook's sample of a state: its first ids
+    "runbook sample": lambda conn: runbook.members(conn, Q, "dead", n=400)[1],
 }
 
 

@@ -10,7 +10,7 @@ import html
 
 import ipywidgets as w
 
-from .. import admin, audit, jobs
+from .. import admin, audit, frames, jobs
 from ..connector import Connection
 from ..decoding import printable
 from ..keyspace import queue_key
@@ -54,8 +54,8 @@ class ClaimGate(Panel):
     def refresh(self) -> None:
         paused = admin.is_paused(self.conn, self.q)
         # the head of each set, as many ids as a line holds; the counts are exact
-        pending = self.conn.command("ZRANGE", queue_key(self.q, "pending"), 0, SHOWN - 1)
-        active = self.conn.command("ZRANGE", queue_key(self.q, "active"), 0, SHOWN - 1)
+        pending = frames.members_page(self.conn, queue_key(self.q, "pending"), 0, SHOWN)[0]
+        active = frames.members_page(self.conn, queue_key(self.q, "active"), 0, SHOWN)[0]
         self.pending_count = self.conn.command("ZCARD", queue_key(self.q, "pending"))
         self.active_count = self.conn.command("ZCARD", queue_key(self.q, "active"))
         self.gate.description = "Paused" if paused else "Running"
