@@ -2,7 +2,7 @@
 --@readonly
 -- A frame's page of ids, a completion's: the set is read here a chunk at a time (one
 -- member, then twice as many up to 8, fewer once long ids are met: includes/reads.lua
--- each_member), so a page that meets ids another node made long copies about ARGV[3]
+-- each_member), so a page that meets ids another node made long copies about ARGV[4]
 -- bytes of them and one chunk more, not its count of them (a ZRANGE of 300 ids of 1 MB
 -- after 100 short ones held Valkey 176 ms).
 -- KEYS[1] = the queue base root
