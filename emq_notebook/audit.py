@@ -375,17 +375,37 @@ def identity(conn: Connection) -> dict[str, str]:
 
 def _who_values(conn: Connection) -> tuple[str, ...]:
     """The values of `identity`, in `AUDIT_WHO`'s order, each `clipped` to `MAX_TEXT`
-    (the reason scrubbed whole first, so no cut leaves part of a secret)."""
-    said = (
-        who(),
-        acl_user(conn) or "",
-        conn.name or "",
-        conn.env or "",
-        current_surface(),
-        notebook(),
-        scrub(reason_of(conn), conn._secrets),
+    (the reason scrubbed whole first, so no cut leaves part of a secret). What each
+    comes from is read on every call; the values are worked out once for each
+    different reading (`_identity_of`: a record is made on every write)."""
+    said = _surface.get()
+    return _identity_of(
+        _environ("JUPYTERHUB_USER"),
+        acl_user(conn),
+        conn.name,
+        conn.env,
+        said.surface if said is not None else str(_process["surface"]),
+        _notebook(),
+        reason_of(conn),
+        conn._secrets,
     )
-    # each is short but for a rare one (a record is made on every write: no call a value)
+
+
+@functools.lru_cache(maxsize=64)
+def _identity_of(
+    hub_user: str,
+    acl: str | None,
+    name: str | None,
+    env: str | None,
+    surface: str,
+    path: str,
+    reason: str,
+    secrets: tuple[str, ...],
+) -> tuple[str, ...]:
+    """`_who_values` of what each value comes from (the JupyterHub user, the ACL user,
+    the connection's name and env, the surface, the notebook, the reason, the secrets
+    the reason is scrubbed of)."""
+    said = (hub_user or _user_at_host(), acl or "", name or "", env or "", surface, path, scrub(reason, secrets))
     if max(map(len, said)) <= MAX_TEXT:
         return said
     return tuple(map(clipped, said))
@@ -542,6 +562,24 @@ class Record(Beside):
     stream id; `.failed` holds the `audit_failed` note when it could not be written.
     """
 
+    # what a call's record holds until it says otherwise (class defaults: a record is
+    # made on every write, and most of these never change in it)
+    result: Any = None
+    said: tuple[int, list[str]] | None = None
+    entry: Any = None
+    failed: str | None = None
+    active = False
+    # as the transition's own call carries the entry (`within`, `Beside`): the stream's
+    # key, named once the gate has passed the queue's name (`_records`)
+    key = ""
+    sent = False
+    failure: str | None = None
+    # the entry went (or did not) with the transition, in its call (`within`)
+    settled = False
+    # the connection's writing transitions sent before the call (`_unsent`)
+    _writes_before = 0
+    _token: contextvars.Token[Record | None] | None = None
+
     def __init__(
         self,
         conn: Connection,
@@ -555,23 +593,7 @@ class Record(Beside):
         counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
     ):
         self.conn, self.verb, self.queue, self.args, self.job = conn, verb, queue, args, job
-        self.dry_run, self.counts = bool(dry_run), counts
-        self.keep = keep
-        self.result: Any = None
-        self.said: tuple[int, list[str]] | None = None
-        self.entry: Any = None
-        self.failed: str | None = None
-        self.active = False
-        # as the transition's own call carries the entry (`within`, `Beside`): the
-        # stream's key, named once the gate has passed the queue's name (`_records`)
-        self.key = ""
-        self.sent = False
-        self.failure: str | None = None
-        # the entry went (or did not) with the transition, in its call (`within`)
-        self.settled = False
-        # the connection's writing transitions sent before the call (`_unsent`)
-        self._writes_before = 0
-        self._token: contextvars.Token[Record | None] | None = None
+        self.dry_run, self.counts, self.keep = dry_run, counts, keep
 
     def touch(self, count: int, ids: Iterable[str] = ()) -> None:
         """Say what the call touched (instead of reading it from `.result`)."""
@@ -688,11 +710,12 @@ class Record(Beside):
         verb, the count when done, ids, args, keep, '1' when a -1 reply is Gone, then the
         identity's values in `AUDIT_WHO`'s order (`_packed`). The twin works out the
         outcome, and the count of a call not done."""
+        who = _packed_who(_who_values(self.conn))
+        if self.job is None and not self.args:  # a queue verb's: the same call after call
+            return _queue_what(self.verb, self.counts, self.kept(), gone) + who
         count, ids = self.counts(None, self.job)
         what = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
-        # a queue verb's fields repeat call after call (kept); a job's are new each call
-        packed = _packed_what if self.job is None else _packed
-        return packed((*what, "1" if gone else "")) + _packed_who(_who_values(self.conn))
+        return _packed((*what, "1" if gone else "")) + who
 
 
 def storable(text: str) -> str:
@@ -715,10 +738,16 @@ def _packed(values: Iterable[str]) -> bytes:
     return b"".join(parts)
 
 
-# the identity packed: the same for every call of a session, so kept; and what a call
-# says of itself, the same for each call of a queue verb (pause, resume)
+# the identity packed: the same for every call of a session, so kept
 _packed_who = functools.lru_cache(maxsize=64)(_packed)
-_packed_what = functools.lru_cache(maxsize=256)(_packed)
+
+
+@functools.lru_cache(maxsize=256)
+def _queue_what(verb: str, counts: Callable[[Any, str | None], tuple[int, list[str]]], keep: int, gone: bool) -> bytes:
+    """What a call of a queue verb with no options says of itself, packed as `Record.tail`
+    packs it: the same for each call (pause, resume), so kept."""
+    count, ids = counts(None, None)
+    return _packed((verb, str(count), ids_field(ids), "{}", str(keep), "1" if gone else ""))
 
 
 def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
@@ -772,10 +801,16 @@ def audited(
         names = frozenset(signature.parameters)
         required = frozenset(p.name for p in signature.parameters.values() if p.default is p.empty)
 
+        every_position = len(by_position)
+        # what is not the record's `args`: the connection, the queue, the one job
+        not_args = frozenset({first, queue, job})
+
         def given(a: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
             """What `signature.bind(*a, **kw).arguments` answers, in one step for a call
             that fits (the usual one); `bind` itself otherwise (its TypeError included)."""
-            if len(a) <= len(by_position) and names.issuperset(kw):
+            if not kw and len(a) == every_position:
+                return dict(zip(by_position, a))
+            if len(a) <= every_position and names.issuperset(kw):
                 bound = dict(zip(by_position, a, strict=False))
                 if not kw.keys() & bound.keys() and required.issubset(bound.keys() | kw.keys()):
                     return {**bound, **kw}
@@ -796,7 +831,7 @@ def audited(
                 or (verb in UNDERNEATH and not in_surface())
             ):
                 return fn(*a, **kw)
-            extra = {k: v for k, v in bound.items() if k not in (first, queue, job)}
+            extra = {k: v for k, v in bound.items() if k not in not_args} if len(bound) > 2 else None
             named = bound.get(job) if job else None
             with recorded(
                 conn,
@@ -804,7 +839,7 @@ def audited(
                 q,
                 args=extra,
                 job=named if isinstance(named, str) else None,
-                dry_run=bool(bound.get("dry_run")),
+                dry_run=bool(extra and extra.get("dry_run")),
                 counts=counts,
             ) as rec:
                 if single:

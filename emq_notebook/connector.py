@@ -387,6 +387,9 @@ class Connection:
             return _NOT_RUN
         except redis.ResponseError as exc:  # the twin itself failed (a server without it)
             raise transitions.error(scrub(str(exc), self._secrets), call) from None
+        if len(reply) == 2:  # the body answered and its entry was written
+            answer, entry.entry = reply
+            return transitions.decode(t.reply, answer, call)
         kind, answer, entry.entry, entry.failure = reply
         if kind == "err":
             said = str(redis.connection.DefaultParser.parse_error(str(answer)))

@@ -49,9 +49,11 @@ local function audit_values(packed)
   return values
 end
 
--- run `body(KEYS, ARGV)` and write its entry; answers {kind, reply, entry, failure}:
--- kind 'ok' (reply: the body's, nil as false) or 'err' (reply: the error's text),
--- entry the stream id (false when not written), failure why not (false when written)
+-- run `body(KEYS, ARGV)` and write its entry; answers {reply, entry} when the body
+-- returned and the entry was written (the usual call: reply the body's, nil as false;
+-- entry the stream id), else {kind, reply, entry, failure}: kind 'ok' (reply: the
+-- body's) or 'err' (reply: the error's text), entry the stream id (false when not
+-- written), failure why not (false when written)
 local function emq_audited(body, KEYS, ARGV)
   local audit = KEYS[#KEYS]
   KEYS[#KEYS] = nil
@@ -69,5 +71,6 @@ local function emq_audited(body, KEYS, ARGV)
   end
   if text then return {'err', text, entry, failure} end
   if reply == nil then reply = false end
+  if entry then return {reply, entry} end
   return {'ok', reply, entry, failure}
 end
