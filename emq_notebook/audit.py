@@ -405,7 +405,15 @@ def _identity_of(
     """`_who_values` of what each value comes from (the JupyterHub user, the ACL user,
     the connection's name and env, the surface, the notebook, the reason, the secrets
     the reason is scrubbed of)."""
-    said = (hub_user or _user_at_host(), acl or "", name or "", env or "", surface, path, scrub(reason, secrets))
+    said = (
+        hub_user or _user_at_host(),
+        acl or "",
+        name or "",
+        env or "",
+        surface,
+        path,
+        scrub(reason, secrets),
+    )
     if max(map(len, said)) <= MAX_TEXT:
         return said
     return tuple(map(clipped, said))
@@ -503,13 +511,16 @@ def options(conn: Connection, args: Mapping[str, Any] | None) -> str:
     every other output: `redact` for a URL, the session's secrets, `***` for an option
     named like a secret or a token), callables and the plumbing left out."""
     if not args:
-        return "{}"
+        return _NO_ARGS
     kept = {
         name: _option(name, value, conn._secrets)
         for name, value in (args or {}).items()
         if name not in _PLUMBING and value is not None and not callable(value)
     }
-    return _args_json(kept) if kept else "{}"
+    return _args_json(kept) if kept else _NO_ARGS
+
+
+_NO_ARGS = "{}"
 
 
 def _unsent(exc: BaseException | None) -> bool:
@@ -743,11 +754,13 @@ _packed_who = functools.lru_cache(maxsize=64)(_packed)
 
 
 @functools.lru_cache(maxsize=256)
-def _queue_what(verb: str, counts: Callable[[Any, str | None], tuple[int, list[str]]], keep: int, gone: bool) -> bytes:
+def _queue_what(
+    verb: str, counts: Callable[[Any, str | None], tuple[int, list[str]]], keep: int, gone: bool
+) -> bytes:
     """What a call of a queue verb with no options says of itself, packed as `Record.tail`
     packs it: the same for each call (pause, resume), so kept."""
     count, ids = counts(None, None)
-    return _packed((verb, str(count), ids_field(ids), "{}", str(keep), "1" if gone else ""))
+    return _packed((verb, str(count), ids_field(ids), _NO_ARGS, str(keep), "1" if gone else ""))
 
 
 def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
@@ -809,7 +822,7 @@ def audited(
             """What `signature.bind(*a, **kw).arguments` answers, in one step for a call
             that fits (the usual one); `bind` itself otherwise (its TypeError included)."""
             if not kw and len(a) == every_position:
-                return dict(zip(by_position, a))
+                return dict(zip(by_position, a, strict=True))
             if len(a) <= every_position and names.issuperset(kw):
                 bound = dict(zip(by_position, a, strict=False))
                 if not kw.keys() & bound.keys() and required.issubset(bound.keys() | kw.keys()):
