@@ -18,6 +18,8 @@ import json
 
 import pytest
 from dead_letters import written_dead
+from hypothesis import given
+from hypothesis import strategies as st
 
 import emq_notebook as emq
 from emq_notebook import admin, audit, jobs
@@ -236,3 +238,32 @@ def test_the_args_column_shows_a_byte_that_is_not_utf8_as_every_column_does(conn
     row = audit.read(conn, Q).iloc[0]
     assert row.reason == "r\\xff"
     assert row.args == {"note": "by\\xffte", "\\xfekey": ["x\\xff"]}
+
+
+# -- the two JSON fields, written without a JSONEncoder a call (audit._text, audit._scalar) --
+
+# every text the fields may hold: surrogates (bytes not UTF-8, read under surrogateescape), controls
+_any_text = st.text(st.characters(codec=None, exclude_categories=()), max_size=300)
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), _any_text
+)
+
+
+@given(st.lists(_any_text, max_size=120))
+def test_the_ids_field_reads_as_the_standard_library_writes_it(ids):
+    first = [audit.clipped(i, audit.MAX_ARG) for i in ids[: audit.FIRST_IDS]]
+    meant = {"first": first, "digest": audit.digest(ids)}
+    assert audit.ids_field(ids) == json.dumps(meant, ensure_ascii=False)
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=20), _scalars, max_size=8))
+def test_the_args_field_reads_as_the_standard_library_writes_it(args):
+    # what the field says of each option (`_option`), written as json.dumps writes it
+    given_ = {k: v for k, v in args.items() if k not in ("conn", "pipeline") and v is not None}
+    kept = {k: audit._option(k, v, ()) for k, v in given_.items()}
+
+    class Conn:
+        _secrets = ()
+
+    said = audit.options(Conn(), args)  # type: ignore[arg-type]
+    assert said == (json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str) if kept else "{}")
