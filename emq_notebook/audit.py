@@ -747,8 +747,10 @@ class Record(Beside):
         if self.job is None and not self.args:  # a queue verb's: the same call after call
             return _queue_what(self.verb, self.counts, self.kept(), gone) + who
         count, ids = self.counts(None, self.job)
-        what = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
-        return _packed((*what, "1" if gone else "")) + who
+        # the ids are new each call; the rest repeat call after call (kept)
+        said = _packed_kept((self.verb, str(count)))
+        how = _packed_kept((options(self.conn, self.args), str(self.kept()), "1" if gone else ""))
+        return said + _packed((ids_field(ids),)) + how + who
 
 
 def storable(text: str) -> str:
@@ -771,8 +773,10 @@ def _packed(values: Iterable[str]) -> bytes:
     return b"".join(parts)
 
 
-# the identity packed: the same for every call of a session, so kept
+# the identity packed: the same for every call of a session, so kept; and the values a
+# call of a verb says of itself but its ids (its name, its count, its args, keep)
 _packed_who = functools.lru_cache(maxsize=64)(_packed)
+_packed_kept = functools.lru_cache(maxsize=256)(_packed)
 
 
 @functools.lru_cache(maxsize=256)
@@ -837,14 +841,22 @@ def audited(
         required = frozenset(p.name for p in signature.parameters.values() if p.default is p.empty)
 
         every_position = len(by_position)
+        # a call giving at least the required parameters by position, no more than there
+        # are, and nothing by name, binds them in order: where every parameter may be given
+        # by position or by name, or only by name with a default (else never: -1)
+        plain_kinds = all(
+            p.kind is p.POSITIONAL_OR_KEYWORD or (p.kind is p.KEYWORD_ONLY and p.default is not p.empty)
+            for p in signature.parameters.values()
+        )
+        least = len(required) if plain_kinds else -1
         # what is not the record's `args`: the connection, the queue, the one job
         not_args = frozenset({first, queue, job})
 
         def given(a: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
             """What `signature.bind(*a, **kw).arguments` answers, in one step for a call
             that fits (the usual one); `bind` itself otherwise (its TypeError included)."""
-            if not kw and len(a) == every_position:
-                return dict(zip(by_position, a, strict=True))
+            if not kw and 0 <= least <= len(a) <= every_position:
+                return dict(zip(by_position, a, strict=False))
             if len(a) <= every_position and names.issuperset(kw):
                 bound = dict(zip(by_position, a, strict=False))
                 if not kw.keys() & bound.keys() and required.issubset(bound.keys() | kw.keys()):
@@ -866,7 +878,9 @@ def audited(
                 or (verb in UNDERNEATH and not in_surface())
             ):
                 return fn(*a, **kw)
-            extra = {k: v for k, v in bound.items() if k not in not_args} if len(bound) > 2 else None
+            # the options given (none when only the connection, the queue and the job are)
+            plain = len(bound) == 2 or (len(bound) == 3 and job in bound)
+            extra = None if plain else {k: v for k, v in bound.items() if k not in not_args}
             named = bound.get(job) if job else None
             with recorded(
                 conn,

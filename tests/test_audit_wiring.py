@@ -9,6 +9,7 @@ fails `test_every_writing_function_is_recorded`.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Callable
@@ -378,3 +379,34 @@ def test_a_new_connection_names_itself_to_the_server(conn, backend, request):
     fresh = emq.connect(url, embedded=None if url else "fake", name="desk")
     assert fresh.client.execute_command("CLIENT", "GETNAME") == audit.client_name(fresh)
     assert audit.client_name(fresh).endswith(":desk")
+
+
+CALLS = [
+    ((Q, "j1"), {}),
+    ((Q, "j1", 7), {}),
+    ((Q, "j1", 7, "n"), {}),
+    ((Q,), {"job_id": "j1"}),
+    ((Q, "j1"), {"hint": "y"}),
+    ((Q, "j1", 7), {"note": "n", "hint": "y"}),
+    ((), {"q": Q, "job_id": "j1", "limit": 9}),
+]
+
+
+@pytest.mark.parametrize(("a", "kw"), CALLS)
+def test_a_records_args_are_the_options_given_however_the_call_gives_them(conn, a, kw):
+    """The recorder's one-step binding of a plain call answers what `inspect.signature(fn)
+    .bind` does: the options given, by position or by name, and not the defaults."""
+
+    def verb(
+        conn: emq.Connection, q: str, job_id: str, limit: int = 5, note: str | None = None, *, hint: str = "x"
+    ):
+        return None
+
+    recorded = audit.audited("probe", job="job_id")(verb)
+    conn.client.delete(audit_key(Q))
+    recorded(conn, *a, **kw)
+    bound = inspect.signature(verb).bind(conn, *a, **kw).arguments
+    meant = {k: v for k, v in bound.items() if k not in ("conn", "q", "job_id")}
+    [(_, fields)] = conn.client.xrange(audit_key(Q))
+    assert json.loads(fields["args"]) == meant
+    assert json.loads(fields["ids"])["first"] == ["j1"]
