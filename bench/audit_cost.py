@@ -32,7 +32,7 @@ from types import ModuleType
 from common import args, connect, fill, ratio_line, server
 
 from emq_notebook import admin, audit, grammar, jobs, scripts, verbs
-from emq_notebook.keyspace import audit_key, base, queue_key
+from emq_notebook.keyspace import audit_key, base, job_key, queue_key
 from emq_notebook.magics import NotebookSession
 
 CHUNK = 50
@@ -210,38 +210,47 @@ def floor(conn, n: int) -> tuple[float, float]:
     return alternate(with_record, without, n)
 
 
-def where(conn, n: int) -> dict[str, float]:
-    """Where a recorded pause's time goes: five ways of pausing, alternated in one loop
-    (chunks of `CHUNK`, the order reversed each round), the median seconds a call of
-    each. Each step adds one part: the twin on the wire (no toolkit code), the toolkit's
-    verb bare, the verb sending its transition as the twin with the entry made once,
-    the verb recorded (the recorder's own Python: the entry's fields, each call)."""
+def where(conn, n: int, verb: str = "pause") -> dict[str, float]:
+    """Where a recorded call's time goes, for `pause` (a queue verb) or `data` (a
+    per-job verb, the costliest record): five ways of making the call, alternated in one
+    loop (chunks of `CHUNK`, the order reversed each round), the median seconds a call
+    of each. Each step adds one part: the twin on the wire (no toolkit code), the
+    toolkit's verb bare, the verb sending its transition as the twin with the entry made
+    once, the verb recorded (the recorder's own Python: the entry's fields, each call)."""
     from emq_notebook.connector import Beside
 
-    meta, root, stream = queue_key("ops", "meta"), base("ops"), audit_key("ops")
-    twin, bare_script = conn.script(scripts.AUDITED + "pause"), conn.script("pause")
-    entry = audit.Record(conn, "pause", "ops").tail(False)
-    verb = admin.pause.__wrapped__
+    stream = audit_key("ops")
+    if verb == "pause":
+        name, keys, argv = "pause", [queue_key("ops", "meta")], [base("ops")]
+        recorded, call, record = admin.pause, (conn, "ops"), audit.Record(conn, "pause", "ops")
+    else:
+        job = conn.client.zrange(queue_key("ops", "pending"), 0, 0)[0]
+        name, keys, argv = "update_data", [job_key("ops", job), base("ops")], [DATA, job]
+        recorded, call = jobs.update_data, (conn, "ops", job, DATA)
+        record = audit.Record(conn, "data", "ops", args={"payload": DATA}, job=job)
+    twin, bare_script = conn.script(scripts.AUDITED + name), conn.script(name)
+    entry = record.tail(name != "pause")
+    bare = recorded.__wrapped__
 
     def as_twin() -> None:
-        Beside(conn, stream, lambda gone: entry).carrying(verb, conn, "ops")
+        Beside(conn, stream, lambda gone: entry).carrying(bare, *call)
 
     ways: dict[str, Callable[[], object]] = {
-        "EVALSHA of the script (redis-py)": lambda: bare_script(keys=[meta], args=[root]),
-        "EVALSHA of the twin (redis-py)": lambda: twin(keys=[meta, stream], args=[root, entry]),
-        "the verb, bare": lambda: verb(conn, "ops"),
+        "EVALSHA of the script (redis-py)": lambda: bare_script(keys=keys, args=argv),
+        "EVALSHA of the twin (redis-py)": lambda: twin(keys=[*keys, stream], args=[*argv, entry]),
+        "the verb, bare": lambda: bare(*call),
         "the verb, its transition as the twin": as_twin,
-        "the verb, recorded": lambda: admin.pause(conn, "ops"),
+        "the verb, recorded": lambda: recorded(*call),
     }
-    took: dict[str, list[float]] = {name: [] for name in ways}
+    took: dict[str, list[float]] = {way: [] for way in ways}
     for i in range(max(1, n // CHUNK)):
-        for name in list(ways) if i % 2 == 0 else list(ways)[::-1]:
-            call = ways[name]
+        for way in list(ways) if i % 2 == 0 else list(ways)[::-1]:
+            run = ways[way]
             t = time.perf_counter()
             for _ in range(CHUNK):
-                call()
-            took[name].append((time.perf_counter() - t) / CHUNK)
-    return {name: median(times) for name, times in took.items()}
+                run()
+            took[way].append((time.perf_counter() - t) / CHUNK)
+    return {way: median(times) for way, times in took.items()}
 
 
 def main() -> None:
@@ -256,11 +265,12 @@ def main() -> None:
         }
         bulk_runs: dict[str, list[tuple[float, float]]] = {s: [] for s in BULK_SURFACES}
         floors: list[tuple[float, float]] = []
-        steps: list[dict[str, float]] = []
+        steps: dict[str, list[dict[str, float]]] = {"pause": [], "data": []}
         for _ in range(a.repeat):
             floors.append(floor(conn, a.jobs))
-            steps.append(where(conn, a.jobs))
             b.fill()
+            for verb, seen in steps.items():
+                seen.append(where(conn, a.jobs, verb))
             for name in SINGLE:
                 for s in surfaces:
                     runs[name, s].append(b.side(name, s))
@@ -294,13 +304,14 @@ def main() -> None:
         f"floor, pause with no toolkit code (EVALSHA of its twin / of the script): "
         f"{w * 1e6:.0f} / {b_ * 1e6:.0f} us, {median(r[0] / r[1] for r in floors):.2f}"
     )
-    print("where a recorded pause's time goes (us a call, the five alternated in one loop, median run):")
-    before = None
-    for name in steps[0]:
-        us = median(step[name] for step in steps) * 1e6
-        added = "" if before is None else f"  ({us - before:+.0f})"
-        print(f"  {name:<40}{us:6.0f}{added}")
-        before = us
+    for verb, seen in steps.items():
+        print(f"where a recorded {verb}'s time goes (us a call, the five alternated in a loop, median run):")
+        before = None
+        for way in seen[0]:
+            us = median(step[way] for step in seen) * 1e6
+            added = "" if before is None else f"  ({us - before:+.0f})"
+            print(f"  {way:<40}{us:6.0f}{added}")
+            before = us
     print(ratio_line("with/without seconds per single verb (worst)", worst, "<= 1.10"))
 
 
