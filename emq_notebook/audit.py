@@ -377,9 +377,11 @@ def _who_values(conn: Connection) -> tuple[str, ...]:
     """The values of `identity`, in `AUDIT_WHO`'s order, each `clipped` to `MAX_TEXT`
     (the reason scrubbed whole first, so no cut leaves part of a secret). What each
     comes from is read on every call; the values are worked out once for each
-    different reading (`_identity_of`: a record is made on every write)."""
+    different reading (`_identity_of`: a record is made on every write), but for a
+    reading holding a long text, which is not kept (a 17 MB reason stays no longer than
+    its call)."""
     said = _surface.get()
-    return _identity_of(
+    reading = (
         _environ("JUPYTERHUB_USER"),
         acl_user(conn),
         conn.name,
@@ -389,6 +391,9 @@ def _who_values(conn: Connection) -> tuple[str, ...]:
         reason_of(conn),
         conn._secrets,
     )
+    if len(reading[5]) > MAX_TEXT or len(reading[6]) > MAX_TEXT:
+        return _identity_of.__wrapped__(*reading)
+    return _identity_of(*reading)
 
 
 @functools.lru_cache(maxsize=64)

@@ -157,11 +157,14 @@ def test_what_an_operator_types_is_cut_at_max_text(conn, way, size, monkeypatch)
     conn.name, conn.env = "c" * 5000, "e" * 5000
     audit.set_notebook(typed)
     verb, call = WAYS[way]
+    audit._identity_of.cache_clear()
     with audit.because(typed):
         call(conn)
     [entry] = raw(conn)
     assert (entry["verb"], entry["outcome"]) == (verb, "done")
     assert (entry["reason"], entry["notebook"]) == (cut, cut)
+    # the typed text outlives its call nowhere (the identity's values are kept for short texts)
+    assert audit._identity_of.cache_info().currsize == 0
     assert (entry["who"], entry["conn"], entry["env"]) == tuple(
         x * audit.MAX_TEXT + "…" for x in ("u", "c", "e")
     )
