@@ -378,30 +378,29 @@ def _who_values(conn: Connection) -> tuple[str, ...]:
     (the reason scrubbed whole first, so no cut leaves part of a secret). What each
     comes from is read on every call; the values are worked out once for each
     different reading (`_identity_of`: a record is made on every write), but for a
-    reading holding a long text, which is not kept (a 17 MB reason stays no longer than
-    its call)."""
+    reading holding a long text, which is not kept (a 17 MB reason or connection name
+    stays no longer than its call)."""
     said = _surface.get()
-    reading = (
+    texts = (
         _environ("JUPYTERHUB_USER"),
-        acl_user(conn),
-        conn.name,
-        conn.env,
+        acl_user(conn) or "",
+        conn.name or "",
+        conn.env or "",
         said.surface if said is not None else str(_process["surface"]),
         _notebook(),
         reason_of(conn),
-        conn._secrets,
     )
-    if len(reading[5]) > MAX_TEXT or len(reading[6]) > MAX_TEXT:
-        return _identity_of.__wrapped__(*reading)
-    return _identity_of(*reading)
+    if max(map(len, texts)) > MAX_TEXT:
+        return _identity_of.__wrapped__(*texts, conn._secrets)
+    return _identity_of(*texts, conn._secrets)
 
 
 @functools.lru_cache(maxsize=64)
 def _identity_of(
     hub_user: str,
-    acl: str | None,
-    name: str | None,
-    env: str | None,
+    acl: str,
+    name: str,
+    env: str,
     surface: str,
     path: str,
     reason: str,
@@ -410,15 +409,7 @@ def _identity_of(
     """`_who_values` of what each value comes from (the JupyterHub user, the ACL user,
     the connection's name and env, the surface, the notebook, the reason, the secrets
     the reason is scrubbed of)."""
-    said = (
-        hub_user or _user_at_host(),
-        acl or "",
-        name or "",
-        env or "",
-        surface,
-        path,
-        scrub(reason, secrets),
-    )
+    said = (hub_user or _user_at_host(), acl, name, env, surface, path, scrub(reason, secrets))
     if max(map(len, said)) <= MAX_TEXT:
         return said
     return tuple(map(clipped, said))

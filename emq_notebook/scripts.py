@@ -127,8 +127,12 @@ def read_only(name: str) -> bool:
     return _READONLY in header(name)
 
 
-# the prefix of a transition's audited twin (`audited`): the same body, its audit entry beside it
-AUDITED = "audited_"
+# the prefix of a transition's audited twin (`audited`): the same body, its audit entry beside
+# it. Its number is the twin's shape (what it takes and answers, `includes/audited.lua`):
+# a client of another shape sharing the server finds no function of its name in the
+# library this one loads ("Function not found": it loads its own and retries), never a
+# function answering in a shape it would misread after the write went
+AUDITED = "audited2_"
 
 
 def _audit_tables() -> str:
@@ -176,7 +180,7 @@ def audited(name: str) -> str:
 
 def _function(name: str) -> str:
     """Script `name` as a library function `emq_<name>`, and a writing script's audited
-    twin `emq_audited_<name>` (the same body run by `emq_audited`). Its includes
+    twin `emq_audited2_<name>` (the same body run by `emq_audited`). Its includes
     (definitions only: functions and constant tables, no KEYS, ARGV or redis.call at
     their top level) run once, when the library loads, in a block of their own; the
     callback runs the script's own text on each call. As EVAL, the same text runs

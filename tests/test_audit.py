@@ -548,3 +548,16 @@ def test_an_entry_the_twin_cannot_carry_is_written_after_the_bare_transition(con
     pause(conn, Q)
     assert conn.client.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
     assert [(e["verb"], e["outcome"]) for e in raw(conn)] == [("pause", "done")]
+
+
+def test_a_client_of_the_older_twin_shape_finds_no_function_to_misread(conn):
+    """The twin's shape is in its function's name (`scripts.AUDITED`): a client of the
+    four-value shape sharing the server calls `emq_audited_pause` and is told the
+    function is not there (it loads its own library and retries), instead of unpacking
+    this library's two-value answer after the pause ran."""
+    conn = conn.with_executor("function")
+    pause(conn, Q)  # loads this library
+    older = "emq_audited_pause"
+    assert f"emq_{scripts.AUDITED}pause" != older
+    with pytest.raises(redis.ResponseError, match="(?i)function not found"):
+        conn.client.fcall(older, 2, f"emq:{{{Q}}}:meta", audit_key(Q), f"emq:{{{Q}}}:", b"")

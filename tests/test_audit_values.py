@@ -173,6 +173,11 @@ def test_what_an_operator_types_is_cut_at_max_text(conn, way, size, monkeypatch)
     row = audit.read(conn, Q).iloc[0]
     assert (row.reason, row.notebook) == (cut, cut)
     assert len(audit.client_name(conn)) <= len("emq_notebook::") + 2 * (audit.MAX_ARG + 1)
+    conn.reason = None
+    audit.set_notebook(None)
+    monkeypatch.delenv("JUPYTERHUB_USER")
+    call(conn)  # a long connection name and env alone: not kept either
+    assert audit._identity_of.cache_info().currsize == 0
 
 
 def test_a_text_at_max_text_is_kept_whole(conn):

@@ -1,5 +1,5 @@
 -- the audit entry written beside a transition, in the same call (SPEC 12): the
--- toolkit's `audited_<name>` runs the transition's own body unchanged, then appends
+-- toolkit's `audited2_<name>` runs the transition's own body unchanged, then appends
 -- `XADD emq:audit:{q} MAXLEN ~ keep * verb .. outcome .. count .. ids .. args ..
 -- who ..` with the outcome the body's reply says: both happen in one atomic call, so
 -- the entry is there exactly when the transition ran, with what came of it.
