@@ -519,6 +519,8 @@ def _option(name: str, value: Any, secrets: tuple[str, ...]) -> Any:
         return clipped(scrub(text, secrets), MAX_ARG)
     if hasattr(value, "__len__"):
         return f"<{len(value):,} items>"
+    if isinstance(value, Iterator):  # ids given as a generator: its text is an address
+        return f"<{type(value).__name__}>"
     return _option(name, str(value), secrets)
 
 

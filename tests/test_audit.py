@@ -561,3 +561,12 @@ def test_a_client_of_the_older_twin_shape_finds_no_function_to_misread(conn):
     assert f"emq_{scripts.AUDITED}pause" != older
     with pytest.raises(redis.ResponseError, match="(?i)function not found"):
         conn.client.fcall(older, 2, f"emq:{{{Q}}}:meta", audit_key(Q), f"emq:{{{Q}}}:", b"")
+
+
+def test_ids_given_as_a_generator_are_recorded_by_their_kind_not_their_address(conn):
+    enqueue(conn, 3)
+    words = admin.remove_jobs(conn, Q, (f"j000{i}" for i in range(2)))
+    assert words == {"j0000": "removed", "j0001": "removed"}
+    [entry] = raw(conn)
+    assert json.loads(entry["args"]) == {"ids": "<generator>"}
+    assert (entry["count"], json.loads(entry["ids"])["first"]) == ("2", ["j0000", "j0001"])
