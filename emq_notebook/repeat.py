@@ -102,10 +102,10 @@ def registered(conn: Connection, q: str, limit: int | None = None) -> list[dict]
 
 
 def next_due(conn: Connection, q: str, name: str) -> int | None:
-    """Repeatable `name`'s next due time (ms); None when it is not registered. One ZSCORE."""
-    check_name(name, "repeatable name")
+    """Repeatable `name`'s next due time (ms); None when it is not registered or its due
+    time is +inf. One ZSCORE; any name, as `registered` read it from another node."""
     at = conn.command("ZSCORE", queue_key(q, "repeat"), name)
-    return None if at is None else int(float(at))
+    return None if at is None or not math.isfinite(float(at)) else int(float(at))
 
 
 def _bytes(names: list[str], defs: list[object]) -> int:
