@@ -19,7 +19,9 @@ from .defaults import BYTE_BUDGET
 from .keyspace import base, check_name, new_id, queue_key
 
 # repeatables one `@read_repeats` call reads at most: each is a name read by chunks, an
-# HSTRLEN and an HGET of its definition on the server
+# HSTRLEN and an HGET of its definition, about 4.5 us on the server (100,000 of them on
+# the shared machine: a call of 1,000 held Valkey 4.4 ms at the median, 9.5 at worst,
+# where the whole registry's ZRANGE held it 56 ms and its HGETALL 30)
 REPEATS_A_CALL = 1000
 # the longest definition a listing reads: a longer one (another node's: `register`
 # writes at most a `MAX_PAYLOAD` payload) is answered by its size, its bytes left on
