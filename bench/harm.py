@@ -11,13 +11,16 @@ texts (timestamps, IPv4 and IPv6 addresses with ports, numbers as 1,234.50, -0x1
 1e-9, UUIDs), 100 KB tracebacks with non-ASCII characters, texts of bytes that are not
 UTF-8, and at their head `--bad-rows` rows no transition can read and as many members
 with no row; members whose ids another node wrote (`ord:17`, `a b`, `x:logs`, whose
-row key is job x's logs list, and 200 ids of 20 KB); jobs with a `--log-lines`-line `:logs` list and a 20 MB
-payload. The verbs: every read (counts, health, status, queues, completion, the
-dashboard's refresh with the queue open, snapshot, find with globs of many stars and
-classes, errors, get_job, get_job_logs), every per-job verb, the dry runs, the filtered
-`%emq reprocess/remove --error` paths, reprocess_dead plain, paced and trial,
-reprocess_jobs, remove_jobs, a Worker's promote, expire and claim, enqueue_many, drain
-and obliterate. A 100,000-character glob is refused before any I/O (0 commands sent).
+row key is job x's logs list, and 200 ids of 20 KB); jobs with a `--log-lines`-line
+`:logs` list and a 20 MB payload; a repeat registry of `--jobs`/10 repeatables and four
+names another node wrote (a 20 MB definition, one not JSON, a JSON list, a name with no
+definition). The verbs: every read (counts, health, status, queues, completion, the
+dashboard's refresh with the queue open, its Repeatables tab, the repeat listing,
+snapshot, find with globs of many stars and classes, errors, get_job, get_job_logs),
+every per-job verb, the dry runs, the filtered `%emq reprocess/remove --error` paths,
+reprocess_dead plain, paced and trial, reprocess_jobs, remove_jobs, a Worker's promote,
+expire and claim, enqueue_many, drain and obliterate. A 100,000-character glob is
+refused before any I/O (0 commands sent).
 
     python bench/harm.py [--jobs 1000000] [--foreign 2000000] [--queues 1000] [--small]
                          [--allocator jemalloc|libc]
@@ -43,7 +46,7 @@ from typing import Any
 import redis
 from common import CpuWait, Pinger, connect, jemalloc, payload, server, server_pid, shared_cpu_flag
 
-from emq_notebook import admin, frames, jobs, scripts, triage
+from emq_notebook import admin, frames, jobs, repeat, scripts, triage
 from emq_notebook.completion import Completer
 from emq_notebook.defaults import MAX_PAYLOAD
 from emq_notebook.errors import BadInput, EMQError
@@ -67,6 +70,8 @@ TRACEBACKS, TRACEBACK_BYTES = 100, 100_000
 NOT_UTF8 = 1_000
 # ids another node wrote: addressed as they are, except `x:logs` (job x's logs list)
 FOREIGN_IDS = ("ord:17", "a b", "huge:logs")
+# a repeatable's definition as @repeat_add writes it
+REPEAT_DEF = '{"every":60000,"payload":"{\\"report\\":1}","group":"","max_attempts":"3"}'
 # ids another node made long: a move hashes and copies an id at each key it names
 LONG_IDS, LONG_ID = 200, 20_000
 
@@ -282,7 +287,27 @@ def build(conn, raw: redis.Redis, a: argparse.Namespace) -> Corpus:
     for start in range(0, a.foreign, 10_000):
         raw.mset({f"other:app:{i}": "v" for i in range(start, min(a.foreign, start + 10_000))})
     print(f"  {a.queues:,} queues, {a.foreign:,} foreign keys: {time.perf_counter() - t:.1f} s", flush=True)
+    t = time.perf_counter()
+    repeats(raw, a.jobs // 10)
+    print(f"  {a.jobs // 10:,} repeatables (and 4 odd): {time.perf_counter() - t:.1f} s", flush=True)
     return Corpus(dead=dead)
+
+
+def repeats(raw: redis.Redis, n: int) -> None:
+    """The repeat registry: `n` repeatables, then what another node wrote there: a 20 MB
+    definition, one not JSON, a JSON list, a due name with no definition. All due in a
+    day, so a Worker's tick leaves them be."""
+    due = time.time() * 1000 + 24 * HOUR
+    pipe = raw.pipeline(transaction=False)
+    for start in range(0, n, PIPE):
+        names = [f"every_{i:07d}" for i in range(start, min(n, start + PIPE))]
+        pipe.zadd(P + "repeat", {name: due + k for k, name in enumerate(names)})
+        pipe.hset(P + "repeat:defs", mapping={name: REPEAT_DEF for name in names})
+        pipe.execute()
+    odd = {"huge_def": "x" * BIG_PAYLOAD, "not_json": "{every: 1", "a_list": "[1, 2]"}
+    pipe.hset(P + "repeat:defs", mapping=odd)
+    pipe.zadd(P + "repeat", {name: due for name in [*odd, "no_def"]})
+    pipe.execute()
 
 
 # -- measuring -----------------------------------------------------------------------
@@ -500,6 +525,7 @@ def run(b: Bench, conn, raw: redis.Redis, corpus: Corpus) -> None:
     m("Dashboard refresh", board.refresh)
     m("Dashboard Dead letters tab", lambda: board.tab("Dead letters"))
     m("Dashboard Jobs tab", lambda: board.tab("Jobs"))
+    m("Dashboard Repeatables tab", lambda: board.tab("Repeatables"))
     board.close()
 
     # reading rows
@@ -528,6 +554,8 @@ def run(b: Bench, conn, raw: redis.Redis, corpus: Corpus) -> None:
     m("errors(dead)", lambda: triage.errors(conn, Q), lambda f: f"{len(f):,} signatures")
     m("errors(state=all)", lambda: triage.errors(conn, Q, state="all"), lambda f: f"{len(f):,} signatures")
     m("%emq errors", magic(session, f"errors {Q}"))
+    m("repeat.registered", lambda: repeat.registered(conn, Q), rows)
+    m("%emq repeats", magic(session, f"repeats {Q}"))
     m(f"%emq find --error '{GLOBS['classes']}'", magic(session, f"find {Q} --error '{GLOBS['classes']}'"))
 
     # one job: the 20 MB row with the long :logs list, and ordinary ones

@@ -125,6 +125,7 @@ TABLE: dict[str, Transition] = {
         Transition("get_logs", FOUND),
         Transition("read_rows"),
         Transition("read_members"),
+        Transition("read_repeats"),
         Transition("lane_set"),
         Transition("reprocess_dead"),
         Transition("reprocess_dead_check"),

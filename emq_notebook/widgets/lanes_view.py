@@ -16,7 +16,9 @@ import pandas as pd
 
 from .. import lanes, repeat
 from ..connector import Connection
+from ..defaults import DEFAULT_LIMIT
 from ..errors import EMQError
+from ..keyspace import queue_key
 from . import grid as grids
 from .base import Panel
 
@@ -115,15 +117,19 @@ def _lanes_frame(found: dict[str, dict]) -> pd.DataFrame:
     return frame
 
 
+# the repeatables a refresh of the panel reads and shows, in due order
+SHOWN = DEFAULT_LIMIT
+
+
 class RepeatablesView(Panel):
     def __init__(self, conn: Connection, q: str, owned: bool = False):
         super().__init__(owned=owned)
         self.conn, self.q, self.title = conn, q, q
-        self.frame = pd.DataFrame()
+        self.frame, self.total = pd.DataFrame(), 0
         self.grid = grids.grid(
             _repeat_frame([]),
             index_px=160,
-            widths={"every": 90, "next due": 150, "group": 80, "payload": 360},
+            widths={"every": 90, "next due": 150, "group": 80, "payload": 360, "problem": 160},
         )
         self.grid.on_cell_click(self._clicked)
         self.name = w.Dropdown(options=[], description="repeatable")
@@ -135,8 +141,11 @@ class RepeatablesView(Panel):
         self.refresh()
 
     def refresh(self) -> None:
+        # a refresh reads the first SHOWN due and counts the rest: an open panel costs
+        # the server the same however big the registry
         try:
-            found = repeat.registered(self.conn, self.q)
+            found = repeat.registered(self.conn, self.q, limit=SHOWN)
+            total = int(self.conn.command("ZCARD", queue_key(self.q, "repeat")))
         except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
@@ -148,14 +157,16 @@ class RepeatablesView(Panel):
         self.name.options = list(frame.index)
         if keep in frame.index:
             self.name.value = keep
+        self.total = total
+        shown = f" (the first {len(frame):,} due shown)" if total > len(frame) else ""
         self.summary.value = (
-            f"<div>{len(frame):,} repeatables of <b>{self.q}</b></div>"
-            if len(frame)
+            f"<div>{total:,} repeatables of <b>{self.q}</b>{shown}</div>"
+            if total
             else f"<div><i>{self.q} has no repeatables</i></div>"
         )
 
     def facts(self) -> list[tuple[str, object]]:
-        return [("queue", self.q), ("repeatables", len(self.frame))]
+        return [("queue", self.q), ("repeatables", self.total)]
 
     def _clicked(self, event: dict) -> None:
         name = grids.clicked_id(event, self.frame)
@@ -185,6 +196,7 @@ def _repeat_frame(found: list[dict]) -> pd.DataFrame:
             "next due": pd.to_datetime([r["next_due_ms"] for r in found], unit="ms", utc=True),
             "group": [r["group"] or "" for r in found],
             "payload": [r["payload"] for r in found],
+            "problem": [r["problem"] or "" for r in found],
         },
         index=pd.Index([r["name"] for r in found], name="repeatable"),
     )

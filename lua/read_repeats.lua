@@ -1,0 +1,37 @@
+-- @read_repeats -- a page of a queue's repeat registry in due order, each definition
+-- with its name; reads only.
+--@readonly
+-- A listing's page: the names are read a chunk at a time within a byte budget
+-- (includes/reads.lua each_member), and each definition's length before its bytes
+-- (HSTRLEN), so a registry of 100,000 repeatables, or a definition another node made
+-- 20 MB long, costs a call about ARGV[3] bytes and ARGV[2] names, not the whole
+-- registry (of 100,000 repeatables, one ZRANGE held Valkey 56 ms, one HGETALL 30).
+-- KEYS[1] = the queue base root
+-- ARGV[1] = the first rank (0-based, in due order); ARGV[2] = repeatables at most;
+--   ARGV[3] = bytes at most; ARGV[4] = the longest definition answered whole (bytes)
+-- returns {name, next due, definition, name, next due, definition, ...} from that rank:
+-- ARGV[2] of them, or fewer where the registry ends or once their bytes reach ARGV[3]
+-- (one at least). A definition over ARGV[4] bytes is answered as its length (a
+-- number); a missing one (or a definitions key that is no hash) as nil.
+--@include reads
+local base = KEYS[1]
+local defs = base .. 'repeat:defs'
+local from, most = tonumber(ARGV[1]), tonumber(ARGV[2])
+local bytes, longest = tonumber(ARGV[3]), tonumber(ARGV[4])
+local out = {}
+local function add(name, due)
+  local size, def = redis.pcall('HSTRLEN', defs, name), false
+  if type(size) ~= 'number' then
+    size = 0
+  elseif size > longest then
+    def, size = size, 0
+  else
+    def = redis.call('HGET', defs, name)
+  end
+  out[#out + 1] = name
+  out[#out + 1] = due
+  out[#out + 1] = def
+  return #name + size
+end
+each_member(base .. 'repeat', from, from + most, bytes, add)
+return out

@@ -1,0 +1,205 @@
+"""Do no harm, the repeat registry: a listing reads it a page at a time (`@read_repeats`,
+a member count and a byte budget a call), a definition too long for a call is answered
+by its size and its bytes stay on the server, and a definition another node wrote that
+no tick can run is a row that says why, never a listing that fails. run-now reads its
+one repeatable's due time. Both backends, the big cases under the harness's watchdog
+(tests/harm.py). Work is observed in the replies and the commands sent, never timed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from harm import bounded, replies, sent
+
+from emq_notebook import magics, repeat
+from emq_notebook.widgets.lanes_view import RepeatablesView
+
+Q = "repeats"
+P = f"emq:{{{Q}}}:"
+DEF = '{"every": 60000, "payload": "{}", "group": "", "max_attempts": "1"}'
+
+
+def written(conn, names, due=lambda i: 1000 + i, definition=lambda name: DEF) -> None:
+    """Repeatables written straight into the registry, as another node may have."""
+    pipe = conn.client.pipeline(transaction=False)
+    for start in range(0, len(names), 1000):
+        chunk = names[start : start + 1000]
+        pipe.zadd(P + "repeat", {n: due(start + k) for k, n in enumerate(chunk)})
+        pipe.hset(P + "repeat:defs", mapping={n: definition(n) for n in chunk})
+        pipe.execute()
+
+
+def listed(conn, srv=None, **kw) -> list[dict]:
+    return bounded(lambda: repeat.registered(conn, Q, **kw), srv, what="registered")
+
+
+# -- many repeatables --------------------------------------------------------------------
+
+
+def test_a_big_registry_is_listed_whole_in_due_order_a_page_a_call(harm):
+    conn, srv = harm
+    names = [f"r_{i:05d}" for i in range(2_500)]
+    written(conn, names)
+    pages = replies(conn, "read_repeats")
+    got = listed(conn, srv)
+    # each call answered at most REPEATS_A_CALL (name, due, definition)
+    assert [len(p) // 3 for p in pages] == [1000, 1000, 500]
+    assert [r["name"] for r in got] == names
+    assert [r["next_due_ms"] for r in got] == [1000 + i for i in range(2_500)]
+    assert {r["every_ms"] for r in got} == {60_000} and {r["problem"] for r in got} == {None}
+
+
+def test_a_listing_reads_pages_from_the_place_the_one_before_ended(harm, monkeypatch):
+    conn, srv = harm
+    monkeypatch.setattr(repeat, "REPEATS_A_CALL", 3)
+    names = [f"r_{i}" for i in range(8)]
+    written(conn, names)
+    pages = replies(conn, "read_repeats")
+    assert [r["name"] for r in listed(conn, srv)] == names
+    assert [[p[k] for k in range(0, len(p), 3)] for p in pages] == [names[0:3], names[3:6], names[6:8]]
+    assert [r["name"] for r in listed(conn, srv, limit=4)] == names[:4]
+
+
+def test_a_repeatable_a_tick_moves_behind_the_place_is_listed_once(harm, monkeypatch):
+    conn, srv = harm
+    monkeypatch.setattr(repeat, "REPEATS_A_CALL", 3)
+    names = [f"r_{i}" for i in range(6)]
+    written(conn, names)
+    real = conn.run
+
+    def run(name, keys, args=(), **kw):
+        reply = real(name, keys, args, **kw)
+        if name == "read_repeats" and int(args[0]) == 0:
+            conn.client.zadd(P + "repeat", {"r_0": 10**12})  # its next beat, after the rest
+        return reply
+
+    conn.run = run
+    assert [r["name"] for r in listed(conn, srv)] == names
+
+
+def test_large_definitions_are_read_about_a_byte_budget_a_call(harm):
+    conn, srv = harm
+    body = "p" * 300_000
+    written(
+        conn,
+        [f"r_{i:02d}" for i in range(12)],
+        definition=lambda n: f'{{"every": 1000, "payload": "{body}"}}',
+    )
+    pages = replies(conn, "read_repeats")
+    got = listed(conn, srv)
+    assert len(got) == 12 and {r["payload"] for r in got} == {body}
+    # four definitions reach the budget: a call stops after the one that does (the last
+    # page stopped so too, so one more call finds the end)
+    assert [len(p) // 3 for p in pages] == [4, 4, 4, 0]
+
+
+# -- what another node wrote ---------------------------------------------------------------
+
+
+def test_a_definition_too_long_is_listed_by_its_size_and_its_bytes_stay_on_the_server(harm):
+    conn, srv = harm
+    repeat.register(conn, Q, "nightly", 86_400_000, '{"report": 1}')
+    written(conn, ["huge"], definition=lambda n: "x" * (2 << 20))
+    pages = replies(conn, "read_repeats")
+    commands = sent(conn, srv, lambda: listed(conn, srv))
+    huge, nightly = listed(conn, srv)
+    assert huge == {
+        "name": "huge",
+        "every_ms": None,
+        "payload": None,
+        "group": None,
+        "next_due_ms": 1000,
+        "problem": f"too long ({2 << 20:,} bytes)",
+    }
+    assert nightly["payload"] == '{"report": 1}' and nightly["problem"] is None
+    # its length crossed the wire, not its bytes: one HGET read a definition, nightly's
+    assert sum(len(str(v)) for p in pages for v in p) < 1000
+    if srv is None:
+        assert set(commands) <= {"evalsha", "eval", "script"}
+    else:
+        assert commands["hget"] == 1 and commands["hstrlen"] == 2 and "hgetall" not in commands
+
+
+@pytest.mark.parametrize(
+    ("definition", "problem"),
+    [
+        ("not json {", "not JSON"),
+        ("", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ('"text"', "not a JSON object"),
+        ("[" * 100_000 + "]" * 100_000, "not JSON"),
+        ('{"every": "often", "payload": "{}"}', "bad every"),
+        ('{"every": 0.5, "payload": "{}"}', "bad every"),
+        ('{"every": 1000, "payload": 7}', "bad payload"),
+        ('{"every": 1000, "payload": "{}", "group": 3}', "bad group"),
+        ('{"every": 1000, "payload": "{}", "max_attempts": "three"}', "bad max_attempts"),
+    ],
+)
+def test_a_definition_no_tick_can_run_is_a_row_that_says_why(conn, definition, problem):
+    repeat.register(conn, Q, "nightly", 86_400_000, '{"report": 1}')
+    written(conn, ["broken"], definition=lambda n: definition)
+    broken, nightly = repeat.registered(conn, Q)
+    assert broken["name"] == "broken" and broken["problem"] == problem
+    assert broken["every_ms"] is None and broken["payload"] is None and broken["next_due_ms"] == 1000
+    assert nightly["every_ms"] == 86_400_000 and nightly["problem"] is None
+
+
+def test_a_due_name_with_no_definition_and_a_due_time_of_inf_are_rows(conn):
+    conn.client.zadd(P + "repeat", {"ghost": 5, "never": float("inf")})
+    conn.client.hset(P + "repeat:defs", "never", DEF)
+    ghost, never = repeat.registered(conn, Q)
+    assert (ghost["name"], ghost["problem"], ghost["next_due_ms"]) == ("ghost", "no definition", 5)
+    assert (never["name"], never["problem"], never["next_due_ms"], never["every_ms"]) == (
+        "never",
+        None,
+        None,
+        60_000,
+    )
+
+
+def test_a_name_that_is_not_utf8_is_listed_and_its_due_time_read(conn):
+    raw = b"nightly-\xff\xfe"
+    conn.client.zadd(P + "repeat", {raw: 7})
+    conn.client.hset(P + "repeat:defs", raw, '{"every": 1000, "payload": "\xe9t\xe9"}')
+    [row] = repeat.registered(conn, Q)
+    assert row["name"] == raw.decode("utf-8", "surrogateescape") and row["problem"] is None
+    assert row["payload"] == "été" and row["every_ms"] == 1000
+    assert repeat.next_due(conn, Q, row["name"]) == 7
+
+
+def test_the_repeats_verb_shows_a_broken_definition_beside_the_good(emq_line, conn):
+    repeat.register(conn, Q, "nightly", 86_400_000, '{"report": 1}')
+    written(conn, ["broken"], definition=lambda n: "[1]")
+    table = emq_line(f"repeats {Q}")
+    assert list(table.index) == ["broken", "nightly"]
+    assert table.loc["broken", "problem"] == "not a JSON object" and pd.isna(table.loc["nightly", "problem"])
+
+
+# -- the watching and acting paths -----------------------------------------------------------
+
+
+def test_run_now_reads_its_one_due_time_not_the_registry(harm, ip, capsys):
+    conn, srv = harm
+    magics.SESSION.conn = conn
+    due = repeat.register(conn, Q, "nightly", 86_400_000, "{}")
+    written(conn, [f"r_{i}" for i in range(50)], due=lambda i: 10**13)
+    listings = replies(conn, "read_repeats")
+    commands = sent(conn, srv, lambda: ip.run_line_magic("emq", f"run-now {Q} nightly"))
+    assert "next due" in capsys.readouterr().out
+    assert listings == [] and "zrange" not in commands and "hgetall" not in commands
+    assert commands["zscore"] >= 1 and repeat.next_due(conn, Q, "nightly") == due
+    assert repeat.next_due(conn, Q, "weekly") is None
+
+
+def test_the_repeatables_panel_reads_the_first_due_and_counts_the_rest(harm, monkeypatch):
+    conn, srv = harm
+    monkeypatch.setattr("emq_notebook.widgets.lanes_view.SHOWN", 3)
+    written(conn, [f"r_{i}" for i in range(10)])
+    pages = replies(conn, "read_repeats")
+    view = RepeatablesView(conn, Q)
+    try:
+        assert list(view.frame.index) == ["r_0", "r_1", "r_2"]
+        assert "10 repeatables" in view.summary.value and ("repeatables", 10) in view.facts()
+        assert [len(p) // 3 for p in pages] == [3]
+    finally:
+        view.close()
