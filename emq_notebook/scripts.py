@@ -132,7 +132,7 @@ def read_only(name: str) -> bool:
 # a client of another shape sharing the server finds no function of its name in the
 # library this one loads ("Function not found": it loads its own and retries), never a
 # function answering in a shape it would misread after the write went
-AUDITED = "audited2_"
+AUDITED = "audited3_"
 
 
 def _audit_tables() -> str:
@@ -180,7 +180,7 @@ def audited(name: str) -> str:
 
 def _function(name: str) -> str:
     """Script `name` as a library function `emq_<name>`, and a writing script's audited
-    twin `emq_audited2_<name>` (the same body run by `emq_audited`). Its includes
+    twin `emq_audited3_<name>` (the same body run by `emq_audited`). Its includes
     (definitions only: functions and constant tables, no KEYS, ARGV or redis.call at
     their top level) run once, when the library loads, in a block of their own; the
     callback runs the script's own text on each call. As EVAL, the same text runs

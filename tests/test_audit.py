@@ -424,8 +424,8 @@ def test_a_non_utf8_byte_reads_as_xnn(conn):
 
 
 def test_a_value_longer_than_two_length_bytes_reaches_the_entry_whole(conn, monkeypatch):
-    # each value goes to the twin after its length in 3 bytes: one of 70,000 bytes uses all
-    # three (the identity's own values are clipped far below: the wire is tested here)
+    # each value goes to the twin after its length in 4 bytes: one of 70,000 bytes uses
+    # three of them (the identity's own values are clipped far below: the wire is tested here)
     path = "runbooks/" + "n" * 70_000 + ".ipynb"
     enqueue(conn, 1)
     monkeypatch.setattr(audit, "_who_values", lambda c: ("w", "", "c", "", "python", path, ""))
@@ -550,14 +550,15 @@ def test_an_entry_the_twin_cannot_carry_is_written_after_the_bare_transition(con
     assert [(e["verb"], e["outcome"]) for e in raw(conn)] == [("pause", "done")]
 
 
-def test_a_client_of_the_older_twin_shape_finds_no_function_to_misread(conn):
-    """The twin's shape is in its function's name (`scripts.AUDITED`): a client of the
-    four-value shape sharing the server calls `emq_audited_pause` and is told the
-    function is not there (it loads its own library and retries), instead of unpacking
-    this library's two-value answer after the pause ran."""
+@pytest.mark.parametrize("older", ["emq_audited_pause", "emq_audited2_pause"])
+def test_a_client_of_an_older_twin_shape_finds_no_function_to_misread(conn, older):
+    """The twin's shape is in its function's name (`scripts.AUDITED`): a client of an
+    older shape (a four-value answer; the entry's values after 3-byte lengths) sharing
+    the server calls its own name and is told the function is not there (it loads its
+    own library and retries), instead of misreading this library's answer or sending it
+    values it would misread, after the pause ran."""
     conn = conn.with_executor("function")
     pause(conn, Q)  # loads this library
-    older = "emq_audited_pause"
     assert f"emq_{scripts.AUDITED}pause" != older
     with pytest.raises(redis.ResponseError, match="(?i)function not found"):
         conn.client.fcall(older, 2, f"emq:{{{Q}}}:meta", audit_key(Q), f"emq:{{{Q}}}:", b"")

@@ -1,14 +1,15 @@
 -- the audit entry written beside a transition, in the same call (SPEC 12): the
--- toolkit's `audited2_<name>` runs the transition's own body unchanged, then appends
+-- toolkit's `audited3_<name>` runs the transition's own body unchanged, then appends
 -- `XADD emq:audit:{q} MAXLEN ~ keep * verb .. outcome .. count .. ids .. args ..
 -- who ..` with the outcome the body's reply says: both happen in one atomic call, so
 -- the entry is there exactly when the transition ran, with what came of it.
 --
 -- The call carries one more KEY and one more ARGV, last, which the body never sees:
 -- KEYS[n] = emq:audit:{q} (the queue's slot); ARGV[n] = the entry's values in one
--- argument, each as its length in 3 bytes (big-endian) then its bytes (byte-exact):
--- verb, the count when done, the ids field, the args field, keep, '1' when a -1 reply
--- means gone ('' otherwise), then the value of each identity field, in `emq_identity`'s order.
+-- argument, a MessagePack array (0xdc and its count in 2 bytes) of str 32 values (0xdb,
+-- the length in 4 bytes big-endian, the bytes: byte-exact): verb, the count when done,
+-- the ids field, the args field, keep, '1' when a -1 reply means gone ('' otherwise),
+-- then the value of each identity field, in `emq_identity`'s order.
 -- Composed ahead of this include from the toolkit's own tables, so each fact has one
 -- home: `emq_refusals()` ({prefix, reason} pairs, longest prefix first: errors._EMQSTATE),
 -- built only for an error reply, and `emq_identity(v)` (the identity's names, from
@@ -36,15 +37,19 @@ local function audit_outcome(ok, reply, gone)
   return 'refused:refused', text
 end
 
--- the entry's values from their one argument: a 3-byte length, then the bytes, each
+-- the entry's values from their one argument: read by the server's cmsgpack (C), or
+-- where a server has none (fakeredis) here, the same bytes: past the array's 3-byte
+-- head, each value a type byte, a 4-byte length, then its bytes
 local function audit_values(packed)
+  local msgpack = rawget(_G, 'cmsgpack')  -- a server without it: nil, never an error
+  if msgpack then return msgpack.unpack(packed) end
   local byte, sub = string.byte, string.sub
-  local values, at, size = {}, 1, #packed
+  local values, at, size = {}, 4, #packed
   while at <= size do
-    local a, b, c = byte(packed, at, at + 2)
-    local n = a * 65536 + b * 256 + c
-    values[#values + 1] = sub(packed, at + 3, at + 2 + n)
-    at = at + 3 + n
+    local a, b, c, d = byte(packed, at + 1, at + 4)
+    local n = ((a * 256 + b) * 256 + c) * 256 + d
+    values[#values + 1] = sub(packed, at + 5, at + 4 + n)
+    at = at + 5 + n
   end
   return values
 end
