@@ -96,6 +96,20 @@ def batch(texts: Sequence[str], start: int, most: int, budget: int, weight: int 
     return list(chosen)
 
 
+class NotRead(str):
+    """The text a job row's field shows in place of bytes no read copies (over
+    `defaults.MAX_WHOLE_FIELD`): its length, `<20,971,520 bytes: over MAX_WHOLE_FIELD,
+    not read>`. A `str`, so a dict, a panel and a frame show it as any text; its class
+    tells a caller that matches text (a payload glob) that the field was not read."""
+
+    __slots__ = ()
+
+
+def not_read(size: int) -> NotRead:
+    """The `NotRead` text of a field of `size` bytes."""
+    return NotRead(f"<{size:,} bytes: over MAX_WHOLE_FIELD, not read>")
+
+
 def undecodable(value: object) -> bool:
     """True when `value` is text holding a byte that is not UTF-8 (read under `ERRORS`)."""
     return isinstance(value, str) and not value.isascii() and _ESCAPED.search(value) is not None

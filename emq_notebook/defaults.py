@@ -51,9 +51,16 @@ DEFAULT_LIMIT = 1000
 # the largest payload a write sends (bytes of its UTF-8): a script writing a payload
 # copies it two or three times on the server's thread, 1 to 2.5 ms a megabyte on the
 # bench machine (bench/harm.py: a 20 MB update_data held the server 42 ms, an 8 MB
-# enqueue 20 ms), so one of 4 MiB holds it about 10 ms at most. Payloads other nodes
-# wrote, whatever their size, are read with a plain HGET outside any script
+# enqueue 20 ms), so one of 4 MiB holds it about 10 ms at most
 MAX_PAYLOAD = 4 << 20
+# the most bytes of ONE field of a job row any read copies whole (`jobs.get_job`, a
+# frame's payload): a longer field, which only another node can write, shows as
+# `decoding.not_read` (its length), its bytes left on the server. 8 MiB is twice
+# MAX_PAYLOAD, so every payload the toolkit writes reads whole; a plain HGET copies about
+# 0.5 to 0.7 ms a MB (bench/harm.py), so one of 8 MiB holds the server about 5 ms. A
+# script reads fields up to BYTE_BUDGET only: its copy costs about 1.5 ms a MB, and
+# more for larger ones (an 8 MiB field read in a script held Valkey 14 to 19 ms)
+MAX_WHOLE_FIELD = 8 << 20
 # the longest glob a search takes (characters): matching costs text length x glob length
 MAX_GLOB = 1000
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from . import decoding
+from . import decoding, jobs
 from .audit import read as _read_audit
 from .checks import whole
 from .connector import Connection
@@ -156,7 +156,7 @@ def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]
     """The rows of `ids` a call at a time: a call is sent at most `BATCH` ids and about
     `defaults.BYTE_BUDGET` bytes of them (`decoding.batch`), reads about `BYTE_BUDGET` bytes of
     fields (the ids it did not reach go again), and a payload too large for a script to
-    read is read here with a plain HGET."""
+    read is read here (`_whole`)."""
     n = len(fields)
     start = 0
     while start < len(ids):
@@ -175,9 +175,11 @@ def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]
 
 def _whole(conn: Connection, q: str, job_id: str, row: list) -> list:
     """A row `@read_rows` answered without its payload (its place last): the payload
-    read with one plain HGET, a copy on the server with no script around it."""
+    read as `jobs.get_job` reads a field (`jobs.whole_field`: its length first, then
+    one plain HGET), or `decoding.not_read(length)` when it is over
+    `defaults.MAX_WHOLE_FIELD`, its bytes left on the server."""
     *values, place = row
-    values[int(place) - 1] = conn.command("HGET", base(q) + "job:" + job_id, "payload")
+    values[int(place) - 1] = jobs.whole_field(conn, q, job_id, "payload")
     return values
 
 

@@ -16,7 +16,7 @@ from .catalogue import contract
 from .checks import MAX_MS, move_budget, whole
 from .checks import payload as _payload
 from .connector import Connection, Pipeline
-from .defaults import BYTE_BUDGET, MOVE_BUDGET
+from .defaults import BYTE_BUDGET, MAX_WHOLE_FIELD, MOVE_BUDGET
 from .errors import BadInput, Gone, WireError
 from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
 from .transitions import Claimed
@@ -540,16 +540,108 @@ def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     conn.run("reprocess2", keys, [job_id], verb="reprocess", queue=q, job=job_id)
 
 
+# the most fields a row may hold for `get_job` to list them all (one HKEYS, then each
+# field's length and, within the byte budget, its bytes): a row of 1,000 fields of 100
+# bytes held Valkey 2.7 ms in one `@read_job` call. A row of more (only another node
+# writes one) is read by the names of JOB_FIELDS
+ROW_FIELDS = 1000
+# the fields EchoMQ's and the toolkit's transitions write on a job row (SPEC: the row)
+JOB_FIELDS = (
+    "payload",
+    "state",
+    "attempts",
+    "failures",
+    "stalled",
+    "max_attempts",
+    "priority",
+    "backoff",
+    "created_at",
+    "due_at",
+    "claimed_at",
+    "group",
+    "dedup",
+    "owner",
+    "lock",
+    "progress",
+    "last_error",
+)
+# the entry `get_job` adds in place of the fields of a row over ROW_FIELDS it did not read
+OTHER_FIELDS = "<other fields>"
+
+
 @contract(
     "job",
-    script="HGETALL",
+    script="@read_job",
     precondition="the row exists",
     replies="dict / Gone",
-    native="none, one command",
+    native="none, a read-only script (FCALL_RO with the function executor)",
 )
 def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
-    """The row as a dict. Refuses `Gone`."""
-    row = conn.command("HGETALL", job_key(q, job_id))
-    if not row:
+    """The row as a dict of its fields, in the row's order. Refuses `Gone`.
+
+    No call copies a field another node made long, nor a whole row of many fields: a
+    field over `defaults.MAX_WHOLE_FIELD` bytes (8 MiB) is not read, and holds
+    `decoding.not_read(length)` (`<20,971,520 bytes: over MAX_WHOLE_FIELD, not read>`),
+    its bytes left on the server. A row of more than `ROW_FIELDS` fields shows the
+    fields of `JOB_FIELDS` it holds and `OTHER_FIELDS` saying how many it holds in all.
+    Read by `@read_job` calls of about `defaults.BYTE_BUDGET` bytes each (a field's
+    length before its bytes), and a field over that budget by a plain HGET of its own:
+    a field rewritten longer between its length and its HGET is read as it is then."""
+    key = job_key(q, job_id)
+    count, row = _read_job(conn, q, job_id, ())
+    if count > ROW_FIELDS and not row:
+        count, row = _read_job(conn, q, job_id, JOB_FIELDS)
+        row[OTHER_FIELDS] = f"<{count:,} fields: over ROW_FIELDS ({ROW_FIELDS:,}), only the job's own read>"
+    return _whole_fields(conn, q, job_id, key, row)
+
+
+def _read_job(conn: Connection, q: str, job_id: str, names: Sequence[str]) -> tuple[int, dict[str, Any]]:
+    """One `@read_job` call: the row's field count and {name: bytes, or length when not
+    read} of `names` (none: every field of a row of at most ROW_FIELDS); a named field
+    the row lacks left out. Refuses `Gone`."""
+    reply = conn.run(
+        "read_job",
+        [base(q)],
+        [job_id, ROW_FIELDS, BYTE_BUDGET, BYTE_BUDGET, *names],
+        verb="job",
+        queue=q,
+        job=job_id,
+    )
+    if reply == -1:
         raise Gone("job", q, job_id)
-    return dict(row)
+    count, *pairs = reply
+    return int(count), {n: v for n, v in zip(pairs[0::2], pairs[1::2], strict=True) if v is not None}
+
+
+def _whole_fields(conn: Connection, q: str, job_id: str, key: str, row: dict[str, Any]) -> dict[str, str]:
+    """`row` with each field `@read_job` answered by its length read: up to
+    `BYTE_BUDGET` by name in further calls, up to `MAX_WHOLE_FIELD` by a plain HGET
+    each, a longer one as `decoding.not_read`. A field gone meanwhile is left out."""
+    while small := [n for n, v in row.items() if isinstance(v, int) and v <= BYTE_BUDGET]:
+        # each call reads the first name at least, so each round settles one field
+        _, got = _read_job(conn, q, job_id, small)
+        for name in small:
+            if name in got:
+                row[name] = got[name]
+            else:
+                del row[name]
+    for name, size in list(row.items()):
+        if not isinstance(size, int):
+            continue
+        value = conn.command("HGET", key, name) if size <= MAX_WHOLE_FIELD else decoding.not_read(size)
+        if value is None:
+            del row[name]
+        else:
+            row[name] = value
+    return row
+
+
+def whole_field(conn: Connection, q: str, job_id: str, name: str) -> str | None:
+    """Field `name` of a job row, read as `get_job` reads it: its bytes, or
+    `decoding.not_read(length)` over `MAX_WHOLE_FIELD`; None when the row or the field
+    is missing."""
+    try:
+        _, row = _read_job(conn, q, job_id, (name,))
+        return _whole_fields(conn, q, job_id, base(q) + "job:" + job_id, row).get(name)
+    except Gone:
+        return None

@@ -124,6 +124,7 @@ TABLE: dict[str, Transition] = {
         Transition("add_log", FOUND),
         Transition("get_logs", FOUND),
         Transition("read_rows"),
+        Transition("read_job"),
         Transition("read_members"),
         Transition("read_repeats"),
         Transition("lane_set"),

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 
 import pandas as pd
 
-from . import checks, defaults, frames
+from . import checks, decoding, defaults, frames
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
@@ -203,7 +203,8 @@ def find(
     given, as a frame with `frames.snapshot`'s columns indexed by id, at most `limit`
     rows (None: all), in set order.
 
-    `error` and `payload` are globs on the whole `last_error` / `payload` field;
+    `error` and `payload` are globs on the whole `last_error` / `payload` field (a
+    payload over `defaults.MAX_WHOLE_FIELD` is not read, and matches no payload glob);
     `group` is the row's group; `min_attempts` the least `attempts`; `created_after`
     (inclusive) and `created_before` (exclusive) are epoch ms against `created_at`.
     `signature` (extension) keeps the jobs whose `last_error` has that signature (see
@@ -297,7 +298,15 @@ def _still_matches(fields: list, error: str | None, payload: str | None, sig: st
     last_error, text = fields[5], fields[7]
     return (
         (error is None or (last_error is not None and fnmatch.fnmatchcase(last_error, error)))
-        and (payload is None or (text is not None and fnmatch.fnmatchcase(text, payload)))
+        # a payload over MAX_WHOLE_FIELD is not read (`decoding.NotRead`): it matches no glob
+        and (
+            payload is None
+            or (
+                text is not None
+                and not isinstance(text, decoding.NotRead)
+                and fnmatch.fnmatchcase(text, payload)
+            )
+        )
         and (sig is None or (last_error is not None and signature(last_error) == sig))
     )
 

@@ -60,6 +60,7 @@ READING = {
     "admin.backlog": (lambda c: admin.backlog(c, Q, include_schedule=True), 3),
     "jobs.get_job": (lambda c: jobs.get_job(c, Q, "j_pending")["payload"], '{"p": 1}'),
     "jobs.get_job_logs": (lambda c: jobs.get_job_logs(c, Q, "j_pending"), ["first"]),
+    "jobs.whole_field": (lambda c: jobs.whole_field(c, Q, "j_pending", "payload"), '{"p": 1}'),
     "lanes.lanes": (lambda c: sorted(lanes.lanes(c, Q)), ["acme"]),
     "repeat.registered": (lambda c: [r["name"] for r in repeat.registered(c, Q)], ["nightly"]),
     "frames.snapshot": (lambda c: sorted(frames.snapshot(c, Q).index), None),

@@ -1,0 +1,46 @@
+-- @read_job -- one job row's fields, each field's length read before its bytes; reads
+-- only.
+--@readonly
+-- `get_job`'s read, and a frame's payload too large for @read_rows: a field another node
+-- made 100 MB long is answered by its length (HSTRLEN), its bytes left on the server,
+-- and a row of a million fields by its count, so a call reads about ARGV[3] bytes and at
+-- most ARGV[2] fields, not the whole row (one HGETALL of a 20 MB row held Valkey 11 to
+-- 14 ms, bench/harm.py).
+-- KEYS[1] = the queue base root
+-- ARGV[1] = the job id; ARGV[2] = the most fields a row may hold to be listed (HKEYS);
+--   ARGV[3] = bytes at most; ARGV[4] = the longest field read whole (bytes);
+--   ARGV[5...] = the fields to read (none: every field of the row)
+-- returns -1 for a missing row (a foreign id, reads.lua `foreign_id`, and a key that is
+-- no hash: the same); else {the row's field count, name, value, name, value, ...}: the
+-- fields named, in order, or with none named every field of a row of at most ARGV[2]
+-- (none of a larger row). A value is the field's bytes; its length (a number) when it is
+-- over ARGV[4] bytes, or once the call's names and values reach ARGV[3] bytes (the
+-- first field within ARGV[4] is always read), for the caller to ask by name; nil for a
+-- named field the row lacks.
+--@include reads
+local base, id = KEYS[1], ARGV[1]
+local most, bytes, longest = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if foreign_id(id) then return -1 end
+local row = base .. 'job:' .. id
+local count = redis.pcall('HLEN', row)
+if type(count) ~= 'number' or count == 0 then return -1 end
+local names = {}
+if #ARGV > 4 then
+  for i = 5, #ARGV do names[#names + 1] = ARGV[i] end
+elseif count <= most then
+  names = redis.call('HKEYS', row)
+end
+local out, spent, read_one = {count}, 0, false
+for _, name in ipairs(names) do
+  local size, value = redis.call('HSTRLEN', row, name), nil
+  spent = spent + #name
+  if size <= longest and (not read_one or spent + size <= bytes) then
+    value, read_one = redis.call('HGET', row, name), true
+    if value then spent = spent + size end
+  else
+    value = size
+  end
+  out[#out + 1] = name
+  out[#out + 1] = value or false
+end
+return out
