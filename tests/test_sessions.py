@@ -63,6 +63,7 @@ READING = {
     "jobs.whole_field": (lambda c: jobs.whole_field(c, Q, "j_pending", "payload"), '{"p": 1}'),
     "lanes.lanes": (lambda c: sorted(lanes.lanes(c, Q)), ["acme"]),
     "repeat.registered": (lambda c: [r["name"] for r in repeat.registered(c, Q)], ["nightly"]),
+    "repeat.next_due": (lambda c: repeat.next_due(c, Q, "nightly") > 0, True),
     "frames.snapshot": (lambda c: sorted(frames.snapshot(c, Q).index), None),
     "frames.rows": (lambda c: frames.rows(c, Q, ["j_pending"], ("payload",)), [['{"p": 1}']]),
     "frames.queues": (lambda c: frames.queues(c), [Q]),
