@@ -28,6 +28,9 @@ from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_sets, metrics
 # hands back, about 10 us a row of FIELDS on the server (bench/harm.py: 1,000 rows of
 # dead with their errors took a median 11 ms and a p99 19.5 a call), so 500
 BATCH = 500
+# the longest field one `@read_rows` call copies (its ROW_BYTES, the most it takes): a
+# longer one, which only another node writes, is read by itself (`_whole`)
+FIELD_BYTES = BYTE_BUDGET
 # members one page asks for (`members_page`, which reads them a chunk of 8 at a time
 # and spends about 2 us a member: a page of 10,000 held Valkey 22.6 ms in bench/harm.py,
 # p99 15.6); the first page of a set FIRST_MEMBERS, each next one about BYTE_BUDGET
@@ -155,31 +158,34 @@ def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELD
 def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]) -> Iterator[list]:
     """The rows of `ids` a call at a time: a call is sent at most `BATCH` ids and about
     `defaults.BYTE_BUDGET` bytes of them (`decoding.batch`), reads about `BYTE_BUDGET` bytes of
-    fields (the ids it did not reach go again), and a payload too large for a script to
-    read is read here (`_whole`)."""
+    fields (the ids it did not reach go again) and no field over `FIELD_BYTES`, and a
+    field too large for a script to read is read here (`_whole`)."""
     n = len(fields)
     start = 0
     while start < len(ids):
         batch = decoding.batch(ids, start, BATCH, BYTE_BUDGET)
         start += len(batch)
         while batch:
-            got = conn.run("read_rows", [base(q)], [n, *fields, *batch], verb="jobs", queue=q)
+            got = conn.run("read_rows", [base(q)], [n, FIELD_BYTES, *fields, *batch], verb="jobs", queue=q)
             if not got:  # every call reads one row at least: this is a script's bug
                 raise EMQError(f"read_rows answered no row for {len(batch)} ids")
             yield [
-                row if len(row) == n else _whole(conn, q, job_id, row)
+                row if len(row) == n else _whole(conn, q, job_id, row, fields)
                 for job_id, row in zip(batch, got, strict=False)
             ]
             batch = batch[len(got) :]
 
 
-def _whole(conn: Connection, q: str, job_id: str, row: list) -> list:
-    """A row `@read_rows` answered without its payload (its place last): the payload
-    read as `jobs.get_job` reads a field (`jobs.whole_field`: its length first, then
-    one plain HGET), or `decoding.not_read(length)` when it is over
-    `defaults.MAX_WHOLE_FIELD`, its bytes left on the server."""
-    *values, place = row
-    values[int(place) - 1] = jobs.whole_field(conn, q, job_id, "payload")
+def _whole(conn: Connection, q: str, job_id: str, row: list, fields: Sequence[str]) -> list:
+    """A row `@read_rows` answered without its fields over `FIELD_BYTES` (their places
+    after the values): each read as `jobs.get_job` reads a field (`jobs.whole_field`: its
+    length first, then one plain HGET), or `decoding.not_read(length)` when it is over
+    `defaults.MAX_WHOLE_FIELD`, its bytes left on the server (a counter column shows
+    that as <NA>)."""
+    values, places = row[: len(fields)], row[len(fields) :]
+    for place in places:
+        at = int(place) - 1
+        values[at] = jobs.whole_field(conn, q, job_id, fields[at])
     return values
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from . import frames, histogram
 from .connector import Connection
-from .keyspace import check_name, lane_sets, latency_index_key, latency_key, metrics_key, queue_key
+from .keyspace import base, check_name, lane_sets, latency_index_key, latency_key, metrics_key, queue_key
 
 LATENCY_COLUMNS = ["wait_p50", "wait_p95", "wait_p99", "run_p50", "run_p95", "run_p99", "n"]
 HEALTH_COLUMNS = [
@@ -49,6 +49,10 @@ FAILING = 0.5  # a failure rate at or above this is failing
 OVERDUE_MS = 60_000  # a scheduled job due longer ago than this is backlog: nobody promoted it
 # the lanes whose head row is read for the oldest pending age, at most
 LANE_SAMPLE = 10
+# the longest time field of a sampled row read (bytes): a time is a whole number of
+# milliseconds, 13 digits now; a longer field, which only another node writes, is no
+# time, and its bytes stay on the server (`@read_rows` measures it first)
+TIME_BYTES = 32
 _QUANTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 
 
@@ -208,13 +212,15 @@ def health(
             second.on(i, "claims").hkeys(metrics_key(q, "claimed"))
             second.on(i, "created").hget(queue_key(q, "meta"), "created_at")
     r2 = second.run(len(names))
-    # the third round: the sampled rows' two times
+    # the third round: the sampled rows' two times, each measured before it is read
+    # (one `@read_rows` call a queue)
     third = _Reads(conn)
     for i, q in enumerate(names):
         sample = [m for m, _ in r1[i].get("head") or []]
         sample += [*r2[i].get("band", ()), *(h for lane in r2[i].get("lanes", ()) for h in lane)]
-        for job_id in dict.fromkeys(sample):
-            third.on(i, "times", many=True).hmget(queue_key(q, "job:") + job_id, "created_at", "due_at")
+        if sample:
+            asked = [2, TIME_BYTES, "created_at", "due_at", *dict.fromkeys(sample)]
+            conn.run("read_rows", [base(q)], asked, verb="health", pipeline=third.on(i, "times"))
     r3 = third.run(len(names))
     records = []
     for i, q in enumerate(names):
@@ -272,10 +278,11 @@ def health(
 
 def _oldest(now: int, times: Any, due: Any) -> float:
     """Seconds the longest-waiting sampled job has waited: the later of each row's
-    `created_at` and `due_at` (a row with neither is skipped), and the due time of
-    the most overdue scheduled job. NaN when none is known."""
+    `created_at` and `due_at` (as `@read_rows` answers them; a row with neither, or with
+    fields too long to be times, is skipped), and the due time of the most overdue
+    scheduled job. NaN when none is known."""
     starts = []
-    for created, due_at in times:
+    for created, due_at, *_ in times:
         known = [t for t in (_whole(created), _whole(due_at)) if t is not None]
         if known:
             starts.append(max(known))

@@ -255,8 +255,8 @@ def find(
             for job_id, at, *fields in rows:
                 if job_id in found:
                     continue
-                if len(fields) > len(frames.FIELDS):  # a payload too large for the script
-                    fields = frames._whole(conn, q, job_id, fields)
+                if len(fields) > len(frames.FIELDS):  # a field too large for the script
+                    fields = frames._whole(conn, q, job_id, fields, frames.FIELDS)
                 if not _still_matches(fields, narrow, payload, signature):
                     continue
                 found[job_id] = (st, float(at), fields)

@@ -67,7 +67,7 @@ def test_a_limited_snapshot_reads_only_the_rows_it_shows(conn):
 
     def recorded(name, keys, args=(), **kw):
         if name == "read_rows":
-            asked.append(list(args[1 + len(frames.FIELDS) :]))  # the ids after the fields
+            asked.append(list(args[2 + len(frames.FIELDS) :]))  # the ids after the fields
         return real(name, keys, args, **kw)
 
     conn.run = recorded

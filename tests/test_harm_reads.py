@@ -171,7 +171,7 @@ def test_a_snapshot_of_long_ids_sends_and_reads_about_a_byte_budget_of_them_a_ca
 
     def run(script, keys, args=(), **kw):
         if script == "read_rows":
-            sent_ids.append(sum(len(a) for a in args[1 + int(args[0]) :]))
+            sent_ids.append(sum(len(a) for a in args[2 + int(args[0]) :]))
         return real(script, keys, args, **kw)
 
     conn.run = run

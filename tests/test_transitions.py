@@ -197,7 +197,7 @@ def test_a_read_only_pipeline_refuses_a_writing_transition_before_any_io(conn, b
     pipe = ro.pipeline()
     with pytest.raises(ReadOnly):
         jobs.enqueue(ro, Q, "{}", id="j_2", pipeline=pipe)
-    ro.run("read_rows", [base(Q)], [1, "payload", "j_1"], pipeline=pipe)
+    ro.run("read_rows", [base(Q)], [1, 1000, "payload", "j_1"], pipeline=pipe)
     ro.run("get_logs", [queue_key(Q, "job:j_1"), queue_key(Q, "job:j_1:logs"), base(Q)], [], pipeline=pipe)
     assert pipe.execute() == [[["{}"]], []]
     assert dump(conn) == before
