@@ -106,7 +106,8 @@ def test_several_long_fields_of_one_row_are_each_answered_by_their_place(harm):
 def test_an_ordinary_row_is_measured_whole_in_one_command_on_valkey(harm):
     """The cost choice: on Valkey a row of ordinary fields is measured by one MEMORY
     USAGE, not an HSTRLEN a field; a row with a long field, field by field. The fake has
-    no MEMORY USAGE: there every row is measured field by field, with the same frame."""
+    no MEMORY USAGE, nor has a user the ACL denies it: there every row is measured field by
+    field, with the same frame."""
     conn, srv = harm
     ids = [dead(conn) for _ in range(20)]
     long_one = dead(conn, last_error="e" * BETWEEN)
@@ -125,6 +126,13 @@ def test_an_ordinary_row_is_measured_whole_in_one_command_on_valkey(harm):
         # (and `@read_job` measures the long one again before reading it by itself)
         assert counted["hstrlen"] == len(frames.FIELDS) + 1, executor
         assert counted["hmget"] == 21, executor
+    # a user the ACL denies MEMORY reads the same frame, each row measured field by field
+    no_memory = ["+@all", "-memory"]
+    conn.client.acl_setuser("nomem", enabled=True, passwords=["+pw"], keys=["*"], commands=no_memory)
+    denied = emq.connect(f"redis://nomem:pw@127.0.0.1:{srv.port}/0")
+    counted = commands_sent(conn.client, lambda: frames.snapshot(denied, Q, states="dead"))
+    assert "memory|usage" not in counted and counted["hstrlen"] == 21 * len(frames.FIELDS) + 1
+    assert frames.snapshot(denied, Q, states="dead").equals(frame)
 
 
 def times_read(monkeypatch) -> list:
