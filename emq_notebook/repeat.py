@@ -16,6 +16,7 @@ from .checks import payload as checked_payload
 from .connector import Connection
 from .decoding import wire_size
 from .defaults import BYTE_BUDGET
+from .errors import BadInput
 from .keyspace import base, check_name, new_id, queue_key
 
 # repeatables one `@read_repeats` call reads at most: each is a name read by chunks, an
@@ -23,9 +24,9 @@ from .keyspace import base, check_name, new_id, queue_key
 # the shared machine: a call of 1,000 held Valkey 4.4 ms at the median, 9.5 at worst,
 # where the whole registry's ZRANGE held it 56 ms and its HGETALL 30)
 REPEATS_A_CALL = 1000
-# the longest definition a listing reads: a longer one (another node's: `register`
-# writes at most a `MAX_PAYLOAD` payload) is answered by its size, its bytes left on
-# the server
+# the longest definition any call reads or writes (lua/includes/repeat_def.lua holds the
+# same number): a longer one, another node's, is answered by its size in a listing,
+# skipped by a tick and refused by run-now, its bytes left on the server
 DEF_BYTES = BYTE_BUDGET
 # a whole number as the scripts read one (lua/includes/reads.lua `whole_of`)
 _WHOLE = re.compile(r"0|-?[1-9][0-9]{0,16}")
@@ -43,14 +44,19 @@ def register(
     """Register (or replace) repeatable `name`; answers its first due time (ms).
 
     Checked before any I/O (`BadInput`): `every_ms` from 1 ms to a year,
-    `max_attempts` a whole number from 1, `payload` a string of at most
-    `defaults.MAX_PAYLOAD` bytes.
+    `max_attempts` a whole number from 1, `payload` a string of at most `DEF_BYTES`
+    bytes (1 MiB, not `defaults.MAX_PAYLOAD`: a tick reads each due definition inside
+    one call, and one over `DEF_BYTES` it never reads). The script refuses a definition
+    whose JSON (the payload escaped, with the rest) is over `DEF_BYTES` too, writing
+    nothing.
     """
     check_name(name, "repeatable name")
     if group is not None:
         check_name(group, "group")
     whole(every_ms, "every_ms", most=MAX_MS)
     whole(max_attempts, "max_attempts")
+    if isinstance(payload, str) and wire_size(payload) > DEF_BYTES:
+        raise BadInput(f"a repeatable's payload is at most {DEF_BYTES:,} bytes, not {wire_size(payload):,}")
     return conn.run(
         "repeat_add",
         [base(q)],

@@ -2,15 +2,16 @@
 -- was, so the cadence is kept (extension).
 -- KEYS[1] = the queue base root ; ARGV[1] = name, ARGV[2] = the new job's id
 -- returns the id of the job produced; -1 when no repeatable has that name;
--- EMQSTATE bad row <field> in repeat <name> for a definition that cannot be read
--- (nothing written).
+-- EMQSTATE bad row <field> in repeat <name> for a definition that cannot be read, or
+-- that is over DEF_BYTES (`definition`: never read; nothing written).
 --@include common
 --@include lanes
 --@include enqueue_row
 --@include repeat_def
 local base, name, id = KEYS[1], ARGV[1], ARGV[2]
-local raw = redis.call('HGET', base .. 'repeat:defs', name)
-if not raw or not redis.call('ZSCORE', base .. 'repeat', name) then return -1 end
+local raw, size = definition(base, name)
+if (not raw and size == 0) or not redis.call('ZSCORE', base .. 'repeat', name) then return -1 end
+if not raw then return bad_row('definition (' .. size .. ' bytes)', 'repeat ' .. name) end
 local def, bad = readable(raw)
 if not def then return bad_row(bad, 'repeat ' .. name) end
 -- every check has run: now the writes

@@ -7,11 +7,15 @@ one repeatable's due time. Both backends, the big cases under the harness's watc
 
 from __future__ import annotations
 
+import json
+import re
+
 import pandas as pd
 import pytest
 from harm import bounded, replies, sent
 
 from emq_notebook import magics, repeat
+from emq_notebook.errors import BadInput, BadRow, EMQError
 from emq_notebook.widgets.lanes_view import RepeatablesView
 
 Q = "repeats"
@@ -203,3 +207,60 @@ def test_the_repeatables_panel_reads_the_first_due_and_counts_the_rest(harm, mon
         assert [len(p) // 3 for p in pages] == [3]
     finally:
         view.close()
+
+
+# -- what a tick, a run-now and a register read and write -----------------------------------
+
+
+def _def_of(payload: str) -> str:
+    return json.dumps({"every": 60000, "payload": payload, "group": "", "max_attempts": "1"})
+
+
+def test_the_scripts_longest_definition_is_the_listings():
+    from emq_notebook import scripts
+
+    said = re.search(r"^local DEF_BYTES = (\d+)$", scripts.source("repeat_tick"), re.M)
+    assert said is not None and int(said.group(1)) == repeat.DEF_BYTES
+
+
+def test_a_tick_reads_about_def_bytes_of_definitions_a_call_and_the_rest_wait(harm):
+    conn, srv = harm
+    big = "x" * (repeat.DEF_BYTES // 3)  # three of them fill a call's bytes
+    names = [f"r_{i}" for i in range(5)]
+    written(conn, names, definition=lambda name: _def_of(big))
+    first = bounded(lambda: repeat.tick(conn, Q, max_jobs=10), srv, what="tick")
+    assert len(first) == 3  # the third took the definitions read past DEF_BYTES
+    second = bounded(lambda: repeat.tick(conn, Q, max_jobs=10), srv, what="tick")
+    assert len(second) == 2
+    payloads = {conn.client.hget(P + "job:" + j, "payload") for j in first + second}
+    assert payloads == {big}
+
+
+def test_a_definition_over_def_bytes_is_never_read_by_a_tick_or_a_run_now(harm):
+    conn, srv = harm
+    huge = _def_of("h" * (repeat.DEF_BYTES + 10))
+    written(conn, ["huge", "small"], definition=lambda name: huge if name == "huge" else DEF)
+    made: list[str] = []
+    ran = sent(
+        conn, srv, lambda: made.extend(bounded(lambda: repeat.tick(conn, Q, max_jobs=10), srv, what="tick"))
+    )
+    assert len(made) == 1  # the small one; the huge one skipped, left as it is
+    assert conn.client.hget(P + "job:" + made[0], "payload") == "{}"
+    assert (
+        conn.client.hexists(P + "repeat:defs", "huge")
+        and conn.client.zscore(P + "repeat", "huge") is not None
+    )
+    if srv is not None:  # counted by the server: the huge definition measured, never read
+        assert (ran["hstrlen"], ran["hget"]) == (2, 1), ran
+    with pytest.raises(BadRow, match="bytes"):
+        repeat.run_now(conn, Q, "huge")
+
+
+def test_register_refuses_a_payload_no_tick_would_read(harm):
+    conn, _ = harm
+    with pytest.raises(BadInput, match="at most"):
+        repeat.register(conn, Q, "big", 60_000, "p" * (repeat.DEF_BYTES + 1))
+    # a payload within the bound whose JSON escapes past it: the script refuses, writing nothing
+    with pytest.raises(EMQError, match="definition is at most"):
+        repeat.register(conn, Q, "slashes", 60_000, "\x01" * (repeat.DEF_BYTES // 4))
+    assert not conn.client.exists(P + "repeat:defs") and not conn.client.exists(P + "repeat")
