@@ -25,11 +25,17 @@ local key_of = signature_keyer()
 -- rows come in score order: a group's first row has its least score, its last the
 -- greatest; the groups hold those rows' ids until their scores are read, below
 local groups, order = {}, {}
+-- the key of every last_error over the step's bytes (a number in it: no text's key has one)
+local OVER = '<over ' .. string.format('%d', tonumber(ARGV[4])) .. ' bytes>'
 local function count(id, rows, at)
   if foreign_id(id) then return 0 end
   local text = rows[at + 1]
   local key, work = '', 0
-  if text then key, work = key_of(text) end
+  if type(text) == 'number' then
+    key = OVER
+  elseif text then
+    key, work = key_of(text)
+  end
   if text or redis.call('TYPE', base .. 'job:' .. id).ok == 'hash' then
     local g = groups[key]
     if g then

@@ -42,9 +42,8 @@ for _, f in ipairs({{'group', group ~= ''}, {'attempts', least}, {'created_at', 
   end
 end
 
--- the fields a match sends, and the same without the payload (its place is the last)
+-- the fields a match sends (emq_notebook.frames.FIELDS)
 local SENT = {'group', 'priority', 'attempts', 'failures', 'stalled', 'last_error', 'progress', 'payload'}
-local SENT_SMALL = {unpack(SENT, 1, 7)}
 
 -- the payload of row jk when it is at most `bytes` long: the text (false when the row
 -- has none), or nil and its size when it is longer; false and 0 for a key that is no hash
@@ -62,7 +61,12 @@ local function matches(id, row, at)
   if foreign_id(id) then return false, 0 end
   local jk = base .. 'job:' .. id
   local any = false
-  for k = 1, #wanted do any = any or row[at + k] ~= false end
+  for k = 1, #wanted do
+    local v = row[at + k]
+    -- a field over `bytes` (its length: not read) matches no filter
+    if type(v) == 'number' then return false, 0 end
+    any = any or v ~= false
+  end
   -- no field read at all: a member with no row (or a key that is no row) never matches
   if not any and redis.call('TYPE', jk).ok ~= 'hash' then return false, 0 end
   if group ~= '' and row[at + slot.group] ~= group then return false, 0 end
@@ -100,15 +104,10 @@ local function search(id, row, at, left)
   local said, read = matches(id, row, at)
   local spent = (steps - work.steps) * STEP_BYTES + read
   if said == false then return spent end
-  -- a match is a hash: its payload's size, then its fields
-  local jk = base .. 'job:' .. id
-  local f
-  if redis.call('HSTRLEN', jk, 'payload') > bytes then
-    f = redis.call('HMGET', jk, unpack(SENT_SMALL))
-    f[8], f[9] = false, 8
-  else
-    f = redis.call('HMGET', jk, unpack(SENT))
-  end
+  -- a match's fields, each measured first: one over `bytes` is answered by its place
+  local f, over = measured_row(base .. 'job:' .. id, SENT, bytes)
+  if not f then return spent end
+  for i, k in ipairs(over) do f[8 + i] = k end
   for k = 1, 8 do
     if f[k] then spent = spent + #f[k] end
   end
