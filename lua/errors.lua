@@ -14,7 +14,12 @@
 -- cuts (a test holds the two together). So a step sends about one group per signature.
 -- A row with no last_error counts under '' (its sample error nil); a member with no row,
 -- a foreign id (reads.lua `foreign_id`) and a key that is no hash are examined
--- (each costs budget) and not counted.
+-- (each costs budget) and not counted. No last_error over ARGV[4] bytes is copied,
+-- whoever wrote it (each measured first, reads.lua `over_fields`): every such row
+-- counts under the key '<over ARGV[4] bytes>' (its digits: no text's key holds one),
+-- its sample error the sample's length (a number). Side by side on Valkey, 50,000
+-- ordinary dead rows, 1,000 a call: 3.1 to 3.2 ms a call, x1.5 measured (4.7 to
+-- 4.8 ms: an HSTRLEN a row).
 --@include reads
 --@include cursor
 --@include signature

@@ -38,7 +38,7 @@ end
 -- chunk of 64 that met ids of 1 MB after 63 short rows built a key of each for every
 -- field, and held Valkey 191 ms in one find step. At 8 a chunk, read as ids, 17 ms; an
 -- ordinary scan of 100,000 rows costs find 4% more server time, errors 40% (1.6 -> 2.2
--- ms a call)
+-- ms a call), than one of 64 a chunk
 local FIRST_CHUNK, CHUNK_MAX = 1, 8
 
 -- One step of a scan: the members of `set` from rank `start`, each handed to
