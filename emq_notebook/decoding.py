@@ -105,9 +105,9 @@ class NotRead(str):
     __slots__ = ()
 
 
-def not_read(size: int) -> NotRead:
-    """The `NotRead` text of a field of `size` bytes."""
-    return NotRead(f"<{size:,} bytes: over MAX_WHOLE_FIELD, not read>")
+def not_read(size: int, bound: str = "MAX_WHOLE_FIELD") -> NotRead:
+    """The `NotRead` text of a field of `size` bytes, over the bound named `bound`."""
+    return NotRead(f"<{size:,} bytes: over {bound}, not read>")
 
 
 def undecodable(value: object) -> bool:

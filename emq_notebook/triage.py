@@ -207,6 +207,11 @@ def find(
     payload over `defaults.MAX_WHOLE_FIELD` is not read, and matches no payload glob);
     `group` is the row's group; `min_attempts` the least `attempts`; `created_after`
     (inclusive) and `created_before` (exclusive) are epoch ms against `created_at`.
+    The server copies no field over `defaults.BYTE_BUDGET` bytes (another node's worker
+    may write one of any size): such a `last_error`, `group`, `attempts` or
+    `created_at` matches no filter that reads it (no glob, no signature); a match's
+    shown field over it is read here as `frames.snapshot` reads it (`jobs.whole_field`:
+    `decoding.not_read` over `defaults.MAX_WHOLE_FIELD`).
     `signature` (extension) keeps the jobs whose `last_error` has that signature (see
     `signature`; the server narrows by `signature_glob`, the signature is checked here).
     Each call examines at most `budget` members (at most `defaults.MAX_BUDGET`) and
@@ -296,6 +301,8 @@ def _resume(plan: list[tuple[str, str]], after: Place | None) -> tuple[int, list
 def _still_matches(fields: list, error: str | None, payload: str | None, sig: str | None) -> bool:
     """The exact check, here, of what the server's matcher lets through."""
     last_error, text = fields[5], fields[7]
+    if isinstance(last_error, decoding.NotRead):  # not read: it matches no glob, has no signature
+        last_error = None
     return (
         (error is None or (last_error is not None and fnmatch.fnmatchcase(last_error, error)))
         # a payload over MAX_WHOLE_FIELD is not read (`decoding.NotRead`): it matches no glob
@@ -373,6 +380,14 @@ def signature_glob(sig: str) -> str:
     return "*" + "*".join(literal) + "*"
 
 
+def long_error_signature() -> str:
+    """The signature `errors` gives every `last_error` over `defaults.BYTE_BUDGET` bytes,
+    whatever its text (`<over 1048576 bytes>`): the server does not copy such a text
+    (another node's worker may write one of any size) to key it. It holds digits, so no
+    text's own signature is ever the same."""
+    return f"<over {defaults.BYTE_BUDGET} bytes>"
+
+
 ERROR_COLUMNS = ["count", "first_seen", "last_seen", "sample_id", "sample_error"]
 
 
@@ -395,13 +410,16 @@ def errors(
     Bounded calls of at most `budget` members (at most `defaults.MAX_BUDGET`, else
     `BadInput` before any I/O) and about `defaults.BYTE_BUDGET` bytes of error text. A
     row without `last_error` counts under the signature ""; a member with no row is not
-    counted. Reads only.
+    counted. A `last_error` over `defaults.BYTE_BUDGET` bytes is not read: it counts
+    under `long_error_signature()`, its group's `sample_error` its length
+    (`decoding.not_read`). Reads only.
     """
     check_name(q)
     states = _states(state)
     checks.budget(budget)
     sigs: dict[str, str] = {}
     groups: dict[str, list] = {}
+    long = long_error_signature()
     for st, key in _sets(conn, q, states):
         timed = st in _TIMED
         cursor = ["", ""]
@@ -412,7 +430,9 @@ def errors(
             for text_key, n, lo, hi, sample_id, sample_error in rows:
                 sig = sigs.get(text_key)
                 if sig is None:
-                    sig = sigs[text_key] = signature(text_key)
+                    sig = sigs[text_key] = text_key if text_key == long else signature(text_key)
+                if isinstance(sample_error, int):  # its length: the text was not read
+                    sample_error = decoding.not_read(sample_error, "BYTE_BUDGET")
                 first, last = (float(lo), float(hi)) if timed else (None, None)
                 g = groups.get(sig)
                 if g is None:

@@ -38,31 +38,33 @@ end
 -- chunk of 64 that met ids of 1 MB after 63 short rows built a key of each for every
 -- field, and held Valkey 191 ms in one find step. At 8 a chunk, read as ids, 17 ms; an
 -- ordinary scan of 100,000 rows costs find 4% more server time, errors 40% (1.6 -> 2.2
--- ms a call)
+-- ms a call), than one of 64 a chunk
 local FIRST_CHUNK, CHUNK_MAX = 1, 8
 
 -- One step of a scan: the members of `set` from rank `start`, each handed to
--- visit(id, row, at, left) in set order with its row's `fields` (row[at + k] the k-th;
--- false where the row or the field is missing) and the bytes left once they are
--- counted. The step stops after `budget` members, or after the member at which the
--- bytes counted reach `bytes`: the bytes of its id (another node's may be long, and a
--- key is built of it) and of its fields, and what visit answers (the
--- work it did past reading them, in bytes: what it sends back, what it matched), or
--- false to stop there. Members
--- and fields are read a chunk at a time with one SORT_RO;
--- a set kept as a listpack (SORT would rewrite its bytes) or a user whose ACL refuses
--- reading keys by a pattern reads each row with an HMGET instead. Answers the number
--- of members examined and the last one's id.
+-- visit(id, row, at, left) in set order with its row's `fields` (row[at + k] the k-th:
+-- its text; false where the row or the field is missing; a field over `bytes` its
+-- length, a number, its bytes not read) and the bytes left once they are counted. The
+-- step stops after `budget` members, or after the member at which the bytes counted
+-- reach `bytes`: the bytes of its id (another node's may be long, and a key is built
+-- of it) and of the fields it read, and what visit answers (the work it did past
+-- reading them, in bytes: what it sends back, what it matched), or false to stop
+-- there. Each row is measured before any field of it is read (reads.lua
+-- `over_fields`); a chunk with no field over `bytes` is read with one SORT_RO, any
+-- other chunk, a set kept as a listpack (SORT would rewrite its bytes) or a user whose
+-- ACL refuses reading keys by a pattern reads each row with an HMGET of the fields
+-- within `bytes`. Answers the number of members examined and the last one's id.
 local function scan_step(set, base, start, budget, bytes, fields, visit)
-  local encoding = redis.pcall('OBJECT', 'ENCODING', set)
-  -- a server with no encodings to keep (no OBJECT command: fakeredis) reads any set so
-  local by_pattern = encoding == 'skiplist' or (type(encoding) == 'table' and encoding.err ~= nil)
   local width, sort = #fields + 1, nil
-  if by_pattern then
-    sort = {set, 'BY', 'nosort', 'LIMIT', 0, 0, 'GET', '#'}
-    for _, f in ipairs(fields) do
-      sort[#sort + 1] = 'GET'
-      sort[#sort + 1] = base .. 'job:*->' .. f
+  if #fields > 0 then
+    local encoding = redis.pcall('OBJECT', 'ENCODING', set)
+    -- a server with no encodings to keep (no OBJECT command: fakeredis) reads any set so
+    if encoding == 'skiplist' or (type(encoding) == 'table' and encoding.err ~= nil) then
+      sort = {set, 'BY', 'nosort', 'LIMIT', 0, 0, 'GET', '#'}
+      for _, f in ipairs(fields) do
+        sort[#sort + 1] = 'GET'
+        sort[#sort + 1] = base .. 'job:*->' .. f
+      end
     end
   end
   local examined, spent, largest, last, chunk = 0, 0, 1, nil, FIRST_CHUNK
@@ -71,38 +73,41 @@ local function scan_step(set, base, start, budget, bytes, fields, visit)
     chunk = math.min(2 * chunk, CHUNK_MAX)
     local ids = redis.call('ZRANGE', set, start + examined, start + examined + want - 1)
     if #ids == 0 then break end
-    local rows, plain = nil, true
-    for _, id in ipairs(ids) do
+    -- each row's fields over `bytes` (false: no hash; nil: no key built, or no field)
+    local measured, plain = {}, sort ~= nil
+    for i, id in ipairs(ids) do
       if #id > MAX_ID then plain = false end
+      if #fields > 0 and not foreign_id(id) then
+        local over, lengths = over_fields(base .. 'job:' .. id, fields, bytes)
+        measured[i] = over and {over, lengths} or false
+        if over and #over > 0 then plain = false end
+      end
     end
-    if sort and plain then
+    local rows = nil
+    if plain then
       sort[5], sort[6] = start + examined, want
       rows = redis.pcall('SORT_RO', unpack(sort))
       if rows.err then sort, rows = nil, nil end
     end
     if not rows then
       rows = {}
-      for _, id in ipairs(ids) do
+      for i, id in ipairs(ids) do
         rows[#rows + 1] = id
         -- a key that is no hash (another job's :logs list) reads as a row with no
         -- field, and so does a foreign id's (no key is built of it)
-        local values = {}
-        if #fields > 0 and not foreign_id(id) then
-          values = redis.pcall('HMGET', base .. 'job:' .. id, unpack(fields))
-          if values.err then values = {} end
+        local m, values, lengths = measured[i], {}, {}
+        if m then
+          values = within_fields(base .. 'job:' .. id, fields, m[1], m[2])
+          lengths = m[2]
         end
-        for f = 1, #fields do rows[#rows + 1] = values[f] or false end
+        for f = 1, #fields do rows[#rows + 1] = lengths[f] or values[f] or false end
       end
     end
     for at = 1, #rows, width do
-      local size, v = #rows[at], rows[at + 1]
-      if width == 2 then
-        if v then size = size + #v end
-      else
-        for f = 1, width - 1 do
-          v = rows[at + f]
-          if v then size = size + #v end
-        end
+      local size = #rows[at]
+      for f = 1, width - 1 do
+        local v = rows[at + f]
+        if type(v) == 'string' then size = size + #v end
       end
       if size > largest then largest = size end
       examined, last, spent = examined + 1, rows[at], spent + size
@@ -111,7 +116,7 @@ local function scan_step(set, base, start, budget, bytes, fields, visit)
       spent = spent + done
       if spent >= bytes or examined >= budget then return examined, last end
     end
-    if #rows < want * width then break end
+    if #ids < want then break end
   end
   return examined, last
 end

@@ -92,6 +92,82 @@ local function foreign_id(id)
   return tail == 'logs' or tail == 'lock'
 end
 
+-- A job row's fields, none copied over a bound: any node's worker may write a field of
+-- any size (a last_error, a progress), and a script holds the server about 1.5 ms a
+-- megabyte it copies, more for larger ones. A row of at most MEASURED_FIELDS fields
+-- is measured whole (MEMORY USAGE ... SAMPLES 0: every name and value counted,
+-- O(its fields)) when at least MEASURED_FROM fields are asked; any other row (larger,
+-- of more fields, a bound under MEASURED_BYTES, fewer fields asked, or a server or ACL
+-- user without MEMORY USAGE, as the embedded fake) has each field asked measured
+-- (HSTRLEN).
+local MEASURED_FIELDS = 64
+-- a smaller bound than this passes no row measured whole (names, values and their
+-- allocations): each field is measured instead
+local MEASURED_BYTES = 4096
+-- what a field may count for less in MEMORY USAGE than its length: a listpack keeps a
+-- number of up to 20 digits in 9 bytes
+local NUMBER_SLACK = 32
+-- fewer fields asked are each measured: an HSTRLEN a field costs less than the HLEN
+-- and the MEMORY USAGE of a row's measure
+local MEASURED_FROM = 3
+
+-- true when no field of row `jk` (of `count` fields) can be over `longest`
+local function within_whole(jk, count, longest)
+  if count > MEASURED_FIELDS or longest < MEASURED_BYTES then return false end
+  local size = redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
+  return type(size) == 'number' and size + NUMBER_SLACK * count <= longest
+end
+
+-- the fields of `fields` (one at least) over `longest` bytes in row `jk`, measured
+-- before any is read: their places (1 to n) and their lengths by place; nil for a key
+-- that is no hash (and, when the row is measured whole, for no key)
+local function over_fields(jk, fields, longest)
+  local n = #fields
+  if n >= MEASURED_FROM then
+    local count = redis.pcall('HLEN', jk)
+    if type(count) ~= 'number' or count == 0 then return nil end
+    if within_whole(jk, count, longest) then return {}, {} end
+  end
+  local over, lengths = {}, {}
+  for k = 1, n do
+    local size = redis.pcall('HSTRLEN', jk, fields[k])
+    if type(size) ~= 'number' then return nil end
+    if size > longest then over[#over + 1], lengths[k] = k, size end
+  end
+  return over, lengths
+end
+
+-- fields `fields` of row `jk` measured by `over_fields`, those over the bound left out:
+-- the values in their order, false where absent or not read
+local function within_fields(jk, fields, over, lengths)
+  if #over == 0 then return redis.call('HMGET', jk, unpack(fields)) end
+  local within = {}
+  for k = 1, #fields do
+    if not lengths[k] then within[#within + 1] = fields[k] end
+  end
+  local got = #within > 0 and redis.call('HMGET', jk, unpack(within)) or {}
+  local row, j = {}, 0
+  for k = 1, #fields do
+    if lengths[k] then
+      row[k] = false
+    else
+      j = j + 1
+      row[k] = got[j]
+    end
+  end
+  return row
+end
+
+-- fields `fields` (one at least) of row `jk`, none over `longest` bytes copied: the
+-- values in their order (false where absent or over `longest`), the places of those
+-- over it and their lengths by place (`over_fields`); nil for a key that is no hash
+-- (and, when the row is measured whole, for no key)
+local function measured_row(jk, fields, longest)
+  local over, lengths = over_fields(jk, fields, longest)
+  if not over then return nil end
+  return within_fields(jk, fields, over, lengths), over, lengths
+end
+
 -- what a bulk move counts for a member's id against its byte budget: a move hashes,
 -- copies and compares the id at each key and member it names (the row, the sets, the
 -- event), so an id another node made 20 KB long costs ID_WORK times its length, not
