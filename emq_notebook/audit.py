@@ -54,6 +54,7 @@ import inspect
 import json
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -764,7 +765,7 @@ def storable(text: str) -> str:
 # loop in Lua: bench/README.md); each value a MessagePack str 32 (`_packed`)
 _VALUES = 6 + len(AUDIT_WHO)
 _ENTRY = b"\xdc" + _VALUES.to_bytes(2, "big")
-_STR32 = b"\xdb"
+_str32 = struct.Struct(">BI").pack  # 0xdb and a length: a str 32's head
 
 
 def _packed(values: Iterable[str]) -> bytes:
@@ -772,12 +773,12 @@ def _packed(values: Iterable[str]) -> bytes:
     its bytes as the server holds them (an undecodable byte read as a surrogate is that
     byte again; a lone surrogate is U+FFFD: `storable`), which `cmsgpack` hands to Lua
     unchanged, whatever they are. A value of 4 GiB or more cannot be said in 4 bytes:
-    OverflowError, and the entry goes after the bare transition (every value a record
+    `struct.error`, and the entry goes after the bare transition (every value a record
     makes is cut far below: `MAX_TEXT`, `MAX_ARG`)."""
     parts: list[bytes] = []
     for value in values:
         raw = value.encode() if value.isascii() else storable(value).encode("utf-8", "surrogateescape")
-        parts += (_STR32 + len(raw).to_bytes(4, "big"), raw)
+        parts += (_str32(0xDB, len(raw)), raw)
     return b"".join(parts)
 
 
