@@ -9,14 +9,17 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
+
+import pandas as pd
 
 from .catalogue import contract
 from .checks import MAX_MS, MAX_WHOLE, whole
 from .checks import payload as checked_payload
 from .connector import Connection
-from .decoding import wire_size
+from .decoding import text_dtype, wire_size
 from .defaults import BYTE_BUDGET
-from .errors import BadInput
+from .errors import BadInput, EMQError
 from .keyspace import base, check_name, new_id, queue_key
 
 # repeatables one `@read_repeats` call reads at most: each is a name read by chunks, an
@@ -28,6 +31,16 @@ REPEATS_A_CALL = 1000
 # same number): a longer one, another node's, is answered by its size in a listing,
 # skipped by a tick and refused by run-now, its bytes left on the server
 DEF_BYTES = BYTE_BUDGET
+# the due names one tick call examines at most (lua/includes/repeat_def.lua holds the
+# same number), whatever becomes of them: made, skipped as bad or taken out as nameless
+TICK_NAMES = 500
+# the jobs one tick call makes at most: each is a row, a placement and an event, about
+# 26 us on the server (tick(1,000) of small definitions held Valkey 26 ms, tick(10,000)
+# 199 ms); 250 held it 6 to 9 ms, 500 12 ms (bench/repeat_tick.py)
+MAX_TICK_JOBS = 250
+# the due times (ms) a pandas Timestamp holds (ns since 1970: the years 1677 to 2262);
+# a score another node wrote may lie far past them (1e16, -1e300)
+SHOWN_MS = (pd.Timestamp.min.value // 1_000_000 + 1, pd.Timestamp.max.value // 1_000_000)
 # a whole number as the scripts read one (lua/includes/reads.lua `whole_of`)
 _WHOLE = re.compile(r"0|-?[1-9][0-9]{0,16}")
 
@@ -111,9 +124,42 @@ def registered(conn: Connection, q: str, limit: int | None = None) -> list[dict]
 
 def next_due(conn: Connection, q: str, name: str) -> int | None:
     """Repeatable `name`'s next due time (ms); None when it is not registered or its due
-    time is +inf. One ZSCORE; any name, as `registered` read it from another node."""
-    at = conn.command("ZSCORE", queue_key(q, "repeat"), name)
+    time is +inf, or the registry key holds another type (written by hand). One ZSCORE;
+    any name, as `registered` read it from another node."""
+    try:
+        at = conn.command("ZSCORE", queue_key(q, "repeat"), name)
+    except EMQError as exc:
+        if "WRONGTYPE" not in str(exc):
+            raise
+        return None
     return None if at is None or not math.isfinite(float(at)) else int(float(at))
+
+
+def due_times(times: Iterable[int | None]) -> pd.DatetimeIndex:
+    """Due times (ms) as UTC timestamps to show; NaT for none, and for one no Timestamp
+    holds (`SHOWN_MS`: a score another node wrote), so a listing shows it blank."""
+    lo, hi = SHOWN_MS
+    return pd.to_datetime(
+        pd.array([t if t is not None and lo <= t <= hi else None for t in times], dtype="Int64"),
+        unit="ms",
+        utc=True,
+    )
+
+
+def periods(every: Iterable[int | None]) -> pd.TimedeltaIndex:
+    """Cadences (ms) as timedeltas to show; NaT for none, and for one past what a
+    Timedelta holds (about 292 years: a definition another node wrote)."""
+    most = pd.Timedelta.max.value // 1_000_000
+    return pd.to_timedelta(
+        pd.array([e if e is not None and e <= most else None for e in every], dtype="Int64"), unit="ms"
+    )
+
+
+def text(values: list[str | None]) -> pd.Series:
+    """A text column of a listing: pandas' default text, or `object` when a value holds a
+    byte that is not UTF-8 (a name or payload another node wrote, which Arrow refuses);
+    shown through `decoding.visible`, the value kept as read."""
+    return pd.Series(values, dtype=text_dtype(values))
 
 
 def _bytes(names: list[str], defs: list[object]) -> int:
@@ -172,10 +218,17 @@ def _bad_field(d: dict) -> str | None:
 
 
 def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
-    """Every due repeatable produces one job (at most `max_jobs`, 1 to 10,000); answers
-    the new ids. A definition that cannot be read is skipped, left as it is, and
-    announced as a `bad_row` event."""
-    whole(max_jobs, "max_jobs", most=10_000)
+    """Every due repeatable produces one job (at most `max_jobs`, 1 to `MAX_TICK_JOBS`:
+    a call makes them all inside one script: 250 hold the server under 10 ms, 1,000 of
+    them 19 ms); answers the new ids, one a repeatable at most. A call examines at most
+    `TICK_NAMES` due names and about `DEF_BYTES` bytes of names and definitions; the
+    rest wait for the next tick. A definition that cannot be read is skipped, left as it
+    is, and announced as a `bad_row` event; more than `TICK_NAMES` of them due first
+    hold the rest back until they are fixed or removed (`registered` says why each is
+    bad). A registry key holding another type than its own (a string at
+    `emq:{q}:repeat`, written by hand) makes no job and answers []: a worker's pass
+    goes on."""
+    whole(max_jobs, "max_jobs", most=MAX_TICK_JOBS)
     ids = [new_id() for _ in range(max_jobs)]
     return list(conn.run("repeat_tick", [base(q)], ids, verb="tick", queue=q))
 

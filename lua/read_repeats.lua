@@ -12,13 +12,16 @@
 -- returns {name, next due, definition, name, next due, definition, ...} from that rank:
 -- ARGV[2] of them, or fewer where the registry ends or once their bytes reach ARGV[3]
 -- (one at least). A definition over ARGV[4] bytes is answered as its length (a
--- number); a missing one (or a definitions key that is no hash) as nil.
+-- number); a missing one (or a definitions key that is no hash) as nil. A registry key
+-- that is no sorted set answers no repeatable.
 --@include reads
 local base = KEYS[1]
 local defs = base .. 'repeat:defs'
 local from, most = tonumber(ARGV[1]), tonumber(ARGV[2])
 local bytes, longest = tonumber(ARGV[3]), tonumber(ARGV[4])
 local out = {}
+local held = redis.call('TYPE', base .. 'repeat')
+if (type(held) == 'table' and held.ok or held) ~= 'zset' then return out end
 local function add(name, due)
   local size, def = redis.pcall('HSTRLEN', defs, name), false
   if type(size) ~= 'number' then

@@ -4,7 +4,8 @@
 -- ARGV = name, every_ms, payload, group ('' = flat), max_attempts
 -- returns the first due time (ms); an error for a number that is not whole and >= 1,
 -- and for a definition (the payload as JSON, with the rest) over DEF_BYTES, which no
--- tick would read (includes/repeat_def.lua); an error writes nothing
+-- tick would read (includes/repeat_def.lua); EMQSTATE bad row type (<type>) in <key>
+-- when a registry key holds another type (`registry_misfit`); an error writes nothing
 --@include common
 --@include repeat_def
 local base = KEYS[1]
@@ -20,6 +21,9 @@ local def = cjson.encode({every = every, payload = ARGV[3], group = ARGV[4], max
 if #def > DEF_BYTES then
   return redis.error_reply('ERR a repeatable\'s definition is at most ' .. DEF_BYTES .. ' bytes, not ' .. #def)
 end
+local misfit, held = registry_misfit(base)
+if misfit then return bad_row('type (' .. held .. ')', misfit) end
+-- every check has run: now the writes
 local now = now_ms()
 redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
 redis.call('HSET', base .. 'repeat:defs', ARGV[1], def)

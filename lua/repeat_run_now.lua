@@ -3,12 +3,15 @@
 -- KEYS[1] = the queue base root ; ARGV[1] = name, ARGV[2] = the new job's id
 -- returns the id of the job produced; -1 when no repeatable has that name;
 -- EMQSTATE bad row <field> in repeat <name> for a definition that cannot be read, or
--- that is over DEF_BYTES (`definition`: never read; nothing written).
+-- that is over DEF_BYTES (`definition`: never read; nothing written); EMQSTATE bad row
+-- type (<type>) in <key> when a registry key holds another type (`registry_misfit`).
 --@include common
 --@include lanes
 --@include enqueue_row
 --@include repeat_def
 local base, name, id = KEYS[1], ARGV[1], ARGV[2]
+local misfit, held = registry_misfit(base)
+if misfit then return bad_row('type (' .. held .. ')', misfit) end
 local raw, size = definition(base, name)
 if (not raw and size == 0) or not redis.call('ZSCORE', base .. 'repeat', name) then return -1 end
 if not raw then return bad_row('definition (' .. size .. ' bytes)', 'repeat ' .. name) end

@@ -12,7 +12,7 @@ import re
 
 import pandas as pd
 import pytest
-from harm import bounded, replies, sent
+from harm import Events, bounded, replies, sent
 
 from emq_notebook import magics, repeat
 from emq_notebook.errors import BadInput, BadRow, EMQError
@@ -264,3 +264,139 @@ def test_register_refuses_a_payload_no_tick_would_read(harm):
     with pytest.raises(EMQError, match="definition is at most"):
         repeat.register(conn, Q, "slashes", 60_000, "\x01" * (repeat.DEF_BYTES // 4))
     assert not conn.client.exists(P + "repeat:defs") and not conn.client.exists(P + "repeat")
+
+
+# -- a tick's bound is the work it does, whatever another node wrote ------------------------
+
+
+def _tick(conn, srv, max_jobs=10):
+    return bounded(lambda: repeat.tick(conn, Q, max_jobs=max_jobs), srv, what="tick")
+
+
+def test_a_tick_examines_at_most_tick_names_bad_definitions_and_leaves_them(harm):
+    conn, srv = harm
+    names = [f"bad_{i:04d}" for i in range(repeat.TICK_NAMES + 40)]
+    written(conn, names, due=lambda i: 0, definition=lambda name: "not json")
+    with Events(conn, Q) as events:
+        assert _tick(conn, srv) == []
+    # one event a name examined, the first TICK_NAMES in due order; each left as it was
+    assert sorted(e["repeat"] for e in events.seen if e["event"] == "bad_row") == names[: repeat.TICK_NAMES]
+    assert conn.client.zcard(P + "repeat") == len(names) and conn.client.hlen(P + "repeat:defs") == len(names)
+
+
+def test_a_tick_takes_out_at_most_tick_names_names_with_no_definition(harm):
+    conn, srv = harm
+    names = [f"ghost_{i:04d}" for i in range(repeat.TICK_NAMES + 40)]
+    conn.client.zadd(P + "repeat", {n: 0 for n in names})
+    assert _tick(conn, srv) == []
+    assert conn.client.zrange(P + "repeat", 0, -1) == names[repeat.TICK_NAMES :]
+    assert _tick(conn, srv) == [] and conn.client.zcard(P + "repeat") == 0
+
+
+def test_a_good_repeatable_behind_bad_ones_is_made_within_the_bound(harm):
+    conn, srv = harm
+    written(conn, [f"bad_{i}" for i in range(30)], due=lambda i: 0, definition=lambda name: "[1]")
+    conn.client.zadd(P + "repeat", {"good": 1})
+    conn.client.hset(P + "repeat:defs", "good", DEF)
+    [made] = _tick(conn, srv)
+    assert conn.client.hget(P + "job:" + made, "payload") == "{}"
+    assert conn.client.zscore(P + "repeat", "good") > 1
+
+
+def test_a_bad_rows_event_names_a_long_repeatable_by_its_head_and_length(harm):
+    conn, srv = harm
+    name = b"\xff" * 10_000
+    conn.client.zadd(P + "repeat", {name: 0})
+    conn.client.hset(P + "repeat:defs", name, "x")
+    with Events(conn, Q) as events:
+        assert _tick(conn, srv) == []
+    [event] = events.seen
+    assert event["event"] == "bad_row" and event["repeat"] == "\\xff" * 200 + "... (10000 bytes)"
+
+
+def test_a_tick_makes_at_most_max_tick_jobs_a_call():
+    assert repeat.MAX_TICK_JOBS <= 250
+    with pytest.raises(BadInput, match="max_jobs"):
+        repeat.tick(None, Q, max_jobs=1000)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("due", [-1e300, -1e20, -9.0e15])
+def test_a_due_time_far_in_the_past_makes_one_job_and_moves_past_now(harm, due):
+    conn, srv = harm
+    written(conn, ["old"], due=lambda i: due, definition=lambda name: '{"every": 1000, "payload": "{}"}')
+    assert len(_tick(conn, srv)) == 1
+    assert conn.client.zscore(P + "repeat", "old") > conn.server_ms()
+    assert _tick(conn, srv) == []
+
+
+# -- registry keys of another type ------------------------------------------------------------
+
+
+def _misfit(conn, key: str, kind: str) -> None:
+    if kind == "string":
+        conn.client.set(P + key, "x")
+    else:
+        conn.client.rpush(P + key, "x")
+    if key == "repeat:defs":
+        conn.client.zadd(P + "repeat", {"nightly": 0})
+    else:
+        conn.client.hset(P + "repeat:defs", "nightly", DEF)
+
+
+@pytest.mark.parametrize("kind", ["string", "list"])
+@pytest.mark.parametrize("key", ["repeat", "repeat:defs"])
+def test_a_registry_key_of_another_type_makes_no_job_and_refuses_what_would_write(harm, key, kind):
+    conn, srv = harm
+    _misfit(conn, key, kind)
+    before = sorted(conn.client.keys(P + "*"))
+    assert _tick(conn, srv) == []
+    with pytest.raises(BadRow, match="type"):
+        repeat.run_now(conn, Q, "nightly")
+    with pytest.raises(BadRow, match="type"):
+        repeat.register(conn, Q, "weekly", 60_000, "{}")
+    # nothing written: no job, no meta, no definition
+    assert sorted(conn.client.keys(P + "*")) == before
+    if key == "repeat":
+        assert repeat.registered(conn, Q) == []
+        assert repeat.next_due(conn, Q, "nightly") is None
+
+
+# -- times and text another node wrote, shown ------------------------------------------------
+
+ODD = {"far": 1e16, "just_past": 9.3e15, "huge": 1e300, "ancient": -1e300, "ok": 1e12}
+
+
+def _odd_registry(conn) -> None:
+    written(conn, list(ODD), due=lambda i: list(ODD.values())[i])
+    conn.client.zadd(P + "repeat", {b"n\xff\xfe": 5})
+    conn.client.hset(
+        P + "repeat:defs", b"n\xff\xfe", b'{"every": 1000, "payload": "\xff\xfe", "group": "g\xff"}'
+    )
+
+
+def test_the_repeatables_panel_shows_odd_times_blank_and_odd_bytes_escaped(conn):
+    _odd_registry(conn)
+    view = RepeatablesView(conn, Q)
+    try:
+        assert "error" not in view.status.value and "6 repeatables" in view.summary.value
+        due = view.frame["next due"]
+        assert due.isna().tolist() == [True, False, False, True, True, True]
+        assert view.frame.loc["n\udcff\udcfe", "payload"] == "\udcff\udcfe"
+        assert ("n\\xff\\xfe", "n\udcff\udcfe") in view.name.options
+    finally:
+        view.close()
+
+
+def test_the_repeats_verb_shows_odd_times_blank_and_odd_bytes_as_read(emq_line, conn):
+    _odd_registry(conn)
+    table = emq_line(f"repeats {Q}")
+    assert table["next_due"].isna().tolist() == [True, False, False, True, True, True]
+    assert table.loc["n\udcff\udcfe", "group"] == "g\udcff"
+
+
+@pytest.mark.parametrize("name", ["far", "huge", "ancient"])
+def test_run_now_of_a_repeatable_due_at_an_odd_time_says_its_job(emq_line, conn, capsys, name):
+    _odd_registry(conn)
+    job = emq_line(f"run-now {Q} {name}")
+    assert conn.client.hget(P + "job:" + job, "payload") == "{}"
+    assert "next due unchanged" in capsys.readouterr().out

@@ -86,6 +86,9 @@ NOT_VERBS = {
     "triage.glob_spec",  # pure: no server
     "triage.signature_glob",
     "frames.frame",  # builds a frame from rows read
+    "repeat.due_times",  # pure: how a listing shows its times and text
+    "repeat.periods",
+    "repeat.text",
     "jobs.gated_claim",
 }  # the claim gate both claims go through
 

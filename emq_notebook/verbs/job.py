@@ -143,23 +143,25 @@ def _promote(s: Session, ns: Namespace) -> None:
 @verb("repeats", "the repeatables: name, every, next due, payload (a frame)", QUEUE)
 def _repeats(s: Session, ns: Namespace) -> pd.DataFrame:
     records = repeat.registered(s.conn, ns.queue)
-    frame = pd.DataFrame.from_records(
-        [
-            (r["name"], r["every_ms"], r["next_due_ms"], r["payload"], r["group"], r["problem"])
-            for r in records
-        ],
-        columns=["name", "every", "next_due", "payload", "group", "problem"],
-    ).set_index("name")
-    frame["every"] = pd.to_timedelta(frame["every"].astype("float64"), unit="ms")
-    frame["next_due"] = pd.to_datetime(frame["next_due"].astype("float64"), unit="ms", utc=True)
+    names = [r["name"] for r in records]
+    frame = pd.DataFrame(
+        {
+            "every": repeat.periods(r["every_ms"] for r in records),
+            "next_due": repeat.due_times(r["next_due_ms"] for r in records),
+            "payload": repeat.text([r["payload"] for r in records]),
+            "group": repeat.text([r["group"] for r in records]),
+            "problem": repeat.text([r["problem"] for r in records]),
+        },
+    )
+    frame.index = pd.Index(names, dtype=repeat.text(names).dtype, name="name")
     return frame
 
 
 @verb("run-now", "one job from a repeatable now; its cadence is kept", QUEUE, arg("name"), writes=True)
 def _run_now(s: Session, ns: Namespace) -> str:
     job_id = repeat.run_now(s.conn, ns.queue, ns.name)
-    due = repeat.next_due(s.conn, ns.queue, ns.name)
-    when = pd.to_datetime(due, unit="ms", utc=True) if due is not None else "unchanged"
+    [due] = repeat.due_times([repeat.next_due(s.conn, ns.queue, ns.name)])
+    when = "unchanged" if pd.isna(due) else due
     s.say(f"run-now {ns.queue} {ns.name}: {job_id} is pending; next due {when}, as before")
     return job_id
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .. import lanes, repeat
 from ..connector import Connection
+from ..decoding import printable, shown_id
 from ..defaults import DEFAULT_LIMIT
 from ..errors import EMQError
 from ..keyspace import queue_key
@@ -154,7 +155,7 @@ class RepeatablesView(Panel):
             self.frame = frame
             grids.patch(self.grid, frame)
         keep = self.name.value
-        self.name.options = list(frame.index)
+        self.name.options = [(printable(str(shown_id(n))), n) for n in frame.index]
         if keep in frame.index:
             self.name.value = keep
         self.total = total
@@ -190,16 +191,19 @@ class RepeatablesView(Panel):
 
 
 def _repeat_frame(found: list[dict]) -> pd.DataFrame:
+    # text another node wrote may hold bytes that are not UTF-8: such a column is
+    # `object` (repeat.text) and the grid shows each byte as \xNN (grid.shown)
+    names = [r["name"] for r in found]
     frame = pd.DataFrame(
         {
             "every": [_every(r["every_ms"]) for r in found],
-            "next due": pd.to_datetime([r["next_due_ms"] for r in found], unit="ms", utc=True),
-            "group": [r["group"] or "" for r in found],
-            "payload": [r["payload"] for r in found],
-            "problem": [r["problem"] or "" for r in found],
+            "next due": repeat.due_times(r["next_due_ms"] for r in found),
+            "group": repeat.text([r["group"] or "" for r in found]),
+            "payload": repeat.text([r["payload"] for r in found]),
+            "problem": repeat.text([r["problem"] or "" for r in found]),
         },
-        index=pd.Index([r["name"] for r in found], name="repeatable"),
     )
+    frame.index = pd.Index(names, dtype=repeat.text(names).dtype, name="repeatable")
     return frame
 
 

@@ -8,6 +8,27 @@
 -- `tick` skips it with a `bad_row` event, `run_now` refuses it, a listing shows its size
 local DEF_BYTES = 1048576
 
+-- the due names one tick examines at most (emq_notebook.repeat.TICK_NAMES holds the
+-- same number), whatever becomes of them: each costs an HSTRLEN, an HGET and a decode,
+-- a bad one an event. Bounded by bytes read alone, a tick over 20,000 due definitions
+-- that are not JSON held Valkey 142 ms, over 100,000 names with no definition 376 ms;
+-- 500 names a call held it 4.3 ms (1,000: 10.8 ms), bench/repeat_tick.py
+local TICK_NAMES = 500
+-- the members one ZADD or ZREM of a tick names at most (well under the stack's unpack)
+local WRITE_CHUNK = 500
+
+-- the first registry key holding another type than its own (another node's, or one
+-- written by hand): its name and the type it holds; nil when each is of its type or
+-- absent. No script reads or writes a registry that answers it.
+local function registry_misfit(base)
+  for _, key in ipairs({{'repeat', 'zset'}, {'repeat:defs', 'hash'}}) do
+    local held = redis.call('TYPE', base .. key[1])
+    held = type(held) == 'table' and held.ok or held
+    if held ~= key[2] and held ~= 'none' then return base .. key[1], held end
+  end
+  return nil
+end
+
 -- repeatable `name`'s definition: its text (nil when there is none) and its length in
 -- bytes; a definition over DEF_BYTES is not read (nil and its length)
 local function definition(base, name)
