@@ -84,6 +84,7 @@ NOT_VERBS = {
     "admin.job_ids",
     "triage.signature",
     "triage.glob_spec",  # pure: no server
+    "triage.long_error_signature",  # pure: the signature errors() gives a last_error over the bound
     "triage.signature_glob",
     "frames.frame",  # builds a frame from rows read
     "repeat.due_times",  # pure: how a listing shows its times and text
