@@ -67,7 +67,7 @@ import pandas as pd
 
 from .checks import whole
 from .connector import Beside
-from .decoding import LONE_SURROGATE, printable
+from .decoding import LONE_SURROGATE, printable, whole_text
 from .defaults import AUDIT_KEEP
 from .errors import EMQError, Halted, InvalidName, Refused, WireError
 from .keyspace import AUDIT_MATCH, AUDIT_WHAT, AUDIT_WHO, audit_key, check_name, queue_from_audit_key
@@ -982,7 +982,7 @@ def _row(queue: str, entry: str, fields: Mapping[str, str]) -> dict[str, Any]:
         "time": pd.Timestamp(_entry_order(entry)[0], unit="ms", tz="UTC"),
         "queue": queue,
         **{name: printable(fields.get(name, "")) for name in ("verb", "outcome")},
-        "count": int(count) if count.isdigit() else None,
+        "count": whole_text(count),
         **{name: printable(fields.get(name, "")) for name in ("who", "env", "conn", "surface", "reason")},
         "args": _parsed(fields.get("args", ""), {}),
         "ids": [printable(i) for i in first],

@@ -110,6 +110,22 @@ def not_read(size: int, bound: str = "MAX_WHOLE_FIELD") -> NotRead:
     return NotRead(f"<{size:,} bytes: over {bound}, not read>")
 
 
+# a whole number as text another node wrote it: ASCII digits (`str.isdigit` takes "²",
+# which int() refuses, and `int` reads other scripts' digits, which no node writes for a
+# number), an optional minus where asked, at most 19 digits (a time is 13; int() refuses
+# text of over 4,300)
+_WHOLE = re.compile(r"[0-9]{1,19}")
+_SIGNED_WHOLE = re.compile(r"-?[0-9]{1,19}")
+
+
+def whole_text(value: object, *, signed: bool = False) -> int | None:
+    """The whole number `value` (text read from the server) holds, or None when it holds
+    none: anything but ASCII digits (a minus first when `signed`), or over 19 digits."""
+    if not isinstance(value, str):
+        return None
+    return int(value) if (_SIGNED_WHOLE if signed else _WHOLE).fullmatch(value) else None
+
+
 def undecodable(value: object) -> bool:
     """True when `value` is text holding a byte that is not UTF-8 (read under `ERRORS`)."""
     return isinstance(value, str) and not value.isascii() and _ESCAPED.search(value) is not None

@@ -435,7 +435,7 @@ def metrics(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFra
     for kind in METRIC_KINDS:
         pipe.hgetall(metrics_key(q, kind))
     counted = dict(zip(METRIC_KINDS, pipe.execute(), strict=True))
-    minutes = sorted({int(m) for h in counted.values() for m in h if m.isdigit()})
+    minutes = sorted({n for h in counted.values() for n in map(decoding.whole_text, h) if n is not None})
     if since_ms is not None:
         floor = (time.time() * 1000 - since_ms) // 60000
         minutes = [m for m in minutes if m >= floor]
@@ -450,7 +450,7 @@ def metrics(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFra
 
 def _count(value: object) -> int:
     """A metrics field's count; one that holds no whole number (damaged by hand) reads 0."""
-    return int(value) if isinstance(value, str) and value.isdigit() else 0
+    return decoding.whole_text(value) or 0
 
 
 # -- health and latency: computed in `health.py` (which reads counts from here) ----

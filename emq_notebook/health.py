@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import frames, histogram
+from . import decoding, frames, histogram
 from .connector import Connection
 from .keyspace import base, check_name, lane_sets, latency_index_key, latency_key, metrics_key, queue_key
 
@@ -98,12 +98,14 @@ def _window(now: int) -> list[int]:
 
 
 def _sum(values: list[Any]) -> int:
-    return sum(int(v) for v in values if v is not None and str(v).isdigit())
+    """The counts a pipeline read, those that hold no whole number (`_whole`) left out."""
+    return sum(n for n in map(_whole, values) if n is not None)
 
 
 def _whole(value: Any) -> int | None:
-    text = str(value) if value is not None else ""
-    return int(text) if text.isdigit() else None
+    """The whole number a count or a time read from the server holds: ASCII digits
+    (`decoding.whole_text`); anything else another node wrote ("²²", "1e9") is none."""
+    return None if value is None else decoding.whole_text(str(value))
 
 
 class _Reads:
@@ -241,7 +243,7 @@ def health(
         }
         created = _whole(r2[i].get("created"))
         age = (now - created) / 1000 if created is not None else math.nan
-        claims = [int(m) for m in r2[i].get("claims", ()) if str(m).isdigit()]
+        claims = [n for n in map(_whole, r2[i].get("claims", ())) if n is not None]
         died = r.get("died") or []
         row["verdict"], row["why"] = judge(
             row,

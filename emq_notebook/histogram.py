@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from .decoding import whole_text
+
 RATIO = 1.1
 _LOG = math.log(RATIO)
 
@@ -38,8 +40,9 @@ def parse(raw: Mapping[str, str] | None) -> Histogram:
     not a whole number (written by hand) is left out."""
     out: Histogram = {}
     for b, n in (raw or {}).items():
-        if str(b).lstrip("-").isdigit() and str(n).isdigit():
-            out[int(b)] = out.get(int(b), 0) + int(n)
+        bucket, count = whole_text(b, signed=True), whole_text(n)
+        if bucket is not None and count is not None:
+            out[bucket] = out.get(bucket, 0) + count
     return out
 
 

@@ -565,8 +565,11 @@ JOB_FIELDS = (
     "progress",
     "last_error",
 )
-# the entry `get_job` adds in place of the fields of a row over ROW_FIELDS it did not read
+# the entry `get_job` adds in place of the fields of a row it did not list
 OTHER_FIELDS = "<other fields>"
+# the longest field name `get_job` sends back to the server to read a field by: a name
+# read from a row another node wrote may be megabytes (the job's own are a dozen bytes)
+SHORT_NAME = 256
 
 
 @contract(
@@ -579,20 +582,33 @@ OTHER_FIELDS = "<other fields>"
 def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
     """The row as a dict of its fields, in the row's order. Refuses `Gone`.
 
-    No call copies a field another node made long, nor a whole row of many fields: a
-    field over `defaults.MAX_WHOLE_FIELD` bytes (8 MiB) is not read, and holds
-    `decoding.not_read(length)` (`<20,971,520 bytes: over MAX_WHOLE_FIELD, not read>`),
-    its bytes left on the server. A row of more than `ROW_FIELDS` fields shows the
-    fields of `JOB_FIELDS` it holds and `OTHER_FIELDS` saying how many it holds in all.
-    Read by `@read_job` calls of about `defaults.BYTE_BUDGET` bytes each (a field's
-    length before its bytes), and a field over that budget by a plain HGET of its own:
-    a field rewritten longer between its length and its HGET is read as it is then."""
+    No call copies a field another node made long, nor a whole row of many fields or of
+    long names: a field over `defaults.MAX_WHOLE_FIELD` bytes (8 MiB) is not read, and
+    holds `decoding.not_read(length)` (`<20,971,520 bytes: over MAX_WHOLE_FIELD, not
+    read>`), its bytes left on the server. A row is listed whole only when it holds at
+    most `ROW_FIELDS` fields and measures at most `defaults.BYTE_BUDGET` bytes of names
+    and values (one MEMORY USAGE: no command gives a name's length). Any other row, and
+    every row on a server or for an ACL user without MEMORY USAGE (the embedded fake),
+    shows the fields of `JOB_FIELDS` it holds, in that order, and `OTHER_FIELDS` saying
+    how many it holds in all when it holds others. Read by `@read_job` calls of about
+    `defaults.BYTE_BUDGET` bytes each (a field's length before its bytes), and a field
+    over that budget by a plain HGET of its own: a field rewritten longer between its
+    length and its HGET is read as it is then."""
     key = job_key(q, job_id)
     count, row = _read_job(conn, q, job_id, ())
-    if count > ROW_FIELDS and not row:
+    if not row:
         count, row = _read_job(conn, q, job_id, JOB_FIELDS)
-        row[OTHER_FIELDS] = f"<{count:,} fields: over ROW_FIELDS ({ROW_FIELDS:,}), only the job's own read>"
+        if count > len(row):
+            row[OTHER_FIELDS] = _others(count)
     return _whole_fields(conn, q, job_id, key, row)
+
+
+def _others(count: int) -> str:
+    """What `OTHER_FIELDS` says of a row of `count` fields `get_job` did not list."""
+    if count > ROW_FIELDS:
+        return f"<{count:,} fields: over ROW_FIELDS ({ROW_FIELDS:,}), only the job's own read>"
+    within = f"BYTE_BUDGET ({BYTE_BUDGET:,} bytes)"
+    return f"<{count:,} fields: not measured within {within}, only the job's own read>"
 
 
 def _read_job(conn: Connection, q: str, job_id: str, names: Sequence[str]) -> tuple[int, dict[str, Any]]:
@@ -616,7 +632,12 @@ def _read_job(conn: Connection, q: str, job_id: str, names: Sequence[str]) -> tu
 def _whole_fields(conn: Connection, q: str, job_id: str, key: str, row: dict[str, Any]) -> dict[str, str]:
     """`row` with each field `@read_job` answered by its length read: up to
     `BYTE_BUDGET` by name in further calls, up to `MAX_WHOLE_FIELD` by a plain HGET
-    each, a longer one as `decoding.not_read`. A field gone meanwhile is left out."""
+    each, a longer one as `decoding.not_read`; one named over `SHORT_NAME` bytes is not
+    asked by its name (`decoding.not_read`, bound SHORT_NAME). A field gone meanwhile is
+    left out."""
+    for name, size in row.items():
+        if isinstance(size, int) and len(name) > SHORT_NAME:
+            row[name] = decoding.not_read(size, "SHORT_NAME")
     while small := [n for n, v in row.items() if isinstance(v, int) and v <= BYTE_BUDGET]:
         # each call reads the first name at least, so each round settles one field
         _, got = _read_job(conn, q, job_id, small)

@@ -418,3 +418,18 @@ def test_the_summary_counts_each_verdict_and_the_report_sums_the_quiet_ones():
     assert health.report_lines(quiet) == ["no problem: 2 ok, 1 idle"]
     shuffled = frame.iloc[::-1]
     assert list(health.by_severity(shuffled).index) == ["f", "s1", "s2", "d", "o1", "o2", "i"]
+
+
+def test_a_sampled_time_that_is_no_ascii_whole_number_is_no_time(conn):
+    """A `created_at` another node wrote as "²²" (`str.isdigit` says digits, int() refuses
+    it) is no time, as a time too long to read is none: the row is skipped, health
+    answers. A histogram's bucket or count of that kind is left out too."""
+    conn.client.flushall()
+    head = jobs.enqueue(conn, Q, "{}")
+    created = int(conn.client.hget(P + "job:" + head, "created_at"))
+    conn.client.hset(P + "job:" + head, "created_at", "²²")
+    got = health.health(conn, [Q], now_ms=created + 5_000)
+    assert got.loc[Q, "pending"] == 1 and math.isnan(got.loc[Q, "oldest_pending_s"])
+    conn.client.hset(P + "job:" + head, "created_at", created)
+    assert health.health(conn, [Q], now_ms=created + 5_000).loc[Q, "oldest_pending_s"] == 5.0
+    assert histogram.parse({"-²": "1", "5": "²", "7": "3", "-2": "1" * 5_000}) == {7: 3}

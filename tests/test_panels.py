@@ -497,3 +497,21 @@ def test_a_refresh_that_meets_a_foreign_key_says_so_and_prints_nothing(conn, cap
     panel.close()
     assert not emq_threads()
     assert capfd.readouterr() == ("", "")
+
+
+def test_the_job_panel_shows_numbers_another_node_wrote_as_text(conn, ip):
+    """A counter or a time that is no ASCII whole number ("²²²²", 5,000 digits, a time of
+    400 digits) shows as the text it is, as `%emq job` shows it; the panel builds."""
+    jid = jobs.enqueue(conn, Q, "{}")
+    key = f"emq:{{{Q}}}:job:{jid}"
+    odd = {"attempts": "²²²²", "failures": "1" * 5_000, "created_at": "9" * 400, "due_at": "٣٤٥٦٧"}
+    conn.client.hset(key, mapping=odd)
+    panel = JobPanel(conn, Q, jid)
+    for value in odd.values():
+        assert html.escape(value) in panel.row_view.value
+    assert "Exceeds the limit" not in panel.status_text
+    assert "1" * 5_000 in shown(ip, panel)["text/html"]
+    # a whole number and a time a node writes still read as an operator reads them
+    conn.client.hset(key, mapping={"attempts": "12345", "created_at": "1700000000000"})
+    panel = JobPanel(conn, Q, jid)
+    assert "12,345" in panel.row_view.value and "(1700000000000)" in panel.row_view.value

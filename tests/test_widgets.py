@@ -268,3 +268,13 @@ def test_values_read_as_an_operator_reads_them(conn, monkeypatch):
     line = event_line({"event": "completed", "job": ids[0], "attempts": 1}, at=1_796_394_205.0)
     assert "\n" not in line
     assert re.match(rf"^\d\d:\d\d:\d\d CES?T  completed  job {ids[0]}  attempts 1$", line), line
+
+
+def test_a_time_that_is_no_ascii_whole_number_is_no_time():
+    """`when` of text another node wrote: digits "²²", other scripts' digits, 400 digits, an
+    int too large for a float, all "" (no time), never an error."""
+    from emq_notebook.widgets import values
+
+    for value in ("²²", "٣٤٥٦٧", "9" * 400, "1" * 5_000, 10**400, "", " ", "12a"):
+        assert values.when(value) == "", value
+    assert values.when("1700000000000") == values.when(1_700_000_000_000) != ""

@@ -16,7 +16,7 @@ import ipywidgets as w
 
 from .. import jobs
 from ..connector import Connection
-from ..decoding import printable
+from ..decoding import printable, whole_text
 from ..errors import BadInput, EMQError, Gone
 from .base import Panel, table
 from .values import when
@@ -24,12 +24,15 @@ from .values import when
 
 def _readable(field: str, value: str) -> str:
     """A row's field as an operator reads it: a time (`..._at`, epoch ms) in the viewer's
-    zone with the ms it holds, a whole number with separators, the rest as it is."""
-    if field.endswith("_at") and value and value.isdigit():
-        return f"{when(int(value))} ({value})"
-    if value.isdigit() and len(value) > 3:
-        return f"{int(value):,}"
-    return value
+    zone with the ms it holds, a whole number with separators, the rest (text another
+    node wrote: "²²", 5,000 digits, a time past year 9999) as it is."""
+    number = whole_text(value)
+    if number is None:
+        return value
+    if field.endswith("_at"):
+        shown = when(number)
+        return f"{shown} ({value})" if shown else value
+    return f"{number:,}" if len(value) > 3 else value
 
 
 def _checked_json(text: str) -> str:

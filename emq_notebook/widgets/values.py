@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
 
+from ..decoding import whole_text
+
 _zone: dt.tzinfo | None = None
 
 
@@ -47,13 +49,12 @@ def _moment(value: Any) -> dt.datetime | None:
     if isinstance(value, dt.datetime):
         return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
     if isinstance(value, str):
-        if not value.strip().isdigit():
-            return None
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        value = whole_text(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
+    # an int too large for a float overflows in isnan as in the division
     try:
-        return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
+        return None if math.isnan(value) else dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
     except (OverflowError, OSError, ValueError):
         return None
 

@@ -111,11 +111,18 @@ local NUMBER_SLACK = 32
 -- and the MEMORY USAGE of a row's measure
 local MEASURED_FROM = 3
 
+-- true when row `jk` (of `count` fields) holds at most `bytes` bytes of names and values
+-- all told, measured by one MEMORY USAGE (no name copied); false over it, and on a server
+-- or for an ACL user without MEMORY USAGE
+local function row_within(jk, count, bytes)
+  local size = redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
+  return type(size) == 'number' and size + NUMBER_SLACK * count <= bytes
+end
+
 -- true when no field of row `jk` (of `count` fields) can be over `longest`
 local function within_whole(jk, count, longest)
   if count > MEASURED_FIELDS or longest < MEASURED_BYTES then return false end
-  local size = redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
-  return type(size) == 'number' and size + NUMBER_SLACK * count <= longest
+  return row_within(jk, count, longest)
 end
 
 -- the fields of `fields` (one at least) over `longest` bytes in row `jk`, measured
