@@ -134,6 +134,16 @@ def sent(conn: emq.Connection, srv: Any, call: Callable[[], Any]) -> Counter:
     return seen
 
 
+def written_out(conn, srv, call) -> tuple[Any, int | None]:
+    """What `call()` answers, and the bytes the server wrote to its clients meanwhile
+    (Valkey's `total_net_output_bytes`; None on the embedded fake)."""
+    if srv is None:
+        return call(), None
+    before = conn.client.info("stats")["total_net_output_bytes"]
+    got = call()
+    return got, conn.client.info("stats")["total_net_output_bytes"] - before
+
+
 def replies(conn, name: str) -> list[Any]:
     """Every reply `conn` gets from script `name` from now on, as it comes."""
     seen: list[Any] = []

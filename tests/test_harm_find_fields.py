@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harm import bounded, commands_sent, replies
+from harm import bounded, commands_sent, replies, written_out
 
 from emq_notebook import decoding, defaults, jobs, triage
 from emq_notebook.defaults import BYTE_BUDGET
@@ -33,14 +33,9 @@ def _small_bounds(monkeypatch):
     monkeypatch.setattr(jobs, "MAX_WHOLE_FIELD", WHOLE)
 
 
-def written_out(conn, srv, call) -> tuple[Any, int | None]:
-    """What `call()` answers (under the watchdog), and the bytes the server wrote to its
-    clients meanwhile (Valkey's `total_net_output_bytes`; None on the embedded fake)."""
-    if srv is None:
-        return bounded(call, srv), None
-    before = conn.client.info("stats")["total_net_output_bytes"]
-    got = bounded(call, srv)
-    return got, conn.client.info("stats")["total_net_output_bytes"] - before
+def watched_out(conn, srv, call) -> tuple[Any, int | None]:
+    """`harm.written_out` of `call()` run under the watchdog."""
+    return written_out(conn, srv, lambda: bounded(call, srv))
 
 
 def longest_text(calls: list) -> int:
@@ -72,7 +67,7 @@ def test_a_long_last_error_matches_no_error_glob_and_is_never_copied(harm):
     near = dead(conn, last_error="boom " + "n" * BETWEEN)
     far = dead(conn, last_error="boom " + "f" * OVER)
     calls = replies(conn, "find")
-    frame, out = written_out(conn, srv, lambda: triage.find(conn, Q, error="boom*", limit=None))
+    frame, out = watched_out(conn, srv, lambda: triage.find(conn, Q, error="boom*", limit=None))
     assert frame.index.tolist() == plain  # the long ones match no glob, though they would
     assert calls and longest_text(calls) < 1000
     if out is not None:
@@ -94,7 +89,7 @@ def test_errors_counts_a_long_last_error_under_its_fixed_signature(harm):
     first = dead(conn, last_error="x" * OVER)
     dead(conn, last_error="y" * (OVER + 1))
     calls = replies(conn, "errors")
-    got, out = written_out(conn, srv, lambda: triage.errors(conn, Q))
+    got, out = watched_out(conn, srv, lambda: triage.errors(conn, Q))
     long = triage.long_error_signature()
     assert long == f"<over {FIELD} bytes>"
     assert got["count"].to_dict() == {long: 2, "boom <num>": 2}
@@ -112,7 +107,7 @@ def test_a_matchs_long_shown_field_is_read_as_a_snapshot_reads_it(harm, field):
     far = dead(conn, **{field: "f" * OVER})
     plain = dead(conn)
     calls = replies(conn, "find")
-    frame, out = written_out(conn, srv, lambda: triage.find(conn, Q, error="boom", limit=None))
+    frame, out = watched_out(conn, srv, lambda: triage.find(conn, Q, error="boom", limit=None))
     assert frame.index.tolist() == [near, far, plain]
     assert frame.loc[near, field] == "n" * BETWEEN  # read by itself, whole
     assert frame.loc[far, field] == decoding.not_read(OVER)
@@ -157,7 +152,7 @@ def test_the_jobs_tab_shows_a_long_field_by_its_length_and_filters_it_out(harm):
         assert view.frame.loc[far, "last_error"] == decoding.not_read(OVER + 5)
         assert view.frame.loc[far, "progress"] == decoding.not_read(OVER)
         view.error_glob.value = "boom*"
-        _, out = written_out(conn, srv, view.filter_button.click)
+        _, out = watched_out(conn, srv, view.filter_button.click)
         assert view.frame.index.tolist() == [plain]
         if out is not None:
             assert out < 64_000

@@ -10,10 +10,8 @@ never timed."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from harm import bounded, commands_sent, replies
+from harm import bounded, commands_sent, replies, written_out
 
 import emq_notebook as emq
 from emq_notebook import decoding, frames, health, jobs
@@ -32,16 +30,6 @@ def _small_bounds(monkeypatch):
     # raising=False: the same test runs (and fails) where frames has no such bound
     monkeypatch.setattr(frames, "FIELD_BYTES", FIELD, raising=False)
     monkeypatch.setattr(jobs, "MAX_WHOLE_FIELD", WHOLE)
-
-
-def written_out(conn, srv, call) -> tuple[Any, int | None]:
-    """What `call()` answers, and the bytes the server wrote to its clients meanwhile
-    (Valkey's `total_net_output_bytes`; None on the embedded fake)."""
-    if srv is None:
-        return call(), None
-    before = conn.client.info("stats")["total_net_output_bytes"]
-    got = call()
-    return got, conn.client.info("stats")["total_net_output_bytes"] - before
 
 
 def longest_value(calls: list) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harm import bounded, replies, sent
+from harm import bounded, replies, sent, written_out
 
 import emq_notebook as emq
 from emq_notebook import decoding, frames, jobs, triage
@@ -43,16 +43,6 @@ def plain(conn) -> list[tuple]:
 
     conn.command = command
     return seen
-
-
-def written_out(conn, srv, call) -> tuple[Any, int | None]:
-    """What `call()` answers, and the bytes the server wrote to its clients meanwhile
-    (Valkey's `total_net_output_bytes`; None on the embedded fake)."""
-    if srv is None:
-        return call(), None
-    before = conn.client.info("stats")["total_net_output_bytes"]
-    got = call()
-    return got, conn.client.info("stats")["total_net_output_bytes"] - before
 
 
 def script_bytes(reply: list) -> int:
