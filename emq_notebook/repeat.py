@@ -68,12 +68,13 @@ def register(
         check_name(group, "group")
     whole(every_ms, "every_ms", most=MAX_MS)
     whole(max_attempts, "max_attempts")
-    if isinstance(payload, str) and wire_size(payload) > DEF_BYTES:
+    payload = checked_payload(payload)  # a payload's own bound first (MAX_PAYLOAD), as every verb's
+    if wire_size(payload) > DEF_BYTES:
         raise BadInput(f"a repeatable's payload is at most {DEF_BYTES:,} bytes, not {wire_size(payload):,}")
     return conn.run(
         "repeat_add",
         [base(q)],
-        [name, every_ms, checked_payload(payload), group or "", max_attempts],
+        [name, every_ms, payload, group or "", max_attempts],
         verb="repeat",
         queue=q,
     )
