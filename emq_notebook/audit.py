@@ -650,12 +650,19 @@ class Record(Beside):
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> Literal[False]:
-        if not self.active:
-            return False
+        if self.active:
+            self._close(exc, stacklevel=4)
+        return False
+
+    def _close(self, exc: BaseException | None, stacklevel: int) -> None:
+        """The record's end, for a call that ended with `exc` (None: it answered): the
+        entry written unless its transition carried it (`settled`) or nothing was sent
+        (`_unsent`), and its stream id or `audit_failed` note handed to the surface block,
+        the exception or a warning (`stacklevel`: the verb's caller)."""
         assert self._token is not None
         _open.reset(self._token)
         if exc is not None and _unsent(exc) and getattr(self.conn, "writes_sent", 0) == self._writes_before:
-            return False
+            return
         try:
             if not self.settled:
                 self.entry = self.write(exc)
@@ -671,8 +678,7 @@ class Record(Beside):
             if exc is not None:
                 exc.add_note(self.failed)
             elif said is None:
-                warnings.warn(self.failed, AuditNotWritten, stacklevel=3)
-        return False
+                warnings.warn(self.failed, AuditNotWritten, stacklevel=stacklevel)
 
     def fields(self, exc: BaseException | None) -> dict[str, str]:
         """The entry's fields for a call that ended with `exc` (None: it answered)."""
@@ -725,17 +731,39 @@ class Record(Beside):
         try:
             self.result = self.carrying(call, *a, **kw)
         finally:
-            if self.sent:
-                self.settled = True
-                if self.entry:
-                    self.entry = str(self.entry)
-                    self._noted()
-                else:
-                    self.entry = None
-                    if self.failure is not None:
-                        why = str(self.failure)[:MAX_ARG]
-                        self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
+            self._settle()
         return self.result
+
+    def carried(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
+        """`with self: return self.within(call, *a, **kw)`, in one frame: the path of
+        every call of a verb declared `single` (`audited`), where each frame a record
+        adds reads several times its cost between two round trips (bench/README.md)."""
+        self.__enter__()
+        if not self.active:
+            return call(*a, **kw)
+        try:
+            self.result = self.carrying(call, *a, **kw)
+        except BaseException as exc:
+            self._settle()
+            self._close(exc, stacklevel=4)
+            raise
+        self._settle()
+        self._close(None, stacklevel=4)
+        return self.result
+
+    def _settle(self) -> None:
+        """After the call: when its transition carried the entry (`sent`), the entry is
+        settled, its stream id kept, or the `audit_failed` note of why it is not there."""
+        if self.sent:
+            self.settled = True
+            if self.entry:
+                self.entry = str(self.entry)
+                self._noted()
+            else:
+                self.entry = None
+                if self.failure is not None:
+                    why = str(self.failure)[:MAX_ARG]
+                    self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
 
     def tail(self, gone: bool) -> bytes:
         """The entry as the audited twin takes it (`includes/audited.lua`), one argument,
@@ -872,26 +900,37 @@ def audited(
                     return {**bound, **kw}
             return dict(signature.bind(*a, **kw).arguments)
 
+        underneath = verb in UNDERNEATH
+        # a call of the connection, the queue and (a per-job verb) the job, by position
+        # and nothing else, the usual one: its parts read straight from `a`
+        bare_call = 3 if job is not None and by_position[:3] == [first, queue, job] else 2
+        if by_position[:2] != [first, queue] or not 0 <= least <= bare_call:
+            bare_call = 0
+
         @functools.wraps(fn)
         def run(*a: Any, **kw: Any) -> Any:
-            try:
-                bound = given(a, kw)
-            except TypeError:
-                return fn(*a, **kw)  # let the verb raise its own TypeError
-            conn, q = bound[first], bound.get(queue)
+            if not kw and least <= len(a) <= bare_call:
+                conn, q, named, extra = a[0], a[1], (a[2] if len(a) == 3 else None), None
+            else:
+                try:
+                    bound = given(a, kw)
+                except TypeError:
+                    return fn(*a, **kw)  # let the verb raise its own TypeError
+                if bound.get("pipeline") is not None:
+                    return fn(*a, **kw)
+                conn, q = bound[first], bound.get(queue)
+                # the options given (none when only the connection, the queue and the job are)
+                plain = len(bound) == 2 or (len(bound) == 3 and job in bound)
+                extra = None if plain else {k: v for k, v in bound.items() if k not in not_args}
+                named = bound.get(job) if job else None
             if (
                 _open.get() is not None
                 or not isinstance(q, str)
                 or getattr(conn, "read_only", True)
-                or bound.get("pipeline") is not None
-                or (verb in UNDERNEATH and not in_surface())
+                or (underneath and not in_surface())
             ):
                 return fn(*a, **kw)
-            # the options given (none when only the connection, the queue and the job are)
-            plain = len(bound) == 2 or (len(bound) == 3 and job in bound)
-            extra = None if plain else {k: v for k, v in bound.items() if k not in not_args}
-            named = bound.get(job) if job else None
-            with recorded(
+            rec = recorded(
                 conn,
                 verb,
                 q,
@@ -899,9 +938,10 @@ def audited(
                 job=named if isinstance(named, str) else None,
                 dry_run=bool(extra and extra.get("dry_run")),
                 counts=counts,
-            ) as rec:
-                if single:
-                    return rec.within(fn, *a, **kw)
+            )
+            if single:
+                return rec.carried(fn, *a, **kw)
+            with rec:
                 rec.result = fn(*a, **kw)
             return rec.result
 
