@@ -136,13 +136,15 @@ def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[l
             if m not in last:
                 ids.append(m)
                 scores.append(sc)
+        # the page's bytes, as the script counts them against its budget
+        size = sum(map(decoding.wire_size, page))
         # fewer than asked: the set ended, or their bytes reached the budget
-        if not page or (len(page) < want and sum(map(len, page)) < BYTE_BUDGET):
+        if not page or (len(page) < want and size < BYTE_BUDGET):
             break
         rank = conn.command("ZRANK", key, page[-1])
         at, last = (at + len(page) if rank is None else int(rank) + 1), set(page)
         # the next page about BYTE_BUDGET of members, as long as this page's were
-        most = min(MEMBERS_A_CALL, max(1, BYTE_BUDGET * len(page) // max(1, sum(map(len, page)))))
+        most = min(MEMBERS_A_CALL, max(1, BYTE_BUDGET * len(page) // max(1, size)))
     return ids, scores
 
 

@@ -177,3 +177,14 @@ def test_a_resp2_client_reads_the_same_snapshot(conn, backend, request):
     resp2 = connector.Connection(client, "resp2")
     assert plain(frames.snapshot(resp2, Q)) == plain(frames.snapshot(conn, Q))
     assert plain(frames.snapshot(resp2, Q, limit=2)) == plain(frames.snapshot(conn, Q).head(2))
+
+
+def test_a_set_of_long_non_ascii_ids_is_read_whole_when_a_page_stops_on_its_bytes(conn, monkeypatch):
+    # a page the script ends at its byte budget is not the set's end: its ids are counted
+    # in bytes as the server counts them, not in characters (two bytes each here)
+    monkeypatch.setattr(frames, "BYTE_BUDGET", 3000)
+    key = f"emq:{{{Q}}}:schedule"
+    ids = [f"{'é' * 50}{i:03d}" for i in range(200)]
+    conn.client.zadd(key, {m: i for i, m in enumerate(ids)})
+    got, scores = frames._ranks(conn, key, 0, None)
+    assert got == ids and scores == [float(i) for i in range(200)]
