@@ -50,7 +50,9 @@ import contextvars
 import functools
 import getpass
 import hashlib
+import heapq
 import inspect
+import itertools
 import json
 import os
 import socket
@@ -67,8 +69,8 @@ import pandas as pd
 
 from .checks import whole
 from .connector import Beside
-from .decoding import LONE_SURROGATE, printable, whole_text
-from .defaults import AUDIT_KEEP
+from .decoding import LONE_SURROGATE, printable, whole_text, wire_size
+from .defaults import AUDIT_KEEP, BYTE_BUDGET
 from .errors import EMQError, Halted, InvalidName, Refused, WireError
 from .keyspace import AUDIT_MATCH, AUDIT_WHAT, AUDIT_WHO, audit_key, check_name, queue_from_audit_key
 from .redaction import redact, scrub
@@ -128,6 +130,12 @@ STREAMS_EVERY_S = 60.0
 SCAN_COUNT = 10_000
 # entries one read answers at most (`read`'s limit)
 MAX_READ = 100_000
+# entries the first XREVRANGE of a stream asks for: an entry this module writes is about
+# 30 KB at most, so about `defaults.BYTE_BUDGET`; each next page of the stream asks for
+# as many entries as BYTE_BUDGET holds at the size of the page before, at most PAGE_MOST
+# (one XREVRANGE of 100,000 entries of 30 KB would copy 3 GB out of the server at once)
+FIRST_PAGE = 32
+PAGE_MOST = 2_000
 
 
 class AuditNotWritten(UserWarning):
@@ -1044,28 +1052,56 @@ def read(
     `notebook`, `acl_user`, `ids_digest` and `entry` (the stream id). Text is shown
     with any non-UTF-8 byte as `\\xNN`.
 
-    Bounded: one `XREVRANGE ... COUNT limit` per stream, in one pipeline. Reads only,
-    so it works on a read-only session. A `limit` outside 1 to `MAX_READ` is
-    `BadInput`, a bad queue name `InvalidName`, before any I/O."""
+    Bounded by the bytes each call copies, whatever the entries hold: each stream is
+    read a page at a time, newest first (`_pages`: `FIRST_PAGE` entries, then as many as
+    `defaults.BYTE_BUDGET` bytes hold at the size of the page before), the streams'
+    first pages in one pipeline, and a stream's next page only while the newest
+    `limit` entries of all may still be in it. Reads only, so it works on a read-only
+    session. A `limit` outside 1 to `MAX_READ` is `BadInput`, a bad queue name
+    `InvalidName`, before any I/O."""
     whole(limit, "limit", most=MAX_READ)
     if since_ms is not None:
         whole(since_ms, "since_ms", least=0)
     queues = [check_name(queue)] if queue is not None else streams(conn)
     low = "-" if since_ms is None else str(max(0, _server_ms(conn) - since_ms))
-    rows: list[dict[str, Any]] = []
+    first = min(FIRST_PAGE, limit)
+    firsts: list[list] = []
     if queues:
         with conn.wire():
             # a pipeline of reads on the client itself: XREVRANGE reads, on any session
             pipe = conn.client.pipeline(transaction=False)
             for q in queues:
-                pipe.xrevrange(audit_key(q), "+", low, count=limit)
-            replies = pipe.execute()
-        for q, entries in zip(queues, replies, strict=True):
-            rows += [_row(q, entry, fields) for entry, fields in entries]
-    rows.sort(key=lambda r: _entry_order(r["entry"]), reverse=True)
-    frame = pd.DataFrame.from_records(rows[:limit], columns=list(COLUMNS))
+                pipe.xrevrange(audit_key(q), "+", low, count=first)
+            firsts = pipe.execute()
+    each = [_pages(conn, q, low, limit, page) for q, page in zip(queues, firsts, strict=True)]
+    newest = heapq.merge(*each, key=lambda got: _entry_order(got[1]), reverse=True)
+    rows = [_row(q, entry, fields) for q, entry, fields in itertools.islice(newest, limit)]
+    frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     frame["count"] = frame["count"].astype("Int64")
     return frame
+
+
+def _pages(conn: Connection, q: str, low: str, limit: int, page: list) -> Iterator[tuple[str, str, Any]]:
+    """Queue `q`'s entries newest first, each as (q, its id, its fields), down to `low`,
+    `limit` at most, from its first `page` on: each next page one XREVRANGE from below
+    the last entry read, of as many entries as `defaults.BYTE_BUDGET` bytes hold at the
+    size of the page before (`PAGE_MOST` at most), read only when the entries before
+    are used up."""
+    asked, left = min(FIRST_PAGE, limit), limit
+    while True:
+        yield from ((q, entry, fields) for entry, fields in page)
+        left -= len(page)
+        if len(page) < asked or left <= 0:
+            return
+        size = sum(_entry_size(entry, fields) for entry, fields in page)
+        asked = min(left, PAGE_MOST, max(1, BYTE_BUDGET * len(page) // max(size, 1)))
+        with conn.wire():
+            page = conn.client.xrevrange(audit_key(q), f"({page[-1][0]}", low, count=asked)
+
+
+def _entry_size(entry: str, fields: Mapping[str, str]) -> int:
+    """The bytes an entry read took on the wire: its id, names and values."""
+    return len(entry) + sum(wire_size(name) + wire_size(value) for name, value in fields.items())
 
 
 def failure_line(exc: BaseException) -> str:

@@ -1,0 +1,113 @@
+"""Reading the audit trail is bounded by the bytes each call copies (`audit.read`,
+`audit._pages`), on both backends: a stream is read a page at a time, newest first, so
+no XREVRANGE copies much over `defaults.BYTE_BUDGET` whatever the entries hold, and
+the entries answered are exactly the newest `limit` of every stream read whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import emq_notebook as emq
+from emq_notebook import audit
+from emq_notebook.defaults import BYTE_BUDGET
+from emq_notebook.keyspace import audit_key
+
+QUEUES = ("alpha", "beta")
+
+
+def page_bytes(page: Any) -> int:
+    """What one XREVRANGE reply took: each entry's id, names and values."""
+    return sum(audit._entry_size(entry, fields) for entry, fields in page)
+
+
+def spy(conn: emq.Connection, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes of every XREVRANGE reply `conn` reads from now on, alone or in a pipeline."""
+    sizes: list[int] = []
+    client = conn.client
+    alone, pipeline = client.xrevrange, client.pipeline
+
+    def xrevrange(*a: Any, **k: Any) -> Any:
+        got = alone(*a, **k)
+        sizes.append(page_bytes(got))
+        return got
+
+    def spied_pipeline(*a: Any, **k: Any) -> Any:
+        pipe = pipeline(*a, **k)
+        execute = pipe.execute
+
+        def measured(*ea: Any, **ek: Any) -> Any:
+            got = execute(*ea, **ek)
+            sizes.extend(page_bytes(reply) for reply in got)
+            return got
+
+        pipe.execute = measured
+        return pipe
+
+    monkeypatch.setattr(client, "xrevrange", xrevrange)
+    monkeypatch.setattr(client, "pipeline", spied_pipeline)
+    return sizes
+
+
+def whole(conn: emq.Connection, queues: tuple[str, ...], low: str = "-") -> list[tuple[str, str]]:
+    """(queue, entry id) of every entry of `queues`, newest first, each stream read whole."""
+    got = [(q, entry) for q in queues for entry, _ in conn.client.xrevrange(audit_key(q), "+", low)]
+    return sorted(got, key=lambda pair: audit.entry_order(pair[1]), reverse=True)
+
+
+def test_no_call_copies_much_over_the_byte_budget_whatever_the_entries_hold(conn, monkeypatch):
+    # entries another node wrote, 20 KB each: 3 MB in all, which one XREVRANGE copied at once
+    big = "x" * 20_000
+    for i in range(150):
+        conn.client.xadd(audit_key("alpha"), {"verb": "pause", "outcome": "done", "reason": f"{i} {big}"})
+    everything = whole(conn, ("alpha",))
+    sizes = spy(conn, monkeypatch)
+    frame = audit.read(conn, "alpha", limit=150)
+    monkeypatch.undo()
+    assert list(zip(frame.queue, frame.entry, strict=True)) == everything
+    assert [r.split(" ")[0] for r in frame.reason] == [str(i) for i in range(149, -1, -1)]
+    one = max(page_bytes([e]) for e in conn.client.xrange(audit_key("alpha"), count=1))
+    assert len(sizes) > 2
+    assert max(sizes) <= BYTE_BUDGET + one, sizes
+
+
+def test_the_newest_entries_of_every_stream_in_order_whatever_the_pages(conn, monkeypatch):
+    monkeypatch.setattr(audit, "FIRST_PAGE", 3)
+    now = int(conn.client.time()[0]) * 1000
+    # ids a second apart, the two streams interleaved unevenly: every 3rd entry is beta's
+    for i in range(60):
+        q = "beta" if i % 3 == 0 else "alpha"
+        conn.client.xadd(audit_key(q), {"verb": "pause", "n": str(i)}, id=f"{now - 200_000 + i * 1000}-0")
+    everything = whole(conn, QUEUES)
+    for limit in (1, 2, 3, 4, 7, 25, 59, 60, 1000):
+        frame = audit.read(conn, limit=limit)
+        assert list(zip(frame.queue, frame.entry, strict=True)) == everything[:limit], limit
+        assert list(zip(frame.queue, frame.entry, strict=True))[:3] == everything[: min(3, limit)]
+    # since: halfway between two entries' times, so the read's own clock reading (a few
+    # ms later than this one) keeps the same entries
+    seconds, micros = conn.client.time()
+    low = now - 200_000 + 40 * 1000 - 500
+    since = audit.read(conn, since_ms=seconds * 1000 + micros // 1000 - low, limit=1000)
+    assert list(zip(since.queue, since.entry, strict=True)) == everything[:20]
+    assert since.entry.iloc[-1] == f"{now - 200_000 + 40 * 1000}-0"
+
+
+def test_a_stream_is_read_no_further_than_the_limit_needs(conn, monkeypatch):
+    monkeypatch.setattr(audit, "FIRST_PAGE", 4)
+    for i in range(40):
+        conn.client.xadd(audit_key("alpha"), {"verb": "pause", "n": str(i)})
+    calls: list[int] = []
+    alone = conn.client.xrevrange
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls.append(k.get("count"))
+        return alone(*a, **k)
+
+    monkeypatch.setattr(conn.client, "xrevrange", counted)
+    assert list(audit.read(conn, "alpha", limit=4).entry) == [
+        e for e, _ in alone(audit_key("alpha"), count=4)
+    ]
+    assert calls == []  # the first page, in the pipeline, held them all
+    assert len(audit.read(conn, "alpha", limit=10)) == 10
+    assert len(calls) == 1 and calls[0] <= 6  # one more page, of the 6 entries still wanted
