@@ -134,19 +134,25 @@ class QueuePanel(Panel):
                 + f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
             )
         self.pause_button.description = "Resume" if self.paused else "Pause"
-        self._gate_obliterate()
+        self._gate_obliterate(recount=False)
 
     def facts(self) -> list[tuple[str, object]]:
         auto = f"every {self.refresh_every:g}s" if self.running else "off"
         return [("queue", self.q), ("state", "paused" if self.paused else "running"), ("auto-refresh", auto)]
 
-    def _gate_obliterate(self) -> None:
+    def _gate_obliterate(self, recount: bool = True) -> None:
+        """Open the obliterate line (paused, the name typed) with the count of the jobs it
+        would delete, counted exactly (`admin.job_count`: as many bounded calls as the
+        lanes take). A refresh (`recount=False`) counts only for a line it opens: the
+        line shown stays as counted, and a click counts again before anything goes."""
         # enabled only while paused, and only once the operator typed the name
         open_ = self.paused and self.typed_name.value == self.q and not self.read_only
         self.obliterate_button.disabled = not open_
         if not open_:
             self.obliterate_shown = None
             self.obliterate_text.value = ""
+            return
+        if not recount and self.obliterate_shown is not None:
             return
         try:
             n = admin.job_count(self.conn, self.q)
