@@ -138,15 +138,18 @@ def page(
     conn: Connection,
     q: str,
     cursor: str = "0",
-    most: int = LANE_ROWS_A_CALL,
+    most: int | None = None,
     *,
     counts: bool = True,
     prefix: str = "",
 ) -> Page:
     """One `@read_lanes` call: at most `most` lanes examined from SSCAN cursor `cursor`
-    (and about `BYTE_BUDGET` bytes of names), each answered with its counts (`counts`) or
-    by name, those whose names start with `prefix`. Reads only."""
+    (None: `LANE_ROWS_A_CALL` with their counts, `NAMES_A_CALL` by name), and about
+    `BYTE_BUDGET` bytes of names, each answered with its counts (`counts`) or by name,
+    those whose names start with `prefix`. Reads only."""
     width = 5 if counts else 1
+    if most is None:
+        most = LANE_ROWS_A_CALL if counts else NAMES_A_CALL
     reply = conn.run(
         "read_lanes", [base(q)], [cursor, most, BYTE_BUDGET, "1" if counts else "", prefix], verb="lanes"
     )
@@ -222,10 +225,11 @@ def lane(conn: Connection, q: str, group: str) -> dict | None:
 _FIELD = 32
 
 
-def names(conn: Connection, q: str, prefix: str = "", most: int = NAMES_A_CALL) -> list[str]:
+def names(conn: Connection, q: str, prefix: str = "", most: int | None = None) -> list[str]:
     """Lane names starting with `prefix`, from ONE `@read_lanes` call of at most `most`
-    lanes examined (and about `BYTE_BUDGET` bytes of names), sorted: every such lane of a
-    queue of fewer lanes, the first met of a larger one. A completion's read. Reads only."""
+    lanes examined (None: `NAMES_A_CALL`) and about `BYTE_BUDGET` bytes of names, sorted:
+    every such lane of a queue of fewer lanes, the first met of a larger one. A
+    completion's read. Reads only."""
     return sorted(page(conn, q, "0", most, counts=False, prefix=prefix).lanes)
 
 

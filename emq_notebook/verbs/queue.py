@@ -128,9 +128,10 @@ def _lane(s: Session, ns: Namespace) -> dict | None:
     found = lanes.lane(s.conn, ns.queue, ns.group)
     if found is None:
         # some of its lanes, from one bounded walk of them (a queue may have a million)
-        met = lanes.names(s.conn, ns.queue)
+        got = lanes.page(s.conn, ns.queue, counts=False)
+        met = sorted(got.lanes)
         shown = ", ".join(visible(shown_id(g)) for g in met[: lanes.NAMES_SHOWN])
-        shown += ", …" if len(met) > lanes.NAMES_SHOWN else ""
+        shown += ", …" if len(met) > lanes.NAMES_SHOWN or got.cursor != "0" else ""
         s.say(f"no lane {visible(shown_id(ns.group))} in {ns.queue}" + (f" (lanes: {shown})" if met else ""))
         return None
     return found

@@ -6,9 +6,10 @@
 -- lanes read at once: a name is counted only once it is read (no command gives a set
 -- member's length), so a step asks SSCAN for one lane first, then twice as many a
 -- chunk up to LANE_CHUNK, and never more than the bytes left cover at the longest
--- name yet: a call reads at most its byte budget plus one chunk. SSCAN's COUNT is the
--- buckets it visits, so a chunk may hold a few lanes more (a bucket of several), and a
--- small set kept as a listpack (128 names of 64 bytes at most) answers whole at once
+-- name yet: a call reads at most its byte budget plus one chunk. SSCAN answers whole
+-- buckets, so a chunk may hold a bucket's lanes more than it asked (Valkey 8.1 on keeps
+-- up to 7 in a bucket, and a full bucket chains another), and a small set kept as a
+-- listpack (128 names of 64 bytes at most) answers whole at once
 local LANE_CHUNK = 8
 
 -- the bytes a lane's name counts for when keys are built of it (its backlog, its
