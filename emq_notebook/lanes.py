@@ -419,3 +419,16 @@ def watched(conn: Connection, sizes: dict[str, int]) -> dict[str, LaneCount]:
                     skipped=p.now.skipped,
                 )
     return out
+
+
+# where `frames.counts(watch=True)` leaves the lane counts a look did not sum whole: the
+# frame's `attrs[WATCHED]`, {queue: LaneCount}
+WATCHED = "lanes_watched"
+
+
+def notes(frame: Any, now: float | None = None) -> dict[str, str]:
+    """{queue: what a view says beside its pending count} for each queue of a counts
+    frame whose lane backlog a watching look did not sum whole (`LaneCount.note`)."""
+    watched = getattr(frame, "attrs", {}).get(WATCHED, {})
+    said = {q: count.note(now) for q, count in watched.items()}
+    return {q: note for q, note in said.items() if note}

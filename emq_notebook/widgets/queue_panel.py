@@ -15,7 +15,7 @@ import html
 import ipywidgets as w
 import pandas as pd
 
-from .. import admin, defaults, frames
+from .. import admin, defaults, frames, lanes
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError, UnknownQueue
@@ -126,12 +126,16 @@ class QueuePanel(Panel):
             return
         self.paused = bool(row.pop("paused"))
         self.snapshot = {k: int(v) for k, v in row.items()}
+        # a queue of many lanes: its pending count holds a pass's lane backlog (`lanes.watched`)
+        note = lanes.notes(counts).get(self.q, "")
+        said = f'<div style="color:#57606a"><small>pending: {html.escape(note)}</small></div>' if note else ""
         if self.owned:
-            self.counts.value = chips(self.snapshot, self.paused)
+            self.counts.value = chips(self.snapshot, self.paused) + said
         else:
             self.counts.value = (
                 table(self.snapshot, ("set", "jobs"))
                 + f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
+                + said
             )
         self.pause_button.description = "Resume" if self.paused else "Pause"
         self._gate_obliterate(recount=False)
