@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from . import audit, checks, decoding, lanes
+from . import audit, checks, decoding
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
@@ -192,6 +192,8 @@ def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
 
 def _count(conn: Connection, q: str, states: Iterable[str], exact: bool = True) -> int:
     """The jobs of `states`' sets, a lane's backlog counted as pending. Reads only."""
+    from . import lanes  # here: lanes imports jobs, which imports this module
+
     pipe = conn.pipeline()
     for state in states:
         pipe.zcard(queue_key(q, state))
