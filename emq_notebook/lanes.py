@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,6 +218,24 @@ def lane(conn: Connection, q: str, group: str) -> dict | None:
     if fields:
         values.update(zip(fields, conn.command("HMGET", meta, *fields), strict=True))
     return _lane(pending, values["limit"], values["active"], paused)
+
+
+def with_backlog(conn: Connection, q: str, cursor: str = "0") -> Iterator[tuple[str, int, str]]:
+    """The lanes holding jobs, a page at a time from SSCAN cursor `cursor` (`page`: at
+    most `LANE_ROWS_A_CALL` lanes a call), each page by name (as `keyspace.lane_sets`
+    orders): (name, its backlog, the cursor its page was read from, to read that page
+    again). What a listing of pending jobs walks (`frames.snapshot`, `triage.find`): a
+    page read only when the listing reaches it. A lane whose backlog key is of another
+    type is passed over. Reads only."""
+    while True:
+        got = page(conn, q, cursor)
+        for g in sorted(got.lanes):
+            pending = (got.lanes[g] or {}).get("pending")
+            if pending:
+                yield g, pending, cursor
+        if got.cursor == "0":
+            return
+        cursor = got.cursor
 
 
 # the longest limit or active count read (lua/read_lanes.lua LANE_FIELD): a whole number
