@@ -68,6 +68,7 @@ READING = {
     "lanes.backlog": (lambda c: lanes.backlog(c, Q), 1),
     "lanes.backlogs": (lambda c: lanes.backlogs(c, [Q])[Q].jobs, 1),
     "lanes.watched": (lambda c: lanes.watched(c, {Q: 1})[Q].jobs, 1),
+    "lanes.with_backlog": (lambda c: [g for g, _, _ in lanes.with_backlog(c, Q)], ["acme"]),
     "repeat.registered": (lambda c: [r["name"] for r in repeat.registered(c, Q)], ["nightly"]),
     "repeat.next_due": (lambda c: repeat.next_due(c, Q, "nightly") > 0, True),
     "frames.snapshot": (lambda c: sorted(frames.snapshot(c, Q).index), None),
@@ -99,6 +100,7 @@ NOT_VERBS = {
     "jobs.gated_claim",
     "lanes.heads",  # queues a read on the caller's pipeline (health's lane sample)
     "lanes.head_ids",  # pure: reads a reply
+    "lanes.notes",  # pure: reads a counts frame's attrs
 }  # the claim gate both claims go through
 
 
