@@ -1,13 +1,18 @@
-"""A drain walks the lanes on from where its last call stopped (lua/drain.lua with a
-lane cursor), on both backends: each call examines a bounded number of lanes, never
-the whole groups set (an SMEMBERS of 100,000 lanes and a ZRANGE each, every call,
-held Valkey over 100 ms), and every lane's backlog is drained all the same, whatever
-the lanes' names."""
+"""Lanes at scale, on both backends. A drain walks the lanes on from where its last
+call stopped (lua/drain.lua with a lane cursor): each call examines a bounded number of
+lanes, never the whole groups set (an SMEMBERS of 100,000 lanes and a ZRANGE each,
+every call, held Valkey over 100 ms), and every lane's backlog is drained all the same,
+whatever the lanes' names. A removed ghost is looked for in every lane only while the
+lanes are few (refusals.lua GHOST_LANES)."""
 
 from __future__ import annotations
 
+import pytest
+
 import emq_notebook as emq
-from emq_notebook import admin
+from emq_notebook import admin, jobs
+from emq_notebook import lanes as lanes_
+from emq_notebook.errors import Gone
 from emq_notebook.keyspace import base, queue_key
 
 Q = "tenants"
@@ -86,3 +91,27 @@ def test_an_older_clients_drain_call_without_a_cursor_answers_as_before(conn):
         if not more:
             break
     assert total == made and left(conn, names) == 0
+
+
+def test_a_ghost_is_looked_for_in_every_lane_only_while_the_lanes_are_few(conn):
+
+    first = jobs.enqueue(conn, Q, "a", group="t0500", id="j_first")
+    second = jobs.enqueue(conn, Q, "b", group="t0500", id="j_second")
+    lane = f"{base(Q)}g:t0500:pending"
+    # few lanes: the ghost leaves its lane too
+    conn.client.delete(f"{base(Q)}job:{first}")
+    with pytest.raises(Gone):
+        jobs.remove_job(conn, Q, first)
+    assert conn.client.zrange(lane, 0, -1) == [second]
+    # 1,200 lanes known (over GHOST_LANES, refusals.lua): the ghost stays in its lane,
+    # where the lane's claim drops it at the head
+    conn.client.sadd(queue_key(Q, "groups"), *[f"t{i:04d}" for i in range(1_200)])
+    conn.client.zadd(lane, {"j_ghost": -1})
+    conn.client.zadd(queue_key(Q, "pending"), {"j_ghost": 0})
+    with pytest.raises(Gone):
+        jobs.remove_job(conn, Q, "j_ghost")
+    assert conn.client.zscore(queue_key(Q, "pending"), "j_ghost") is None
+    assert conn.client.zrange(lane, 0, -1) == ["j_ghost", second]
+    claimed = lanes_.claim(conn, Q, 60_000)
+    assert claimed is not None and claimed[0] == second
+    assert conn.client.zcard(lane) == 0
