@@ -5,21 +5,25 @@
 --   from the start); ARGV[3] = budget, members examined at most; ARGV[4] = bytes of
 --   work at most (each member's id, the fields the filters read, each glob item tried
 --   as STEP_BYTES, the matches' fields sent; the step ends after the member that
---   reaches it); ARGV[5] =
---   limit, matches at most; ARGV[6],
+--   reaches it, or before one whose id and fields the filters read would pass it,
+--   unless that is the step's first); ARGV[5] = limit, matches at most; ARGV[6],
 --   ARGV[7] = the last_error and payload globs (specs as includes/glob.lua reads them;
 --   '' = any); ARGV[8] = group ('' = any); ARGV[9] = least attempts, ARGV[10] = created
 --   at or after, ARGV[11] = created before (epoch ms; '' = any)
 -- returns {score, member, more, match...}: the next call's cursor (the last member
 -- examined) and more = 1 while members follow it; each match is {id, score, group,
 -- priority, attempts, failures, stalled, last_error, progress, payload}, and one value
--- more for each of those fields over ARGV[4] bytes, its place (1 to 8): that field is
--- not read here, it is nil, for the caller to read by name (emq_notebook.jobs.whole_field).
+-- more for each of those fields not read here, its place (1 to 8), its value nil, for
+-- the caller to read by name (emq_notebook.jobs.whole_field): a field over ARGV[4]
+-- bytes, and one past the step's bytes left (SENT_BYTES at least), read while they fit
+-- in order (reads.lua `measured_row`); the step ends after such a match.
 -- No field over ARGV[4] bytes is copied, whoever wrote it (a script holds the server
--- about 1.5 ms a megabyte it copies): each row is measured first (reads.lua
--- `over_fields`); a field a filter reads (group, attempts, created_at, last_error) over
--- it matches no filter, no glob. A row that lacks a field a filter reads does not
--- match; a member with no row never does, nor an id naming another job's :logs or
+-- about 1.5 ms a megabyte it copies), nor more than about ARGV[4] bytes in all: each
+-- row is measured first (reads.lua `over_fields`, cursor.lua `scan_step`); a field a
+-- filter reads (group, attempts, created_at, last_error) over it matches no filter, no
+-- glob, nor is a group longer than the group asked, an attempts or created_at longer
+-- than a whole number (WHOLE_DIGITS) read. A row that lacks a field a filter reads does
+-- not match; a member with no row never does, nor an id naming another job's :logs or
 -- :lock, nor a key that is no hash. A glob is matched exactly but where the text or
 -- the glob holds a byte that is no part of a well-formed UTF-8 character, where a
 -- match would spend more than the step's work left (includes/glob.lua), or where the
@@ -38,18 +42,22 @@ local least, after, before = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARG
 -- the matcher's work for the text at hand, in items tried
 local work = {steps = 0}
 
--- only the fields the filters read are fetched, the payload apart (its size first)
-local wanted, slot = {}, {}
-for _, f in ipairs({{'group', group ~= ''}, {'attempts', least}, {'created_at', after or before},
-                    {'last_error', by_error}}) do
+-- only the fields the filters read are fetched, the payload apart (its size first), each
+-- no longer than a value that could pass its filter: the group asked, a whole number
+local wanted, slot, caps = {}, {}, {}
+for _, f in ipairs({{'group', group ~= '', #group}, {'attempts', least, WHOLE_DIGITS},
+                    {'created_at', after or before, WHOLE_DIGITS}, {'last_error', by_error}}) do
   if f[2] then
     wanted[#wanted + 1] = f[1]
-    slot[f[1]] = #wanted
+    slot[f[1]], caps[#wanted] = #wanted, f[3]
   end
 end
 
 -- the fields a match sends (emq_notebook.frames.FIELDS)
 local SENT = {'group', 'priority', 'attempts', 'failures', 'stalled', 'last_error', 'progress', 'payload'}
+-- the bytes a match's fields may take past the step's bytes left: an ordinary row's, so
+-- one is sent whole at a step's end
+local SENT_BYTES = 4096
 
 -- the payload of row jk when it is at most `bytes` long: the text (false when the row
 -- has none), or nil and its size when it is longer; false and 0 for a key that is no hash
@@ -110,8 +118,10 @@ local function search(id, row, at, left)
   local said, read = matches(id, row, at)
   local spent = (steps - work.steps) * STEP_BYTES + read
   if said == false then return spent end
-  -- a match's fields, each measured first: one over `bytes` is answered by its place
-  local f, over = measured_row(base .. 'job:' .. id, SENT, bytes)
+  -- a match's fields, each measured first: one over `bytes`, or past the bytes left (at
+  -- least SENT_BYTES), is answered by its place, and the step ends after it
+  local free = math.max(left - spent, SENT_BYTES)
+  local f, over, _, narrowed = measured_row(base .. 'job:' .. id, SENT, bytes, free, true)
   if not f then return spent end
   for i, k in ipairs(over) do f[8 + i] = k end
   for k = 1, 8 do
@@ -119,12 +129,12 @@ local function search(id, row, at, left)
   end
   table.insert(f, 1, id)
   found[#found + 1] = f
-  if #found >= limit or said == nil then return false end
+  if #found >= limit or said == nil or narrowed then return false end
   return spent
 end
 
 local start = rank_after(set, ARGV[1], ARGV[2])
-local examined, last = scan_step(set, base, start, budget, bytes, wanted, search)
+local examined, last = scan_step(set, base, start, budget, bytes, wanted, search, caps)
 if examined == 0 then return cursor_head(set, 0, start, ARGV[1], ARGV[2]) end
 -- the scores of the matches and of the last member examined
 local ids = {}
