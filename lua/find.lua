@@ -9,7 +9,10 @@
 --   unless that is the step's first); ARGV[5] = limit, matches at most; ARGV[6],
 --   ARGV[7] = the last_error and payload globs (specs as includes/glob.lua reads them;
 --   '' = any); ARGV[8] = group ('' = any); ARGV[9] = least attempts, ARGV[10] = created
---   at or after, ARGV[11] = created before (epoch ms; '' = any)
+--   at or after, ARGV[11] = created before (epoch ms; '' = any); ARGV[12] = '1': only
+--   the rows whose last_error is over ARGV[4] bytes, those @errors counts under
+--   '<over ARGV[4] bytes>' (each measured, HSTRLEN, none read: no last_error is copied;
+--   '' = any)
 -- returns {score, member, more, match...}: the next call's cursor (the last member
 -- examined) and more = 1 while members follow it; each match is {id, score, group,
 -- priority, attempts, failures, stalled, last_error, progress, payload}, and one value
@@ -21,7 +24,7 @@
 -- about 1.5 ms a megabyte it copies), nor more than about ARGV[4] bytes in all: each
 -- row is measured first (reads.lua `over_fields`, cursor.lua `scan_step`); a field a
 -- filter reads (group, attempts, created_at, last_error) over it matches no filter, no
--- glob, nor is a group longer than the group asked, an attempts or created_at longer
+-- glob (but ARGV[12], which wants such a last_error), nor is a group longer than the group asked, an attempts or created_at longer
 -- than a whole number (WHOLE_DIGITS) read. A row that lacks a field a filter reads does
 -- not match; a member with no row never does, nor an id naming another job's :logs or
 -- :lock, nor a key that is no hash. A glob is matched exactly but where the text or
@@ -39,19 +42,24 @@ local set, base = KEYS[1], KEYS[2]
 local budget, bytes, limit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local by_error, by_payload, group = glob_of(ARGV[6]), glob_of(ARGV[7]), ARGV[8]
 local least, after, before = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local long_error = ARGV[12] == '1'
 -- the matcher's work for the text at hand, in items tried
 local work = {steps = 0}
 
 -- only the fields the filters read are fetched, the payload apart (its size first), each
--- no longer than a value that could pass its filter: the group asked, a whole number
+-- no longer than a value that could pass its filter: the group asked, a whole number; a
+-- last_error a long_error search reads is measured, never read (its length)
 local wanted, slot, caps = {}, {}, {}
 for _, f in ipairs({{'group', group ~= '', #group}, {'attempts', least, WHOLE_DIGITS},
-                    {'created_at', after or before, WHOLE_DIGITS}, {'last_error', by_error}}) do
+                    {'created_at', after or before, WHOLE_DIGITS},
+                    {'last_error', by_error or long_error, long_error and 0 or nil}}) do
   if f[2] then
     wanted[#wanted + 1] = f[1]
     slot[f[1]], caps[#wanted] = #wanted, f[3]
   end
 end
+-- the place of the field a filter reads by its length (a number there is no refusal)
+local measured_at = long_error and slot.last_error
 
 -- the fields a match sends (emq_notebook.frames.FIELDS)
 local SENT = {'group', 'priority', 'attempts', 'failures', 'stalled', 'last_error', 'progress', 'payload'}
@@ -77,8 +85,8 @@ local function matches(id, row, at)
   local any = false
   for k = 1, #wanted do
     local v = row[at + k]
-    -- a field over `bytes` (its length: not read) matches no filter
-    if type(v) == 'number' then return false, 0 end
+    -- a field over `bytes` or its cap (its length: not read) matches no filter
+    if type(v) == 'number' and k ~= measured_at then return false, 0 end
     any = any or v ~= false
   end
   -- no field read at all: a member with no row (or a key that is no row) never matches
@@ -92,10 +100,14 @@ local function matches(id, row, at)
     local created = whole_of(row[at + slot.created_at])
     if not created or (after and created < after) or (before and created >= before) then return false, 0 end
   end
+  if long_error then
+    local size = row[at + slot.last_error]
+    if type(size) ~= 'number' or size <= bytes then return false, 0 end
+  end
   local decided = true
   if by_error then
     local text = row[at + slot.last_error]
-    if not text then return false, 0 end
+    if type(text) ~= 'string' then return false, 0 end
     local said = glob_matches(text, by_error, work)
     if said == false then return false, 0 end
     if said == nil then decided = nil end
