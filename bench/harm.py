@@ -23,13 +23,16 @@ expire and claim, enqueue_many, drain and obliterate. A 100,000-character glob i
 refused before any I/O (0 commands sent).
 
     python bench/harm.py [--jobs 1000000] [--foreign 2000000] [--queues 1000] [--small]
-                         [--allocator jemalloc|libc]
+                         [--allocator jemalloc|libc] [--wide]
     # per verb: its longest server call (the command), the worst PING meanwhile, the
     # commands it sent; the dashboard's commands per refresh; the last line:
     # worst server block: X ms (target 20 ms): R      (R = X / 20)
 
 Sizes not given follow `--jobs` (the full corpus at 1,000,000); `--small` is
-`--jobs 20000`, a run of a minute.
+`--jobs 20000`, a run of a minute. Every run ends with rows another node made wide
+(fields of 1 MiB-1, each under the longest a read copies; `wide`): read by
+`frames.rows` (64 such fields), a snapshot (8), find and errors; `--wide` runs those
+alone, a run of seconds.
 """
 
 from __future__ import annotations
@@ -93,6 +96,11 @@ def options() -> argparse.Namespace:
     p.add_argument("--bad-rows", type=int, help="bad rows, and as many ghosts, at the head of dead")
     p.add_argument("--log-lines", type=int, help="lines of each huge job's :logs list")
     p.add_argument("--small", action="store_true", help="a quick run: --jobs 20000, the rest following")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="only the rows of many long fields (`wide`): no corpus, a run of seconds",
+    )
     p.add_argument(
         "--allocator",
         choices=("jemalloc", "libc"),
@@ -467,6 +475,14 @@ def sent_by(raw: redis.Redis, call: Callable[[], Any]) -> tuple[Any, dict[str, i
 
 def main() -> None:
     a = options()
+    if a.wide:
+        with server(a.allocator, a.shared_cpu) as srv:
+            conn = connect(srv)
+            raw = redis.Redis(port=srv.port, socket_timeout=None)
+            watch(raw)
+            b = Bench(srv, raw)
+            wide(b, conn, raw)
+        return worst_line(b)
     print(
         f"corpus: {a.jobs:,} jobs in {Q!r} ({a.bad_rows:,} bad rows and {a.bad_rows:,} ghosts at the head "
         f"of dead, {TRACEBACKS} tracebacks of 100 KB, {NOT_UTF8:,} texts not UTF-8, "
@@ -486,18 +502,88 @@ def main() -> None:
         t = time.perf_counter()
         corpus = build(conn, raw, a)
         print(f"built in {time.perf_counter() - t:.1f} s; {raw.dbsize():,} keys", flush=True)
-        raw.config_set("slowlog-max-len", SLOWLOG_LEN)
-        raw.config_set("slowlog-log-slower-than", 0)
-        raw.config_set("latency-monitor-threshold", 1)
+        watch(raw)
         b = Bench(srv, raw)
         run(b, conn, raw, corpus)
+        wide(b, conn, raw)
         board_line = dashboard_commands(conn, raw)
     print(board_line)
     worst = max(b.results, key=lambda m: m.longest_ms)
     print(f"the worst: {worst.verb}, {worst.command}")
     typical = max(b.results, key=lambda m: m.p99_ms)
     print(f"the worst p99 of a verb's script calls: {typical.p99_ms:.1f} ms ({typical.verb})")
+    worst_line(b)
+
+
+def worst_line(b: Bench) -> None:
+    worst = max(b.results, key=lambda m: m.longest_ms)
     print(f"worst server block: {worst.longest_ms:.1f} ms (target 20 ms): {worst.longest_ms / TARGET_MS:.2f}")
+
+
+def watch(raw: redis.Redis) -> None:
+    """Every command logged (SLOWLOG), and the latency monitor on from 1 ms."""
+    raw.config_set("slowlog-max-len", SLOWLOG_LEN)
+    raw.config_set("slowlog-log-slower-than", 0)
+    raw.config_set("latency-monitor-threshold", 1)
+
+
+# rows another node made wide: fields of one byte under a call's byte budget each
+WIDE_FIELD = 2**20 - 1
+WIDE_NAMES = [f"f{k:02d}" for k in range(64)]
+
+
+def wide(b: Bench, conn, raw: redis.Redis) -> None:
+    """Rows of many fields each of `WIDE_FIELD` bytes (each under the longest a read
+    copies, so none is left out as over it), in queues of their own: 2 rows of 64 such
+    fields asked in one `frames.rows` call; 10 dead rows whose 8 shown fields are each
+    that long, in a snapshot; 60 ordinary dead rows, then 10 whose `group`, `attempts`,
+    `created_at` and `last_error` are (matching no filter), then 10 whose six other shown
+    fields are (matching), searched with a filter on each and grouped by `errors`. A read
+    that copies (fields asked) x (longest field) in one call holds the server about
+    1.5 ms a MiB."""
+    m = b.measure
+    long = "w" * WIDE_FIELD
+    rows_q, snap_q, scan_q = "wide_rows", "wide_snapshot", "wide_scan"
+    t = time.perf_counter()
+    for i in range(2):
+        for k in range(0, 64, 8):
+            raw.hset(f"{base(rows_q)}job:r{i}", mapping=dict.fromkeys(WIDE_NAMES[k : k + 8], long))
+    for i in range(10):
+        raw.hset(
+            f"{base(snap_q)}job:s{i:02d}", mapping=dict.fromkeys(frames.FIELDS, long) | {"state": "dead"}
+        )
+        raw.zadd(base(snap_q) + "dead", {f"s{i:02d}": i})
+    for i in range(80):
+        fields = row("dead", log_text(i), group="g")
+        if 60 <= i < 70:  # each field a filter reads: no filter passes
+            fields |= dict.fromkeys(("group", "attempts", "created_at", "last_error"), long)
+        elif i >= 70:  # each shown field but two a filter reads: every filter passes
+            fields |= dict.fromkeys(
+                ("priority", "failures", "stalled", "last_error", "progress", "payload"), long
+            )
+        raw.hset(f"{base(scan_q)}job:d{i:02d}", mapping=fields)
+        raw.zadd(base(scan_q) + "dead", {f"d{i:02d}": i})
+    print(f"  wide rows: {time.perf_counter() - t:.1f} s", flush=True)
+    rows = lambda f: f"{len(f):,} rows"  # noqa: E731
+    m(
+        "frames.rows(2 rows x 64 fields of 1 MiB-1)",
+        lambda: frames.rows(conn, rows_q, ["r0", "r1"], fields=WIDE_NAMES),
+        rows,
+    )
+    m("frames.snapshot(10 rows x 8 fields of 1 MiB-1)", lambda: frames.snapshot(conn, snap_q), rows)
+    m(
+        "find(4 filters; 20 rows of 4 or 6 fields of 1 MiB-1)",
+        lambda: triage.find(conn, scan_q, group="g", min_attempts=1, created_after=0, error="*", limit=None),
+        rows,
+    )
+    m("errors(20 last_errors of 1 MiB-1 after 60)", lambda: triage.errors(conn, scan_q), rows)
+    raw.delete(
+        *(f"{base(rows_q)}job:r{i}" for i in range(2)),
+        *(f"{base(snap_q)}job:s{i:02d}" for i in range(10)),
+        *(f"{base(scan_q)}job:d{i:02d}" for i in range(80)),
+        base(snap_q) + "dead",
+        base(scan_q) + "dead",
+    )
 
 
 def quiet() -> Session:

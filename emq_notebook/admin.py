@@ -88,9 +88,10 @@ def drain(
     """Delete the pending backlog (lane backlogs too; the schedule set when asked).
 
     Answers the total count drained. Runs in calls of at most `budget` jobs (and
-    about `defaults.BYTE_BUDGET` bytes of payloads freed), so a large backlog never
-    blocks the server in one script; rows and logs go by UNLINK, so a long `:logs`
-    list costs no more than a short one. Active jobs and the repeat registry
+    about `defaults.BYTE_BUDGET` bytes of payloads freed) and a bounded number of lanes
+    (each call walks the groups set on from where the last stopped), so a large
+    backlog or 100,000 lanes never block the server in one script; rows and logs go
+    by UNLINK, so a long `:logs` list costs no more than a short one. Active jobs and the repeat registry
     survive; drained jobs' dedup keys are released. A member with a foreign id
     (`keyspace.check_server_id`: it names another job's `:logs` or `:lock`, or is over
     65,536 bytes) leaves the set and no key is built from it: an over-long id's row and
@@ -104,8 +105,10 @@ def drain(
     if include_schedule:
         keys.append(queue_key(q, "schedule"))
     total = calls = 0
+    lanes_from = "0"  # where the walk of the lanes goes on (an SSCAN cursor of the groups set)
     while True:
-        n, more = conn.run("drain", keys, [budget, BYTE_BUDGET], verb="drain", queue=q)
+        asked = [budget, BYTE_BUDGET, lanes_from]
+        n, more, lanes_from = conn.run("drain", keys, asked, verb="drain", queue=q)
         total += n
         calls += 1
         if progress:

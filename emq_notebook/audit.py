@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
+import redis
 
 from .checks import whole
 from .connector import Beside
@@ -1072,7 +1073,9 @@ def read(
             pipe = conn.client.pipeline(transaction=False)
             for q in queues:
                 pipe.xrevrange(audit_key(q), "+", low, count=first)
-            firsts = pipe.execute()
+            firsts = [
+                _page_of(q, page) for q, page in zip(queues, pipe.execute(raise_on_error=False), strict=True)
+            ]
     each = [_pages(conn, q, low, limit, page) for q, page in zip(queues, firsts, strict=True)]
     newest = heapq.merge(*each, key=lambda got: _entry_order(got[1]), reverse=True)
     rows = [_row(q, entry, fields) for q, entry, fields in itertools.islice(newest, limit)]
@@ -1096,7 +1099,18 @@ def _pages(conn: Connection, q: str, low: str, limit: int, page: list) -> Iterat
         size = sum(_entry_size(entry, fields) for entry, fields in page)
         asked = min(left, PAGE_MOST, max(1, BYTE_BUDGET * len(page) // max(size, 1)))
         with conn.wire():
-            page = conn.client.xrevrange(audit_key(q), f"({page[-1][0]}", low, count=asked)
+            try:
+                page = conn.client.xrevrange(audit_key(q), f"({page[-1][0]}", low, count=asked)
+            except redis.ResponseError as exc:
+                page = _page_of(q, exc)
+
+
+def _page_of(q: str, reply: Any) -> list:
+    """An XREVRANGE reply as a page; an error reply (the key holds another type than a
+    stream, written by another client) is `EMQError`, naming the key."""
+    if isinstance(reply, redis.ResponseError):
+        raise EMQError(f"{audit_key(q)} is not read: {_one_line(reply)}")
+    return reply
 
 
 def _entry_size(entry: str, fields: Mapping[str, str]) -> int:

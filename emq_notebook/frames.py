@@ -29,7 +29,8 @@ from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_sets, metrics
 # dead with their errors took a median 11 ms and a p99 19.5 a call), so 500
 BATCH = 500
 # the longest field one `@read_rows` call copies (its ROW_BYTES, the most it takes): a
-# longer one, which only another node writes, is read by itself (`_whole`)
+# longer one, which only another node writes, is read by itself (`_whole`), as is one
+# past the call's bytes left
 FIELD_BYTES = BYTE_BUDGET
 # members one page asks for (`members_page`, which reads them a chunk of 8 at a time
 # and spends about 2 us a member: a page of 10,000 held Valkey 22.6 ms in bench/harm.py,
@@ -150,7 +151,8 @@ def _ranks(conn: Connection, key: str, start: int, count: int | None) -> tuple[l
 
 def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELDS) -> list[list]:
     """`fields` of each row of `ids` (None where absent), in batches of at most `BATCH`
-    ids: one `@read_rows` call a batch, so only the shown fields cross the wire."""
+    ids: one `@read_rows` call a batch, so only the shown fields cross the wire, each
+    call about `BYTE_BUDGET` bytes of them whatever a row holds (`_row_batches`)."""
     out: list[list] = []
     for batch in _row_batches(conn, q, ids, fields):
         out.extend(batch)
@@ -159,9 +161,12 @@ def rows(conn: Connection, q: str, ids: list[str], fields: Sequence[str] = FIELD
 
 def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]) -> Iterator[list]:
     """The rows of `ids` a call at a time: a call is sent at most `BATCH` ids and about
-    `defaults.BYTE_BUDGET` bytes of them (`decoding.batch`), reads about `BYTE_BUDGET` bytes of
-    fields (the ids it did not reach go again) and no field over `FIELD_BYTES`, and a
-    field too large for a script to read is read here (`_whole`)."""
+    `defaults.BYTE_BUDGET` bytes of them (`decoding.batch`), and copies at most
+    `BYTE_BUDGET` bytes of fields and no field over `FIELD_BYTES`. It answers the rows
+    that fit its bytes (the ids it did not answer go again) and its first row as far as
+    they go, field by field in order; a field it left out, over `FIELD_BYTES` or past
+    the bytes left, is read here (`_whole`), so 64 fields of 1 MiB-1 asked of one row
+    are one call of about a MiB and 63 reads of one field each."""
     n = len(fields)
     start = 0
     while start < len(ids):
@@ -179,11 +184,12 @@ def _row_batches(conn: Connection, q: str, ids: list[str], fields: Sequence[str]
 
 
 def _whole(conn: Connection, q: str, job_id: str, row: list, fields: Sequence[str]) -> list:
-    """A row `@read_rows` answered without its fields over `FIELD_BYTES` (their places
-    after the values): each read as `jobs.get_job` reads a field (`jobs.whole_field`: its
-    length first, then one plain HGET), or `decoding.not_read(length)` when it is over
-    `defaults.MAX_WHOLE_FIELD`, its bytes left on the server (a counter column shows
-    that as <NA>)."""
+    """A row `@read_rows` (or `@find`) answered without some of its fields (their places
+    after the values): those over `FIELD_BYTES`, and those past its call's bytes left.
+    Each is read as `jobs.get_job` reads a field (`jobs.whole_field`: its length
+    first, then one call that reads it, within `BYTE_BUDGET`, or one plain HGET), or is
+    `decoding.not_read(length)` when it is over `defaults.MAX_WHOLE_FIELD`, its bytes
+    left on the server (a counter column shows that as <NA>)."""
     values, places = row[: len(fields)], row[len(fields) :]
     for place in places:
         at = int(place) - 1

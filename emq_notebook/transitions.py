@@ -38,7 +38,7 @@ class Reply(Enum):
     CLAIMED = "{} -> None; {id, payload, attempts} -> Claimed"
     FOUND = "-1 (no row) -> Gone; anything else as sent"
     MORE_OR_OK = '1 -> "more" (call again), 0 -> "ok" (done)'
-    COUNTED = "{n, more} -> (n, more as a bool)"
+    COUNTED = "{n, more[, cursor]} -> (n, more as a bool[, the cursor to send next])"
     PER_ID = "{budget, bytes, id...}: one word per id examined -> {id: word} (the first ids)"
     HOLDER = "{id, created} -> the id that answers (the holder)"
 
@@ -171,6 +171,9 @@ def decode(kind: Reply, reply: Any, call: Call) -> Any:
         case Reply.COUNTED:
             if not isinstance(reply, list):  # EchoMQ's own unbounded drain: the count
                 return int(reply), False
+            if len(reply) == 3:  # a drain walking the lanes on from a cursor
+                n, more, cursor = reply
+                return int(n), bool(more), str(cursor)
             n, more = reply
             return int(n), bool(more)
         case Reply.PER_ID:

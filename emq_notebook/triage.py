@@ -213,7 +213,10 @@ def find(
     shown field over it is read here as `frames.snapshot` reads it (`jobs.whole_field`:
     `decoding.not_read` over `defaults.MAX_WHOLE_FIELD`).
     `signature` (extension) keeps the jobs whose `last_error` has that signature (see
-    `signature`; the server narrows by `signature_glob`, the signature is checked here).
+    `signature`; the server narrows by `signature_glob`, the signature is checked here);
+    `long_error_signature()` keeps those whose `last_error` is over `defaults.BYTE_BUDGET`
+    bytes, the rows `errors` counts under it (the server measures each, HSTRLEN, and
+    reads none).
     Each call examines at most `budget` members (at most `defaults.MAX_BUDGET`) and
     reads and sends at most about `defaults.BYTE_BUDGET` bytes. Checked before any I/O
     (`BadInput`: a budget over the maximum, a glob over `defaults.MAX_GLOB` characters;
@@ -229,7 +232,8 @@ def find(
         check_name(group, "group")
     if signature is not None and not isinstance(signature, str):
         raise BadInput(f"a signature is a string, not {type(signature).__name__}")
-    narrow = error if error is not None or signature is None else signature_glob(signature)
+    long = signature == long_error_signature()
+    narrow = error if error is not None or signature is None or long else signature_glob(signature)
     what = "the error glob" if error is not None else "a signature's glob"
     specs = [
         "" if narrow is None else glob_spec(narrow, what),
@@ -253,7 +257,7 @@ def find(
             score, member, more, *rows = conn.run(
                 "find",
                 [key, base(q)],
-                [*cursor, budget, defaults.BYTE_BUDGET, want, *specs, *filters],
+                [*cursor, budget, defaults.BYTE_BUDGET, want, *specs, *filters, "1" if long else ""],
                 verb="find",
                 queue=q,
             )
@@ -301,6 +305,11 @@ def _resume(plan: list[tuple[str, str]], after: Place | None) -> tuple[int, list
 def _still_matches(fields: list, error: str | None, payload: str | None, sig: str | None) -> bool:
     """The exact check, here, of what the server's matcher lets through."""
     last_error, text = fields[5], fields[7]
+    if sig is not None and sig == long_error_signature():
+        # no text has it: the server measured this one over the bound (read here whole, or not)
+        if not _long_error(last_error):
+            return False
+        sig = None
     if isinstance(last_error, decoding.NotRead):  # not read: it matches no glob, has no signature
         last_error = None
     return (
@@ -316,6 +325,14 @@ def _still_matches(fields: list, error: str | None, payload: str | None, sig: st
         )
         and (sig is None or (last_error is not None and signature(last_error) == sig))
     )
+
+
+def _long_error(last_error: str | None) -> bool:
+    """True when a row's `last_error` (as a match shows it) is over `defaults.BYTE_BUDGET`
+    bytes: the ones `errors` counts under `long_error_signature()`."""
+    if isinstance(last_error, decoding.NotRead):  # over MAX_WHOLE_FIELD
+        return True
+    return last_error is not None and decoding.wire_size(last_error) > defaults.BYTE_BUDGET
 
 
 def _frame(found: dict[str, tuple[str, float, list]]) -> pd.DataFrame:

@@ -1,17 +1,24 @@
 -- @drain -- wipe a set's rows and logs, then the set itself; bounded.
 -- KEYS[1] = the queue base root; KEYS[2] = pending; KEYS[3] = schedule (optional)
 -- ARGV[1] = budget: at most this many jobs in one call (extension; EchoMQ's
--- Elixir Admin sends no ARGV and drains everything); ARGV[2] = bytes at most (optional,
--- last: the members' ids and the payloads their deletes free)
--- returns {n, more}: n jobs drained by this call, more = 1 while work remains;
--- with no budget sent, EchoMQ's own reply: n, the count drained.
+-- Elixir Admin sends no ARGV and drains everything); ARGV[2] = bytes at most (optional:
+-- the members' ids and the payloads their deletes free); ARGV[3] = where the walk of
+-- the lanes goes on (optional, the toolkit's: an SSCAN cursor of the groups set, '0'
+-- the first call)
+-- returns {n, more}: n jobs drained by this call, more = 1 while work remains; with
+-- ARGV[3], {n, more, cursor}: the cursor the next call sends; with no budget sent,
+-- EchoMQ's own reply: n, the count drained.
 -- Active jobs and the repeat registry are never touched; lane backlogs are
 -- pending work too and are drained; held dedup keys are released.
 -- A drain reads no numeric field of a row, so a bad row drains like any other; a
 -- ghost or a foreign id (reads.lua `foreign_id`) leaves the set, and
 -- no key is built from a foreign id. Bounded: at most ARGV[1] members (an HSTRLEN,
 -- an HGET of the dedup key while the queue holds any, one UNLINK of row and logs)
--- and about ARGV[2] bytes, plus one ZRANGE per lane.
+-- and about ARGV[2] bytes; with ARGV[3], at most LANES_A_CALL lanes examined (an
+-- SSCAN of LANE_CHUNK names and a ZRANGE a lane, each name counted ID_WORK times its
+-- bytes), walked on from the cursor, never the whole groups set (SMEMBERS of 100,000
+-- lanes and a ZRANGE each, every call, held Valkey over 100 ms). Without ARGV[3] (an
+-- older client's call) every lane is looked at from the first, each call.
 --@include common
 --@include lanes
 local base = KEYS[1]
@@ -39,15 +46,37 @@ local function wipe(setkey)
   n, spent = n + k, spent + used
   return n >= budget or spent >= bytes
 end
+-- lanes examined by one call that walks on from a cursor, and names one SSCAN asks for
+local LANES_A_CALL = 2000
+local LANE_CHUNK = 16
+local cursor = ARGV[3]
 local function finish(more)
   if n > 0 then emit(base, {event = 'drained', count = n}) end
   if unbounded then return n end
+  if cursor then return {n, more, cursor} end
   return {n, more}
 end
 -- pending, the lanes' backlogs, then the schedule set when asked
 if wipe(KEYS[2]) then return finish(1) end
-for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
-  if wipe(lane_pending(base, g)) then return finish(1) end
+if cursor then
+  -- a page of lanes at a time, from the cursor. A call that stops inside a page
+  -- answers that page's cursor, so its lanes are looked at again (an emptied one costs
+  -- a ZRANGE): it stops there only once it drained a job, so each call moves on
+  local examined = 0
+  repeat
+    local page = redis.call('SSCAN', base .. 'groups', cursor, 'COUNT', LANE_CHUNK)
+    for _, g in ipairs(page[2]) do
+      examined = examined + 1
+      spent = spent + id_cost(g)
+      if wipe(lane_pending(base, g)) and n > 0 then return finish(1) end
+    end
+    cursor = page[1]
+    if cursor ~= '0' and (examined >= LANES_A_CALL or spent >= bytes) then return finish(1) end
+  until cursor == '0'
+else
+  for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do
+    if wipe(lane_pending(base, g)) then return finish(1) end
+  end
 end
 if KEYS[3] and wipe(KEYS[3]) then return finish(1) end
 return finish(0)

@@ -4,7 +4,9 @@
 -- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most;
 -- ARGV[4] = bytes of work at most: each member's id, the last_error texts read, and the
 -- keying (each part of a text, a number, a quoted part..., as READ_BYTES or
--- CHECK_BYTES); the step ends after the member that reaches it
+-- CHECK_BYTES); the step ends after the member that reaches it, or before one whose id
+-- and text would pass it (each measured before any is read: cursor.lua `scan_step`),
+-- unless that is the step's first
 -- returns {score, member, more, group...}: the cursor and more as @find; each group is
 -- {key, count, least score, greatest score, sample id, sample error} for the rows of this
 -- step whose last_error reads as `key` once the signature's replacements are made

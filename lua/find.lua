@@ -5,21 +5,28 @@
 --   from the start); ARGV[3] = budget, members examined at most; ARGV[4] = bytes of
 --   work at most (each member's id, the fields the filters read, each glob item tried
 --   as STEP_BYTES, the matches' fields sent; the step ends after the member that
---   reaches it); ARGV[5] =
---   limit, matches at most; ARGV[6],
+--   reaches it, or before one whose id and fields the filters read would pass it,
+--   unless that is the step's first); ARGV[5] = limit, matches at most; ARGV[6],
 --   ARGV[7] = the last_error and payload globs (specs as includes/glob.lua reads them;
 --   '' = any); ARGV[8] = group ('' = any); ARGV[9] = least attempts, ARGV[10] = created
---   at or after, ARGV[11] = created before (epoch ms; '' = any)
+--   at or after, ARGV[11] = created before (epoch ms; '' = any); ARGV[12] = '1': only
+--   the rows whose last_error is over ARGV[4] bytes, those @errors counts under
+--   '<over ARGV[4] bytes>' (each measured, HSTRLEN, none read: no last_error is copied;
+--   '' = any)
 -- returns {score, member, more, match...}: the next call's cursor (the last member
 -- examined) and more = 1 while members follow it; each match is {id, score, group,
 -- priority, attempts, failures, stalled, last_error, progress, payload}, and one value
--- more for each of those fields over ARGV[4] bytes, its place (1 to 8): that field is
--- not read here, it is nil, for the caller to read by name (emq_notebook.jobs.whole_field).
+-- more for each of those fields not read here, its place (1 to 8), its value nil, for
+-- the caller to read by name (emq_notebook.jobs.whole_field): a field over ARGV[4]
+-- bytes, and one past the step's bytes left (SENT_BYTES at least), read while they fit
+-- in order (reads.lua `measured_row`); the step ends after such a match.
 -- No field over ARGV[4] bytes is copied, whoever wrote it (a script holds the server
--- about 1.5 ms a megabyte it copies): each row is measured first (reads.lua
--- `over_fields`); a field a filter reads (group, attempts, created_at, last_error) over
--- it matches no filter, no glob. A row that lacks a field a filter reads does not
--- match; a member with no row never does, nor an id naming another job's :logs or
+-- about 1.5 ms a megabyte it copies), nor more than about ARGV[4] bytes in all: each
+-- row is measured first (reads.lua `over_fields`, cursor.lua `scan_step`); a field a
+-- filter reads (group, attempts, created_at, last_error) over it matches no filter, no
+-- glob (but ARGV[12], which wants such a last_error), nor is a group longer than the group asked, an attempts or created_at longer
+-- than a whole number (WHOLE_DIGITS) read. A row that lacks a field a filter reads does
+-- not match; a member with no row never does, nor an id naming another job's :logs or
 -- :lock, nor a key that is no hash. A glob is matched exactly but where the text or
 -- the glob holds a byte that is no part of a well-formed UTF-8 character, where a
 -- match would spend more than the step's work left (includes/glob.lua), or where the
@@ -35,21 +42,30 @@ local set, base = KEYS[1], KEYS[2]
 local budget, bytes, limit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local by_error, by_payload, group = glob_of(ARGV[6]), glob_of(ARGV[7]), ARGV[8]
 local least, after, before = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local long_error = ARGV[12] == '1'
 -- the matcher's work for the text at hand, in items tried
 local work = {steps = 0}
 
--- only the fields the filters read are fetched, the payload apart (its size first)
-local wanted, slot = {}, {}
-for _, f in ipairs({{'group', group ~= ''}, {'attempts', least}, {'created_at', after or before},
-                    {'last_error', by_error}}) do
+-- only the fields the filters read are fetched, the payload apart (its size first), each
+-- no longer than a value that could pass its filter: the group asked, a whole number; a
+-- last_error a long_error search reads is measured, never read (its length)
+local wanted, slot, caps = {}, {}, {}
+for _, f in ipairs({{'group', group ~= '', #group}, {'attempts', least, WHOLE_DIGITS},
+                    {'created_at', after or before, WHOLE_DIGITS},
+                    {'last_error', by_error or long_error, long_error and 0 or nil}}) do
   if f[2] then
     wanted[#wanted + 1] = f[1]
-    slot[f[1]] = #wanted
+    slot[f[1]], caps[#wanted] = #wanted, f[3]
   end
 end
+-- the place of the field a filter reads by its length (a number there is no refusal)
+local measured_at = long_error and slot.last_error
 
 -- the fields a match sends (emq_notebook.frames.FIELDS)
 local SENT = {'group', 'priority', 'attempts', 'failures', 'stalled', 'last_error', 'progress', 'payload'}
+-- the bytes a match's fields may take past the step's bytes left: an ordinary row's, so
+-- one is sent whole at a step's end
+local SENT_BYTES = 4096
 
 -- the payload of row jk when it is at most `bytes` long: the text (false when the row
 -- has none), or nil and its size when it is longer; false and 0 for a key that is no hash
@@ -69,8 +85,8 @@ local function matches(id, row, at)
   local any = false
   for k = 1, #wanted do
     local v = row[at + k]
-    -- a field over `bytes` (its length: not read) matches no filter
-    if type(v) == 'number' then return false, 0 end
+    -- a field over `bytes` or its cap (its length: not read) matches no filter
+    if type(v) == 'number' and k ~= measured_at then return false, 0 end
     any = any or v ~= false
   end
   -- no field read at all: a member with no row (or a key that is no row) never matches
@@ -84,10 +100,14 @@ local function matches(id, row, at)
     local created = whole_of(row[at + slot.created_at])
     if not created or (after and created < after) or (before and created >= before) then return false, 0 end
   end
+  if long_error then
+    local size = row[at + slot.last_error]
+    if type(size) ~= 'number' or size <= bytes then return false, 0 end
+  end
   local decided = true
   if by_error then
     local text = row[at + slot.last_error]
-    if not text then return false, 0 end
+    if type(text) ~= 'string' then return false, 0 end
     local said = glob_matches(text, by_error, work)
     if said == false then return false, 0 end
     if said == nil then decided = nil end
@@ -110,8 +130,10 @@ local function search(id, row, at, left)
   local said, read = matches(id, row, at)
   local spent = (steps - work.steps) * STEP_BYTES + read
   if said == false then return spent end
-  -- a match's fields, each measured first: one over `bytes` is answered by its place
-  local f, over = measured_row(base .. 'job:' .. id, SENT, bytes)
+  -- a match's fields, each measured first: one over `bytes`, or past the bytes left (at
+  -- least SENT_BYTES), is answered by its place, and the step ends after it
+  local free = math.max(left - spent, SENT_BYTES)
+  local f, over, _, narrowed = measured_row(base .. 'job:' .. id, SENT, bytes, free, true)
   if not f then return spent end
   for i, k in ipairs(over) do f[8 + i] = k end
   for k = 1, 8 do
@@ -119,12 +141,12 @@ local function search(id, row, at, left)
   end
   table.insert(f, 1, id)
   found[#found + 1] = f
-  if #found >= limit or said == nil then return false end
+  if #found >= limit or said == nil or narrowed then return false end
   return spent
 end
 
 local start = rank_after(set, ARGV[1], ARGV[2])
-local examined, last = scan_step(set, base, start, budget, bytes, wanted, search)
+local examined, last = scan_step(set, base, start, budget, bytes, wanted, search, caps)
 if examined == 0 then return cursor_head(set, 0, start, ARGV[1], ARGV[2]) end
 -- the scores of the matches and of the last member examined
 local ids = {}

@@ -111,3 +111,12 @@ def test_a_stream_is_read_no_further_than_the_limit_needs(conn, monkeypatch):
     assert calls == []  # the first page, in the pipeline, held them all
     assert len(audit.read(conn, "alpha", limit=10)) == 10
     assert len(calls) == 1 and calls[0] <= 6  # one more page, of the 6 entries still wanted
+
+
+def test_an_audit_key_of_another_type_is_a_one_line_error_naming_it(conn):
+    conn.client.set(audit_key("alpha"), "written by hand")
+    with pytest.raises(emq.EMQError, match=r"emq:audit:\{alpha\} is not read: WRONGTYPE"):
+        audit.read(conn, "alpha")
+    # a look at every queue finds streams only: the others are read
+    conn.client.xadd(audit_key("beta"), {"verb": "pause"})
+    assert list(audit.read(conn).queue) == ["beta"]

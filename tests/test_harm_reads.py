@@ -146,9 +146,10 @@ def test_a_snapshot_across_batches_and_byte_budgets_equals_the_rows_in_order(har
     # three payloads over the budget read with a plain HGET each
     assert sum(len(reply) for reply in calls) == 1_203
     assert all(len(reply) <= frames.BATCH for reply in calls)
-    # a call ends after the row that reaches the budget, and the rest of its batch goes again
-    assert [len(reply) for reply in calls] == [498, 2, 3, 497, 1, 202]
-    assert all(sum(len(v) for row in r for v in row if isinstance(v, str)) <= 2 * BYTE_BUDGET for r in calls)
+    # a call ends before the row that would take it past the budget (its first row is
+    # read as far as it fits), and the rest of its batch goes again
+    assert [len(reply) for reply in calls] == [497, 3, 2, 498, 203]
+    assert all(sum(len(v) for row in r for v in row if isinstance(v, str)) <= BYTE_BUDGET for r in calls)
     assert plain.count("HGET") == 3
     assert conn.client.lrange(P + "job:j_00010:logs", 0, -1) == ["a line"]
     # a page across the batch edges shows the same rows
@@ -254,8 +255,8 @@ def test_a_snapshot_of_large_texts_is_read_about_a_byte_budget_a_call(harm):
     calls = replies(conn, "read_rows")
     frame = bounded(lambda: frames.snapshot(conn, Q, states="dead"), srv, what="snapshot")
     assert len(frame) == 12 and set(frame["last_error"]) == {text}
-    # four texts reach the budget: a call stops after the one that does
-    assert [len(reply) for reply in calls] == [4, 4, 4]
+    # three texts fit the budget: a call ends before the fourth, which goes again
+    assert [len(reply) for reply in calls] == [3, 3, 3, 3]
 
 
 def test_find_reads_a_payload_too_large_for_a_script_with_a_plain_read(harm):

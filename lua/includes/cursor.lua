@@ -30,8 +30,9 @@ local function rank_after(key, score, member)
   return lo
 end
 
--- members read at once: a step reads the fields of a chunk of members before it can
--- count their bytes, so it reads at most its byte budget plus one chunk. The first
+-- members read at once: a step reads the ids of a chunk of members before it can count
+-- their bytes (their rows are measured before any field is read, and read while they
+-- fit: `scan_step`), so it reads at most its byte budget plus one chunk of ids. The first
 -- chunk is FIRST_CHUNK members, each next one twice as many, up to CHUNK_MAX, and never
 -- more than the bytes left over the largest row yet. A chunk's ids are read first, and
 -- no key is built of a foreign one (reads.lua `foreign_id`, included before this): a
@@ -43,18 +44,22 @@ local FIRST_CHUNK, CHUNK_MAX = 1, 8
 
 -- One step of a scan: the members of `set` from rank `start`, each handed to
 -- visit(id, row, at, left) in set order with its row's `fields` (row[at + k] the k-th:
--- its text; false where the row or the field is missing; a field over `bytes` its
--- length, a number, its bytes not read) and the bytes left once they are counted. The
--- step stops after `budget` members, or after the member at which the bytes counted
--- reach `bytes`: the bytes of its id (another node's may be long, and a key is built
--- of it) and of the fields it read, and what visit answers (the work it did past
--- reading them, in bytes: what it sends back, what it matched), or false to stop
--- there. Each row is measured before any field of it is read (reads.lua
--- `over_fields`); a chunk with no field over `bytes` is read with one SORT_RO, any
--- other chunk, a set kept as a listpack (SORT would rewrite its bytes) or a user whose
--- ACL refuses reading keys by a pattern reads each row with an HMGET of the fields
--- within `bytes`. Answers the number of members examined and the last one's id.
-local function scan_step(set, base, start, budget, bytes, fields, visit)
+-- its text; false where the row or the field is missing; a field over `bytes`, or over
+-- caps[k] when `caps` (optional) names one, its length, a number, its bytes not read)
+-- and the bytes left once they are counted. The step stops after `budget` members, or
+-- after the member at which the bytes counted reach `bytes`: the bytes of its id
+-- (another node's may be long, and a key is built of it) and of the fields it read,
+-- and what visit answers (the work it did past reading them, in bytes: what it sends
+-- back, what it matched), or false to stop there. Each row is measured before any field
+-- of it is read (reads.lua `over_fields`), so a member whose id and fields would take
+-- the step past `bytes` ends it before that member is read, unless it is the step's
+-- first (read whatever it holds: its id and at most `bytes` a field, or its caps): a
+-- chunk of 8 rows of 4 fields of 1 MiB would copy 32 MiB. A chunk with no field over
+-- `bytes` is read with one SORT_RO, any other chunk, a set kept as a listpack (SORT
+-- would rewrite its bytes) or a user whose ACL refuses reading keys by a pattern reads
+-- each row with an HMGET of the fields within `bytes`. Answers the number of members
+-- examined and the last one's id.
+local function scan_step(set, base, start, budget, bytes, fields, visit, caps)
   local width, sort = #fields + 1, nil
   if #fields > 0 then
     local encoding = redis.pcall('OBJECT', 'ENCODING', set)
@@ -73,25 +78,35 @@ local function scan_step(set, base, start, budget, bytes, fields, visit)
     chunk = math.min(2 * chunk, CHUNK_MAX)
     local ids = redis.call('ZRANGE', set, start + examined, start + examined + want - 1)
     if #ids == 0 then break end
-    -- each row's fields over `bytes` (false: no hash; nil: no key built, or no field)
-    local measured, plain = {}, sort ~= nil
+    -- each row's fields over `bytes` (false: no hash; nil: no key built, or no field),
+    -- and the members that fit the bytes left: the chunk ends before one that does not
+    -- (a row measured whole counts as its figure, more than it holds: the next chunk
+    -- counts again from what was read), the step when it is the chunk's first
+    local measured, plain, left, kept = {}, sort ~= nil, bytes - spent, #ids
     for i, id in ipairs(ids) do
-      if #id > MAX_ID then plain = false end
+      local cost, m = #id, nil
       if #fields > 0 and not foreign_id(id) then
-        local over, lengths = over_fields(base .. 'job:' .. id, fields, bytes)
-        measured[i] = over and {over, lengths} or false
-        if over and #over > 0 then plain = false end
+        local over, lengths, within = over_fields(base .. 'job:' .. id, fields, bytes, left - cost, caps)
+        m, cost = over and {over, lengths} or false, cost + (within or 0)
       end
+      if cost > left and (examined > 0 or i > 1) then
+        kept = i - 1
+        break
+      end
+      left, measured[i] = left - cost, m
+      if #id > MAX_ID or (m and #m[1] > 0) then plain = false end
     end
+    if kept == 0 then return examined, last end
     local rows = nil
     if plain then
-      sort[5], sort[6] = start + examined, want
+      sort[5], sort[6] = start + examined, kept
       rows = redis.pcall('SORT_RO', unpack(sort))
       if rows.err then sort, rows = nil, nil end
     end
     if not rows then
       rows = {}
-      for i, id in ipairs(ids) do
+      for i = 1, kept do
+        local id = ids[i]
         rows[#rows + 1] = id
         -- a key that is no hash (another job's :logs list) reads as a row with no
         -- field, and so does a foreign id's (no key is built of it)
@@ -116,7 +131,7 @@ local function scan_step(set, base, start, budget, bytes, fields, visit)
       spent = spent + done
       if spent >= bytes or examined >= budget then return examined, last end
     end
-    if #ids < want then break end
+    if kept == #ids and #ids < want then break end
   end
   return examined, last
 end

@@ -47,13 +47,26 @@ local function reprocess_word(base, id, dead, seen)
   return 'reprocessed', g, bytes
 end
 
+-- a ghost (an id with no row) is looked for in every lane only while the queue knows
+-- at most GHOST_LANES lanes (an SMEMBERS and a ZREM a lane: for one id among 100,000
+-- lanes, over 100 ms); past that it stays in whichever lane holds it, and that lane's
+-- claim drops it when it reaches the head (activate.lua `claim_lanes`)
+local GHOST_LANES = 1000
+
+-- the lanes a ghost is looked for in (remove.lua `remove_one`): their number, as the work counts it
+local function ghost_lanes(base)
+  local known = redis.call('SCARD', base .. 'groups')
+  if known > GHOST_LANES then return 0 end
+  return known
+end
+
 -- the word a bulk remove answers for job `id` ('foreign_id', 'gone', 'locked' or
 -- 'removed'), the work it costs and the bytes it frees, as remove_one counts them.
 -- Reads only.
 local function remove_word(base, id)
   if foreign_id(id) then return 'foreign_id', 1, foreign_cost(id) end
   local refused = remove_refusal(base, id)
-  if refused == -1 then return 'gone', 1 + redis.call('SCARD', base .. 'groups'), id_cost(id) end
+  if refused == -1 then return 'gone', 1 + ghost_lanes(base), id_cost(id) end
   if refused == 0 then return 'locked', 1, id_cost(id) end
   return 'removed', 2, id_cost(id) + payload_bytes(base .. 'job:' .. id)
 end

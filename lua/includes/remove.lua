@@ -2,7 +2,8 @@
 -- was in flight, delete the row and logs, release its dedup key(s).
 -- returns 1 removed, -1 gone, 0 locked (nothing written for 0; for -1 the one
 -- cleanup: a ghost -- the id left as a member of a state set or lane after its
--- row went -- leaves those sets; an id in no set changes nothing); then the work
+-- row went -- leaves those sets (its lane only while the queue knows at most
+-- GHOST_LANES lanes, refusals.lua); an id in no set changes nothing); then the work
 -- it cost (1 an id; a removed job 2, its row, logs and every set written; a ghost 1
 -- more for each lane it was looked for in) and the bytes its delete freed (with
 -- the id's: remove_word counts the same)
@@ -13,6 +14,7 @@ local function remove_one(base, id, dedup)
   local refused, row = remove_refusal(base, id)
   if refused == -1 then
     for _, t in ipairs({'pending', 'active', 'schedule', 'dead'}) do redis.call('ZREM', base .. t, id) end
+    if ghost_lanes(base) == 0 then return -1, 1, id_cost(id) end
     local groups = redis.call('SMEMBERS', base .. 'groups')
     for _, g in ipairs(groups) do
       redis.call('ZREM', lane_pending(base, g), id)

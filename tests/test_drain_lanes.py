@@ -1,0 +1,117 @@
+"""Lanes at scale, on both backends. A drain walks the lanes on from where its last
+call stopped (lua/drain.lua with a lane cursor): each call examines a bounded number of
+lanes, never the whole groups set (an SMEMBERS of 100,000 lanes and a ZRANGE each,
+every call, held Valkey over 100 ms), and every lane's backlog is drained all the same,
+whatever the lanes' names. A removed ghost is looked for in every lane only while the
+lanes are few (refusals.lua GHOST_LANES)."""
+
+from __future__ import annotations
+
+import pytest
+
+import emq_notebook as emq
+from emq_notebook import admin, jobs
+from emq_notebook import lanes as lanes_
+from emq_notebook.errors import Gone
+from emq_notebook.keyspace import base, queue_key
+
+Q = "tenants"
+# lua/drain.lua LANES_A_CALL
+LANES_A_CALL = 2000
+
+
+def lanes(conn: emq.Connection, names: list[str], jobs_each: int = 1, every: int = 1) -> int:
+    """Lanes written as another node lays them out: the groups set, and every `every`th
+    lane's backlog of `jobs_each` jobs with their rows (the rest known, empty). Answers
+    the jobs made."""
+    pipe = conn.client.pipeline(transaction=False)
+    pipe.hset(queue_key(Q, "meta"), "created_at", "1")
+    made = 0
+    for i, g in enumerate(names):
+        pipe.sadd(queue_key(Q, "groups"), g)
+        for k in range(jobs_each if i % every == 0 else 0):
+            job = f"j{i}-{k}"
+            pipe.zadd(f"{base(Q)}g:{g}:pending", {job: 0})
+            pipe.hset(f"{base(Q)}job:{job}", mapping={"state": "pending", "group": g, "payload": "{}"})
+            made += 1
+    pipe.execute()
+    return made
+
+
+def left(conn: emq.Connection, names: list[str]) -> int:
+    pipe = conn.client.pipeline(transaction=False)
+    for g in names:
+        pipe.zcard(f"{base(Q)}g:{g}:pending")
+    return sum(pipe.execute())
+
+
+def test_a_drain_of_many_lanes_walks_them_a_bounded_number_a_call(conn):
+    # 4,500 known lanes, most of them empty: 90 jobs in all, well within one call's budget
+    names = [f"t{i:05d}" for i in range(4_500)]
+    made = lanes(conn, names, jobs_each=2, every=100)
+    calls: list[int] = []
+    assert admin.drain(conn, Q, budget=1_000, progress=lambda c, n: calls.append(n)) == made == 90
+    assert left(conn, names) == 0
+    assert conn.client.scan(0, match=f"{base(Q)}job:*", count=100_000)[1] == []
+    # at most 2,000 lanes (and a page of SSCAN) a call: three calls, or four; the whole
+    # set in each call looked at 4,500 lanes in one
+    assert 3 <= len(calls) <= 4, calls
+    assert calls[-1] == made
+
+
+def test_a_call_that_stops_inside_a_page_of_lanes_goes_on_from_it(conn):
+    # a budget smaller than a page of lanes: calls end inside pages and look at them again
+    names = [f"t{i:04d}" for i in range(300)]
+    made = lanes(conn, names, jobs_each=3)
+    steps: list[int] = []
+    assert admin.drain(conn, Q, budget=7, progress=lambda c, n: steps.append(n)) == made
+    assert left(conn, names) == 0
+    assert all(b > a for a, b in zip(steps, steps[1:], strict=False))  # each call drained some
+
+
+def test_lanes_with_long_names_or_bytes_not_utf8_are_drained_and_every_call_moves_on(conn):
+    # 120 lanes named 20 KB each: 2.4 MB of names, over a call's byte budget; and a few
+    # names of bytes that are not UTF-8
+    names = [f"{i:03d}" + "n" * 20_000 for i in range(120)] + ["\udcff\udcfe", "caf\udce9"]
+    made = lanes(conn, names)
+    steps: list[int] = []
+    assert admin.drain(conn, Q, budget=1_000, progress=lambda c, n: steps.append(n)) == made
+    assert left(conn, names) == 0
+    assert len(steps) <= made + 1  # a call drains a job at least, or ends the walk
+
+
+def test_an_older_clients_drain_call_without_a_cursor_answers_as_before(conn):
+    names = [f"t{i}" for i in range(30)]
+    made = lanes(conn, names, jobs_each=2)
+    keys = [base(Q), queue_key(Q, "pending")]
+    total = 0
+    while True:
+        n, more = conn.run("drain", keys, [25, 1 << 20])
+        total += n
+        if not more:
+            break
+    assert total == made and left(conn, names) == 0
+
+
+def test_a_ghost_is_looked_for_in_every_lane_only_while_the_lanes_are_few(conn):
+
+    first = jobs.enqueue(conn, Q, "a", group="t0500", id="j_first")
+    second = jobs.enqueue(conn, Q, "b", group="t0500", id="j_second")
+    lane = f"{base(Q)}g:t0500:pending"
+    # few lanes: the ghost leaves its lane too
+    conn.client.delete(f"{base(Q)}job:{first}")
+    with pytest.raises(Gone):
+        jobs.remove_job(conn, Q, first)
+    assert conn.client.zrange(lane, 0, -1) == [second]
+    # 1,200 lanes known (over GHOST_LANES, refusals.lua): the ghost stays in its lane,
+    # where the lane's claim drops it at the head
+    conn.client.sadd(queue_key(Q, "groups"), *[f"t{i:04d}" for i in range(1_200)])
+    conn.client.zadd(lane, {"j_ghost": -1})
+    conn.client.zadd(queue_key(Q, "pending"), {"j_ghost": 0})
+    with pytest.raises(Gone):
+        jobs.remove_job(conn, Q, "j_ghost")
+    assert conn.client.zscore(queue_key(Q, "pending"), "j_ghost") is None
+    assert conn.client.zrange(lane, 0, -1) == ["j_ghost", second]
+    claimed = lanes_.claim(conn, Q, 60_000)
+    assert claimed is not None and claimed[0] == second
+    assert conn.client.zcard(lane) == 0

@@ -1,0 +1,299 @@
+"""Do no harm, the bytes of a row: a read of rows keeps its call's byte budget across the
+fields of a row and the rows of a chunk, not only field by field. Every field under the
+longest a read copies (1 MiB-1, say) still made one `@read_rows` call of 64 such fields
+copy 64 MiB (Valkey held 107 to 121 ms, bench/harm.py --wide), one `@find` step read a
+chunk of 8 rows of 4 such fields. Now a row whose fields would take a call past its
+budget ends the call before it (the caller sends it again), a call's first row is read
+as far as it fits (the rest answered by their places, for `jobs.whole_field`), and a
+scan step (`@find`, `@errors`) measures a chunk's rows before reading any. Both
+backends; work is observed as the bytes each script call copied (the reading commands
+it ran, counted against the rows they read), never timed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import pytest
+from harm import bounded, commands_sent, replies
+
+from emq_notebook import frames, triage
+from emq_notebook.defaults import BYTE_BUDGET
+from emq_notebook.keyspace import base
+
+Q = "rowbytes"
+P = base(Q)
+NEAR = BYTE_BUDGET - 1  # a field one byte under the longest a read copies
+ID_BYTES = 100  # more than any id below
+# what a match's fields may take past a find step's bytes left (find.lua SENT_BYTES)
+SENT_BYTES = 4096
+
+
+def answered(reply: list) -> int:
+    """The bytes of the values a `@read_rows` reply holds (a place is a number)."""
+    return sum(len(v) for row in reply for v in row if isinstance(v, str))
+
+
+# -- the reading commands a script runs, and the bytes they copied -----------------------
+
+
+class ScriptReads:
+    """The reading commands (HMGET, HGET, SORT_RO, with their arguments) each call of the
+    named script runs from now on, a list a call: on Valkey every command is logged
+    (SLOWLOG, those a script runs too), on the embedded fake its Lua bridge is spied on."""
+
+    READS = ("HMGET", "HGET", "SORT_RO")
+
+    def __init__(self, conn, srv, monkeypatch, name: str):
+        self.conn, self.srv, self.calls = conn, srv, []
+        self.recording: list | None = None
+        if srv is not None:
+            conn.client.config_set("slowlog-log-slower-than", 0)
+            conn.client.config_set("slowlog-max-len", 100_000)
+        else:
+            from fakeredis.commands_mixins.scripting_mixin import ScriptingCommandsMixin
+
+            real_call = ScriptingCommandsMixin._lua_redis_call
+
+            def spy(sock: Any, runtime: Any, globs: Any, op: bytes, *args: Any) -> Any:
+                if self.recording is not None:
+                    self.recording.append([op, *args])
+                return real_call(sock, runtime, globs, op, *args)
+
+            monkeypatch.setattr(ScriptingCommandsMixin, "_lua_redis_call", spy)
+        real_run = conn.run
+
+        def run(script, keys, args=(), **kw):
+            if script != name:
+                return real_run(script, keys, args, **kw)
+            self.recording = []
+            if srv is not None:
+                conn.client.execute_command("SLOWLOG", "RESET")
+            try:
+                return real_run(script, keys, args, **kw)
+            finally:
+                ran = self.recording
+                if srv is not None:
+                    # newest first: the script's own commands are logged before it
+                    ran = [e[3] for e in reversed(conn.client.execute_command("SLOWLOG", "GET", -1))]
+                self.recording = None
+                self.calls.append([[_text(w) for w in c] for c in ran if _text(c[0]).upper() in self.READS])
+
+        conn.run = run
+
+    def copied(self) -> list[int]:
+        """The bytes each call's reading commands copied, counted against the rows now."""
+        return [sum(self._bytes(c) for c in call) for call in self.calls]
+
+    def _bytes(self, command: list[str]) -> int:
+        client = self.conn.client
+        op, key, *rest = command
+        if op.upper() in ("HMGET", "HGET"):
+            return sum(client.hstrlen(key, f) for f in rest)
+        # SORT_RO set BY nosort LIMIT offset count GET # GET <root>job:*-><field> ...
+        offset, count = int(rest[3]), int(rest[4])
+        patterns = rest[6::2]
+        total = 0
+        for member in client.zrange(key, offset, offset + count - 1):
+            for p in patterns:
+                if p == "#":
+                    total += len(member)
+                else:
+                    row, field = p.split("->", 1)
+                    total += client.hstrlen(row.replace("*", member), field)
+        return total
+
+
+def _text(word: Any) -> str:
+    return word.decode("utf-8", "surrogateescape") if isinstance(word, bytes) else str(word)
+
+
+@pytest.fixture
+def reads(harm, monkeypatch) -> Callable[[str], ScriptReads]:
+    conn, srv = harm
+    return lambda name: ScriptReads(conn, srv, monkeypatch, name)
+
+
+# -- @read_rows ----------------------------------------------------------------------------
+
+
+def wide_row(conn, job_id: str, n: int, extra: dict[str, str] | None = None) -> list[str]:
+    """Row `job_id` of `n` fields of NEAR bytes each (f00, f01, ...), one letter a field,
+    and `extra`; answers the names of the long fields."""
+    names = [f"f{k:02d}" for k in range(n)]
+    for k, name in enumerate(names):
+        conn.client.hset(P + "job:" + job_id, name, chr(ord("a") + k % 26) * NEAR)
+    if extra:
+        conn.client.hset(P + "job:" + job_id, mapping=extra)
+    return names
+
+
+def test_rows_of_many_fields_near_the_budget_are_read_right_a_budget_a_call(harm):
+    conn, srv = harm
+    ids = ["w_1", "w_2", "w_3"]
+    small = {"n0": "7", "n1": "", "n2": "boom"}
+    for job_id in ids:
+        names = wide_row(conn, job_id, 10, small | {"big": "B" * (BYTE_BUDGET + 1)})
+    # long fields between short ones, one the row lacks, one over the longest read
+    fields = [*names[:3], "n0", "gone", *names[3:6], "big", "n1", *names[6:], "n2"]
+    calls = replies(conn, "read_rows")
+    got = bounded(lambda: frames.rows(conn, Q, ids, fields), srv, what="frames.rows")
+    assert got == [[conn.client.hget(P + "job:" + i, f) for f in fields] for i in ids]
+    # no call copied more than its budget: the old read copied 10 fields of 1 MiB in one
+    assert calls and max(answered(reply) for reply in calls) <= BYTE_BUDGET
+    # each call answered one row, read as far as the budget went, the rest by their places
+    assert [len(reply) for reply in calls] == [1, 1, 1]
+    assert all(len(row) > len(fields) for reply in calls for row in reply)
+
+
+def test_the_script_reads_its_first_row_as_far_as_it_fits_and_no_row_past_its_budget(harm):
+    conn, _ = harm
+    kb = 1 << 10
+    conn.client.hset(P + "job:a", mapping={"x": "x" * (600 * kb), "y": "y" * (600 * kb), "z": "1"})
+    conn.client.hset(P + "job:a", "w", "w" * (300 * kb))
+    conn.client.hset(P + "job:b", mapping={"x": "b" * (200 * kb), "z": "2"})
+    conn.client.hset(P + "job:c", mapping={"z": "3"})
+    fields = ["x", "y", "z", "w"]
+
+    def read(*ids: str) -> list:
+        return conn.run("read_rows", [P], [len(fields), frames.FIELD_BYTES, *fields, *ids])
+
+    # the first row: each field read while it fits what is left of the budget, in order;
+    # y (600 KB after x's 600 KB) is answered by its place, 2; w (300 KB) still fits.
+    # Then b's 200 KB would go past the budget: b is not answered, the call ends
+    got = read("a", "b", "c")
+    assert got == [["x" * (600 * kb), None, "1", "w" * (300 * kb), 2]]
+    # sent again, b is the first row and c follows it
+    assert read("b", "c") == [["b" * (200 * kb), None, "2", None], [None, None, "3", None]]
+    # a row that would go past the budget after the first is not answered
+    assert read("c", "a") == [[None, None, "3", None]]
+
+
+def counting(srv, conn, call: Callable[[], None]) -> dict[str, int] | None:
+    """The commands Valkey ran for `call()` (None on the fake, where it just runs)."""
+    if srv is None:
+        call()
+        return None
+    return commands_sent(conn.client, call)
+
+
+def test_rows_measured_whole_are_measured_again_field_by_field_near_the_budget(harm):
+    """On Valkey a row of ordinary size counts as its MEMORY USAGE figure (names and every
+    value, the payload not asked too): a row whose figure is over the bytes left is
+    measured field by field, so its fields asked are counted as they are and it is read
+    in the same call. The fake measures every row field by field: the same replies."""
+    conn, srv = harm
+    ids = [f"j_{i}" for i in range(3)]
+    for i in ids:
+        conn.client.hset(P + "job:" + i, mapping={"payload": "p" * 600_000, "last_error": "e" * 300_000})
+    fields = ["group", "attempts", "last_error"]
+    calls = replies(conn, "read_rows")
+    box: dict[str, Any] = {}
+    counted = counting(srv, conn, lambda: box.update(got=frames.rows(conn, Q, ids, fields)))
+    got = box["got"]
+    if counted is not None:
+        # the first row by its figure; the next two, their figures over the bytes left
+        # (300 KB and 600 KB read), each field by field
+        assert counted["memory|usage"] == 3 and counted["hstrlen"] == 2 * len(fields)
+        assert counted["hmget"] == 3
+    assert got == [[None, None, "e" * 300_000]] * 3
+    assert [len(reply) for reply in calls] == [3]
+
+
+def test_an_ordinary_snapshot_reads_as_it_did(harm):
+    conn, srv = harm
+    pipe = conn.client.pipeline(transaction=False)
+    for i in range(1_200):
+        job_id = f"j_{i:05d}"
+        pipe.hset(
+            P + "job:" + job_id,
+            mapping={"payload": f'{{"n": {i}}}', "attempts": "1", "last_error": f"boom {i}", "state": "dead"},
+        )
+        pipe.zadd(P + "dead", {job_id: i})
+    pipe.execute()
+    calls = replies(conn, "read_rows")
+    box: dict[str, Any] = {}
+    counted = counting(srv, conn, lambda: box.update(frame=frames.snapshot(conn, Q, states="dead")))
+    frame = box["frame"]
+    if counted is not None:
+        # a row: one MEMORY USAGE, one HMGET; no field measured by itself
+        assert counted["memory|usage"] == 1_200 and counted["hmget"] == 1_200
+        assert "hstrlen" not in counted
+    assert [len(reply) for reply in calls] == [500, 500, 200]
+    assert all(len(row) == len(frames.FIELDS) for reply in calls for row in reply)
+    assert list(frame.last_error) == [f"boom {i}" for i in range(1_200)]
+    assert list(frame.payload) == [f'{{"n": {i}}}' for i in range(1_200)]
+
+
+# -- @find and @errors -------------------------------------------------------------------
+
+
+def dead_rows(conn, rows: list[tuple[str, dict[str, str]]]) -> None:
+    for score, (job_id, fields) in enumerate(rows):
+        conn.client.hset(P + "job:" + job_id, mapping={"state": "dead", **fields})
+        conn.client.zadd(P + "dead", {job_id: score})
+
+
+def ordinary(i: int) -> tuple[str, dict[str, str]]:
+    fields = {"group": "g", "attempts": "1", "created_at": "1714566896000", "last_error": f"boom {i}"}
+    return f"o_{i:03d}", fields | {"payload": "{}"}
+
+
+def test_errors_reads_a_chunk_of_long_texts_a_budget_a_step(harm, reads):
+    conn, srv = harm
+    # ordinary rows first, so a step's chunks have grown to 8 when the long texts come
+    rows = [ordinary(i) for i in range(20)]
+    rows += [(f"l_{i}", {"last_error": chr(ord("a") + i) * NEAR}) for i in range(8)]
+    rows += [ordinary(i) for i in range(20, 25)]
+    dead_rows(conn, rows)
+    spy = reads("errors")
+    got = bounded(lambda: triage.errors(conn, Q), srv, what="errors")
+    assert int(got["count"].sum()) == 33
+    # each step copied its budget at most, beside its first member's id: the old step
+    # read the chunk's 3 long texts after its ordinary rows, 3 MiB
+    assert max(spy.copied()) <= BYTE_BUDGET + ID_BYTES, spy.copied()
+
+
+def test_find_reads_a_chunk_of_long_fields_and_sends_its_matches_a_budget_a_step(harm, reads):
+    conn, srv = harm
+    long_filtered = dict.fromkeys(("group", "attempts", "created_at", "last_error"), "f" * NEAR)
+    long_shown = dict.fromkeys(("priority", "failures", "last_error", "progress", "payload"), "s" * NEAR)
+    rows = [ordinary(i) for i in range(20)]
+    rows += [(f"f_{i}", ordinary(i)[1] | long_filtered) for i in range(6)]  # match no filter
+    rows += [(f"s_{i}", ordinary(i)[1] | long_shown) for i in range(6)]  # match every filter
+    rows += [ordinary(i) for i in range(20, 25)]
+    dead_rows(conn, rows)
+    spy = reads("find")
+    got = bounded(
+        lambda: triage.find(conn, Q, group="g", min_attempts=1, created_after=0, error="*", limit=None),
+        srv,
+        what="find",
+    )
+    matching = [job_id for job_id, _ in rows if not job_id.startswith("f_")]
+    assert list(got.index) == matching
+    for field in ("last_error", "progress", "payload"):
+        shown = [None if pd.isna(v) else v for v in got[field]]
+        assert shown == [conn.client.hget(P + "job:" + i, field) for i in matching], field
+    # each step copied its budget at most, beside a match's ordinary fields and its
+    # first member's id: the old step read 4 fields of 1 MiB of each of a chunk's rows
+    assert max(spy.copied()) <= BYTE_BUDGET + SENT_BYTES + ID_BYTES, spy.copied()
+
+
+def test_a_find_step_is_not_cut_short_by_rows_it_measures_whole(harm):
+    """On Valkey a row of ordinary size is measured whole (three filters or more), its
+    figure counting its payload too, which no filter reads: more than it holds. A chunk
+    ends before a row its figures leave too few bytes for, and the next chunk counts again
+    from the bytes read, so a step reads as many rows as the fake, which measures each
+    field: 6 rows of 150 KB texts (beside 200 KB payloads) a step, not 5."""
+    conn, srv = harm
+    text, body = "e" * 150_000, "p" * 200_000
+    dead_rows(
+        conn, [(f"o_{i:03d}", ordinary(i)[1] | {"last_error": text, "payload": body}) for i in range(40)]
+    )
+    steps = replies(conn, "find")
+    got = bounded(lambda: triage.find(conn, Q, group="g", min_attempts=1, error="[x]*"), srv, what="find")
+    assert got.empty
+    assert [len(step) for step in steps] == [3] * 7  # no match: the cursor alone
+    ends = [step[1] for step in steps]
+    assert ends == [f"o_{i:03d}" for i in (5, 11, 17, 23, 29, 35, 39)]
