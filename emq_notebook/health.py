@@ -150,7 +150,9 @@ def health(
     `queues` None is every queue the connection's directory knows; a named queue
     with no key raises `UnknownQueue`. `counts` is `frames.counts` of these queues
     read already (a dashboard refresh reads them once for its overview, this and
-    its open panel). `now_ms` judges at another time than the server's clock (a
+    its open panel); read here, they are a watching look's (`watch=True`: a queue of
+    many lanes shows the lane backlog of its last whole pass over them, said in the
+    frame's `attrs`, which this frame keeps). `now_ms` judges at another time than the server's clock (a
     replay, a test).
 
     `oldest_pending_s` is how long the longest-waiting job of the backlog has
@@ -174,7 +176,7 @@ def health(
     """
     now = conn.server_ms() if now_ms is None else int(now_ms)
     if counts is None:
-        counts = frames.counts(conn, queues)
+        counts = frames.counts(conn, queues, watch=True)
     elif queues is not None:
         counts = counts.loc[[check_name(q) for q in queues]]
     names = [str(q) for q in counts.index]
@@ -278,6 +280,8 @@ def health(
             "why": "object",
         }
     )
+    # what the counts say of lane backlogs a look did not sum whole (`lanes.notes`)
+    typed.attrs[lanes.WATCHED] = dict(counts.attrs.get(lanes.WATCHED, {}))
     return by_severity(typed)
 
 

@@ -228,7 +228,7 @@ class Dashboard(Panel):
         the connection knows (no SCAN: see `rescan`)."""
         with self._lock:
             try:
-                counts = frames.counts(self.conn)
+                counts = frames.counts(self.conn, watch=True)
                 frame = self._read_overview(counts)
             except EMQError as exc:
                 self.say(f"error: {exc}", "error")

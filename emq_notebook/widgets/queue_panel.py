@@ -117,7 +117,7 @@ class QueuePanel(Panel):
         the status, and the auto-refresh keeps trying."""
         try:
             if counts is None or self.q not in counts.index:
-                counts = frames.counts(self.conn, [self.q])
+                counts = frames.counts(self.conn, [self.q], watch=True)
             row = counts.loc[self.q].to_dict()
         except UnknownQueue:  # no key yet, or none left (obliterated): nothing to count
             row = {**dict.fromkeys(STATES, 0), "paused": False, "lanes": 0, "repeatables": 0}
