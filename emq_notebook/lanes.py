@@ -30,12 +30,13 @@ from .jobs import Claimed, check_lease, gated_claim
 from .keyspace import base, check_name, lane_meta_key, queue_key
 
 # lanes one `@lane_backlog` call sums at most: the walk and a ZCARD a lane cost Valkey
-# about 1.7 us a lane (bench/lanes_watch.py, 100,000 lanes: a call of 2,000 held it
-# 3.5 ms at the median; of 5,000, 8.8 ms, 18 at worst)
-LANES_A_CALL = 2000
+# about 2.4 us a lane (bench/lanes_watch.py, 1,000,000 lanes: calls of 2,000 held it 4.8
+# ms on average, 9.4 at the longest; 1,000 keep a call near 2.5 ms)
+LANES_A_CALL = 1000
 # lanes one `@read_lanes` call answers with their counts (a listing's page): a ZCARD, two
-# HSTRLEN, an HMGET and an HEXISTS a lane, about 7 us (a call of 500: 3.7 ms)
-LANE_ROWS_A_CALL = 500
+# HSTRLEN, an HMGET and an HEXISTS a lane, about 8 us (a call of 500 held Valkey 4.5 to
+# 8.2 ms; 250 about half)
+LANE_ROWS_A_CALL = 250
 # lanes one `@read_lanes` call examines for their names (a completion): about 0.7 us a
 # lane (a call of 2,000: 1.4 ms)
 NAMES_A_CALL = 2000
@@ -170,7 +171,7 @@ def lanes(conn: Connection, q: str, limit: int | None = DEFAULT_LIMIT) -> LaneLi
     `BYTE_BUDGET` bytes of names a call), in the set's own order (SSCAN's), so a queue of
     1,000,000 lanes costs the first `limit` of them, never one SMEMBERS of the whole set
     (100,000 lanes: 18.9 ms of Valkey) nor a command per lane from here. With no limit
-    every lane is read, in as many calls as it takes (a queue of 1,000,000 lanes: 2,000
+    every lane is read, in as many calls as it takes (a queue of 1,000,000 lanes: 4,000
     calls, a dict of a million). A lane name over 65,536 bytes (only another node writes
     one) is left out: no key is built of it. Reads only."""
     if limit is not None:
@@ -284,7 +285,7 @@ def backlogs(conn: Connection, queues: Iterable[str]) -> dict[str, Backlog]:
     """Each queue's lane backlog, exact: every lane's ZCARD summed on the server, at most
     `LANES_A_CALL` lanes and about `BYTE_BUDGET` bytes of names a call (`@lane_backlog`),
     the queues' calls pipelined a round at a time until each walk is done. A queue of
-    100,000 lanes costs 50 calls of a few ms each, never one SMEMBERS of its whole set
+    100,000 lanes costs 100 calls of a few ms each, never one SMEMBERS of its whole set
     nor a command per lane. Reads only."""
     walks = {q: Backlog() for q in queues}
     going = list(walks)
