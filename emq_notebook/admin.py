@@ -22,7 +22,7 @@ from .checks import whole
 from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, ID_BUDGET, ID_WORK, MOVE_BUDGET
 from .errors import BadInput, EMQError, Halted, InvalidName
-from .keyspace import base, check_server_id, queue_key, sets
+from .keyspace import base, check_server_id, queue_key
 
 Progress = Callable[[int, int], None]
 
@@ -161,7 +161,8 @@ def obliterate_all(
 ) -> int:
     """Loop `obliterate` until `"ok"`; answers the number of calls.
 
-    `progress(calls, jobs_left)` after each `"more"`. Refuses as `obliterate` does,
+    `progress(calls, jobs_left)` after each `"more"` (`jobs_left` counted in bounded
+    reads: `job_count(exact=False)`). Refuses as `obliterate` does,
     on the first call, before anything is deleted. Recorded as one `obliterate`
     entry whose count is the jobs the queue held when it began.
     """
@@ -173,25 +174,38 @@ def obliterate_all(
         if obliterate(conn, q, force=force, budget=budget) == "ok":
             return calls
         if progress:
-            progress(calls, job_count(conn, q))
+            progress(calls, job_count(conn, q, exact=False))
 
 
-def job_count(conn: Connection, q: str) -> int:
-    """Jobs held in the four state sets and every lane backlog (one pipelined read)."""
-    return _count(conn, q, ("pending", "active", "schedule", "dead"))
+def job_count(conn: Connection, q: str, *, exact: bool = True) -> int:
+    """Jobs held in the four state sets and every lane backlog: the sets' sizes in one
+    pipelined read, the lanes' summed on the server in bounded calls (`lanes.backlog`:
+    at most `lanes.LANES_A_CALL` lanes a call, as many calls as the lanes take).
+    `exact=False` sums them as a watching look does instead (`lanes.watched`: one call,
+    the last whole pass's figure for a queue of more than `lanes.LANE_EXACT` lanes): a
+    progress report between the calls of a long run."""
+    return _count(conn, q, ("pending", "active", "schedule", "dead"), exact)
 
 
 def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
-    """What a drain would delete: pending and the lane backlogs (and the schedule set)."""
+    """What a drain would delete: pending and the lane backlogs (and the schedule set),
+    exact (`job_count`)."""
     return _count(conn, q, ("pending", "schedule") if include_schedule else ("pending",))
 
 
-def _count(conn: Connection, q: str, states: Iterable[str]) -> int:
-    groups = conn.command("SMEMBERS", queue_key(q, "groups")) or []
+def _count(conn: Connection, q: str, states: Iterable[str], exact: bool = True) -> int:
+    """The jobs of `states`' sets, a lane's backlog counted as pending. Reads only."""
+    from . import lanes  # here: lanes imports jobs, which imports this module
+
     pipe = conn.pipeline()
-    for _, key in sets(q, states, groups):
-        pipe.zcard(key)
-    return sum(pipe.execute())
+    for state in states:
+        pipe.zcard(queue_key(q, state))
+    pipe.scard(queue_key(q, "groups"))
+    *sizes, known = pipe.execute()
+    if "pending" not in states or not known:
+        return sum(sizes)
+    in_lanes = lanes.backlog(conn, q) if exact else lanes.watched(conn, {q: known})[q].jobs
+    return sum(sizes) + in_lanes
 
 
 class Moved(int):

@@ -5,9 +5,11 @@ verb being typed; after an option with choices (`--state`) its choices; in a
 `queue` slot the queues the current connection knows (`frames.queues`: found once,
 then kept; a keystroke never walks the server's keyspace); in an
 `id` slot job ids from that queue's sets (at most a few hundred: dead ones for
-reprocess, active ones for complete and fail); `use` completes the named
-connections and `help` the verbs.  A server that cannot be reached completes
-nothing, never an error.
+reprocess, active ones for complete and fail); in a `group` slot the names of the
+queue's lanes that start with what is typed, from ONE bounded walk of its lanes
+(`lanes.names`: a queue of a million lanes offers those met in its first
+`lanes.NAMES_A_CALL`); `use` completes the named connections and `help` the verbs.  A
+server that cannot be reached completes nothing, never an error.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from IPython.core.completer import CompletionContext, SimpleCompletion, SimpleMatcherResult, context_matcher
 
-from . import frames, grammar, registry
+from . import frames, grammar, lanes, registry
 from .errors import EMQError, UsageProblem
 from .keyspace import STATES, queue_key
 
@@ -82,15 +84,18 @@ class Completer:
             return []
         return self._cached(("ids", verb, q, *self._conn_key()), fetch)
 
-    def groups(self, q: str) -> list[str]:
+    def groups(self, q: str, prefix: str = "") -> list[str]:
+        """The names of queue `q`'s lanes that start with `prefix`, at most `MAX_IDS`,
+        from one walk of at most `lanes.NAMES_A_CALL` lanes (about 1.4 ms of Valkey)."""
+
         def fetch() -> list[str]:
-            return sorted(self.session.conn.command("SMEMBERS", queue_key(q, "groups")) or [])
+            return lanes.names(self.session.conn, q, prefix)[:MAX_IDS]
 
         try:
             queue_key(q, "pending")
         except (EMQError, ValueError):
             return []
-        return self._cached(("groups", q, *self._conn_key()), fetch)
+        return self._cached(("groups", q, prefix, *self._conn_key()), fetch)
 
     def words(self, text: str) -> list[str]:
         """Completions for the command text before the cursor (without `%emq`)."""
@@ -124,9 +129,9 @@ class Completer:
         slots = v.positionals
         if len(pos) >= len(slots):
             return []
-        return [c for c in self._slot(v, slots[len(pos)], pos) if c.startswith(prefix)]
+        return [c for c in self._slot(v, slots[len(pos)], pos, prefix) if c.startswith(prefix)]
 
-    def _slot(self, v: registry.Verb, slot: registry.Arg, pos: list[str]) -> list[str]:
+    def _slot(self, v: registry.Verb, slot: registry.Arg, pos: list[str], prefix: str = "") -> list[str]:
         if "choices" in slot.kwargs:
             return list(slot.kwargs["choices"])
         if slot.dest == "queue":
@@ -134,7 +139,7 @@ class Completer:
         if slot.dest == "id" and pos:
             return self.job_ids(v.name, pos[0])
         if slot.dest == "group" and pos:
-            return self.groups(pos[0])
+            return self.groups(pos[0], prefix)
         if v.name == "use" and slot.dest == "name":
             return sorted(self.session.connections)
         if v.name == "help":

@@ -8,6 +8,7 @@ snapshot of seconds (bench/snapshot.py).
 from __future__ import annotations
 
 import difflib
+import itertools
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -16,13 +17,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from . import decoding, jobs
+from . import decoding, jobs, lanes
 from .audit import read as _read_audit
 from .checks import whole
 from .connector import Connection
 from .defaults import BYTE_BUDGET
 from .errors import BadInput, EMQError, UnknownQueue
-from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_sets, metrics_key, queue_key
+from .keyspace import METRIC_KINDS, STATES, base, check_name, metrics_key, queue_key
 
 # rows one `@read_rows` call reads: each field of each row is one value the script
 # hands back, about 10 us a row of FIELDS on the server (bench/harm.py: 1,000 rows of
@@ -93,25 +94,34 @@ def _members(
 ) -> _Members:
     """The chosen states in order, then the lanes' backlogs (counted as pending):
     the first `offset` of that order skipped, then at most `limit` in all. A set is
-    read a page at a time (`_ranks`)."""
-    groups = sorted(conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
-    sets: list[tuple[str, str, str | None]] = [(queue_key(q, state), state, None) for state in states]
-    sets += [(key, "pending", g) for g, key in lane_sets(q, groups)]
-    # the sizes first (one round trip), so each set is read only where the page falls
+    read a page at a time (`_ranks`). The states' sizes are read first (one round
+    trip); the lanes holding jobs a page of lanes at a time with their sizes
+    (`lanes.with_backlog`, each page by name), only as far as the rows asked reach: the
+    first 1,000 jobs of a queue of a million lanes read a page of lanes, never the
+    whole set of known groups nor a ZCARD a lane."""
     pipe = conn.pipeline()
-    for key, _, _ in sets:
-        pipe.zcard(key)
-    spans: list[tuple[int, int | None]] = []  # (start, members to read; None: to the end)
+    for state in states:
+        pipe.zcard(queue_key(q, state))
+    sets: Iterable[tuple[str, str, str | None, int]] = [
+        (queue_key(q, state), state, None, size) for state, size in zip(states, pipe.execute(), strict=True)
+    ]
+    if "pending" in states:
+        in_lanes = (
+            (queue_key(q, f"g:{g}:pending"), "pending", g, n) for g, n, _ in lanes.with_backlog(conn, q)
+        )
+        sets = itertools.chain(sets, in_lanes)
+    out = _Members()
     skip, left = offset, limit
-    for size in pipe.execute():
+    for key, state, lane, size in sets:
+        if left == 0:
+            break
+        # each set read only where the page falls
         start = min(size, skip)
         skip -= start
         take = size - start if left is None else min(size - start, left)
         if left is not None:
             left -= take
-        spans.append((start, None if left is None and take else take))
-    out = _Members()
-    for (key, state, lane), (start, count) in zip(sets, spans, strict=True):
+        count = None if left is None and take else take  # None: to its end, as it is now
         if count != 0:
             out.add(state, lane, *_ranks(conn, key, start, count))
     return out
@@ -363,16 +373,27 @@ def queues(conn: Connection, *, rescan: bool = False) -> list[str]:
 
 
 # what `counts` reads of each queue, in this order
-_READS = (*STATES, "paused", "groups", "repeatables")
+_READS = (*STATES, "paused", "lanes", "repeatables")
 
 
-def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
+def counts(conn: Connection, queues_: list[str] | None = None, *, watch: bool = False) -> pd.DataFrame:
     """queue x (pending, active, schedule, dead) counts plus paused, lanes, repeatables.
     `pending` includes the lanes' backlogs.
 
     With no names: every queue the directory knows (`queues`); one found with no key
     left leaves the list and the frame. A named queue with no key at all (no meta
-    hash, every set empty) raises `UnknownQueue`: a typo is not an empty queue."""
+    hash, every set empty) raises `UnknownQueue`: a typo is not an empty queue.
+
+    The lanes' backlogs are summed on the server, never by reading the set of known
+    groups whole nor with a command per lane from here: exact, in as many bounded calls
+    as the lanes take (`lanes.backlogs`: a queue of 100,000 lanes, 50 calls of a few
+    ms), or with `watch=True` as a look that only watches sums them (`lanes.watched`, the
+    dashboard's and health's: one call a queue, whatever its lanes; a queue of more than
+    `lanes.LANE_EXACT` lanes shows the total of its last whole pass over them, or while
+    its first pass goes on the jobs counted so far). A queue whose figure is not this
+    read's whole sum, or that holds lanes no call could count, is in
+    `frame.attrs[lanes.WATCHED]` ({queue: `lanes.LaneCount`}; `lanes.notes` says each in
+    words)."""
     listed = queues_ is None
     names = queues(conn) if queues_ is None else [check_name(q) for q in queues_]
     stamp = conn.directory.stamp()
@@ -381,25 +402,20 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
         for state in STATES:
             pipe.zcard(queue_key(q, state))
         pipe.hexists(queue_key(q, "meta"), "paused")
-        pipe.smembers(queue_key(q, "groups"))
+        pipe.scard(queue_key(q, "groups"))
         pipe.zcard(queue_key(q, "repeat"))
     replies = pipe.execute() if names else []
     width = len(_READS)
     read = [dict(zip(_READS, replies[i * width : (i + 1) * width], strict=True)) for i in range(len(names))]
-    # the second round: each lane's backlog, and whether a queue that counted
-    # nothing has its meta hash (every queue has one; no meta and nothing counted:
-    # no key of the queue is left)
+    # the second round: whether a queue that counted nothing has its meta hash (every
+    # queue has one; no meta and nothing counted: no key of the queue is left)
     counted = [any(r.values()) for r in read]
     more = conn.pipeline()
-    for q, r, some in zip(names, read, counted, strict=True):
-        for _, key in lane_sets(q, r["groups"]):
-            more.zcard(key)
+    for q, some in zip(names, counted, strict=True):
         if not some:
             more.exists(queue_key(q, "meta"))
-    asked = not all(counted) or any(r["groups"] for r in read)
-    answers = iter(more.execute() if asked else [])
+    answers = iter(more.execute() if not all(counted) else [])
     for r, some in zip(read, counted, strict=True):
-        r["lane_pending"] = sum(next(answers) for _ in r["groups"])
         r["there"] = some or bool(next(answers))
     gone = [q for q, r in zip(names, read, strict=True) if not r["there"]]
     conn.directory.forget(gone, since=stamp)
@@ -408,22 +424,36 @@ def counts(conn: Connection, queues_: list[str] | None = None) -> pd.DataFrame:
     if not listed:
         conn.directory.note_all(names)
     kept = [(q, r) for q, r in zip(names, read, strict=True) if r["there"]]
+    in_lanes = _lane_counts(conn, {q: int(r["lanes"]) for q, r in kept if r["lanes"]}, watch)
     records = []
     for q, r in kept:
         records.append(
             {
                 "queue": q,
-                "pending": r["pending"] + r["lane_pending"],
+                "pending": r["pending"] + (in_lanes[q].jobs if q in in_lanes else 0),
                 "active": r["active"],
                 "schedule": r["schedule"],
                 "dead": r["dead"],
                 "paused": bool(r["paused"]),
-                "lanes": len(r["groups"]),
+                "lanes": r["lanes"],
                 "repeatables": r["repeatables"],
             }
         )
     cols = ["queue", "pending", "active", "schedule", "dead", "paused", "lanes", "repeatables"]
-    return pd.DataFrame.from_records(records, columns=cols).set_index("queue")
+    frame = pd.DataFrame.from_records(records, columns=cols).set_index("queue")
+    frame.attrs[lanes.WATCHED] = {q: c for q, c in in_lanes.items() if c.note()}
+    return frame
+
+
+def _lane_counts(conn: Connection, sizes: dict[str, int], watch: bool) -> dict[str, lanes.LaneCount]:
+    """The lane backlog of each queue of `sizes` ({queue: its lanes}): as a watching look
+    sums it, or exact (every lane, `lanes.backlogs`)."""
+    if watch:
+        return lanes.watched(conn, sizes)
+    walked = lanes.backlogs(conn, sizes)
+    return {
+        q: lanes.LaneCount(b.jobs, sizes[q], counted=b.lanes, skipped=b.skipped) for q, b in walked.items()
+    }
 
 
 def _unknown(conn: Connection, gone: list[str]) -> UnknownQueue:

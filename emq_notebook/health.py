@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from . import decoding, frames, histogram
+from . import decoding, frames, histogram, lanes
 from .connector import Connection
-from .keyspace import base, check_name, lane_sets, latency_index_key, latency_key, metrics_key, queue_key
+from .keyspace import base, check_name, latency_index_key, latency_key, metrics_key, queue_key
 
 LATENCY_COLUMNS = ["wait_p50", "wait_p95", "wait_p99", "run_p50", "run_p95", "run_p99", "n"]
 HEALTH_COLUMNS = [
@@ -49,6 +49,9 @@ FAILING = 0.5  # a failure rate at or above this is failing
 OVERDUE_MS = 60_000  # a scheduled job due longer ago than this is backlog: nobody promoted it
 # the lanes whose head row is read for the oldest pending age, at most
 LANE_SAMPLE = 10
+# the lanes examined to find them, at most: one `@lane_backlog` call from the start of the
+# set of known groups (SSCAN's order), about 0.2 ms of Valkey, whatever the lanes
+LANE_WALK = 100
 # the longest time field of a sampled row read (bytes): a time is a whole number of
 # milliseconds, 13 digits now; a longer field, which only another node writes, is no
 # time, and its bytes stay on the server (`@read_rows` measures it first)
@@ -147,7 +150,9 @@ def health(
     `queues` None is every queue the connection's directory knows; a named queue
     with no key raises `UnknownQueue`. `counts` is `frames.counts` of these queues
     read already (a dashboard refresh reads them once for its overview, this and
-    its open panel). `now_ms` judges at another time than the server's clock (a
+    its open panel); read here, they are a watching look's (`watch=True`: a queue of
+    many lanes shows the lane backlog of its last whole pass over them, said in the
+    frame's `attrs`, which this frame keeps). `now_ms` judges at another time than the server's clock (a
     replay, a test).
 
     `oldest_pending_s` is how long the longest-waiting job of the backlog has
@@ -157,11 +162,13 @@ def health(
     at most `LANE_SAMPLE + 2` rows a queue: pending is ordered by priority, then id,
     so its head is the next job claimed, not the oldest; the sample is the head of
     pending, the first job of its lowest priority (the band served last), the head
-    of each of the first `LANE_SAMPLE` lanes (by name), and the most overdue
-    scheduled job (its due time is its score). An older job elsewhere (behind
-    others of its priority with a custom id out of enqueue order, in a band
-    between the two, in a lane past the sample) is not seen: the figure is then a
-    lower bound. NaN when no sampled row holds a time.
+    of each of the first `LANE_SAMPLE` lanes with a backlog that a walk of at most
+    `LANE_WALK` lanes from the start of the set of known groups meets (SSCAN's order,
+    one `@lane_backlog` call: a queue of a million lanes costs what one of ten does),
+    and the most overdue scheduled job (its due time is its score). An older job
+    elsewhere (behind others of its priority with a custom id out of enqueue order, in
+    a band between the two, in a lane past the sample) is not seen: the figure is then
+    a lower bound. NaN when no sampled row holds a time.
 
     Reads: a fixed handful of commands a queue, in three pipelines (one round trip
     each; redis-py's cluster pipeline sends each to every primary at once, a
@@ -169,7 +176,7 @@ def health(
     """
     now = conn.server_ms() if now_ms is None else int(now_ms)
     if counts is None:
-        counts = frames.counts(conn, queues)
+        counts = frames.counts(conn, queues, watch=True)
     elif queues is not None:
         counts = counts.loc[[check_name(q) for q in queues]]
     names = [str(q) for q in counts.index]
@@ -187,7 +194,7 @@ def health(
             first.on(i, "head").zrange(queue_key(q, "pending"), 0, 0, withscores=True)
             first.on(i, "tail").zrevrange(queue_key(q, "pending"), 0, 0, withscores=True)
         if c["lanes"]:
-            first.on(i, "groups").smembers(queue_key(q, "groups"))
+            lanes.heads(conn, q, LANE_SAMPLE, LANE_WALK, first.on(i, "lanes"))
         if c["schedule"]:
             due = now - OVERDUE_MS
             first.on(i, "overdue").zcount(queue_key(q, "schedule"), "-inf", due)
@@ -196,8 +203,8 @@ def health(
             first.on(i, "died").zrevrange(queue_key(q, "dead"), 0, 0, withscores=True)
     r1 = first.run(len(names))
     # the second round: the window's wait histograms, the first job of the lowest
-    # priority and the sampled lanes' heads, and the last claim minute and the age of
-    # a queue that claimed nothing in the window while it has something to claim
+    # priority, and the last claim minute and the age of a queue that claimed nothing
+    # in the window while it has something to claim
     second = _Reads(conn)
     for i, q in enumerate(names):
         r = r1[i]
@@ -207,8 +214,6 @@ def health(
         if head and tail and tail[0][1] != head[0][1]:
             band = tail[0][1]
             second.on(i, "band").zrangebyscore(queue_key(q, "pending"), band, band, 0, 1)
-        for _, key in lane_sets(q, r.get("groups", ()))[:LANE_SAMPLE]:
-            second.on(i, "lanes", many=True).zrange(key, 0, 0)
         backlog = sizes[q]["pending"] or r.get("overdue", 0)
         if _sum(r["claimed"]) == 0 and (backlog or r["expired"]):
             second.on(i, "claims").hkeys(metrics_key(q, "claimed"))
@@ -219,7 +224,7 @@ def health(
     third = _Reads(conn)
     for i, q in enumerate(names):
         sample = [m for m, _ in r1[i].get("head") or []]
-        sample += [*r2[i].get("band", ()), *(h for lane in r2[i].get("lanes", ()) for h in lane)]
+        sample += [*r2[i].get("band", ()), *lanes.head_ids(r1[i].get("lanes"))]
         if sample:
             asked = [2, TIME_BYTES, "created_at", "due_at", *dict.fromkeys(sample)]
             conn.run("read_rows", [base(q)], asked, verb="health", pipeline=third.on(i, "times"))
@@ -275,6 +280,8 @@ def health(
             "why": "object",
         }
     )
+    # what the counts say of lane backlogs a look did not sum whole (`lanes.notes`)
+    typed.attrs[lanes.WATCHED] = dict(counts.attrs.get(lanes.WATCHED, {}))
     return by_severity(typed)
 
 

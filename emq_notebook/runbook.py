@@ -381,13 +381,17 @@ def overdue(conn: Connection, q: str, now: int | None = None) -> tuple[int, list
 
 
 def lane_frame(conn: Connection, q: str) -> pd.DataFrame:
-    """One row per lane: pending, active, limit, paused, and its share of the in-flight jobs."""
-    known = lanes.lanes(conn, q)
+    """One row per lane: pending, active, limit, paused, and its share of the in-flight jobs.
+    Every lane, read in bounded calls (`lanes.lanes` with no limit): an incident's read. A
+    count a lane's meta holds no whole number for (another node wrote it) is <NA>."""
+    known = lanes.lanes(conn, q, limit=None)
     cols = ["pending", "active", "limit", "paused"]
     frame = pd.DataFrame(
         [[known[g][c] for c in cols] for g in known], index=pd.Index(list(known), name="group"), columns=cols
     )
-    frame = frame.astype({"pending": "int64", "active": "int64", "limit": "int64", "paused": "bool"})
+    frame = frame.astype(
+        {c: "int64" if frame[c].notna().all() else "Int64" for c in cols[:3]} | {"paused": "bool"}
+    )
     total = int(frame["active"].sum()) if len(frame) else 0
     frame["active_share"] = (frame["active"] / total).round(2) if total else 0.0
     return frame

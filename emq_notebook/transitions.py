@@ -127,6 +127,8 @@ TABLE: dict[str, Transition] = {
         Transition("read_job"),
         Transition("read_members"),
         Transition("read_repeats"),
+        Transition("read_lanes"),
+        Transition("lane_backlog"),
         Transition("lane_set"),
         Transition("reprocess_dead"),
         Transition("reprocess_dead_check"),

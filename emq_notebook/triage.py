@@ -33,13 +33,13 @@ from collections.abc import Iterable, Iterator
 
 import pandas as pd
 
-from . import checks, decoding, defaults, frames
+from . import checks, decoding, defaults, frames, lanes
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
 from .errors import BadInput
 from .frames import _TIMED
-from .keyspace import STATES, base, check_name, queue_key, sets
+from .keyspace import STATES, base, check_name, queue_key
 
 DEFAULT_LIMIT = defaults.DEFAULT_LIMIT
 DEFAULT_BUDGET = defaults.DEFAULT_BUDGET
@@ -161,15 +161,41 @@ def _states(state: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(chosen))
 
 
-def _sets(conn: Connection, q: str, states: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(state, key) of every set to read, in order: a lane's backlog is pending too. Lane
-    names are read from the server and addressed as they are (`keyspace.sets`)."""
-    groups = (conn.command("SMEMBERS", queue_key(q, "groups")) or []) if "pending" in states else []
-    return sets(q, states, groups)
+# where a paged search resumes: (state, set key, score, member) of the last match taken,
+# and for a lane the SSCAN cursor its page of lanes was read from ("" for a state's set)
+Place = tuple[str, str, str, str, str]
 
 
-# where a paged search resumes: (state, set key, score, member) of the last match taken
-Place = tuple[str, str, str, str]
+def _plan(
+    conn: Connection, q: str, states: tuple[str, ...], after: Place | None = None
+) -> Iterator[tuple[str, str, str, list[str]]]:
+    """Every set to read, in order, from where `after` left off: (state, key, the cursor
+    its page of lanes was read from ("" for a state's own set), the place in it to read
+    on from). A lane's backlog is pending too: after the pending set come the lanes
+    holding jobs, a page of lanes at a time as the search reaches them
+    (`lanes.with_backlog`, each page by name), never the whole set of known groups.
+    Lane names are read from the server and addressed as they are (`keyspace.sets`). A
+    lane gone since `after` was taken: the search goes on after it in its page."""
+    begin = states.index(after[0]) if after is not None and after[0] in states else 0
+    for at in range(begin, len(states)):
+        state = states[at]
+        flat = queue_key(q, state)
+        resuming = after is not None and at == begin
+        in_lane = resuming and after is not None and after[1] != flat
+        if not in_lane:
+            yield state, flat, "", [after[2], after[3]] if resuming and after is not None else ["", ""]
+        if state != "pending":
+            continue
+        page_at, lane_key = (after[4], after[1]) if in_lane and after is not None else ("0", None)
+        for g, _, read_from in lanes.with_backlog(conn, q, page_at):
+            key = queue_key(q, f"g:{g}:pending")
+            if lane_key is not None and read_from == page_at:
+                if key < lane_key:
+                    continue  # shown on a page before
+                if key == lane_key and after is not None:
+                    yield state, key, read_from, [after[2], after[3]]
+                    continue
+            yield state, key, read_from, ["", ""]
 
 
 def _bound(value: object, what: str) -> str:
@@ -246,12 +272,8 @@ def find(
         _bound(created_before, "created_before"),
     ]
     found: dict[str, tuple[str, float, list]] = {}
-    plan = _sets(conn, q, states)
-    begin, resume = _resume(plan, after)
     place: Place | None = None  # where the next page starts: after the last match taken
-    for index in range(begin, len(plan)):
-        st, key = plan[index]
-        cursor = resume if index == begin else ["", ""]
+    for st, key, page_at, cursor in _plan(conn, q, states, after):
         while limit is None or len(found) < limit:
             want = budget if limit is None else limit - len(found)
             score, member, more, *rows = conn.run(
@@ -269,7 +291,7 @@ def find(
                 if not _still_matches(fields, narrow, payload, signature):
                     continue
                 found[job_id] = (st, float(at), fields)
-                place = (st, key, str(at), job_id)
+                place = (st, key, str(at), job_id, page_at)
                 if limit is not None and len(found) >= limit:
                     break
             if not more:
@@ -282,24 +304,6 @@ def find(
     frame = _frame(found)
     frame.attrs["next"] = place
     return frame
-
-
-def _resume(plan: list[tuple[str, str]], after: Place | None) -> tuple[int, list]:
-    """(the index in `plan` of the set to resume in, the cursor there) for `after`: just
-    after its member in its set; a lane gone since: the next set of its state, or of
-    the states after it."""
-    if after is None:
-        return 0, ["", ""]
-    state, key, score, member = after
-    order = {st: plan.index(next(p for p in plan if p[0] == st)) for st, _ in plan}
-    for index, (_, k) in enumerate(plan):
-        if k == key:
-            return index, [score, member]
-    ranked = order.get(state, -1)
-    for index, (st, k) in enumerate(plan):
-        if (st == state and k > key) or order[st] > ranked:
-            return index, ["", ""]
-    return len(plan), ["", ""]
 
 
 def _still_matches(fields: list, error: str | None, payload: str | None, sig: str | None) -> bool:
@@ -437,7 +441,7 @@ def errors(
     sigs: dict[str, str] = {}
     groups: dict[str, list] = {}
     long = long_error_signature()
-    for st, key in _sets(conn, q, states):
+    for st, key, _, _ in _plan(conn, q, states):
         timed = st in _TIMED
         cursor = ["", ""]
         while True:

@@ -380,7 +380,7 @@ rb.step("promote overdue",
 groups = list(paused_lanes.index)
 
 def lanes_still_paused():
-    now_paused = [g for g in groups if emq.lanes.lanes(conn, QUEUE).get(g, {}).get("paused")]
+    now_paused = [g for g in groups if (emq.lanes.lane(conn, QUEUE, g) or {}).get("paused")]
     return need(now_paused == groups,
                 f"lanes resumed since the preview: {sorted(set(groups) - set(now_paused))}")
 
@@ -587,7 +587,7 @@ act = Preview(f"{what}: the others take its workers as its jobs in flight finish
                      "lanes waiting": ", ".join(f"{g} ({n:,} jobs)" for g, n in starved["pending"].items())})
 
 def as_previewed():
-    now = emq.lanes.lanes(conn, QUEUE).get(hot)
+    now = emq.lanes.lane(conn, QUEUE, hot)
     if now is None:
         return f"lane {hot} is gone"
     if now["paused"] != bool(lanes.at[hot, "paused"]) or now["limit"] != lanes.at[hot, "limit"]:
@@ -624,8 +624,8 @@ def served():
 def hot_as_set():
     if not acted:
         return True
-    now = emq.lanes.lanes(conn, QUEUE)[hot]
-    return now["limit"] == LIMIT if ACTION == "limit" else now["paused"]
+    now = emq.lanes.lane(conn, QUEUE, hot) or {}
+    return now.get("limit") == LIMIT if ACTION == "limit" else bool(now.get("paused"))
 
 rb.verify({
     "every waiting lane is served" if acted else "no lane starves the others": served,

@@ -62,6 +62,13 @@ READING = {
     "jobs.get_job_logs": (lambda c: jobs.get_job_logs(c, Q, "j_pending"), ["first"]),
     "jobs.whole_field": (lambda c: jobs.whole_field(c, Q, "j_pending", "payload"), '{"p": 1}'),
     "lanes.lanes": (lambda c: sorted(lanes.lanes(c, Q)), ["acme"]),
+    "lanes.lane": (lambda c: lanes.lane(c, Q, "acme")["pending"], 1),
+    "lanes.names": (lambda c: lanes.names(c, Q), ["acme"]),
+    "lanes.page": (lambda c: list(lanes.page(c, Q).lanes), ["acme"]),
+    "lanes.backlog": (lambda c: lanes.backlog(c, Q), 1),
+    "lanes.backlogs": (lambda c: lanes.backlogs(c, [Q])[Q].jobs, 1),
+    "lanes.watched": (lambda c: lanes.watched(c, {Q: 1})[Q].jobs, 1),
+    "lanes.with_backlog": (lambda c: [g for g, _, _ in lanes.with_backlog(c, Q)], ["acme"]),
     "repeat.registered": (lambda c: [r["name"] for r in repeat.registered(c, Q)], ["nightly"]),
     "repeat.next_due": (lambda c: repeat.next_due(c, Q, "nightly") > 0, True),
     "frames.snapshot": (lambda c: sorted(frames.snapshot(c, Q).index), None),
@@ -91,6 +98,9 @@ NOT_VERBS = {
     "repeat.periods",
     "repeat.text",
     "jobs.gated_claim",
+    "lanes.heads",  # queues a read on the caller's pipeline (health's lane sample)
+    "lanes.head_ids",  # pure: reads a reply
+    "lanes.notes",  # pure: reads a counts frame's attrs
 }  # the claim gate both claims go through
 
 

@@ -8,6 +8,7 @@ from argparse import Namespace
 import pandas as pd
 
 from .. import admin, audit, frames, lanes
+from ..decoding import shown_id, visible
 from ..errors import ActiveJobs, NotPaused, UsageProblem
 from ..grammar import duration, limit, whole_arg
 from ..keyspace import STATES, queue_key
@@ -124,11 +125,16 @@ def _metrics(s: Session, ns: Namespace) -> pd.DataFrame:
 
 @verb("lane", "a lane's state: its limit, its jobs in flight, pending and paused", QUEUE, arg("group"))
 def _lane(s: Session, ns: Namespace) -> dict | None:
-    known = lanes.lanes(s.conn, ns.queue)
-    if ns.group not in known:
-        s.say(f"no lane {ns.group} in {ns.queue}" + (f" (lanes: {', '.join(known)})" if known else ""))
+    found = lanes.lane(s.conn, ns.queue, ns.group)
+    if found is None:
+        # some of its lanes, from one bounded walk of them (a queue may have a million)
+        got = lanes.page(s.conn, ns.queue, counts=False)
+        met = sorted(got.lanes)
+        shown = ", ".join(visible(shown_id(g)) for g in met[: lanes.NAMES_SHOWN])
+        shown += ", …" if len(met) > lanes.NAMES_SHOWN or got.cursor != "0" else ""
+        s.say(f"no lane {visible(shown_id(ns.group))} in {ns.queue}" + (f" (lanes: {shown})" if met else ""))
         return None
-    return known[ns.group]
+    return found
 
 
 @verb(

@@ -51,7 +51,7 @@ from collections.abc import Iterator
 import ipywidgets as w
 import pandas as pd
 
-from .. import frames, health, plots
+from .. import frames, health, lanes, plots
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
@@ -77,6 +77,8 @@ IDLE_S = 30 * 60.0
 PLOT_EVERY_S = 10.0
 ROWS = 25
 VERDICTS = health.SEVERITY
+# the queues whose lane backlog note the summary shows, at most
+NOTES_SHOWN = 5
 
 
 def _vega_list(items: tuple[str, ...] | list[str]) -> str:
@@ -137,6 +139,8 @@ class Dashboard(Panel):
         self.plotted_at = 0.0
         self.refreshes = 0
         self.overview = pd.DataFrame()
+        # the counts the last refresh read (their attrs say which lane backlogs are a pass's)
+        self.read_counts = pd.DataFrame()
         self.shown_frame = _overview_frame(pd.DataFrame())
         self.q: str | None = None
         self.parts: dict[str, Panel] = {}
@@ -224,12 +228,12 @@ class Dashboard(Panel):
         the connection knows (no SCAN: see `rescan`)."""
         with self._lock:
             try:
-                counts = frames.counts(self.conn)
+                counts = frames.counts(self.conn, watch=True)
                 frame = self._read_overview(counts)
             except EMQError as exc:
                 self.say(f"error: {exc}", "error")
                 return
-            self.overview = frame
+            self.overview, self.read_counts = frame, counts
             self._show_overview()
             names = sorted(str(q) for q in frame.index)
             if list(self.picker.options) != names:
@@ -306,7 +310,22 @@ class Dashboard(Panel):
             if typed
             else ""
         )
-        return f"<div>{' · '.join(parts)}</div><div>{chips}</div>{matching}"
+        return f"<div>{' · '.join(parts)}</div><div>{chips}</div>{matching}{self._lane_notes()}"
+
+    def _lane_notes(self) -> str:
+        """A line for each queue whose pending count holds a lane backlog from a pass over
+        its lanes rather than this refresh (`lanes.watched`: a queue of many lanes is
+        summed a page a refresh), at most `NOTES_SHOWN`."""
+        said = lanes.notes(self.read_counts)
+        lines = [
+            f"<div><small>pending of <b>{html.escape(printable(q))}</b>: {html.escape(note)}</small></div>"
+            for q, note in list(said.items())[:NOTES_SHOWN]
+        ]
+        if len(said) > NOTES_SHOWN:
+            lines.append(
+                f"<div><small>and {len(said) - NOTES_SHOWN:,} more queues of many lanes</small></div>"
+            )
+        return f'<div style="color:#57606a">{"".join(lines)}</div>' if lines else ""
 
     def _say_updated(self) -> None:
         if self.updated_at is None:

@@ -19,8 +19,9 @@ import math
 import ipywidgets as w
 import pandas as pd
 
-from .. import frames, health
+from .. import frames, health, lanes
 from ..connector import Connection
+from ..decoding import printable
 from ..errors import EMQError
 from ..health import ago, ms_text
 from ..keyspace import check_name
@@ -137,6 +138,20 @@ def health_frame(h: pd.DataFrame) -> pd.DataFrame:
     return out[columns]
 
 
+def lane_notes_html(h: pd.DataFrame) -> str:
+    """A line for each queue whose pending count holds a lane backlog from a pass over its
+    lanes rather than this refresh (`lanes.notes`), at most 5."""
+    said = list(lanes.notes(h).items())
+    lines = "".join(
+        f"<div><small>pending of <b>{html.escape(printable(q))}</b>: {html.escape(note)}</small></div>"
+        for q, note in said[:5]
+    )
+    more = (
+        f"<div><small>and {len(said) - 5:,} more queues of many lanes</small></div>" if len(said) > 5 else ""
+    )
+    return f'<div style="color:#57606a">{lines}{more}</div>' if said else ""
+
+
 class HealthView(Panel):
     """`HealthView(conn, queues=None, refresh_every=5.0, auto=False)`: reads only."""
 
@@ -196,7 +211,9 @@ class HealthView(Panel):
         self.frame = h
         self.verdicts = {str(q): str(v) for q, v in h["verdict"].items()}
         grids.patch(self.grid, health_frame(h))
-        self.summary.value = summary_html(h) if len(h) else "<i>no queue on this server</i>"
+        self.summary.value = (
+            summary_html(h) + lane_notes_html(h) if len(h) else "<i>no queue on this server</i>"
+        )
         self.refreshed_at = clock()
         self.show_running()
         bad = [q for q, v in self.verdicts.items() if v in _LOOK]

@@ -28,11 +28,11 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 
-from .. import admin, frames, triage
+from .. import admin, frames, lanes, triage
 from ..connector import Connection
-from ..decoding import printable
+from ..decoding import printable, visible
 from ..errors import EMQError
-from ..keyspace import STATES, lane_key, queue_key
+from ..keyspace import STATES, queue_key
 from ..settings import Settings
 from . import grid as grids
 from .base import Confirmation, Panel, Question, chip
@@ -236,18 +236,20 @@ class JobsView(Panel):
         self.confirmation.cancel()
         self._show_selection()
 
-    def _sizes(self) -> list[int]:
+    def _size(self) -> tuple[int, str]:
+        """How many jobs the state holds, a lane's backlog counted as pending, and what a
+        reader must know of that figure ("" when exact). The lanes are summed as a
+        watching look sums them (`lanes.watched`: one call, however many lanes), so a
+        page turn never walks a million lanes."""
         state = self.state.value
-        groups = (
-            sorted(self.conn.command("SMEMBERS", queue_key(self.q, "groups")) or [])
-            if state == "pending"
-            else []
-        )
         pipe = self.conn.pipeline()
         pipe.zcard(queue_key(self.q, state))
-        for g in groups:
-            pipe.zcard(lane_key(self.q, g))
-        return pipe.execute()
+        pipe.scard(queue_key(self.q, "groups"))
+        size, known = pipe.execute()
+        if state != "pending" or not known:
+            return size, ""
+        counted = lanes.watched(self.conn, {self.q: known})[self.q]
+        return size + counted.jobs, counted.note()
 
     def _find(self, limit: int, after: triage.Place | None) -> pd.DataFrame:
         return triage.find(
@@ -268,12 +270,15 @@ class JobsView(Panel):
         self.more = self.next_place is not None and len(self._find(1, self.next_place)) > 0
         first, last = self.offset + 1, self.offset + len(page)
         if not self.filtering:
-            self.total = sum(self._sizes())
+            self.total, note = self._size()
+            about = f" · {html.escape(visible(note))}" if note else ""
+            if not self.total and not page.empty:  # a first pass over many lanes in progress
+                return page, f"rows {first:,}–{last:,} {state}{about}"
             if not self.total:
                 return page, f"no {state} jobs"
             if page.empty:
-                return page, f"no more {state} jobs (of {self.total:,})"
-            return page, f"rows {first:,}–{last:,} of {self.total:,} {state}"
+                return page, f"no more {state} jobs (of {self.total:,}){about}"
+            return page, f"rows {first:,}–{last:,} of {self.total:,} {state}{about}"
         if page.empty:
             return page, f"no {state} job matches · searched on the server"
         if self.counted is not None:

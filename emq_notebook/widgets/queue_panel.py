@@ -15,7 +15,7 @@ import html
 import ipywidgets as w
 import pandas as pd
 
-from .. import admin, defaults, frames
+from .. import admin, defaults, frames, lanes
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError, UnknownQueue
@@ -117,7 +117,7 @@ class QueuePanel(Panel):
         the status, and the auto-refresh keeps trying."""
         try:
             if counts is None or self.q not in counts.index:
-                counts = frames.counts(self.conn, [self.q])
+                counts = frames.counts(self.conn, [self.q], watch=True)
             row = counts.loc[self.q].to_dict()
         except UnknownQueue:  # no key yet, or none left (obliterated): nothing to count
             row = {**dict.fromkeys(STATES, 0), "paused": False, "lanes": 0, "repeatables": 0}
@@ -126,27 +126,37 @@ class QueuePanel(Panel):
             return
         self.paused = bool(row.pop("paused"))
         self.snapshot = {k: int(v) for k, v in row.items()}
+        # a queue of many lanes: its pending count holds a pass's lane backlog (`lanes.watched`)
+        note = lanes.notes(counts).get(self.q, "")
+        said = f'<div style="color:#57606a"><small>pending: {html.escape(note)}</small></div>' if note else ""
         if self.owned:
-            self.counts.value = chips(self.snapshot, self.paused)
+            self.counts.value = chips(self.snapshot, self.paused) + said
         else:
             self.counts.value = (
                 table(self.snapshot, ("set", "jobs"))
                 + f"<div>{'■ paused' if self.paused else '▶ running'}</div>"
+                + said
             )
         self.pause_button.description = "Resume" if self.paused else "Pause"
-        self._gate_obliterate()
+        self._gate_obliterate(recount=False)
 
     def facts(self) -> list[tuple[str, object]]:
         auto = f"every {self.refresh_every:g}s" if self.running else "off"
         return [("queue", self.q), ("state", "paused" if self.paused else "running"), ("auto-refresh", auto)]
 
-    def _gate_obliterate(self) -> None:
+    def _gate_obliterate(self, recount: bool = True) -> None:
+        """Open the obliterate line (paused, the name typed) with the count of the jobs it
+        would delete, counted exactly (`admin.job_count`: as many bounded calls as the
+        lanes take). A refresh (`recount=False`) counts only for a line it opens: the
+        line shown stays as counted, and a click counts again before anything goes."""
         # enabled only while paused, and only once the operator typed the name
         open_ = self.paused and self.typed_name.value == self.q and not self.read_only
         self.obliterate_button.disabled = not open_
         if not open_:
             self.obliterate_shown = None
             self.obliterate_text.value = ""
+            return
+        if not recount and self.obliterate_shown is not None:
             return
         try:
             n = admin.job_count(self.conn, self.q)
