@@ -448,3 +448,25 @@ def test_a_snapshot_and_a_search_of_pending_read_every_lane_once(conn, small_pag
             break
     assert sorted(seen) == sorted(every) and len(seen) == len(every)
     assert triage.errors(conn, Q, state="pending")["count"].sum() == 240  # no last_error: ""
+
+
+def test_percent_emq_queues_only_watches_unless_exact(conn, small_pages, monkeypatch):
+    # SPEC 11: `%emq queues` is a look that watches: its commands depend on the queues
+    # shown, never on their lanes; `--exact` sums every lane, in bounded calls
+    from emq_notebook.grammar import parse
+    from emq_notebook.verbs import execute
+
+    made(conn, tenants(300))
+    said: list[str] = []
+    session = Session(say=said.append)
+    session.conn = conn
+    commands, runs = spied(conn, monkeypatch)
+    frame = execute(session, parse("queues"))
+    looked = [reply for name, reply in runs if name == "lane_backlog"]
+    assert len(looked) == 1 and int(frame.loc[Q, "pending"]) < 600
+    assert any(line.startswith(f"{Q}: at least: lanes counted so far") for line in said)
+    said.clear()
+    runs.clear()
+    exact = execute(session, parse("queues --exact"))
+    assert int(exact.loc[Q, "pending"]) == 600 and said == []
+    assert len([1 for name, _ in runs if name == "lane_backlog"]) > 1

@@ -18,14 +18,21 @@ from .session import BUDGET, QUEUE, YES, Session, budget_of, confirm
 
 @verb(
     "queues",
-    "every queue known, with its counts (--rescan looks for queues first)",
+    "every queue known, with its counts (--rescan looks for queues first; --exact sums every lane)",
     opt("--rescan", action="store_true", help="find the queues again (SCAN) before counting"),
+    opt("--exact", action="store_true", help="sum every lane's backlog (as many bounded calls as it takes)"),
 )
 def _queues(s: Session, ns: Namespace) -> pd.DataFrame:
+    """A look that only watches (SPEC 11): its commands depend on the queues shown,
+    never on their lanes; a queue of more lanes than one call sums shows its last whole
+    pass's lane backlog, said in a line (`lanes.notes`), unless `--exact`."""
     if ns.rescan:
         found = frames.queues(s.conn, rescan=True)
         s.say(f"rescanned {s.conn.label}: {len(found):,} queue{'' if len(found) == 1 else 's'}")
-    return frames.counts(s.conn)
+    frame = frames.counts(s.conn, watch=not ns.exact)
+    for q, note in lanes.notes(frame).items():
+        s.say(f"{q}: {note}")
+    return frame
 
 
 @verb("status", "one queue's counts, paused flag, lanes and repeatables", QUEUE)
