@@ -14,9 +14,10 @@
 -- ghost or a foreign id (reads.lua `foreign_id`) leaves the set, and
 -- no key is built from a foreign id. Bounded: at most ARGV[1] members (an HSTRLEN,
 -- an HGET of the dedup key while the queue holds any, one UNLINK of row and logs)
--- and about ARGV[2] bytes; with ARGV[3], at most LANES_A_CALL lanes examined (an
--- SSCAN of LANE_CHUNK names and a ZRANGE a lane, each name counted ID_WORK times its
--- bytes), walked on from the cursor, never the whole groups set (SMEMBERS of 100,000
+-- and about ARGV[2] bytes; with ARGV[3], the lanes walked on from the cursor, a page
+-- of them at a time (an SSCAN of LANE_CHUNK names, a ZRANGE a lane, each name counted
+-- ID_WORK times its bytes), each lane looked at a unit of ARGV[1] as a job is, and at
+-- most LANES_A_CALL of them, never the whole groups set (SMEMBERS of 100,000
 -- lanes and a ZRANGE each, every call, held Valkey over 100 ms). Without ARGV[3] (an
 -- older client's call) every lane is looked at from the first, each call.
 --@include common
@@ -71,7 +72,10 @@ if cursor then
       if wipe(lane_pending(base, g)) and n > 0 then return finish(1) end
     end
     cursor = page[1]
-    if cursor ~= '0' and (examined >= LANES_A_CALL or spent >= bytes) then return finish(1) end
+    -- a lane looked at is a unit of the budget, as a job drained is
+    if cursor ~= '0' and (n + examined >= budget or examined >= LANES_A_CALL or spent >= bytes) then
+      return finish(1)
+    end
   until cursor == '0'
 else
   for _, g in ipairs(redis.call('SMEMBERS', base .. 'groups')) do

@@ -53,9 +53,9 @@ def test_a_drain_of_many_lanes_walks_them_a_bounded_number_a_call(conn):
     assert admin.drain(conn, Q, budget=1_000, progress=lambda c, n: calls.append(n)) == made == 90
     assert left(conn, names) == 0
     assert conn.client.scan(0, match=f"{base(Q)}job:*", count=100_000)[1] == []
-    # at most 2,000 lanes (and a page of SSCAN) a call: three calls, or four; the whole
-    # set in each call looked at 4,500 lanes in one
-    assert 3 <= len(calls) <= 4, calls
+    # a lane looked at is a unit of the budget (1,000 a call, a page of SSCAN more at most):
+    # about five calls; the whole set in each call looked at 4,500 lanes in one
+    assert 4 <= len(calls) <= 6, calls
     assert calls[-1] == made
 
 
@@ -66,7 +66,9 @@ def test_a_call_that_stops_inside_a_page_of_lanes_goes_on_from_it(conn):
     steps: list[int] = []
     assert admin.drain(conn, Q, budget=7, progress=lambda c, n: steps.append(n)) == made
     assert left(conn, names) == 0
-    assert all(b > a for a, b in zip(steps, steps[1:], strict=False))  # each call drained some
+    # each call drains a job or walks on past a page of lanes looked at
+    assert all(b >= a for a, b in zip(steps, steps[1:], strict=False))
+    assert len(steps) <= made + 300 // 8
 
 
 def test_lanes_with_long_names_or_bytes_not_utf8_are_drained_and_every_call_moves_on(conn):
