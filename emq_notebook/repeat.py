@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import weakref
 from collections.abc import Iterable
 
 import pandas as pd
@@ -34,6 +35,14 @@ DEF_BYTES = BYTE_BUDGET
 # the due names one tick call examines at most (lua/includes/repeat_def.lua holds the
 # same number), whatever becomes of them: made, skipped as bad or taken out as nameless
 TICK_NAMES = 500
+# the `bad_row` events one tick call emits at most (lua/includes/repeat_def.lua holds the
+# same number): each bad definition is reported once while it stays as it is, the ones
+# past this many in the calls after
+TICK_REPORTS = 20
+# where each queue's next tick starts its walk, by connection: the rank the last call
+# answered (`@repeat_tick`'s place; a hint: one past the due names starts at the head).
+# Kept here, so every caller of `tick` (a Worker, a notebook) walks on without holding it
+_PLACES: weakref.WeakKeyDictionary[Connection, dict[str, int]] = weakref.WeakKeyDictionary()
 # the jobs one tick call makes at most: each is a row, a placement and an event, about
 # 26 us on the server (tick(1,000) of small definitions held Valkey 26 ms, tick(10,000)
 # 199 ms); 250 held it 6 to 9 ms, 500 12 ms (bench/repeat_tick.py)
@@ -223,15 +232,22 @@ def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
     a call makes them all inside one script: 250 hold the server under 10 ms, 1,000 of
     them 19 ms); answers the new ids, one a repeatable at most. A call examines at most
     `TICK_NAMES` due names and about `DEF_BYTES` bytes of names and definitions; the
-    rest wait for the next tick. A definition that cannot be read is skipped, left as it
-    is, and announced as a `bad_row` event; more than `TICK_NAMES` of them due first
-    hold the rest back until they are fixed or removed (`registered` says why each is
-    bad). A registry key holding another type than its own (a string at
+    rest wait for the next tick, which walks on from where this one stopped (`_PLACES`)
+    and, at the due names' end, from the head again: bad definitions due first hold the
+    rest back a call per `TICK_NAMES` of them, not until they are fixed.
+
+    A definition that cannot be read is skipped, left as it is, and announced as a
+    `bad_row` event once while it stays as it is, at most `TICK_REPORTS` a call (the
+    server keeps what it reported at `emq:{q}:repeat:reported`); `registered` says why
+    each is bad. A registry key holding another type than its own (a string at
     `emq:{q}:repeat`, written by hand) makes no job and answers []: a worker's pass
     goes on."""
     whole(max_jobs, "max_jobs", most=MAX_TICK_JOBS)
     ids = [new_id() for _ in range(max_jobs)]
-    return list(conn.run("repeat_tick", [base(q)], ids, verb="tick", queue=q))
+    places = _PLACES.setdefault(conn, {})
+    place, *made = conn.run("repeat_tick", [base(q)], [places.get(q, 0), *ids], verb="tick", queue=q)
+    places[q] = int(place)
+    return made
 
 
 @contract(

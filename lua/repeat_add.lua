@@ -5,7 +5,8 @@
 -- returns the first due time (ms); an error for a number that is not whole and >= 1,
 -- and for a definition (the payload as JSON, with the rest) over DEF_BYTES, which no
 -- tick would read (includes/repeat_def.lua); EMQSTATE bad row type (<type>) in <key>
--- when a registry key holds another type (`registry_misfit`); an error writes nothing
+-- when a registry key holds another type (`registry_misfit`); an error writes nothing.
+-- A tick's report of the name's definition before, if any, is forgotten
 --@include common
 --@include repeat_def
 local base = KEYS[1]
@@ -28,4 +29,5 @@ local now = now_ms()
 redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
 redis.call('HSET', base .. 'repeat:defs', ARGV[1], def)
 redis.call('ZADD', base .. 'repeat', now + every, ARGV[1])
+forget_reported(base, ARGV[1])
 return now + every

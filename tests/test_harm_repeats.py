@@ -279,8 +279,10 @@ def test_a_tick_examines_at_most_tick_names_bad_definitions_and_leaves_them(harm
     written(conn, names, due=lambda i: 0, definition=lambda name: "not json")
     with Events(conn, Q) as events:
         assert _tick(conn, srv) == []
-    # one event a name examined, the first TICK_NAMES in due order; each left as it was
-    assert sorted(e["repeat"] for e in events.seen if e["event"] == "bad_row") == names[: repeat.TICK_NAMES]
+    # the first TICK_NAMES in due order examined (the next call starts after them), the
+    # first TICK_REPORTS of them reported; each left as it was
+    assert repeat._PLACES[conn][Q] == repeat.TICK_NAMES
+    assert sorted(e["repeat"] for e in events.seen if e["event"] == "bad_row") == names[: repeat.TICK_REPORTS]
     assert conn.client.zcard(P + "repeat") == len(names) and conn.client.hlen(P + "repeat:defs") == len(names)
 
 
