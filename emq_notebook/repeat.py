@@ -66,11 +66,12 @@ def register(
     """Register (or replace) repeatable `name`; answers its first due time (ms).
 
     Checked before any I/O (`BadInput`): `every_ms` from 1 ms to a year,
-    `max_attempts` a whole number from 1, `payload` a string of at most `DEF_BYTES`
-    bytes (1 MiB, not `defaults.MAX_PAYLOAD`: a tick reads each due definition inside
-    one call, and one over `DEF_BYTES` it never reads). The script refuses a definition
-    whose JSON (the payload escaped, with the rest) is over `DEF_BYTES` too, writing
-    nothing.
+    `max_attempts` a whole number from 1, `payload` a string, and the definition the
+    server stores (`_definition_text`: the payload written as JSON, with the rest) at most
+    `DEF_BYTES` bytes (1 MiB, not `defaults.MAX_PAYLOAD`: a tick reads each due
+    definition inside one call, and one over `DEF_BYTES` it never reads). The script
+    checks the same bound on what it is sent, refusing `TooLong` (a `BadInput`), and
+    reads the definition as a tick does; a refusal writes nothing.
     """
     check_name(name, "repeatable name")
     if group is not None:
@@ -78,15 +79,22 @@ def register(
     whole(every_ms, "every_ms", most=MAX_MS)
     whole(max_attempts, "max_attempts")
     payload = checked_payload(payload)  # a payload's own bound first (MAX_PAYLOAD), as every verb's
-    if wire_size(payload) > DEF_BYTES:
-        raise BadInput(f"a repeatable's payload is at most {DEF_BYTES:,} bytes, not {wire_size(payload):,}")
-    return conn.run(
-        "repeat_add",
-        [base(q)],
-        [name, every_ms, payload, group or "", max_attempts],
-        verb="repeat",
-        queue=q,
-    )
+    text = _definition_text(every_ms, payload, group, max_attempts)
+    size = wire_size(text)
+    if size > DEF_BYTES:
+        raise BadInput(
+            f"repeatable {name!r}: a definition is at most {DEF_BYTES:,} bytes (repeat.DEF_BYTES), "
+            f"not {size:,} (its payload written as JSON, with the rest): no tick would read it"
+        )
+    return conn.run("repeat_add", [base(q)], [name, text], verb="repeat", queue=q, job=name)
+
+
+def _definition_text(every_ms: int, payload: str, group: str | None = None, max_attempts: int = 1) -> str:
+    """A repeatable's definition as `register` stores it (`emq:{q}:repeat:defs`): JSON
+    text, each character past ASCII as it is (so its bytes on the wire, `wire_size`, are
+    the bytes the server holds), max_attempts as text, as the script wrote it before."""
+    fields = {"every": every_ms, "payload": payload, "group": group or "", "max_attempts": str(max_attempts)}
+    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
 
 
 def unregister(conn: Connection, q: str, name: str) -> bool:

@@ -260,10 +260,77 @@ def test_register_refuses_a_payload_no_tick_would_read(harm):
     conn, _ = harm
     with pytest.raises(BadInput, match="at most"):
         repeat.register(conn, Q, "big", 60_000, "p" * (repeat.DEF_BYTES + 1))
-    # a payload within the bound whose JSON escapes past it: the script refuses, writing nothing
-    with pytest.raises(EMQError, match="definition is at most"):
-        repeat.register(conn, Q, "slashes", 60_000, "\x01" * (repeat.DEF_BYTES // 4))
+    # a payload within the bound whose JSON escapes past it: refused before any I/O,
+    # naming the definition's size and the bound
+    calls = replies(conn, "repeat_add")
+    escaped = "\x01" * (repeat.DEF_BYTES // 4)  # each \u0001 in the JSON: 6 bytes
+    size = len(repeat._definition_text(60_000, escaped))
+    with pytest.raises(BadInput, match=f"at most {repeat.DEF_BYTES:,} bytes .*not {size:,}"):
+        repeat.register(conn, Q, "slashes", 60_000, escaped)
+    assert calls == []
     assert not conn.client.exists(P + "repeat:defs") and not conn.client.exists(P + "repeat")
+
+
+def _filling(unit: str) -> str:
+    """A payload of `unit`s whose definition is at most DEF_BYTES (each `unit` as JSON writes it)."""
+    head = len(repeat._definition_text(60_000, "").encode())
+    written = len(json.dumps(unit, ensure_ascii=False)[1:-1].encode())
+    return unit * ((repeat.DEF_BYTES - head) // written)
+
+
+@pytest.mark.parametrize("unit", ["a", "\x01", '"', "/", "\u00e9", "\u20ac", "\U0001f600"])
+def test_register_stores_a_definition_up_to_def_bytes_and_refuses_one_byte_more(harm, unit):
+    """The client writes the definition's JSON itself, so it knows its bytes exactly:
+    one of DEF_BYTES is stored as sent (and a tick makes its job), one byte more is refused
+    before any I/O, whatever the payload's characters write as in JSON."""
+    conn, srv = harm
+    payload = _filling(unit)
+    pad = repeat.DEF_BYTES - len(repeat._definition_text(60_000, payload).encode())
+    payload += "a" * pad  # exactly DEF_BYTES
+    text = repeat._definition_text(60_000, payload)
+    assert len(text.encode()) == repeat.DEF_BYTES
+    repeat.register(conn, Q, "full", 60_000, payload)
+    assert conn.client.hstrlen(P + "repeat:defs", "full") == repeat.DEF_BYTES
+    assert conn.client.hget(P + "repeat:defs", "full") == text
+    conn.client.zadd(P + "repeat", {"full": 0})
+    [job] = bounded(lambda: repeat.tick(conn, Q), srv, what="tick")
+    assert conn.client.hget(P + "job:" + job, "payload") == payload
+    before = conn.client.hget(P + "repeat:defs", "full")
+    with pytest.raises(BadInput, match=f"not {repeat.DEF_BYTES + 1:,}"):
+        repeat.register(conn, Q, "full", 60_000, payload + "a")
+    assert conn.client.hget(P + "repeat:defs", "full") == before
+
+
+def test_the_scripts_own_bound_refuses_too_long_typed_and_writes_nothing(harm):
+    """The server's guard, for a definition sent past the client's check (another client,
+    an older one): TooLong, a refusal and a BadInput, naming the size and the bound."""
+    from emq_notebook.errors import Refused, TooLong
+
+    conn, _ = harm
+    text = repeat._definition_text(60_000, "p" * repeat.DEF_BYTES)
+    with pytest.raises(TooLong) as caught:
+        conn.run("repeat_add", [P], ["big", text], verb="repeat", queue=Q, job="big")
+    refusal = caught.value
+    assert isinstance(refusal, BadInput) and isinstance(refusal, Refused) and refusal.reason == "too_long"
+    assert refusal.line() == (
+        f"refused: repeat {Q} big — too_long (definition {len(text)} bytes, at most {repeat.DEF_BYTES})"
+    )
+    # and a definition no tick reads: an error no caller of the toolkit meets
+    for bad in ("[1]", '{"every": 0, "payload": "{}"}', '{"every": 1000}'):
+        with pytest.raises(EMQError, match="no tick reads"):
+            conn.run("repeat_add", [P], ["bad", bad], verb="repeat", queue=Q)
+    assert conn.client.keys(P + "*") == []
+
+
+def test_register_stores_any_payload_a_tick_gives_back_as_it_was(harm):
+    conn, srv = harm
+    payloads = ['{"url": "https://x/y", "q": "\\"quoted\\""}', "tab\tnew\nline\x7f\x00", "été € 😀 \u2028"]
+    for k, payload in enumerate(payloads):
+        repeat.register(conn, Q, f"r{k}", 60_000, payload)
+    conn.client.zadd(P + "repeat", {f"r{k}": 0 for k in range(len(payloads))})
+    made = bounded(lambda: repeat.tick(conn, Q), srv, what="tick")
+    assert sorted(conn.client.hget(P + "job:" + j, "payload") for j in made) == sorted(payloads)
+    assert [r["payload"] for r in repeat.registered(conn, Q)] == payloads
 
 
 # -- a tick's bound is the work it does, whatever another node wrote ------------------------
