@@ -40,6 +40,20 @@ BAD = [
 OVER = '{"every": 1000, "payload": "' + "p" * MiB + '"}'
 
 
+def small_values(n: int) -> str:
+    """A definition of about `n` bytes, most of them small JSON values (`{},{},...`)."""
+    return '{"every": 60000, "payload": "{}", "x": [' + ",".join(["{}"] * (n // 3 - 15)) + "]}"
+
+
+def json_text(n: int) -> str:
+    """A definition of at most `n` bytes whose payload is JSON text (a quote escaped every
+    few bytes), as register writes it."""
+    text, m = json.dumps({f"k{i}": [i, "v"] for i in range(n // 10)}), n
+    while len(d := json.dumps({"every": 60_000, "payload": text[:m]})) > n:
+        m -= len(d) - n
+    return d
+
+
 def fill(r: redis.Redis, q: str, n: int, name, definition) -> None:
     p, b = r.pipeline(transaction=False), base(q)
     for i in range(n):
@@ -124,6 +138,28 @@ def main() -> None:
             10,
         ),
         ("definitions of 1 KB not JSON", n(5_000), lambda i: f"k{i:06d}", lambda i: "[" + "x" * 1000, 10),
+        # JSON of small values: a whole decode builds a Lua value every 3 bytes
+        (
+            "definitions of 1 KB of small values",
+            n(5_000),
+            lambda i: f"s{i:06d}",
+            lambda i: small_values(1000),
+            10,
+        ),
+        (
+            "definitions of 1 MiB - 100 of small values",
+            3,
+            lambda i: f"S{i}",
+            lambda i: small_values(MiB - 100),
+            10,
+        ),
+        (
+            "definitions of 1 MiB - 100, payload JSON text",
+            3,
+            lambda i: f"J{i}",
+            lambda i: json_text(MiB - 100),
+            10,
+        ),
     ] + [
         (
             f"small good definitions, {jobs:,} jobs a call",

@@ -18,7 +18,8 @@
 -- names examined (made, skipped or taken out alike), read a chunk at a time
 -- (`each_member`, includes/reads.lua), and about DEF_BYTES bytes of names (each counted
 -- ID_WORK times: it is hashed at each key and member it names) and definitions read
--- (one at least). The walk starts at the place and, at the due names' end, goes on from
+-- (one at least; one decoded whole counted DECODE_WORK times, one longer read in its
+-- shape: `readable`, includes/repeat_def.lua). The walk starts at the place and, at the due names' end, goes on from
 -- the head up to the place, so bad definitions due first (left where they are) hold
 -- the rest back one call a TICK_NAMES of them, not for ever; the place answered is
 -- where the walk stopped, the names it made or took out no longer counted. A place past
@@ -92,14 +93,14 @@ local function visit(name, score)
     skipped(name, why, why)
     return id_cost(name), false
   end
-  local def, bad = readable(raw)
+  local def, bad, work = readable(raw)
   -- a due time of -inf (set by hand) has no next beat
   if def and at == -math.huge then def, bad = nil, 'due' end
   if not def then
     local why = 'bad definition ' .. bad
     local head = size <= 64 and raw or string.sub(raw, 1, 32) .. string.sub(raw, -32)
     skipped(name, why, why .. ' ' .. size .. ' ' .. head)
-    return id_cost(name) + size, false
+    return id_cost(name) + work, false
   end
   local id = ARGV[#made + 2]
   add_job(base, id, def.payload, def.group or '', 0, 0, def.max_attempts, '', '1000', now)
@@ -110,7 +111,7 @@ local function visit(name, score)
   if next_at <= now then next_at = now + def.every end
   moved[#moved + 1] = next_at
   moved[#moved + 1] = name
-  return id_cost(name) + size, #made == most
+  return id_cost(name) + work, #made == most
 end
 
 -- the walk over ranks `first` to before `last`, within what is left of the budget;
