@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import weakref
 from collections.abc import Iterable
 
 import pandas as pd
 
 from .catalogue import contract
-from .checks import MAX_MS, MAX_WHOLE, whole
+from .checks import MAX_MS, whole
 from .checks import payload as checked_payload
 from .connector import Connection
 from .decoding import text_dtype, wire_size
@@ -50,8 +49,6 @@ MAX_TICK_JOBS = 250
 # the due times (ms) a pandas Timestamp holds (ns since 1970: the years 1677 to 2262);
 # a score another node wrote may lie far past them (1e16, -1e300)
 SHOWN_MS = (pd.Timestamp.min.value // 1_000_000 + 1, pd.Timestamp.max.value // 1_000_000)
-# a whole number as the scripts read one (lua/includes/reads.lua `whole_of`)
-_WHOLE = re.compile(r"0|-?[1-9][0-9]{0,16}")
 
 
 def register(
@@ -110,13 +107,14 @@ def registered(conn: Connection, q: str, limit: int | None = None) -> list[dict]
     says why, its `every_ms`, `payload` and `group` None: `too long (N bytes)` (over
     `DEF_BYTES`: its bytes stay on the server, a plain HGET reads them), `no
     definition`, `not JSON`, `not a JSON object`, or `bad <field>` (every, payload,
-    group or max_attempts, as lua/includes/repeat_def.lua reads them: `tick` skips such
-    a definition and `run_now` refuses it). A listing never fails on what another node
-    wrote in the registry.
+    group or max_attempts; `shape` for a long one that is not plain fields around a
+    payload string): the server's word, `readable` in lua/includes/repeat_def.lua, the
+    one rule `tick` (which skips such a definition) and `run_now` (which refuses it)
+    read it by. A listing never fails on what another node wrote in the registry.
 
     Read a page at a time (`@read_repeats`: at most `REPEATS_A_CALL` repeatables and
-    about `BYTE_BUDGET` bytes a call), so no call holds the server long however big the
-    registry. Each page starts after the last name of the one before, wherever it is
+    about `BYTE_BUDGET` bytes a call, a short definition counted as its decode costs),
+    so no call holds the server long however big the registry. Each page starts after the last name of the one before, wherever it is
     then; a repeatable a tick moves while the pages are read is listed once, or missed
     when it moves ahead of the place. Reads only."""
     if limit is not None:
@@ -127,13 +125,14 @@ def registered(conn: Connection, q: str, limit: int | None = None) -> list[dict]
         reply = conn.run(
             "read_repeats", [base(q)], [at, want, BYTE_BUDGET, DEF_BYTES], verb="repeats", queue=q
         )
-        names = reply[0::3]
-        for name, due, raw in zip(names, reply[1::3], reply[2::3], strict=True):
+        *page, spent = reply
+        names = page[0::4]
+        for name, due, raw, bad in zip(names, page[1::4], page[2::4], page[3::4], strict=True):
             if name not in seen:
                 seen.add(name)
-                out.append(_row(name, due, raw))
+                out.append(_row(name, due, raw, bad))
         # fewer than asked: the registry ended, or their bytes reached the budget
-        if not names or (len(names) < want and _bytes(names, reply[2::3]) < BYTE_BUDGET):
+        if not names or (len(names) < want and int(spent) < BYTE_BUDGET):
             break
         rank = conn.command("ZRANK", key, names[-1])
         at = at + len(names) if rank is None else int(rank) + 1
@@ -180,14 +179,9 @@ def text(values: list[str | None]) -> pd.Series:
     return pd.Series(values, dtype=text_dtype(values))
 
 
-def _bytes(names: list[str], defs: list[object]) -> int:
-    """The bytes `@read_repeats` counted for a page: its names and the definitions it read."""
-    return sum(map(wire_size, names)) + sum(wire_size(d) for d in defs if isinstance(d, str))
-
-
-def _row(name: str, due: str, raw: object) -> dict:
+def _row(name: str, due: str, raw: object, bad: str | None) -> dict:
     """One repeatable as `registered` answers it, from what `@read_repeats` sent."""
-    d, problem = _definition(raw)
+    d, problem = _definition(raw, bad)
     at = float(due)
     return {
         "name": name,
@@ -200,8 +194,11 @@ def _row(name: str, due: str, raw: object) -> dict:
     }
 
 
-def _definition(raw: object) -> tuple[dict | None, str | None]:
-    """The definition, or None and what keeps `tick` from running it."""
+def _definition(raw: object, bad: str | None) -> tuple[dict | None, str | None]:
+    """The definition, or None and what keeps `tick` from running it. Whether a tick can
+    is the server's word, `bad` (the field lua/includes/repeat_def.lua `readable` found
+    wrong, the one rule); here it is only said: `not JSON` for a text that does not
+    parse (here, or as the server parses it), `not a JSON object`, or `bad <field>`."""
     if raw is None:
         return None, "no definition"
     if isinstance(raw, int):
@@ -209,30 +206,12 @@ def _definition(raw: object) -> tuple[dict | None, str | None]:
     try:
         d = json.loads(str(raw))
     except (ValueError, RecursionError):
-        return None, "not JSON"
-    if not isinstance(d, dict):
-        return None, "not a JSON object"
-    bad = _bad_field(d)
-    return (None, f"bad {bad}") if bad else (d, None)
-
-
-def _bad_field(d: dict) -> str | None:
-    """The first field `tick` cannot read (lua/includes/repeat_def.lua `readable`), or None."""
-    every = d.get("every")
-    if not isinstance(every, (int, float)) or isinstance(every, bool):
-        return "every"
-    if not 1 <= every <= MAX_WHOLE or every != int(every):
-        return "every"
-    if not isinstance(d.get("payload"), str):
-        return "payload"
-    if "group" in d and not isinstance(d["group"], str):
-        return "group"
-    attempts = d.get("max_attempts", "1")
-    if isinstance(attempts, (int, float)) and not isinstance(attempts, bool) and math.isfinite(attempts):
-        attempts = f"{attempts:.0f}"
-    if not isinstance(attempts, str) or not _WHOLE.fullmatch(attempts) or not 1 <= int(attempts) <= MAX_WHOLE:
-        return "max_attempts"
-    return None
+        d = None
+    if bad or not isinstance(d, dict):
+        if d is not None and not isinstance(d, dict):
+            return None, "not a JSON object"
+        return None, "not JSON" if d is None or bad in (None, "definition") else f"bad {bad}"
+    return d, None
 
 
 def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:

@@ -11,6 +11,7 @@
 -- name's definition before, if any, is forgotten
 --@include common
 --@include repeat_def
+--@include repeat_reported
 local base, name, text = KEYS[1], ARGV[1], ARGV[2]
 if #text > DEF_BYTES then
   return redis.error_reply('EMQSTATE too long definition ' .. #text .. ' bytes, at most ' .. DEF_BYTES)

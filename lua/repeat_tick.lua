@@ -6,29 +6,31 @@
 -- returns {place, id...}: the rank where the next call's walk starts, then the ids of
 -- the jobs produced, one a repeatable at most; {0} when a registry key holds another
 -- type than its own (`registry_misfit`, includes/repeat_def.lua: nothing read or
--- written, no event). A definition that does not decode, or whose every /
--- max_attempts is not a whole number >= 1, or whose payload or group is not text, or
--- that is over DEF_BYTES (includes/repeat_def.lua: never read), is skipped and left as
--- it is; a `bad_row` event names the repeatable as a report names an id (`reported_id`:
--- a long name by its first 200 bytes and its length), once while the definition stays
--- as it is (`repeat:reported`: its problem, its length and its first and last bytes),
+-- written, no event). A definition that does not read (`readable`,
+-- includes/repeat_def.lua: not a JSON object, every / max_attempts not a whole number
+-- >= 1, payload or group not text, a long one of another shape) or that is over
+-- DEF_BYTES (never read) is skipped and left as it is; a `bad_row` event names the
+-- repeatable as a report names an id (`reported_id`: a long name by its first 200 bytes
+-- and its length), once while the definition stays as it is (`repeat:reported`,
+-- includes/repeat_reported.lua: its problem, its length and its first and last bytes),
 -- at most TICK_REPORTS a call, the rest in the calls after. A due name with no
 -- definition is taken out of the registry.
 -- Bounded by the work a call does, whatever another node wrote: at most TICK_NAMES due
 -- names examined (made, skipped or taken out alike), read a chunk at a time
 -- (`each_member`, includes/reads.lua), and about DEF_BYTES bytes of names (each counted
 -- ID_WORK times: it is hashed at each key and member it names) and definitions read
--- (one at least; one decoded whole counted DECODE_WORK times, one longer read in its
--- shape: `readable`, includes/repeat_def.lua). The walk starts at the place and, at the due names' end, goes on from
--- the head up to the place, so bad definitions due first (left where they are) hold
--- the rest back one call a TICK_NAMES of them, not for ever; the place answered is
--- where the walk stopped, the names it made or took out no longer counted. A place past
--- the due names (the registry changed since) starts the walk at the head. The registry
--- is written after the walk: each name is read once a call.
+-- (one at least; as `readable` counts them: one decoded whole DECODE_WORK times its
+-- length). The walk starts at the place and, at the due names' end, goes on from the
+-- head up to the place, so bad definitions due first (left where they are) hold the
+-- rest back a call per TICK_NAMES of them, not for ever; the place answered is where the
+-- walk stopped, the names it made or took out no longer counted. A place past the due
+-- names (the registry changed since) starts the walk at the head. The registry is
+-- written after the walk: each name is read once a call.
 --@include common
 --@include lanes
 --@include enqueue_row
 --@include repeat_def
+--@include repeat_reported
 local base = KEYS[1]
 local from = whole_of(ARGV[1])
 if not from or from < 0 then return redis.error_reply('ERR the place must be a whole number >= 0') end

@@ -155,6 +155,12 @@ def test_a_long_definition_of_another_shape_is_not_decoded_and_says_shape(harm):
     assert [conn.client.hget(P + "job:" + j, "payload") for j in made] == ["ok"]
     assert [e["error"] for e in events.seen if e["event"] == "bad_row"] == ["bad definition shape"]
     assert conn.client.hget(P + "repeat:defs", "dense") == big
+    # a listing says what the tick found, asking the server (one rule): JSON an object
+    # of every field, yet no tick reads it
+    assert {r["name"]: r["problem"] for r in repeat.registered(conn, Q)} == {
+        "dense": "bad shape",
+        "good": None,
+    }
 
 
 def test_a_short_definition_of_another_shape_is_decoded_whole_and_counted_so(harm):

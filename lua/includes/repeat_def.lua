@@ -16,19 +16,6 @@ local DEF_BYTES = 1048576
 local TICK_NAMES = 500
 -- the members one ZADD or ZREM of a tick names at most (well under the stack's unpack)
 local WRITE_CHUNK = 500
--- the `bad_row` events one tick emits at most (emq_notebook.repeat.TICK_REPORTS holds the
--- same number): the first 501 bad definitions another node wrote made each tick emit 500
--- events, which flushed what a reader of the events channel keeps; the rest wait for
--- the calls after
-local TICK_REPORTS = 20
-
--- what a tick has reported of each bad definition it met (`repeat:reported`, a hash:
--- name -> the report's fingerprint, `repeat_tick`), so a definition is reported once
--- while it stays as it is. A name leaves it when a tick makes its job or takes it out,
--- and when `register` or `unregister` names it; a key of another type there (written
--- by hand) is never read or written: each tick then reports what it meets
-local function reported_key(base) return base .. 'repeat:reported' end
-local function forget_reported(base, name) redis.pcall('HDEL', reported_key(base), name) end
 
 -- the first registry key holding another type than its own (another node's, or one
 -- written by hand): its name and the type it holds; nil when each is of its type or
@@ -162,7 +149,9 @@ end
 
 -- the definition as a table, or nil and the field that is wrong (`definition`: not a
 -- JSON object; `shape`: over WHOLE_BYTES and not `shaped`), and the bytes its reading
--- counts against a call's budget (a whole decode DECODE_WORK a byte). Reads only
+-- counts against a call's budget (a whole decode DECODE_WORK a byte). The one rule of a
+-- readable definition: a tick, run-now and register read it so, and a listing
+-- (`read_repeats`) answers its word. Reads only
 local function readable(raw)
   local def = #raw > SHAPED_FROM and shaped(raw)
   local work = #raw
@@ -171,7 +160,8 @@ local function readable(raw)
     local ok
     ok, def = pcall(cjson.decode, raw)
     work = #raw * DECODE_WORK
-    if not ok or type(def) ~= 'table' then return nil, 'definition', work end
+    -- a JSON list decodes to a table too
+    if not ok or type(def) ~= 'table' or def[1] ~= nil then return nil, 'definition', work end
   end
   if type(def.every) ~= 'number' or def.every < 1 or def.every > MAX_WHOLE
     or def.every ~= math.floor(def.every) then return nil, 'every', work end
