@@ -185,7 +185,7 @@ def main() -> None:
             ms, made = worst_tick(r, conn, q, jobs, a.ticks)
             due = r.zcount(base(q) + "repeat", "-inf", int(time.time() * 1000))
             print(f"{count:>7,} {what}: longest tick {ms:7.2f} ms, {made:,} jobs made, {due:,} due left")
-            r.delete(base(q) + "repeat", base(q) + "repeat:defs")
+            r.delete(base(q) + "repeat", base(q) + "repeat:defs", base(q) + "repeat:reported")
             if jobs <= most:
                 worst = max(worst, ms)
         line, ms = good_behind_bad(r, conn, "behind", 1_000, 10)
