@@ -114,9 +114,10 @@ def registered(conn: Connection, q: str, limit: int | None = None) -> list[dict]
 
     Read a page at a time (`@read_repeats`: at most `REPEATS_A_CALL` repeatables and
     about `BYTE_BUDGET` bytes a call, a short definition counted as its decode costs),
-    so no call holds the server long however big the registry. Each page starts after the last name of the one before, wherever it is
-    then; a repeatable a tick moves while the pages are read is listed once, or missed
-    when it moves ahead of the place. Reads only."""
+    so no call holds the server long however big the registry. Each page starts after
+    the last name of the one before, wherever it is then; a repeatable a tick moves
+    while the pages are read is listed once, or missed when it moves ahead of the place.
+    Reads only."""
     if limit is not None:
         whole(limit, "limit", least=0)
     key, out, seen, at = queue_key(q, "repeat"), list[dict](), set[str](), 0
