@@ -85,7 +85,7 @@ class Refused(EMQError):
     """A fenced transition refused; the keyspace is unchanged.
 
     `.reason` is the wire word (`gone`, `locked`, `not_dead`, `not_paused`,
-    `active`, `not_active`, `not_owner`, `not_scheduled`, `bad_row`); `.verb`,
+    `active`, `not_active`, `not_owner`, `not_scheduled`, `bad_row`, `too_long`); `.verb`,
     `.queue` and `.job` say what was refused.  Displayed (a cell's result, `display`,
     a saved notebook) it is its one line, as text and as HTML.
     """
@@ -160,6 +160,14 @@ class NotScheduled(Refused):
     reason = "not_scheduled"
 
 
+class TooLong(Refused, BadInput):
+    """A value over the bound the server keeps for it (a repeatable's definition over
+    `repeat.DEF_BYTES` once written as JSON, which no tick would read): nothing written.
+    A `BadInput` too, as the client's own check of the same bound before any I/O."""
+
+    reason = "too_long"
+
+
 class BadRow(Refused):
     """A row (written by another node, or by hand) with a field the transition cannot
     read, e.g. a non-numeric `attempts`; the job is left exactly where it was."""
@@ -178,6 +186,7 @@ _EMQSTATE = (
     ("not active", NotActive, ""),
     ("not owner", NotOwner, ""),
     ("not scheduled", NotScheduled, ""),
+    ("too long", TooLong, "{rest}"),
     ("bad row", BadRow, "field {rest}"),
     ("locked", Locked, ""),
     ("gone", Gone, ""),

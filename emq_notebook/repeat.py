@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
+import weakref
 from collections.abc import Iterable
 
 import pandas as pd
 
 from .catalogue import contract
-from .checks import MAX_MS, MAX_WHOLE, whole
+from .checks import MAX_MS, whole
 from .checks import payload as checked_payload
 from .connector import Connection
 from .decoding import text_dtype, wire_size
@@ -34,6 +34,14 @@ DEF_BYTES = BYTE_BUDGET
 # the due names one tick call examines at most (lua/includes/repeat_def.lua holds the
 # same number), whatever becomes of them: made, skipped as bad or taken out as nameless
 TICK_NAMES = 500
+# the `bad_row` events one tick call emits at most (lua/includes/repeat_def.lua holds the
+# same number): each bad definition is reported once while it stays as it is, the ones
+# past this many in the calls after
+TICK_REPORTS = 20
+# where each queue's next tick starts its walk, by connection: the rank the last call
+# answered (`@repeat_tick`'s place; a hint: one past the due names starts at the head).
+# Kept here, so every caller of `tick` (a Worker, a notebook) walks on without holding it
+_PLACES: weakref.WeakKeyDictionary[Connection, dict[str, int]] = weakref.WeakKeyDictionary()
 # the jobs one tick call makes at most: each is a row, a placement and an event, about
 # 26 us on the server (tick(1,000) of small definitions held Valkey 26 ms, tick(10,000)
 # 199 ms); 250 held it 6 to 9 ms, 500 12 ms (bench/repeat_tick.py)
@@ -41,8 +49,6 @@ MAX_TICK_JOBS = 250
 # the due times (ms) a pandas Timestamp holds (ns since 1970: the years 1677 to 2262);
 # a score another node wrote may lie far past them (1e16, -1e300)
 SHOWN_MS = (pd.Timestamp.min.value // 1_000_000 + 1, pd.Timestamp.max.value // 1_000_000)
-# a whole number as the scripts read one (lua/includes/reads.lua `whole_of`)
-_WHOLE = re.compile(r"0|-?[1-9][0-9]{0,16}")
 
 
 def register(
@@ -57,11 +63,12 @@ def register(
     """Register (or replace) repeatable `name`; answers its first due time (ms).
 
     Checked before any I/O (`BadInput`): `every_ms` from 1 ms to a year,
-    `max_attempts` a whole number from 1, `payload` a string of at most `DEF_BYTES`
-    bytes (1 MiB, not `defaults.MAX_PAYLOAD`: a tick reads each due definition inside
-    one call, and one over `DEF_BYTES` it never reads). The script refuses a definition
-    whose JSON (the payload escaped, with the rest) is over `DEF_BYTES` too, writing
-    nothing.
+    `max_attempts` a whole number from 1, `payload` a string, and the definition the
+    server stores (`_definition_text`: the payload written as JSON, with the rest) at most
+    `DEF_BYTES` bytes (1 MiB, not `defaults.MAX_PAYLOAD`: a tick reads each due
+    definition inside one call, and one over `DEF_BYTES` it never reads). The script
+    checks the same bound on what it is sent, refusing `TooLong` (a `BadInput`), and
+    reads the definition as a tick does; a refusal writes nothing.
     """
     check_name(name, "repeatable name")
     if group is not None:
@@ -69,15 +76,22 @@ def register(
     whole(every_ms, "every_ms", most=MAX_MS)
     whole(max_attempts, "max_attempts")
     payload = checked_payload(payload)  # a payload's own bound first (MAX_PAYLOAD), as every verb's
-    if wire_size(payload) > DEF_BYTES:
-        raise BadInput(f"a repeatable's payload is at most {DEF_BYTES:,} bytes, not {wire_size(payload):,}")
-    return conn.run(
-        "repeat_add",
-        [base(q)],
-        [name, every_ms, payload, group or "", max_attempts],
-        verb="repeat",
-        queue=q,
-    )
+    text = _definition_text(every_ms, payload, group, max_attempts)
+    size = wire_size(text)
+    if size > DEF_BYTES:
+        raise BadInput(
+            f"repeatable {name!r}: a definition is at most {DEF_BYTES:,} bytes (repeat.DEF_BYTES), "
+            f"not {size:,} (its payload written as JSON, with the rest): no tick would read it"
+        )
+    return conn.run("repeat_add", [base(q)], [name, text], verb="repeat", queue=q, job=name)
+
+
+def _definition_text(every_ms: int, payload: str, group: str | None = None, max_attempts: int = 1) -> str:
+    """A repeatable's definition as `register` stores it (`emq:{q}:repeat:defs`): JSON
+    text, each character past ASCII as it is (so its bytes on the wire, `wire_size`, are
+    the bytes the server holds), max_attempts as text, as the script wrote it before."""
+    fields = {"every": every_ms, "payload": payload, "group": group or "", "max_attempts": str(max_attempts)}
+    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
 
 
 def unregister(conn: Connection, q: str, name: str) -> bool:
@@ -93,15 +107,17 @@ def registered(conn: Connection, q: str, limit: int | None = None) -> list[dict]
     says why, its `every_ms`, `payload` and `group` None: `too long (N bytes)` (over
     `DEF_BYTES`: its bytes stay on the server, a plain HGET reads them), `no
     definition`, `not JSON`, `not a JSON object`, or `bad <field>` (every, payload,
-    group or max_attempts, as lua/includes/repeat_def.lua reads them: `tick` skips such
-    a definition and `run_now` refuses it). A listing never fails on what another node
-    wrote in the registry.
+    group or max_attempts; `shape` for a long one that is not plain fields around a
+    payload string): the server's word, `readable` in lua/includes/repeat_def.lua, the
+    one rule `tick` (which skips such a definition) and `run_now` (which refuses it)
+    read it by. A listing never fails on what another node wrote in the registry.
 
     Read a page at a time (`@read_repeats`: at most `REPEATS_A_CALL` repeatables and
-    about `BYTE_BUDGET` bytes a call), so no call holds the server long however big the
-    registry. Each page starts after the last name of the one before, wherever it is
-    then; a repeatable a tick moves while the pages are read is listed once, or missed
-    when it moves ahead of the place. Reads only."""
+    about `BYTE_BUDGET` bytes a call, a short definition counted as its decode costs),
+    so no call holds the server long however big the registry. Each page starts after
+    the last name of the one before, wherever it is then; a repeatable a tick moves
+    while the pages are read is listed once, or missed when it moves ahead of the place.
+    Reads only."""
     if limit is not None:
         whole(limit, "limit", least=0)
     key, out, seen, at = queue_key(q, "repeat"), list[dict](), set[str](), 0
@@ -110,13 +126,14 @@ def registered(conn: Connection, q: str, limit: int | None = None) -> list[dict]
         reply = conn.run(
             "read_repeats", [base(q)], [at, want, BYTE_BUDGET, DEF_BYTES], verb="repeats", queue=q
         )
-        names = reply[0::3]
-        for name, due, raw in zip(names, reply[1::3], reply[2::3], strict=True):
+        *page, spent = reply
+        names = page[0::4]
+        for name, due, raw, bad in zip(names, page[1::4], page[2::4], page[3::4], strict=True):
             if name not in seen:
                 seen.add(name)
-                out.append(_row(name, due, raw))
+                out.append(_row(name, due, raw, bad))
         # fewer than asked: the registry ended, or their bytes reached the budget
-        if not names or (len(names) < want and _bytes(names, reply[2::3]) < BYTE_BUDGET):
+        if not names or (len(names) < want and int(spent) < BYTE_BUDGET):
             break
         rank = conn.command("ZRANK", key, names[-1])
         at = at + len(names) if rank is None else int(rank) + 1
@@ -163,14 +180,9 @@ def text(values: list[str | None]) -> pd.Series:
     return pd.Series(values, dtype=text_dtype(values))
 
 
-def _bytes(names: list[str], defs: list[object]) -> int:
-    """The bytes `@read_repeats` counted for a page: its names and the definitions it read."""
-    return sum(map(wire_size, names)) + sum(wire_size(d) for d in defs if isinstance(d, str))
-
-
-def _row(name: str, due: str, raw: object) -> dict:
+def _row(name: str, due: str, raw: object, bad: str | None) -> dict:
     """One repeatable as `registered` answers it, from what `@read_repeats` sent."""
-    d, problem = _definition(raw)
+    d, problem = _definition(raw, bad)
     at = float(due)
     return {
         "name": name,
@@ -183,8 +195,11 @@ def _row(name: str, due: str, raw: object) -> dict:
     }
 
 
-def _definition(raw: object) -> tuple[dict | None, str | None]:
-    """The definition, or None and what keeps `tick` from running it."""
+def _definition(raw: object, bad: str | None) -> tuple[dict | None, str | None]:
+    """The definition, or None and what keeps `tick` from running it. Whether a tick can
+    is the server's word, `bad` (the field lua/includes/repeat_def.lua `readable` found
+    wrong, the one rule); here it is only said: `not JSON` for a text that does not
+    parse (here, or as the server parses it), `not a JSON object`, or `bad <field>`."""
     if raw is None:
         return None, "no definition"
     if isinstance(raw, int):
@@ -192,30 +207,12 @@ def _definition(raw: object) -> tuple[dict | None, str | None]:
     try:
         d = json.loads(str(raw))
     except (ValueError, RecursionError):
-        return None, "not JSON"
-    if not isinstance(d, dict):
-        return None, "not a JSON object"
-    bad = _bad_field(d)
-    return (None, f"bad {bad}") if bad else (d, None)
-
-
-def _bad_field(d: dict) -> str | None:
-    """The first field `tick` cannot read (lua/includes/repeat_def.lua `readable`), or None."""
-    every = d.get("every")
-    if not isinstance(every, (int, float)) or isinstance(every, bool):
-        return "every"
-    if not 1 <= every <= MAX_WHOLE or every != int(every):
-        return "every"
-    if not isinstance(d.get("payload"), str):
-        return "payload"
-    if "group" in d and not isinstance(d["group"], str):
-        return "group"
-    attempts = d.get("max_attempts", "1")
-    if isinstance(attempts, (int, float)) and not isinstance(attempts, bool) and math.isfinite(attempts):
-        attempts = f"{attempts:.0f}"
-    if not isinstance(attempts, str) or not _WHOLE.fullmatch(attempts) or not 1 <= int(attempts) <= MAX_WHOLE:
-        return "max_attempts"
-    return None
+        d = None
+    if bad or not isinstance(d, dict):
+        if d is not None and not isinstance(d, dict):
+            return None, "not a JSON object"
+        return None, "not JSON" if d is None or bad in (None, "definition") else f"bad {bad}"
+    return d, None
 
 
 def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
@@ -223,15 +220,22 @@ def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
     a call makes them all inside one script: 250 hold the server under 10 ms, 1,000 of
     them 19 ms); answers the new ids, one a repeatable at most. A call examines at most
     `TICK_NAMES` due names and about `DEF_BYTES` bytes of names and definitions; the
-    rest wait for the next tick. A definition that cannot be read is skipped, left as it
-    is, and announced as a `bad_row` event; more than `TICK_NAMES` of them due first
-    hold the rest back until they are fixed or removed (`registered` says why each is
-    bad). A registry key holding another type than its own (a string at
+    rest wait for the next tick, which walks on from where this one stopped (`_PLACES`)
+    and, at the due names' end, from the head again: bad definitions due first hold the
+    rest back a call per `TICK_NAMES` of them, not until they are fixed.
+
+    A definition that cannot be read is skipped, left as it is, and announced as a
+    `bad_row` event once while it stays as it is, at most `TICK_REPORTS` a call (the
+    server keeps what it reported at `emq:{q}:repeat:reported`); `registered` says why
+    each is bad. A registry key holding another type than its own (a string at
     `emq:{q}:repeat`, written by hand) makes no job and answers []: a worker's pass
     goes on."""
     whole(max_jobs, "max_jobs", most=MAX_TICK_JOBS)
     ids = [new_id() for _ in range(max_jobs)]
-    return list(conn.run("repeat_tick", [base(q)], ids, verb="tick", queue=q))
+    places = _PLACES.setdefault(conn, {})
+    place, *made = conn.run("repeat_tick", [base(q)], [places.get(q, 0), *ids], verb="tick", queue=q)
+    places[q] = int(place)
+    return made
 
 
 @contract(
