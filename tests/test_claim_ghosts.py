@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import consistency_problems, open_conn, server_for
+from helpers import consistency_problems, dump, open_conn, server_for
 
 from emq_notebook import Worker, jobs, lanes, scripts, worker
 from emq_notebook.keyspace import base, queue_key
@@ -201,6 +201,30 @@ def test_a_worker_gets_the_job_behind_the_ghosts_without_sleeping(conn, ex, grou
     assert served == ["j_real", "j_second"] and slept == []
     assert max(dropped) <= SKIPS
     assert consistency_problems(conn, Q) == []
+
+
+@pytest.mark.parametrize("grouped", (False, True), ids=("flat", "lane"))
+def test_within_the_bound_the_toolkits_call_writes_what_echomqs_does(conn, ex, grouped):
+    # ghosts and lanes no claim serves, fewer than the bound, ahead of the jobs: the
+    # toolkit's call (ASK_MORE last) and EchoMQ's (lease and token) answer and write
+    # the same, claim after claim (the clock's values aside: lease deadlines, claimed_at)
+    from test_executors import restore, strip_volatile
+
+    group = "acme" if grouped else None
+    for i in range(3):
+        jobs.enqueue(conn, Q, f"job {i}", id=f"j_{i}", group=group)
+    if grouped:
+        lanes.set_limit(conn, Q, "acme", 2)
+        dead_lanes(conn, 7)
+    ghosts(conn, LANE if grouped else P + "pending", 30)
+    ex.token = "the worker"
+    for _ in range(4):
+        start = dump(conn)
+        theirs, their_writes = one_call(ex, grouped, echomq=True), dump(conn)
+        restore(conn, start)
+        ours, our_writes = one_call(ex, grouped), dump(conn)
+        assert ours == theirs and strip_volatile(our_writes) == strip_volatile(their_writes)
+    assert ours is None
 
 
 def test_a_worker_on_a_paused_queue_behind_ghosts_idles(conn, monkeypatch):
