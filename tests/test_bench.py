@@ -21,6 +21,7 @@ SMALL = {
     "watch.py": ("2000", "refresh commands with/without foreign keys: "),
     "audit_cost.py": ("200", "with/without seconds per single verb (worst): "),
     "harm.py": ("2000", "worst server block: "),
+    "claim_ghosts.py": ("5000", "worst call/20 ms: "),
 }
 # scripts whose size is said otherwise: their arguments for a small run, and their last line
 OTHER = {
