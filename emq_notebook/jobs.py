@@ -19,7 +19,7 @@ from .connector import Connection, Pipeline
 from .defaults import BYTE_BUDGET, MAX_WHOLE_FIELD, MOVE_BUDGET
 from .errors import BadInput, Gone, WireError
 from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
-from .transitions import Claimed
+from .transitions import MORE, Claimed
 
 
 def check_lease(lease_ms: object) -> int:
@@ -190,28 +190,74 @@ def claimed(reply: list) -> Claimed | None:
     return transitions.decode(transitions.CLAIMED, reply, transitions.Call("claim2"))
 
 
-def gated_claim(conn: Connection, q: str, name: str, keys: list[str], lease_ms: int) -> Claimed | None:
-    """Run claim transition `name` (`claim2`, `gclaim2`) behind the pause gate.
+# Claim calls one claim makes at most while each answers MORE: a call drops at most
+# CLAIM_SKIPS (500) ghosts or passes over that many lanes (lua/includes/activate.lua),
+# a few ms of the server each; 20 of them, back to back, reach a job behind 10,000
+# ghosts, and the server serves every other client between two of them.
+CLAIM_CALLS = 20
+# the claims' optional last ARGV (the toolkit's): answer MORE for a call stopped at its
+# bound, which EchoMQ's own callers (who never send it) get as {}
+ASK_MORE = "1"
 
-    The script executor reads the paused field first, in its own round trip (the
-    claim scripts carry no pause logic) and answers None when paused; when that read
-    meets a wire fault it reads as not paused and the claim goes on as the twin that
-    reads the field itself (the fault may have passed by the next round trip, and
-    the gate-less script would serve a paused queue). The function and native
-    executors run the twin (or the native command), the read folded in.
+
+def claim_calls(
+    conn: Connection, q: str, name: str, keys: list[str], lease_ms: int, calls: int = CLAIM_CALLS
+) -> Claimed | None | str:
+    """Run claim transition `name` (`claim2`, `gclaim2`) behind the pause gate, again
+    while a call answers MORE, `calls` calls at most: the `Claimed`, None (paused, or
+    nothing to serve), or MORE (every call stopped at its bound with ghosts or lanes
+    left to look at: a job may wait behind them, claim again at once).
+
+    The pause gate, before each call: the script executor reads the paused field in
+    its own round trip (the claim scripts carry no pause logic) and answers None when
+    paused; when that read meets a wire fault it reads as not paused and the claim
+    goes on as the twin that reads the field itself (the fault may have passed by the
+    next round trip, and the gate-less script would serve a paused queue). The
+    function and native executors run the twin (or the native command), the read
+    folded in. An EchoMQ node's native command is sent EchoMQ's own arguments (no
+    ASK_MORE): its reply is its own.
     """
-    folded = False
-    if not conn.folds_pause:
-        paused = paused_for_claim(conn, q)
-        if paused:
-            return None
-        folded = paused is None
-    return conn.run(name, keys, [check_lease(lease_ms), conn.token], folded=folded, verb="claim", queue=q)
+    got: Claimed | None | str = MORE
+    for _ in range(calls):
+        folded = False
+        if not conn.folds_pause:
+            paused = paused_for_claim(conn, q)
+            if paused:
+                return None
+            folded = paused is None
+        args = [check_lease(lease_ms), conn.token]
+        if transitions.get(name).body(conn.executor, folded)[0] != "native":
+            args.append(ASK_MORE)
+        got = conn.run(name, keys, args, folded=folded, verb="claim", queue=q)
+        if got != MORE:
+            return got
+    return got
+
+
+def gated_claim(conn: Connection, q: str, name: str, keys: list[str], lease_ms: int) -> Claimed | None:
+    """`claim_calls` as a claim answers: the `Claimed`, or None (paused, nothing to
+    serve, or CLAIM_CALLS calls that each stopped at their bound: the rest of the
+    ghosts are the next claim's)."""
+    got = claim_calls(conn, q, name, keys, lease_ms)
+    return None if got == MORE else got  # type: ignore[return-value]
+
+
+def claim_transition(q: str, grouped: bool = False) -> tuple[str, list[str]]:
+    """The claim transition and its keys: `gclaim2` off the lanes' ring when
+    `grouped` (as `lanes.claim` sends it), else `claim2` off pending."""
+    head = queue_key(q, "ring") if grouped else queue_key(q, "pending")
+    return ("gclaim2" if grouped else "claim2"), [head, queue_key(q, "active"), base(q)]
 
 
 @contract("claim", writes=True)
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """Serve the head of pending: `(id, payload, attempts)`, or None when empty or paused.
+
+    Ghosts at the head (members whose row is gone: another node deleted it, or its
+    TTL expired) are dropped on the way, at most CLAIM_SKIPS (500) a call of the
+    script, so no call holds the server long: this claim makes up to CLAIM_CALLS (20)
+    calls while each stops at that bound, and answers None past 10,000 ghosts (the next
+    claim goes on from there; `Worker` claims again at once, `claim_calls`).
 
     The pause gate: with the script executor, one HGET of the paused field in its
     own round trip BEFORE `claim2` (which carries no pause logic); the function
@@ -226,8 +272,8 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     (1 .. a year) is `BadInput`, before any I/O.
     """
     check_lease(lease_ms)
-    keys = [queue_key(q, "pending"), queue_key(q, "active"), base(q)]
-    return gated_claim(conn, q, "claim2", keys, lease_ms)
+    name, keys = claim_transition(q)
+    return gated_claim(conn, q, name, keys, lease_ms)
 
 
 @contract("complete", writes=True)

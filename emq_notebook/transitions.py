@@ -35,7 +35,7 @@ class Reply(Enum):
     """How a reply becomes a result: the cases of `decode`."""
 
     AS_SENT = "the reply itself"
-    CLAIMED = "{} -> None; {id, payload, attempts} -> Claimed"
+    CLAIMED = "{} -> None; 'more' -> MORE; {id, payload, attempts} -> Claimed"
     FOUND = "-1 (no row) -> Gone; anything else as sent"
     MORE_OR_OK = '1 -> "more" (call again), 0 -> "ok" (done)'
     COUNTED = "{n, more[, cursor]} -> (n, more as a bool[, the cursor to send next])"
@@ -45,6 +45,10 @@ class Reply(Enum):
 
 AS_SENT, CLAIMED, FOUND, MORE_OR_OK = Reply.AS_SENT, Reply.CLAIMED, Reply.FOUND, Reply.MORE_OR_OK
 COUNTED, PER_ID, HOLDER = Reply.COUNTED, Reply.PER_ID, Reply.HOLDER
+
+# what a claim answers that stopped at its bound with more to look at (ghosts, lanes:
+# lua/includes/activate.lua), when its caller asked to tell that from an empty queue
+MORE = "more"
 
 
 class Claimed(NamedTuple):
@@ -160,6 +164,8 @@ def decode(kind: Reply, reply: Any, call: Call) -> Any:
         case Reply.CLAIMED:
             if not reply:
                 return None
+            if reply == MORE:
+                return MORE
             job_id, payload, attempts = reply
             return Claimed(job_id, payload, int(attempts))
         case Reply.FOUND:

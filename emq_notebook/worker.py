@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from . import jobs, lanes, repeat
+from . import jobs, repeat
 from .connector import Connection
 from .errors import BadRow, Gone, NotActive, NotOwner, WireError
 
@@ -32,6 +32,19 @@ class Worker:
     `BadRow`: the lease was lost, or the row was changed under the worker) is
     logged and counted in `lost`; so is a claim refused `BadRow` (counted in
     `bad_rows`, then the worker idles as on an empty queue). The loop goes on.
+
+    Ghosts (members of pending or of a lane whose row is gone: another node deleted
+    it, or a TTL expired it) never starve the jobs behind them, nor hold the server:
+    each claim call drops a bounded number (lua/includes/activate.lua CLAIM_SKIPS)
+    and, past it, answers "more" (`jobs.MORE`) instead of "empty", because the
+    toolkit asks for that answer (an optional last argument EchoMQ's own callers never
+    send, so their reply stays `{}`). A claim that met only ghosts (`more`, after
+    `jobs.CLAIM_CALLS` such calls) is no idle queue: `run` claims again at once,
+    without its `idle_sleep`. Why that answer and not a cheap re-check of pending's
+    ZCARD (or the ring's LLEN) after an empty claim: a paused queue holds a backlog
+    no claim serves, and a worker re-checking would spin on it (or read the pause
+    again, a third round trip on every idle poll); only the claim knows it stopped at
+    its bound, and it says so at no cost to a claim that serves a job.
 
     `run` also outlives the server: a wire fault (the server restarted, a cut
     connection) is logged and counted in `wire_faults`, and the loop waits (0.05 s,
@@ -58,6 +71,8 @@ class Worker:
         self.lost = 0
         self.bad_rows = 0
         self.wire_faults = 0
+        # the last claim answered nothing but stopped at its bound: claim again at once
+        self.more = False
 
     def housekeeping(self) -> None:
         jobs.promote(self.conn, self.q)
@@ -65,11 +80,18 @@ class Worker:
         repeat.tick(self.conn, self.q, max_jobs=10)
 
     def claim(self) -> jobs.Claimed | None:
-        claim = lanes.claim if self.grouped else jobs.claim
-        return claim(self.conn, self.q, self.lease_ms)
+        """One claim (`jobs.claim_calls`: the flat or the grouped claim, as
+        `jobs.claim` and `lanes.claim` send it); None with `more` set when it stopped
+        at its bound with ghosts or lanes left to look at."""
+        name, keys = jobs.claim_transition(self.q, self.grouped)
+        got = jobs.claim_calls(self.conn, self.q, name, keys, jobs.check_lease(self.lease_ms))
+        self.more = got == jobs.MORE
+        return None if self.more or got is None else got  # type: ignore[return-value]
 
     def run_one(self) -> bool:
-        """Claim and process one job; False when there was nothing to claim."""
+        """Claim and process one job; False when there was nothing to claim (with
+        `more` set when the claim stopped at its bound: call again at once)."""
+        self.more = False
         try:
             got = self.claim()
         except BadRow as exc:
@@ -125,6 +147,8 @@ class Worker:
             backoff = 0.0
             if ran:
                 done += 1
+            elif self.more:
+                continue
             elif until_empty:
                 break
             else:

@@ -1,10 +1,17 @@
 -- @gclaim2 -- the live grouped claim: runnable lanes served round-robin off the
 -- ring. No pause logic: lanes.claim reads the paused field first.
 -- KEYS[1] = the ring, KEYS[2] = active, KEYS[3] = the queue base root
--- ARGV[1] = lease_ms, ARGV[2] = the lock token (optional: EchoMQ's Elixir callers send none)
--- returns {} when no lane is runnable, else {id, payload, attempts};
+-- ARGV[1] = lease_ms, ARGV[2] = the lock token (optional: EchoMQ's Elixir callers send none),
+--   ARGV[3] = '1' to tell a call stopped at its bound from an empty queue (optional, the
+--   toolkit's: only the claim can tell them apart, a re-read of the backlog's size cannot,
+--   since a paused queue holds one too; EchoMQ's callers send none and get {} for both)
+-- returns {} when no lane is runnable, else {id, payload, attempts}; 'more' (ARGV[3] sent; {} when not)
+-- when the call stopped at its bound: one call examines at most CLAIM_SKIPS lanes
+-- and ghosts all told, and about CLAIM_BYTES of their names and ids (includes/activate.lua):
+-- the lanes it passed over leave the ring, its ghosts their lane, a lane it stopped in
+-- stays at the ring's head;
 -- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
 --@include common
 --@include lanes
 --@include activate
-return claim_lanes(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '')
+return claim_lanes(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '', nil, (ARGV[3] or '') ~= '')

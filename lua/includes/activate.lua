@@ -76,12 +76,37 @@ local function claim_keep(base, lease, kept)
   return keep
 end
 
+-- A claim's bound (extension): one call drops at most CLAIM_SKIPS ghosts (members
+-- of pending or of a lane whose row is gone: another node deleted it, or a TTL another
+-- node set expired it) and passes over at most that many lanes of the ring, all told,
+-- and about CLAIM_BYTES of their ids and lane names (each ID_WORK times its bytes,
+-- reads.lua `id_cost`: a ghost's id is hashed at the row key, the EXISTS and the ZREM).
+-- A ghost costs a ZRANGE, an HMGET, an EXISTS and a ZREM, a lane an HMGET of its meta
+-- (and its LPOP and HDEL off the ring): 500 of them hold Valkey a few ms (bench/
+-- claim_ghosts.py), where 100,000 ghosts ahead of one job held it 520 ms in one call
+-- (833 ms in a lane). Past the bound the call stops with what it dropped gone and the
+-- lanes it passed over off the ring, as a call that found nothing does, and answers
+-- as one: {} (EchoMQ's reply: nothing served). Its caller cannot tell that from an
+-- empty queue, so the toolkit's claims send ARGV[3] = '1' (optional and last: EchoMQ's
+-- own callers never send it and keep their reply), and to them a call stopped at its
+-- bound answers 'more': call again at once, a job may wait behind what is left.
+local CLAIM_SKIPS, CLAIM_BYTES = 500, 1048576
+
+-- what a claim stopped at its bound answers: 'more' when its caller asked to tell it
+-- from an empty queue (ARGV[3]), else {}
+local function claim_stopped(more)
+  if more then return 'more' end
+  return {}
+end
+
 -- the flat claim body: the head of pending (priority, then id order). The head
 -- is read and checked before it is popped: a bad row refuses with nothing written.
-local function claim_flat(pending, base, lease, token, kept)
+-- Ghosts at the head are dropped, CLAIM_SKIPS at most a call.
+local function claim_flat(pending, base, lease, token, kept, more)
   local keep, refused = claim_keep(base, lease, kept)
   if not keep then return refused end
   local now = now_ms()
+  local skipped, spent = 0, 0
   while true do
     local head = redis.call('ZRANGE', pending, 0, 0)
     if #head == 0 then return {} end
@@ -94,28 +119,50 @@ local function claim_flat(pending, base, lease, token, kept)
     end
     -- a ghost (a member whose row is gone) is dropped, never served
     redis.call('ZREM', pending, id)
+    skipped, spent = skipped + 1, spent + id_cost(id)
+    if skipped >= CLAIM_SKIPS or spent >= CLAIM_BYTES then return claim_stopped(more) end
   end
 end
 
 -- the grouped claim body: runnable lanes round-robin off the ring. A read pass
 -- first finds the lane to serve and checks its meta and its head row (every lane
 -- met before it too); only then the writes: the lanes passed over leave the
--- ring (they rejoin when they become runnable), ghosts leave their lane.
-local function claim_lanes(ring, base, lease, token, kept)
+-- ring (they rejoin when they become runnable), ghosts leave their lane. The pass
+-- examines CLAIM_SKIPS lanes and ghosts at most: stopped there, the lanes it passed
+-- over leave the ring all the same, and a lane it stopped inside (ghosts at its head,
+-- its backlog not read to the end) stays at the ring's head for the next call.
+local function claim_lanes(ring, base, lease, token, kept, more)
   local keep, refused = claim_keep(base, lease, kept)
   if not keep then return refused end
   local now = now_ms()
   local order, pick, id, read, ghosts = {}, nil, nil, nil, {}
-  local i = 0
+  local i, skipped, spent, longest, chunk = 0, 0, 0, 0, 1
+  -- stopped: the pass met its bound; inside: within a lane's backlog, not read to its end
+  local stopped, inside = false, false
   while not pick do
-    -- the ring is read a few lanes at a time: the first runnable one usually ends it
+    if skipped >= CLAIM_SKIPS or spent >= CLAIM_BYTES then
+      stopped = true
+      break
+    end
+    -- the ring is read a few lanes at a time (one, then twice as many up to 16, never
+    -- more than the bytes left cover at the longest name yet): the first runnable
+    -- lane usually ends it
     if i == #order then
-      local more = redis.call('LRANGE', ring, i, i + 15)
-      if #more == 0 then break end
-      for _, g in ipairs(more) do order[#order + 1] = g end
+      local want = chunk
+      if longest > 0 then
+        want = math.min(want, math.max(1, math.floor((CLAIM_BYTES - spent) / (longest * ID_WORK))))
+      end
+      chunk = math.min(2 * chunk, 16)
+      local next_lanes = redis.call('LRANGE', ring, i, i + want - 1)
+      if #next_lanes == 0 then break end
+      for _, g in ipairs(next_lanes) do
+        order[#order + 1] = g
+        if #g > longest then longest = #g end
+      end
     end
     i = i + 1
     local g = order[i]
+    skipped, spent = skipped + 1, spent + id_cost(g)
     local limit, active, paused = lane_counts(base, g)
     -- lane_counts answers nil and the bad field's name
     if limit == nil then return bad_row(active, 'lane ' .. g) end
@@ -132,16 +179,28 @@ local function claim_lanes(ring, base, lease, token, kept)
         end
         ghosts[#ghosts + 1] = {lane, head[1]}
         rank = rank + 1
+        skipped, spent = skipped + 1, spent + id_cost(head[1])
+        -- a lane examined reads its head at least, so every call moves on
+        if skipped >= CLAIM_SKIPS or spent >= CLAIM_BYTES then
+          stopped, inside = true, true
+          break
+        end
       end
     end
   end
   -- every check has run: now the writes
   for _, gh in ipairs(ghosts) do redis.call('ZREM', gh[1], gh[2]) end
-  for i = 1, pick or #order do
+  -- the lanes passed over leave the ring; one the pass stopped inside stays at its head
+  local passed = pick or i
+  if inside then passed = i - 1 end
+  for k = 1, passed do
     redis.call('LPOP', ring)
-    redis.call('HDEL', lane_meta(base, order[i]), 'ring')
+    redis.call('HDEL', lane_meta(base, order[k]), 'ring')
   end
-  if not pick then return {} end
+  if not pick then
+    if stopped then return claim_stopped(more) end
+    return {}
+  end
   local g = order[pick]
   redis.call('ZREM', lane_pending(base, g), id)
   redis.call('HINCRBY', lane_meta(base, g), 'active', 1)
