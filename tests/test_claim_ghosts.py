@@ -247,3 +247,24 @@ def test_the_claim_sends_echomqs_arguments_to_a_native_command(conn, monkeypatch
     assert sent == [["EMQ.CLAIM", "60000", native.token]]
     assert jobs.claim_transition(Q) == ("claim2", [P + "pending", P + "active", base(Q)])
     assert jobs.claim_transition(Q, True) == ("gclaim2", [queue_key(Q, "ring"), P + "active", base(Q)])
+
+
+def test_percent_emq_claim_says_what_is_still_ahead_when_it_gave_up(conn):
+    from emq_notebook.grammar import parse
+    from emq_notebook.verbs import Session, execute
+
+    said: list[str] = []
+    session = Session(say=said.append)
+    session.conn = conn
+    ghosts(conn, queue_key(Q, "pending"), SKIPS * jobs.CLAIM_CALLS + 100)
+    job = jobs.enqueue(conn, Q, "{}", id="z_real")
+    assert execute(session, parse(f"claim {Q}")) is None
+    assert said == [
+        f"no job claimed from {Q}: 101 members of pending still ahead, none servable within "
+        f"{jobs.CLAIM_CALLS} bounded calls (members with no row, or lanes at their limit or "
+        "paused): claim again to go on"
+    ]
+    said.clear()
+    assert execute(session, parse(f"claim {Q}"))[0] == job
+    assert execute(session, parse(f"claim {Q}")) is None
+    assert said == [f"no job claimed from {Q}: nothing ready"]

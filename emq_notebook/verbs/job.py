@@ -204,9 +204,24 @@ def _enqueue(s: Session, ns: Namespace) -> str:
 def _claim(s: Session, ns: Namespace) -> Any:
     got = (lanes.claim if ns.grouped else jobs.claim)(s.conn, ns.queue, ns.lease)
     if got is None:
-        why = "paused" if admin.is_paused(s.conn, ns.queue) else "nothing ready"
-        s.say(f"no job claimed from {ns.queue}: {why}")
+        s.say(f"no job claimed from {ns.queue}: {_unclaimed(s, ns.queue, ns.grouped)}")
     return got
+
+
+def _unclaimed(s: Session, q: str, grouped: bool) -> str:
+    """Why a claim answered no job: paused, nothing ready, or (a backlog left after the
+    claim's `jobs.CLAIM_CALLS` bounded calls) ghosts or lanes no claim serves ahead."""
+    if admin.is_paused(s.conn, q):
+        return "paused"
+    head = queue_key(q, "ring") if grouped else queue_key(q, "pending")
+    left = s.conn.command("LLEN" if grouped else "ZCARD", head)
+    if not left:
+        return "nothing ready"
+    what = "lanes on the ring" if grouped else "members of pending"
+    return (
+        f"{left:,} {what} still ahead, none servable within {jobs.CLAIM_CALLS} bounded calls "
+        "(members with no row, or lanes at their limit or paused): claim again to go on"
+    )
 
 
 @verb("complete", "finish a claimed job", QUEUE, JOB, writes=True)
