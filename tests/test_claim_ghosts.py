@@ -268,3 +268,23 @@ def test_percent_emq_claim_says_what_is_still_ahead_when_it_gave_up(conn):
     assert execute(session, parse(f"claim {Q}"))[0] == job
     assert execute(session, parse(f"claim {Q}")) is None
     assert said == [f"no job claimed from {Q}: nothing ready"]
+
+
+def test_a_member_whose_key_is_another_type_never_stops_the_queue_untyped(conn, ex):
+    from emq_notebook.errors import BadRow
+
+    # `x:logs` names job x's logs list: no job, dropped as a ghost; the job behind is served
+    x = jobs.enqueue(conn, Q, "{}", id="x")
+    jobs.add_log(conn, Q, x, "a line")
+    conn.client.zadd(queue_key(Q, "pending"), {"x:logs": -5})
+    got = jobs.claim(ex, Q, 60_000)
+    assert got is not None and got[0] == x
+    assert conn.client.zscore(queue_key(Q, "pending"), "x:logs") is None
+    assert conn.client.llen(f"{P}job:x:logs") == 1  # job x's logs untouched
+    # a row key of another type under an ordinary id: a row no transition can read,
+    # refused typed with nothing popped
+    conn.client.set(f"{P}job:y", "a string")
+    conn.client.zadd(queue_key(Q, "pending"), {"y": -5})
+    with pytest.raises(BadRow, match="type"):
+        jobs.claim(ex, Q, 60_000)
+    assert conn.client.zscore(queue_key(Q, "pending"), "y") == -5

@@ -36,12 +36,19 @@ local CLAIM_READS, N_WHOLES = {}, #ROW_WHOLES
 for i = 1, N_WHOLES do CLAIM_READS[i] = ROW_WHOLES[i][1] end
 CLAIM_READS[N_WHOLES + 1], CLAIM_READS[N_WHOLES + 2], CLAIM_READS[N_WHOLES + 3] = 'payload', 'created_at', 'due_at'
 
--- the head row `jk` as a claim reads it: false when there is no row (a ghost);
--- else true and the first whole-number field no transition can read (nil when
+-- the head row `jk` of member `id` as a claim reads it: false when there is no row (a
+-- ghost); else true and the first whole-number field no transition can read (nil when
 -- none), and {payload, created_at, due_at} for activate. EXISTS is asked only of a
--- row that holds none of these fields.
-local function claim_read(jk)
-  local vals = redis.call('HMGET', jk, unpack(CLAIM_READS))
+-- row that holds none of these fields. A key of another type than a hash: for a
+-- foreign id (reads.lua `foreign_id`: `x:logs`, `x:lock` name job x's list and lock)
+-- no job, a ghost; for any other id a row no transition can read ('type'), where a
+-- WRONGTYPE error stopped every claim of the queue
+local function claim_read(jk, id)
+  local vals = redis.pcall('HMGET', jk, unpack(CLAIM_READS))
+  if vals.err then
+    if foreign_id(id) then return false end
+    return true, 'type'
+  end
   local any = false
   for i = 1, #CLAIM_READS do
     if vals[i] then
@@ -111,7 +118,7 @@ local function claim_flat(pending, base, lease, token, kept, more)
     local head = redis.call('ZRANGE', pending, 0, 0)
     if #head == 0 then return {} end
     local id = head[1]
-    local row, bad, read = claim_read(base .. 'job:' .. id)
+    local row, bad, read = claim_read(base .. 'job:' .. id, id)
     if row then
       if bad then return bad_row(bad, id) end
       redis.call('ZREM', pending, id)
@@ -171,7 +178,7 @@ local function claim_lanes(ring, base, lease, token, kept, more)
       while true do
         local head = redis.call('ZRANGE', lane, rank, rank)
         if #head == 0 then break end
-        local row, bad, fields = claim_read(base .. 'job:' .. head[1])
+        local row, bad, fields = claim_read(base .. 'job:' .. head[1], head[1])
         if row then
           if bad then return bad_row(bad, head[1]) end
           pick, id, read = i, head[1], fields
