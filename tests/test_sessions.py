@@ -98,6 +98,8 @@ NOT_VERBS = {
     "repeat.periods",
     "repeat.text",
     "jobs.gated_claim",
+    "jobs.claim_calls",  # the claims' bounded calls (jobs.claim, lanes.claim, the Worker)
+    "jobs.claim_transition",  # pure: a claim's transition name and keys
     "lanes.heads",  # queues a read on the caller's pipeline (health's lane sample)
     "lanes.head_ids",  # pure: reads a reply
     "lanes.notes",  # pure: reads a counts frame's attrs
