@@ -80,6 +80,37 @@ def test_lanes_with_long_names_or_bytes_not_utf8_are_drained_and_every_call_move
     assert len(steps) <= made + 1  # a call drains a job at least, or ends the walk
 
 
+def test_a_lane_whose_backlog_is_another_type_is_passed_over_and_the_rest_drained(conn):
+    # another client wrote a string and a hash where two lanes' backlogs live: each call
+    # of the drain stopped there on WRONGTYPE, so the queue could never be drained
+    names = [f"t{i:03d}" for i in range(40)]
+    made = lanes(conn, names, jobs_each=2)
+    conn.client.sadd(queue_key(Q, "groups"), "strlane", "hashlane")
+    conn.client.set(f"{base(Q)}g:strlane:pending", "x")
+    conn.client.hset(f"{base(Q)}g:hashlane:pending", "a", "b")
+    assert admin.drain(conn, Q, budget=7) == made
+    assert left(conn, names) == 0
+    assert conn.client.get(f"{base(Q)}g:strlane:pending") == "x"  # another's key, untouched
+    # an older client's call (no cursor) passes them over alike
+    made = lanes(conn, names, jobs_each=1)
+    n, more = conn.run("drain", [base(Q), queue_key(Q, "pending")], [1_000, 1 << 20])
+    assert (n, more) == (made, 0)
+
+
+def test_a_lane_named_over_max_id_bytes_is_passed_over_as_the_walks_of_the_lanes_do(conn):
+    # another node's lanes named 70,000 bytes: no key is built of such a name (a drain
+    # building them read every one with its SSCAN page: 20 of 1 MB held Valkey 46 ms a
+    # call); its backlog stays, as lanes.backlog counts it skipped
+    long_names = [f"{i:02d}" + "x" * 70_000 for i in range(4)]
+    names = [f"t{i}" for i in range(10)]
+    made = lanes(conn, names)
+    lanes(conn, long_names)
+    assert admin.drain(conn, Q, budget=1_000) == made
+    assert left(conn, names) == 0
+    assert left(conn, long_names) == len(long_names)
+    assert lanes_.backlogs(conn, [Q])[Q].skipped == len(long_names)
+
+
 def test_an_older_clients_drain_call_without_a_cursor_answers_as_before(conn):
     names = [f"t{i}" for i in range(30)]
     made = lanes(conn, names, jobs_each=2)
