@@ -966,8 +966,9 @@ def audited(
 
 def streams(conn: Connection, *, rescan: bool = False) -> list[str]:
     """The queues with an audit stream: found by `SCAN MATCH emq:audit:{*} TYPE stream`
-    over every primary (one walk of the keyspace, `SCAN_COUNT` keys a call), kept on
-    the connection and walked again at most every `STREAMS_EVERY_S` seconds (or when
+    over every primary (one walk of the keyspace, `SCAN_COUNT` keys a call; a key under
+    a name `check_name` refuses, another node's, passed over: `_named`), kept on the
+    connection and walked again at most every `STREAMS_EVERY_S` seconds (or when
     `rescan`), with the queues this process wrote to since. The queue directory cannot
     answer it: an obliterated queue keeps its stream and has no meta hash."""
     kept = getattr(conn, "_audit_streams", None)
@@ -975,11 +976,22 @@ def streams(conn: Connection, *, rescan: bool = False) -> list[str]:
     if rescan or kept is None or now - kept[0] >= STREAMS_EVERY_S:
         with conn.wire():
             keys = conn.client.scan_iter(match=AUDIT_MATCH, count=SCAN_COUNT, _type="stream")
-            found = {q for q in map(queue_from_audit_key, keys) if q}
+            found = {q for q in map(queue_from_audit_key, keys) if q and _named(q)}
         kept = conn._audit_streams = (now, found)  # type: ignore[attr-defined]
     with _written_lock:
         written = set(_written.get(conn.label, ()))
     return sorted(kept[1] | written)
+
+
+def _named(q: str) -> bool:
+    """True for a queue name the toolkit names (`check_name`): another node's stream under
+    a name it refuses (`emq:audit:{a b}`, bytes not UTF-8, 1 MB long) is no queue's, no
+    verb addresses it, and a read of every queue passes it over rather than fail."""
+    try:
+        check_name(q)
+    except InvalidName:
+        return False
+    return True
 
 
 def written(conn: Connection, *also: str) -> list[str]:

@@ -134,3 +134,13 @@ def test_entries_that_grow_from_page_to_page_are_read_within_the_budget_all_the_
     assert [r.split(" ")[0] for r in frame.reason] == [str(i) for i in range(59, -1, -1)]
     one = max(page_bytes([e]) for e in conn.client.xrange(audit_key("alpha")))
     assert max(sizes) <= BYTE_BUDGET + one, sizes
+
+
+def test_a_stream_another_node_named_outside_the_queue_names_is_passed_over(conn):
+    # `emq:audit:{a b}`, a name of bytes not UTF-8, one 100 KB long: a read of every
+    # queue raised InvalidName at the first of them, so no queue's trail could be read
+    for name in (b"a b", b"\xff\xfe", b"q" * 100_000, b"*[{"):
+        conn.client.xadd(b"emq:audit:{" + name + b"}", {"verb": "pause"})
+    conn.client.xadd(audit_key("beta"), {"verb": "pause"})
+    assert audit.streams(conn, rescan=True) == ["beta"]
+    assert list(audit.read(conn).queue) == ["beta"]
