@@ -142,5 +142,8 @@ def test_a_stream_another_node_named_outside_the_queue_names_is_passed_over(conn
     for name in (b"a b", b"\xff\xfe", b"q" * 100_000, b"*[{"):
         conn.client.xadd(b"emq:audit:{" + name + b"}", {"verb": "pause"})
     conn.client.xadd(audit_key("beta"), {"verb": "pause"})
-    assert audit.streams(conn, rescan=True) == ["beta"]
-    assert list(audit.read(conn).queue) == ["beta"]
+    # (the queues this process wrote to on this server are listed too: other tests')
+    found = audit.streams(conn, rescan=True)
+    assert "beta" in found and not {"a b", "*[{", "\udcff\udcfe"} & set(found)
+    assert all(len(q) < 1000 for q in found)
+    assert "beta" in set(audit.read(conn).queue)
