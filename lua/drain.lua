@@ -17,7 +17,7 @@
 -- no key is built from a foreign id. Bounded: at most ARGV[1] members (an HSTRLEN,
 -- an HGET of the dedup key while the queue holds any, one UNLINK of row and logs)
 -- and about ARGV[2] bytes; with ARGV[3], at most LANES_A_CALL lanes examined (an
--- SSCAN of LANE_CHUNK names and a ZRANGE a lane, each name counted ID_WORK times its
+-- SSCAN of LANE_CHUNK names at most and a ZRANGE a lane, each name counted ID_WORK times its
 -- bytes), walked on from the cursor, never the whole groups set (SMEMBERS of 100,000
 -- lanes and a ZRANGE each, every call, held Valkey over 100 ms). Without ARGV[3] (an
 -- older client's call) every lane is looked at from the first, each call.
