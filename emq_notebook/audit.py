@@ -1098,10 +1098,10 @@ def read(
 
 def _pages(conn: Connection, q: str, low: str, limit: int, page: list) -> Iterator[tuple[str, str, Any]]:
     """Queue `q`'s entries newest first, each as (q, its id, its fields), down to `low`,
-    `limit` at most, from its first `page` on: each next page one XREVRANGE from below
-    the last entry read, of as many entries as `defaults.BYTE_BUDGET` bytes hold at the
-    size of the page before (`PAGE_MOST` at most), read only when the entries before
-    are used up."""
+    `limit` at most, from its first `page` on: each next page one `@read_audit` call
+    from below the last entry read, of as many entries as `defaults.BYTE_BUDGET` bytes
+    hold at the size of the page before (`PAGE_MOST` at most), the server stopping once
+    they reach BYTE_BUDGET bytes, read only when the entries before are used up."""
     asked, left = min(FIRST_PAGE, limit), limit
     while True:
         yield from ((q, entry, fields) for entry, fields in page)
