@@ -22,6 +22,7 @@ SMALL = {
     "audit_cost.py": ("200", "with/without seconds per single verb (worst): "),
     "harm.py": ("2000", "worst server block: "),
     "lanes_watch.py": ("2000", "worst call against 20 ms: "),
+    "hostile.py": ("200", "worst call against 20 ms: "),
 }
 # scripts whose size is said otherwise: their arguments for a small run, and their last line
 OTHER = {
