@@ -132,6 +132,7 @@ TABLE: dict[str, Transition] = {
         Transition("read_members"),
         Transition("read_repeats"),
         Transition("read_lanes"),
+        Transition("read_audit"),
         Transition("lane_backlog"),
         Transition("lane_set"),
         Transition("reprocess_dead"),

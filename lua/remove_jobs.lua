@@ -2,7 +2,8 @@
 -- KEYS[1] = the queue base root
 -- ARGV[1] = budget, work at most (an id costs 1, a removed job 2: its row, logs and
 --   every set are written; a ghost 1 more for each lane it is looked for in);
---   ARGV[2] = bytes at most (an id's, and the payload its delete frees); ARGV[3...] = ids
+--   ARGV[2] = bytes at most (an id's, the payload its delete frees, and a ghost's lane names
+--   read, refusals.lua `ghost_lanes`); ARGV[3...] = ids
 -- returns one word per id examined, in order: 'removed', 'gone', 'locked' (left
 -- untouched) or 'foreign_id' (reads.lua `foreign_id`: never
 -- addressed). The step ends once either budget is spent, after one id at least: the

@@ -82,6 +82,37 @@ def test_lanes_with_long_names_or_bytes_not_utf8_are_drained_and_every_call_move
     assert len(steps) <= made + 1  # a call drains a job at least, or ends the walk
 
 
+def test_a_lane_whose_backlog_is_another_type_is_passed_over_and_the_rest_drained(conn):
+    # another client wrote a string and a hash where two lanes' backlogs live: each call
+    # of the drain stopped there on WRONGTYPE, so the queue could never be drained
+    names = [f"t{i:03d}" for i in range(40)]
+    made = lanes(conn, names, jobs_each=2)
+    conn.client.sadd(queue_key(Q, "groups"), "strlane", "hashlane")
+    conn.client.set(f"{base(Q)}g:strlane:pending", "x")
+    conn.client.hset(f"{base(Q)}g:hashlane:pending", "a", "b")
+    assert admin.drain(conn, Q, budget=7) == made
+    assert left(conn, names) == 0
+    assert conn.client.get(f"{base(Q)}g:strlane:pending") == "x"  # another's key, untouched
+    # an older client's call (no cursor) passes them over alike
+    made = lanes(conn, names, jobs_each=1)
+    n, more = conn.run("drain", [base(Q), queue_key(Q, "pending")], [1_000, 1 << 20])
+    assert (n, more) == (made, 0)
+
+
+def test_a_lane_named_over_max_id_bytes_is_passed_over_as_the_walks_of_the_lanes_do(conn):
+    # another node's lanes named 70,000 bytes: no key is built of such a name (a drain
+    # building them read every one with its SSCAN page: 20 of 1 MB held Valkey 46 ms a
+    # call); its backlog stays, as lanes.backlog counts it skipped
+    long_names = [f"{i:02d}" + "x" * 70_000 for i in range(4)]
+    names = [f"t{i}" for i in range(10)]
+    made = lanes(conn, names)
+    lanes(conn, long_names)
+    assert admin.drain(conn, Q, budget=1_000) == made
+    assert left(conn, names) == 0
+    assert left(conn, long_names) == len(long_names)
+    assert lanes_.backlogs(conn, [Q])[Q].skipped == len(long_names)
+
+
 def test_an_older_clients_drain_call_without_a_cursor_answers_as_before(conn):
     names = [f"t{i}" for i in range(30)]
     made = lanes(conn, names, jobs_each=2)
@@ -117,3 +148,45 @@ def test_a_ghost_is_looked_for_in_every_lane_only_while_the_lanes_are_few(conn):
     claimed = lanes_.claim(conn, Q, 60_000)
     assert claimed is not None and claimed[0] == second
     assert conn.client.zcard(lane) == 0
+
+
+def test_a_ghost_is_looked_for_only_in_the_lanes_whose_names_fit_a_calls_bytes(conn):
+    # 300 lanes another node named 10 KB each (3 MB of names, each key built of one):
+    # one ghost's remove read them whole (SMEMBERS) and built a key of each (1,000 lanes
+    # of 60 KB: Valkey held 159 ms); it looks in as many as GHOST_BYTES of names cover
+    names = [f"{i:03d}" + "n" * 10_000 for i in range(300)]
+    lanes(conn, names, jobs_each=0)
+    pipe = conn.client.pipeline(transaction=False)
+    for g in names:
+        pipe.zadd(f"{base(Q)}g:{g}:pending", {"j_ghost": 0})
+    pipe.zadd(queue_key(Q, "pending"), {"j_ghost": 0})
+    pipe.execute()
+    with pytest.raises(Gone):
+        jobs.remove_job(conn, Q, "j_ghost")
+    assert conn.client.zscore(queue_key(Q, "pending"), "j_ghost") is None
+    still = left(conn, names)
+    assert 0 < still < len(names)  # some lanes looked in, not all 300
+    # a bulk remove counts the names it reads against its bytes: each call moves on, and
+    # its dry run answers the same words
+    ids = [f"j_g{i}" for i in range(40)]
+    conn.client.zadd(queue_key(Q, "pending"), dict.fromkeys(ids, 0))
+    assert admin.remove_jobs(conn, Q, ids, dry_run=True) == dict.fromkeys(ids, "gone")
+    assert admin.remove_jobs(conn, Q, ids) == dict.fromkeys(ids, "gone")
+    assert conn.client.zcard(queue_key(Q, "pending")) == 0
+
+
+def test_a_ghosts_lane_whose_backlog_is_another_type_is_passed_over(conn):
+    # another client wrote a string where one lane's backlog lives: removing a ghost
+    # stopped there on WRONGTYPE, so the ghost could never be removed
+    names = [f"t{i}" for i in range(5)]
+    lanes(conn, names, jobs_each=0)
+    conn.client.sadd(queue_key(Q, "groups"), "strlane")
+    conn.client.set(f"{base(Q)}g:strlane:pending", "x")
+    for g in names:
+        conn.client.zadd(f"{base(Q)}g:{g}:pending", {"j_ghost": 0})
+    conn.client.zadd(queue_key(Q, "pending"), {"j_ghost": 0, "j_other": 1})
+    with pytest.raises(Gone):
+        jobs.remove_job(conn, Q, "j_ghost")
+    assert left(conn, names) == 0
+    assert conn.client.get(f"{base(Q)}g:strlane:pending") == "x"
+    assert admin.remove_jobs(conn, Q, ["j_other"]) == {"j_other": "gone"}

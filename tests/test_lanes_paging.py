@@ -470,3 +470,27 @@ def test_percent_emq_queues_only_watches_unless_exact(conn, small_pages, monkeyp
     exact = execute(session, parse("queues --exact"))
     assert int(exact.loc[Q, "pending"]) == 600 and said == []
     assert len([1 for name, _ in runs if name == "lane_backlog"]) > 1
+
+
+def test_a_lane_name_or_prefix_over_max_id_bytes_is_answered_before_any_io(conn, monkeypatch):
+    # what the operator types: `%emq lane <16 MB>` named it at five commands (Valkey held
+    # 20 ms at each), a completion's prefix of 16 MB was matched against every name (29
+    # ms); no walk answers such a name and no key is built of one
+    from emq_notebook.errors import InvalidName
+    from emq_notebook.keyspace import MAX_SERVER_ID, queue_key
+
+    lanes_ = lanes
+    conn.client.hset(queue_key("big", "meta"), "created_at", "1")
+    conn.client.sadd(queue_key("big", "groups"), "a", "b")
+    long_name = "L" * (MAX_SERVER_ID + 1)
+    asked: list[str] = []
+    run, pipeline = conn.run, conn.pipeline
+    monkeypatch.setattr(conn, "run", lambda name, *a, **k: asked.append(name) or run(name, *a, **k))
+    monkeypatch.setattr(conn, "pipeline", lambda *a, **k: asked.append("pipeline") or pipeline(*a, **k))
+    with pytest.raises(InvalidName, match="over 65,536 bytes"):
+        lanes_.lane(conn, "big", long_name)
+    assert lanes_.names(conn, "big", long_name) == []
+    assert asked == []
+    # a name or prefix within the bound is read as before
+    assert lanes_.names(conn, "big", "a") == ["a"]
+    assert lanes_.lane(conn, "big", "a") is not None

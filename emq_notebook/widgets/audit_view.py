@@ -3,9 +3,10 @@
 Who did what to which queue, when, why, and what came of it (`frames.audit`): one
 queue's entries, or every queue's (obliterated ones too). Two filters narrow the
 rows shown, by verb and by who (the choices are those the entries read hold);
-Refresh reads the entries again. Reads only, at most `limit` entries a read (one
-XREVRANGE a stream), so it works on a read-only session and costs the same beside
-any number of jobs.
+Refresh reads the entries again. Reads only, at most `limit` entries a read (a
+stream a page at a time, each page a read-only `@read_audit` call held to the byte
+budget), so it works on a read-only session and costs the same beside any number of
+jobs.
 """
 
 from __future__ import annotations

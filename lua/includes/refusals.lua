@@ -49,15 +49,46 @@ end
 
 -- a ghost (an id with no row) is looked for in every lane only while the queue knows
 -- at most GHOST_LANES lanes (an SMEMBERS and a ZREM a lane: for one id among 100,000
--- lanes, over 100 ms); past that it stays in whichever lane holds it, and that lane's
--- claim drops it when it reaches the head (activate.lua `claim_lanes`)
+-- lanes, over 100 ms), and in those whose names fit GHOST_BYTES (each name counted
+-- ID_WORK times: a key is built of it; 1,000 lanes another node named 60 KB each, read
+-- whole by SMEMBERS, held Valkey 159 ms for one ghost); past that it stays in
+-- whichever lane holds it, and that lane's claim drops it when it reaches the head
+-- (activate.lua `claim_lanes`)
 local GHOST_LANES = 1000
+local GHOST_BYTES = 1048576
 
--- the lanes a ghost is looked for in (remove.lua `remove_one`): their number, as the work counts it
-local function ghost_lanes(base)
-  local known = redis.call('SCARD', base .. 'groups')
-  if known > GHOST_LANES then return 0 end
-  return known
+-- the lanes a ghost is looked for in (remove.lua `remove_one`), each handed to
+-- visit(g) when given: the groups set walked by SSCAN, one name first, then twice as
+-- many up to 64, never more than the bytes left cover at the longest name yet, until
+-- the walk ends or the names reach GHOST_BYTES. A name over MAX_ID bytes (no key is
+-- built of it) is passed over, and so is a groups key that is no set. Answers the
+-- lanes looked in, as the work counts them, and the bytes of names read (each counted
+-- as it is above), which the call's bytes count: a step of many ghosts stops there.
+local function ghost_lanes(base, visit)
+  local groups = base .. 'groups'
+  local known = redis.pcall('SCARD', groups)
+  if type(known) ~= 'number' or known == 0 or known > GHOST_LANES then return 0, 0 end
+  local cursor, looked, spent, longest, chunk = '0', 0, 0, 0, 1
+  repeat
+    local want = chunk
+    if longest > 0 then
+      want = math.min(want, math.max(1, math.floor((GHOST_BYTES - spent) / (longest * ID_WORK))))
+    end
+    chunk = math.min(2 * chunk, 64)
+    local page = redis.call('SSCAN', groups, cursor, 'COUNT', want)
+    cursor = page[1]
+    for _, g in ipairs(page[2]) do
+      if #g > longest then longest = #g end
+      if #g > MAX_ID then
+        spent = spent + #g
+      else
+        spent = spent + #g * ID_WORK
+        looked = looked + 1
+        if visit then visit(g) end
+      end
+    end
+  until cursor == '0' or spent >= GHOST_BYTES
+  return looked, spent
 end
 
 -- the word a bulk remove answers for job `id` ('foreign_id', 'gone', 'locked' or
@@ -66,7 +97,10 @@ end
 local function remove_word(base, id)
   if foreign_id(id) then return 'foreign_id', 1, foreign_cost(id) end
   local refused = remove_refusal(base, id)
-  if refused == -1 then return 'gone', 1 + ghost_lanes(base), id_cost(id) end
+  if refused == -1 then
+    local looked, read = ghost_lanes(base)
+    return 'gone', 1 + looked, id_cost(id) + read
+  end
   if refused == 0 then return 'locked', 1, id_cost(id) end
   return 'removed', 2, id_cost(id) + payload_bytes(base .. 'job:' .. id)
 end

@@ -3,10 +3,10 @@
 -- returns 1 removed, -1 gone, 0 locked (nothing written for 0; for -1 the one
 -- cleanup: a ghost -- the id left as a member of a state set or lane after its
 -- row went -- leaves those sets (its lane only while the queue knows at most
--- GHOST_LANES lanes, refusals.lua); an id in no set changes nothing); then the work
+-- GHOST_LANES lanes, and their names fit GHOST_BYTES, refusals.lua); an id in no set changes nothing); then the work
 -- it cost (1 an id; a removed job 2, its row, logs and every set written; a ghost 1
 -- more for each lane it was looked for in) and the bytes its delete freed (with
--- the id's: remove_word counts the same)
+-- the id's, and a ghost's lane names read: remove_word counts the same)
 --@include refusals
 
 local function remove_one(base, id, dedup)
@@ -14,12 +14,9 @@ local function remove_one(base, id, dedup)
   local refused, row = remove_refusal(base, id)
   if refused == -1 then
     for _, t in ipairs({'pending', 'active', 'schedule', 'dead'}) do redis.call('ZREM', base .. t, id) end
-    if ghost_lanes(base) == 0 then return -1, 1, id_cost(id) end
-    local groups = redis.call('SMEMBERS', base .. 'groups')
-    for _, g in ipairs(groups) do
-      redis.call('ZREM', lane_pending(base, g), id)
-    end
-    return -1, 1 + #groups, id_cost(id)
+    -- a backlog key of another type (another client's) is passed over
+    local looked, read = ghost_lanes(base, function(g) redis.pcall('ZREM', lane_pending(base, g), id) end)
+    return -1, 1 + looked, id_cost(id) + read
   end
   -- a held job is left untouched
   if refused == 0 then return 0, 1, id_cost(id) end
