@@ -18,7 +18,7 @@ from .session import BUDGET, QUEUE, YES, Session, budget_of, confirm
 
 @verb(
     "queues",
-    "every queue known, with its counts (--rescan looks for queues first; --exact sums every lane)",
+    "every queue known, with its counts (--rescan looks for queues first)",
     opt("--rescan", action="store_true", help="find the queues again (SCAN) before counting"),
     opt("--exact", action="store_true", help="sum every lane's backlog (as many bounded calls as it takes)"),
 )
