@@ -597,11 +597,15 @@ class Pipeline:
             with self._conn.wire():
                 replies = self._pipe.execute(raise_on_error=False)
             # a key of the wrong type (another client's) is an `EMQError` like any reply error
-            for reply in replies:
+            for i, reply in enumerate(replies):
                 if isinstance(reply, redis.ResponseError):
-                    raise EMQError(
+                    typed = EMQError(
                         f"server error in a pipelined command: {scrub(str(reply), self._conn._secrets)}"
                     )
+                    if raise_on_error:
+                        raise typed
+                    typed.__cause__ = reply
+                    replies[i] = typed
             return replies
         with self._conn.wire():
             # the scripts queued are on the server before the batch goes (as redis-py's

@@ -404,9 +404,12 @@ def counts(conn: Connection, queues_: list[str] | None = None, *, watch: bool = 
         pipe.hexists(queue_key(q, "meta"), "paused")
         pipe.scard(queue_key(q, "groups"))
         pipe.zcard(queue_key(q, "repeat"))
-    replies = pipe.execute() if names else []
+    # a key of another type (another client's) stands as its error: counted as empty,
+    # said in attrs[lanes.UNREAD], so one queue's bad key never blinds a look at all
+    replies = pipe.execute(raise_on_error=False) if names else []
     width = len(_READS)
     read = [dict(zip(_READS, replies[i * width : (i + 1) * width], strict=True)) for i in range(len(names))]
+    unread = {q: _unread(q, r) for q, r in zip(names, read, strict=True)}
     # the second round: whether a queue that counted nothing has its meta hash (every
     # queue has one; no meta and nothing counted: no key of the queue is left)
     counted = [any(r.values()) for r in read]
@@ -442,7 +445,23 @@ def counts(conn: Connection, queues_: list[str] | None = None, *, watch: bool = 
     cols = ["queue", "pending", "active", "schedule", "dead", "paused", "lanes", "repeatables"]
     frame = pd.DataFrame.from_records(records, columns=cols).set_index("queue")
     frame.attrs[lanes.WATCHED] = {q: c for q, c in in_lanes.items() if c.note()}
+    frame.attrs[lanes.UNREAD] = {q: keys for q, keys in unread.items() if keys and q in frame.index}
     return frame
+
+
+# the key each of `_READS` reads, by its name in `queue_key`
+_READ_KEYS = {**{s: s for s in STATES}, "paused": "meta", "lanes": "groups", "repeatables": "repeat"}
+
+
+def _unread(q: str, read: dict[str, Any]) -> list[str]:
+    """The keys of `read` (one queue's counts) whose reply was an error (a key of
+    another type), each count set to 0; answers their names."""
+    keys = []
+    for name, value in read.items():
+        if isinstance(value, Exception):
+            read[name] = 0
+            keys.append(queue_key(q, _READ_KEYS[name]))
+    return keys
 
 
 def _lane_counts(conn: Connection, sizes: dict[str, int], watch: bool) -> dict[str, lanes.LaneCount]:

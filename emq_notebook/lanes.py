@@ -461,11 +461,18 @@ def watched(conn: Connection, sizes: dict[str, int]) -> dict[str, LaneCount]:
 # where `frames.counts(watch=True)` leaves the lane counts a look did not sum whole: the
 # frame's `attrs[WATCHED]`, {queue: LaneCount}
 WATCHED = "lanes_watched"
+# where `frames.counts` leaves the keys of a queue it could not count (another type than
+# its own, written by another client): the frame's `attrs[UNREAD]`, {queue: [key, ...]}
+UNREAD = "keys_unread"
 
 
 def notes(frame: Any, now: float | None = None) -> dict[str, str]:
-    """{queue: what a view says beside its pending count} for each queue of a counts
-    frame whose lane backlog a watching look did not sum whole (`LaneCount.note`)."""
-    watched = getattr(frame, "attrs", {}).get(WATCHED, {})
-    said = {q: count.note(now) for q, count in watched.items()}
+    """{queue: what a view says beside its counts} for each queue of a counts frame
+    whose lane backlog a watching look did not sum whole (`LaneCount.note`), or which
+    holds a key of another type than its own, counted as empty (`UNREAD`)."""
+    attrs = getattr(frame, "attrs", {})
+    said = {q: count.note(now) for q, count in attrs.get(WATCHED, {}).items()}
+    for q, keys in attrs.get(UNREAD, {}).items():
+        unread = f"{', '.join(keys)} {'holds' if len(keys) == 1 else 'hold'} another type: counted as empty"
+        said[q] = f"{said[q]}; {unread}" if said.get(q) else unread
     return {q: note for q, note in said.items() if note}

@@ -494,3 +494,20 @@ def test_a_lane_name_or_prefix_over_max_id_bytes_is_answered_before_any_io(conn,
     # a name or prefix within the bound is read as before
     assert lanes_.names(conn, "big", "a") == ["a"]
     assert lanes_.lane(conn, "big", "a") is not None
+
+
+def test_a_key_of_another_type_is_counted_empty_and_said_never_blinding_the_look(conn):
+    # another client's string where a queue's groups set, a state set and its meta live
+    from emq_notebook import jobs
+
+    jobs.enqueue(conn, "fine", "{}")
+    jobs.enqueue(conn, Q, "{}")
+    conn.client.set(P + "groups", "not a set")
+    conn.client.set(P + "dead", "not a zset")
+    for watch in (False, True):
+        c = frames.counts(conn, ["fine", Q], watch=watch)
+        assert c.loc["fine", "pending"] == 1 and c.loc[Q, "pending"] == 1
+        assert c.loc[Q, "lanes"] == 0 and c.loc[Q, "dead"] == 0
+        assert lanes.notes(c) == {Q: f"{P}dead, {P}groups hold another type: counted as empty"}
+    # every queue listed, the dashboard's look: the other queues are read all the same
+    assert frames.counts(conn, watch=True).loc["fine", "pending"] == 1
