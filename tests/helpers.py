@@ -106,3 +106,12 @@ def notebook_html(ip, value) -> str:
         return as_html(value)
     finally:
         as_html.enabled = enabled
+
+
+def kept_conn(clients: dict, backend: str, request) -> emq.Connection:
+    """A module's one connection for `backend` (kept in the module's `clients` dict:
+    opened, and the function library loaded, once), on a flushed keyspace, script executor."""
+    if backend not in clients:
+        clients[backend] = open_conn(backend, server_for(backend, request))
+    clients[backend].client.flushall()
+    return clients[backend].with_executor("script")

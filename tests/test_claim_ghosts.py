@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import consistency_problems, dump, open_conn, server_for
+from helpers import consistency_problems, dump, kept_conn
 
 from emq_notebook import Worker, jobs, lanes, scripts, worker
 from emq_notebook.keyspace import base, queue_key
@@ -36,10 +36,7 @@ def clients():
 
 @pytest.fixture
 def conn(backend, request, clients):
-    if backend not in clients:
-        clients[backend] = open_conn(backend, server_for(backend, request))
-    clients[backend].client.flushall()
-    return clients[backend].with_executor("script")
+    return kept_conn(clients, backend, request)
 
 
 @pytest.fixture(params=("script", "function"))

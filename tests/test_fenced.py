@@ -17,7 +17,7 @@ import logging
 import time
 
 import pytest
-from helpers import consistency_problems, dump, keys_of, open_conn, server_for
+from helpers import consistency_problems, dump, kept_conn, keys_of
 
 from emq_notebook import Worker, admin, jobs, lanes, repeat
 from emq_notebook.checks import MAX_WHOLE
@@ -41,10 +41,7 @@ def clients():
 
 @pytest.fixture
 def conn(backend, request, clients):
-    if backend not in clients:
-        clients[backend] = open_conn(backend, server_for(backend, request))
-    clients[backend].client.flushall()
-    return clients[backend].with_executor("script")
+    return kept_conn(clients, backend, request)
 
 
 @pytest.fixture

@@ -91,18 +91,25 @@ def tenants(n: int) -> list[str | bytes]:
     return [f"t{k:05d}" for k in range(n)]
 
 
-def spied(conn, monkeypatch) -> tuple[Counter, list[tuple[str, Any]]]:
-    """The commands the client sends from now on (plain and pipelined, by name), and each
-    script run with its reply (`conn.run`, pipelined runs as None)."""
+def count_commands(patcher: pytest.MonkeyPatch, name: Any) -> Counter:
+    """The commands the client sends while `patcher` holds (plain and pipelined), by
+    `name(command)`."""
     commands: Counter = Counter()
     for cls in (redis.Redis, redis.client.Pipeline):
         real = cls.execute_command
 
         def spy(self, *args, _real=real, **kw):
-            commands[str(args[0]).upper()] += 1
+            commands[name(str(args[0]))] += 1
             return _real(self, *args, **kw)
 
-        monkeypatch.setattr(cls, "execute_command", spy)
+        patcher.setattr(cls, "execute_command", spy)
+    return commands
+
+
+def spied(conn, monkeypatch) -> tuple[Counter, list[tuple[str, Any]]]:
+    """The commands the client sends from now on (plain and pipelined, by name), and each
+    script run with its reply (`conn.run`, pipelined runs as None)."""
+    commands = count_commands(monkeypatch, str.upper)
     runs: list[tuple[str, Any]] = []
     real_run = conn.run
 
@@ -221,18 +228,27 @@ def lanes_made(conn, n: int) -> None:
     made(conn, tenants(n), jobs_in=lambda k: 2, rows=True)
 
 
+def counted_look(call, conn, srv, client: list, server: list) -> None:
+    """One look after a first (a pass begun, a script loaded): the commands the client
+    sent, and on Valkey those the server ran, appended to `client` and `server`."""
+    call()
+    client.append(client_sent(call))
+    if srv is not None:
+        server.append(sum(sent(conn, srv, call).values()))
+
+
+def same_work(client: list, server: list) -> None:
+    """The two looks' work the same (the client's commands) or close (the server's), and
+    never the whole set of lanes."""
+    assert client[0] == client[1] and "smembers" not in client[1], client
+    if server:
+        assert server[1] < 2 * server[0], server
+
+
 def client_sent(call) -> Counter:
     """The commands `call()` sends from the client, by name (plain and pipelined)."""
-    seen: Counter = Counter()
     with pytest.MonkeyPatch.context() as mp:
-        for cls in (redis.Redis, redis.client.Pipeline):
-            real = cls.execute_command
-
-            def spy(self, *args, _real=real, **kw):
-                seen[str(args[0]).lower()] += 1
-                return _real(self, *args, **kw)
-
-            mp.setattr(cls, "execute_command", spy)
+        seen = count_commands(mp, str.lower)
         call()
     return seen
 
@@ -278,15 +294,10 @@ def test_a_look_costs_the_same_at_ten_times_the_lanes(harm, small_pages, monkeyp
             "jobs grid": grid.refresh,
             "%emq lane": lambda: line(f"lane {Q} nobody"),
         }
-        looks[look]()  # a first look (a pass begun, a script loaded)
-        client.append(client_sent(looks[look]))
-        if srv is not None:
-            server.append(sum(sent(conn, srv, looks[look]).values()))
+        counted_look(looks[look], conn, srv, client, server)
         view.close()
         grid.close()
-    assert client[0] == client[1] and "smembers" not in client[1], client
-    if server:
-        assert server[1] < 2 * server[0], server
+    same_work(client, server)
 
 
 def _counts(conn, n: int):
@@ -413,15 +424,10 @@ def test_a_refresh_costs_the_same_at_ten_times_the_lanes(harm, small_pages, look
             "frames.health": lambda: frames.health(conn),
             "%emq health": lambda: line("health"),
         }
-        looks[look]()
-        client.append(client_sent(looks[look]))
-        if srv is not None:
-            server.append(sum(sent(conn, srv, looks[look]).values()))
+        counted_look(looks[look], conn, srv, client, server)
         d.close()
         view.close()
-    assert client[0] == client[1] and "smembers" not in client[1], client
-    if server:
-        assert server[1] < 2 * server[0], server
+    same_work(client, server)
 
 
 def test_a_snapshot_and_a_search_of_pending_read_every_lane_once(conn, small_pages):
