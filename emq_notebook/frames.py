@@ -411,8 +411,8 @@ def counts(conn: Connection, queues_: list[str] | None = None, *, watch: bool = 
     read = [dict(zip(_READS, replies[i * width : (i + 1) * width], strict=True)) for i in range(len(names))]
     unread = {q: _unread(q, r) for q, r in zip(names, read, strict=True)}
     # the second round: whether a queue that counted nothing has its meta hash (every
-    # queue has one; no meta and nothing counted: no key of the queue is left)
-    counted = [any(r.values()) for r in read]
+    # queue has one; no meta, nothing counted and no key unread: no key of it is left)
+    counted = [any(r.values()) or bool(unread[q]) for q, r in zip(names, read, strict=True)]
     more = conn.pipeline()
     for q, some in zip(names, counted, strict=True):
         if not some:

@@ -121,8 +121,8 @@ def test_a_thousand_queues_open_and_refresh_in_a_fixed_number_of_pipelines(conn,
     runs: list[int] = []
     real = Pipeline.execute
 
-    def counted(self):
-        replies = real(self)
+    def counted(self, *args, **kw):
+        replies = real(self, *args, **kw)
         runs.append(len(replies))
         return replies
 
