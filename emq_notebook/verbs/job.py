@@ -213,7 +213,7 @@ def _unclaimed(s: Session, q: str, grouped: bool) -> str:
     claim's `jobs.CLAIM_CALLS` bounded calls) ghosts or lanes no claim serves ahead."""
     if admin.is_paused(s.conn, q):
         return "paused"
-    head = queue_key(q, "ring") if grouped else queue_key(q, "pending")
+    _, (head, *_) = jobs.claim_transition(q, grouped)
     left = s.conn.command("LLEN" if grouped else "ZCARD", head)
     if not left:
         return "nothing ready"
