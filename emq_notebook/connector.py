@@ -224,7 +224,7 @@ class Connection:
         self.read_only = read_only
         self.env = env
         self.name = name
-        # the audit trail (audit.py): the session's reason, and the entries kept a queue
+        # the audit trail (the audit package): the session's reason, and the entries kept a queue
         self.reason: str | None = None
         self.audit_keep: int = AUDIT_KEEP
         # writing transitions sent so far: a call that raises BadInput after one went

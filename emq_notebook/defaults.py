@@ -75,7 +75,7 @@ REFRESH_S = 2.0
 # the health and metrics views' (seconds): each refresh reads minutes of history
 VIEW_REFRESH_S = 5.0
 
-# the audit trail's entries kept per queue (`XADD emq:audit:{q} MAXLEN ~`; audit.py)
+# the audit trail's entries kept per queue (`XADD emq:audit:{q} MAXLEN ~`; the audit package)
 AUDIT_KEEP = 10_000
 
 # -- finding the queues (directory.py) ------------------------------------------

@@ -115,3 +115,13 @@ def kept_conn(clients: dict, backend: str, request) -> emq.Connection:
         clients[backend] = open_conn(backend, server_for(backend, request))
     clients[backend].client.flushall()
     return clients[backend].with_executor("script")
+
+
+def say_identity(monkeypatch, values) -> None:
+    """Records made meanwhile carry `values(conn)` as their identity's values (in
+    `AUDIT_WHO`'s order): read by the recorder for an entry its transition's twin writes,
+    and by `audit.identity` for one written after."""
+    from emq_notebook.audit import identities, recorder
+
+    monkeypatch.setattr(recorder, "_who_values", values)
+    monkeypatch.setattr(identities, "_who_values", values)

@@ -10,6 +10,7 @@ import json
 import warnings
 from typing import Any
 
+import helpers
 import pytest
 import redis
 
@@ -428,7 +429,7 @@ def test_a_value_longer_than_two_length_bytes_reaches_the_entry_whole(conn, monk
     # three of them (the identity's own values are clipped far below: the wire is tested here)
     path = "runbooks/" + "n" * 70_000 + ".ipynb"
     enqueue(conn, 1)
-    monkeypatch.setattr(audit, "_who_values", lambda c: ("w", "", "c", "", "python", path, ""))
+    helpers.say_identity(monkeypatch, lambda c: ("w", "", "c", "", "python", path, ""))
     remove_job(conn, Q, "j0000")
     entry = raw(conn)[-1]
     assert (entry["verb"], entry["outcome"], entry["notebook"]) == ("remove", "done", path)

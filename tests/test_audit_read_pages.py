@@ -1,5 +1,5 @@
 """Reading the audit trail is bounded by the bytes each call copies (`audit.read`,
-`audit._pages`), on both backends: a stream is read a page at a time, newest first, so
+`audit.reading._pages`), on both backends: a stream is read a page at a time, newest first, so
 no XREVRANGE copies much over `defaults.BYTE_BUDGET` whatever the entries hold, and
 the entries answered are exactly the newest `limit` of every stream read whole."""
 
@@ -19,20 +19,20 @@ QUEUES = ("alpha", "beta")
 
 def page_bytes(page: Any) -> int:
     """What one page read took: each entry's id, names and values."""
-    return sum(audit._entry_size(entry, fields) for entry, fields in page)
+    return sum(audit.reading._entry_size(entry, fields) for entry, fields in page)
 
 
 def spy(conn: emq.Connection, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The bytes of every page (`@read_audit` reply) read from now on, alone or in a pipeline."""
     sizes: list[int] = []
-    page_of = audit._page_of
+    page_of = audit.reading._page_of
 
     def measured(q: str, reply: Any) -> list:
         page = page_of(q, reply)
         sizes.append(page_bytes(page))
         return page
 
-    monkeypatch.setattr(audit, "_page_of", measured)
+    monkeypatch.setattr(audit.reading, "_page_of", measured)
     return sizes
 
 
@@ -59,7 +59,7 @@ def test_no_call_copies_much_over_the_byte_budget_whatever_the_entries_hold(conn
 
 
 def test_the_newest_entries_of_every_stream_in_order_whatever_the_pages(conn, monkeypatch):
-    monkeypatch.setattr(audit, "FIRST_PAGE", 3)
+    monkeypatch.setattr(audit.reading, "FIRST_PAGE", 3)
     now = int(conn.client.time()[0]) * 1000
     # ids a second apart, the two streams interleaved unevenly: every 3rd entry is beta's
     for i in range(60):
@@ -80,18 +80,18 @@ def test_the_newest_entries_of_every_stream_in_order_whatever_the_pages(conn, mo
 
 
 def test_a_stream_is_read_no_further_than_the_limit_needs(conn, monkeypatch):
-    monkeypatch.setattr(audit, "FIRST_PAGE", 4)
+    monkeypatch.setattr(audit.reading, "FIRST_PAGE", 4)
     for i in range(40):
         conn.client.xadd(audit_key("alpha"), {"verb": "pause", "n": str(i)})
     calls: list[int] = []
-    alone = audit._page
+    alone = audit.reading._page
 
     def counted(conn: emq.Connection, q: str, high: str, low: str, most: int, pipe: Any = None) -> Any:
         if pipe is None:
             calls.append(most)
         return alone(conn, q, high, low, most, pipe)
 
-    monkeypatch.setattr(audit, "_page", counted)
+    monkeypatch.setattr(audit.reading, "_page", counted)
     assert list(audit.read(conn, "alpha", limit=4).entry) == [
         e for e, _ in conn.client.xrevrange(audit_key("alpha"), count=4)
     ]

@@ -2,7 +2,7 @@
 
 A one-transition verb hands its entry to the audited twin as ONE argument, a
 MessagePack array of str 32 values, each its length in 4 bytes then its bytes
-(`audit._packed`, `lua/includes/audited.lua`); a bulk verb writes it after its last
+(`audit.recorder._packed`, `lua/includes/audited.lua`); a bulk verb writes it after its last
 reply (`append`).
 Either way the entry read back is what was meant, byte for byte: empty values,
 lengths at each length byte's edge, NUL bytes, bytes another node wrote that are
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+import helpers
 import pytest
 from dead_letters import written_dead
 from hypothesis import given
@@ -57,7 +58,7 @@ def appended(monkeypatch) -> list[str]:
         seen.append(fields["verb"])
         return real(conn, queue, fields, keep)
 
-    monkeypatch.setattr(audit, "append", spy)
+    monkeypatch.setattr(audit.recorder, "append", spy)
     return seen
 
 
@@ -115,7 +116,7 @@ def test_a_value_of_each_length_the_twin_carries_reaches_the_entry_byte_exact(co
     value = valued(n)
     assert len(value.encode("utf-8", "surrogateescape")) == n
     # the identity's own values are clipped far below these lengths: the wire is tested here
-    monkeypatch.setattr(audit, "_who_values", lambda c: (value, "", value, "", "python", value, value))
+    helpers.say_identity(monkeypatch, lambda c: (value, "", value, "", "python", value, value))
     jobs.enqueue(conn, Q, "{}", id="j1")
     jobs.remove_job(conn, Q, "j1")
     [entry] = raw(conn)
@@ -130,7 +131,7 @@ def test_a_value_of_16_mib_rides_the_twin_whole(conn, appended, monkeypatch):
     """A value's length takes all four of its bytes (2**24: the highest one set): read
     by the server's cmsgpack on Valkey, by the twin's own loop on fakeredis."""
     value = "n" * 2**24
-    monkeypatch.setattr(audit, "_who_values", lambda c: ("w", "", "c", "", "python", value, ""))
+    helpers.say_identity(monkeypatch, lambda c: ("w", "", "c", "", "python", value, ""))
     jobs.enqueue(conn, Q, "{}", id="j1")
     admin.pause(conn, Q)
     jobs.remove_job(conn, Q, "j1")
@@ -160,14 +161,14 @@ def test_what_an_operator_types_is_cut_at_max_text(conn, way, size, monkeypatch)
     conn.name, conn.env = "c" * 5000, "e" * 5000
     audit.set_notebook(typed)
     verb, call = WAYS[way]
-    audit._identity_of.cache_clear()
+    audit.identities._identity_of.cache_clear()
     with audit.because(typed):
         call(conn)
     [entry] = raw(conn)
     assert (entry["verb"], entry["outcome"]) == (verb, "done")
     assert (entry["reason"], entry["notebook"]) == (cut, cut)
     # the typed text outlives its call nowhere (the identity's values are kept for short texts)
-    assert audit._identity_of.cache_info().currsize == 0
+    assert audit.identities._identity_of.cache_info().currsize == 0
     assert (entry["who"], entry["conn"], entry["env"]) == tuple(
         x * audit.MAX_TEXT + "…" for x in ("u", "c", "e")
     )
@@ -180,7 +181,7 @@ def test_what_an_operator_types_is_cut_at_max_text(conn, way, size, monkeypatch)
     audit.set_notebook(None)
     monkeypatch.delenv("JUPYTERHUB_USER")
     call(conn)  # a long connection name and env alone: not kept either
-    assert audit._identity_of.cache_info().currsize == 0
+    assert audit.identities._identity_of.cache_info().currsize == 0
 
 
 def test_a_text_at_max_text_is_kept_whole(conn):
@@ -251,7 +252,7 @@ def test_the_args_column_shows_a_byte_that_is_not_utf8_as_every_column_does(conn
     assert row.args == {"note": "by\\xffte", "\\xfekey": ["x\\xff"]}
 
 
-# -- the two JSON fields, written without a JSONEncoder a call (audit._text, audit._scalar) --
+# -- the two JSON fields, written without a JSONEncoder a call (audit.entry._text, audit.entry._scalar) --
 
 # every text the fields may hold: surrogates (bytes not UTF-8, read under surrogateescape), controls
 _any_text = st.text(st.characters(codec=None, exclude_categories=()), max_size=300)
@@ -277,7 +278,7 @@ def test_the_ids_field_reads_as_the_standard_library_writes_it(ids):
 def test_the_args_field_reads_as_the_standard_library_writes_it(args):
     # what the field says of each option (`_option`), written as json.dumps writes it
     given_ = {k: v for k, v in args.items() if k not in ("conn", "pipeline") and v is not None}
-    kept = {k: audit._option(k, v, ()) for k, v in given_.items()}
+    kept = {k: audit.entry._option(k, v, ()) for k, v in given_.items()}
 
     class Conn:
         _secrets = ()

@@ -1,0 +1,427 @@
+"""The recorder: one path writes every entry (`audited`, `recorded`), beside the
+transition it records, with what came of it."""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import struct
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from ..checks import whole
+from ..connector import Beside
+from ..errors import EMQError, Halted, InvalidName
+from ..keyspace import AUDIT_WHO, audit_key
+from .context import _surface, in_surface
+from .entry import (
+    _NO_ARGS,
+    KEEP,
+    MAX_ARG,
+    _one_line,
+    _unsent,
+    ids_field,
+    options,
+    outcome_of,
+    storable,
+    touched,
+)
+from .identities import _who_values, identity
+from .reading import _written, _written_lock
+
+if TYPE_CHECKING:
+    from ..connector import Connection
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# the queue underneath: recorded when an operator typed or clicked them (inside a
+# `surface` block), never when a worker or a producer calls them from Python
+UNDERNEATH = frozenset({"enqueue", "claim", "complete", "fail"})
+
+
+class AuditNotWritten(UserWarning):
+    """A verb ran but its audit entry could not be written (outside a surface block)."""
+
+
+_open: contextvars.ContextVar[Record | None] = contextvars.ContextVar("emq_audit_open", default=None)
+
+# -- the recorder --------------------------------------------------------------------------------
+
+
+class Record(Beside):
+    """One writing call being recorded, as a context manager (`recorded` is its name
+    at the call site):
+
+        with audit.recorded(conn, "pause", q) as rec:
+            rec.result = admin.pause(conn, q)
+
+    `args` are the options given (scrubbed: `options`), `job` the one job a per-job
+    verb addresses, `keep` the entries kept (`conn.audit_keep`, else `KEEP`),
+    `counts(result, job)` reads count and ids from the answer (`touched`).
+    Writes nothing for a dry run, on a read-only session, or nested in another record.
+
+    Inside the block, set `.result` to the verb's answer (count and ids come from it,
+    `touched`), or call `touch(count, ids)` to say them. On leaving, the entry is
+    written (unless the call writes nothing: `.active` is False) and `.entry` holds its
+    stream id; `.failed` holds the `audit_failed` note when it could not be written.
+    """
+
+    # what a call's record holds until it says otherwise (class defaults: a record is
+    # made on every write, and most of these never change in it)
+    result: Any = None
+    said: tuple[int, list[str]] | None = None
+    entry: Any = None
+    failed: str | None = None
+    active = False
+    # as the transition's own call carries the entry (`within`, `Beside`): the stream's
+    # key, named once the gate has passed the queue's name (`_records`)
+    key = ""
+    sent = False
+    failure: str | None = None
+    # the entry went (or did not) with the transition, in its call (`within`)
+    settled = False
+    # the connection's writing transitions sent before the call (`_unsent`)
+    _writes_before = 0
+    _token: contextvars.Token[Record | None] | None = None
+
+    def __init__(
+        self,
+        conn: Connection,
+        verb: str,
+        queue: str,
+        *,
+        args: Mapping[str, Any] | None = None,
+        job: str | None = None,
+        dry_run: bool = False,
+        keep: int | None = None,
+        counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
+    ):
+        self.conn, self.verb, self.queue, self.args, self.job = conn, verb, queue, args, job
+        self.dry_run, self.counts, self.keep = dry_run, counts, keep
+
+    def touch(self, count: int, ids: Iterable[str] = ()) -> None:
+        """Say what the call touched (instead of reading it from `.result`)."""
+        self.said = (int(count), [str(i) for i in ids])
+
+    def _records(self) -> bool:
+        if self.dry_run or self.conn.read_only or _open.get() is not None:
+            return False
+        try:
+            self.key = audit_key(self.queue)
+        except InvalidName:
+            return False
+        return True
+
+    def __enter__(self) -> Record:
+        self.active = self._records()
+        if self.active:
+            self._writes_before = getattr(self.conn, "writes_sent", 0)
+            self._token = _open.set(self)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> Literal[False]:
+        if self.active:
+            self._close(exc, stacklevel=4)
+        return False
+
+    def _close(self, exc: BaseException | None, stacklevel: int) -> None:
+        """The record's end, for a call that ended with `exc` (None: it answered): the
+        entry written unless its transition carried it (`settled`) or nothing was sent
+        (`_unsent`), and its stream id or `audit_failed` note handed to the surface block,
+        the exception or a warning (`stacklevel`: the verb's caller)."""
+        assert self._token is not None
+        _open.reset(self._token)
+        if exc is not None and _unsent(exc) and getattr(self.conn, "writes_sent", 0) == self._writes_before:
+            return
+        try:
+            if not self.settled:
+                self.entry = self.write(exc)
+        except Exception as fault:
+            self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({_one_line(fault)})"
+        said = _surface.get()
+        if said is not None:
+            if self.entry is not None:
+                said.entries.append((self.queue, self.entry))
+            if self.failed:
+                said.failed.append(self.failed)
+        if self.failed:
+            if exc is not None:
+                exc.add_note(self.failed)
+            elif said is None:
+                warnings.warn(self.failed, AuditNotWritten, stacklevel=stacklevel)
+
+    def fields(self, exc: BaseException | None) -> dict[str, str]:
+        """The entry's fields for a call that ended with `exc` (None: it answered)."""
+        outcome = outcome_of(exc)
+        count: int | None
+        if outcome == "done":
+            count, ids = self.said if self.said is not None else self.counts(self.result, self.job)
+        elif isinstance(exc, Halted):
+            count, ids = exc.moved, []
+        else:
+            # refused: nothing touched; cut or failed: how much ran is not known
+            count = 0 if outcome.startswith("refused") else None
+            ids = [self.job] if self.job else []
+        return {
+            "verb": self.verb,
+            "outcome": outcome,
+            "count": "" if count is None else str(count),
+            "ids": ids_field(ids),
+            "args": options(self.conn, self.args),
+            **identity(self.conn),
+        }
+
+    def kept(self) -> int:
+        return whole(
+            self.keep if self.keep is not None else getattr(self.conn, "audit_keep", KEEP), "audit_keep"
+        )
+
+    def write(self, exc: BaseException | None) -> str:
+        """XADD the entry; answers its stream id. A wire fault raises `WireError`."""
+        entry = append(self.conn, self.queue, self.fields(exc), self.kept())
+        self._noted()
+        return entry
+
+    def _noted(self) -> None:
+        if self.queue in _written.get(self.conn.label, ()):
+            return
+        with _written_lock:
+            _written.setdefault(self.conn.label, set()).add(self.queue)
+
+    def within(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
+        """Run `call(*a, **kw)`, a verb that runs one transition, whose entry that
+        transition's own call writes (`Beside`: its audited twin, one round trip where
+        `write` after the reply is a second): the entry is there exactly when the
+        transition ran, with the outcome its reply says (`done`, `refused:<reason>`,
+        `error`), even when the reply is then lost on the wire. A verb that raises
+        before its transition goes out, or whose transition has no twin (a native
+        command), leaves the record to `write`, after."""
+        if not self.active:
+            return call(*a, **kw)
+        try:
+            self.result = self.carrying(call, *a, **kw)
+        finally:
+            self._settle()
+        return self.result
+
+    def carried(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
+        """`with self: return self.within(call, *a, **kw)`, in one frame: the path of
+        every call of a verb declared `single` (`audited`), where each frame a record
+        adds reads several times its cost between two round trips (bench/README.md)."""
+        self.__enter__()
+        if not self.active:
+            return call(*a, **kw)
+        try:
+            self.result = self.carrying(call, *a, **kw)
+        except BaseException as exc:
+            self._settle()
+            self._close(exc, stacklevel=4)
+            raise
+        self._settle()
+        self._close(None, stacklevel=4)
+        return self.result
+
+    def _settle(self) -> None:
+        """After the call: when its transition carried the entry (`sent`), the entry is
+        settled, its stream id kept, or the `audit_failed` note of why it is not there."""
+        if self.sent:
+            self.settled = True
+            if self.entry:
+                self.entry = str(self.entry)
+                self._noted()
+            else:
+                self.entry = None
+                if self.failure is not None:
+                    why = str(self.failure)[:MAX_ARG]
+                    self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
+
+    def tail(self, gone: bool) -> bytes:
+        """The entry as the audited twin takes it (`includes/audited.lua`), one argument,
+        a MessagePack array (`_ENTRY`, then each value `_packed`): verb, the count when
+        done, ids, args, keep, '1' when a -1 reply is Gone, then the identity's values in
+        `AUDIT_WHO`'s order. The twin works out the outcome, and the count of a call not
+        done."""
+        who = _packed_who(_who_values(self.conn))
+        if self.job is None and not self.args:  # a queue verb's: the same call after call
+            return _ENTRY + _queue_what(self.verb, self.counts, self.kept(), gone) + who
+        count, ids = self.counts(None, self.job)
+        # the ids are new each call; the rest repeat call after call (kept)
+        said = _packed_kept((self.verb, str(count)))
+        how = _packed_kept((options(self.conn, self.args), str(self.kept()), "1" if gone else ""))
+        return _ENTRY + said + _packed((ids_field(ids),)) + how + who
+
+
+# the entry the twin takes: a MessagePack array of its values (array 16: 0xdc, then the
+# count in 2 bytes), which the server's own `cmsgpack` reads in C (2 us less a call than a
+# loop in Lua: bench/README.md); each value a MessagePack str 32 (`_packed`)
+_VALUES = 6 + len(AUDIT_WHO)
+_ENTRY = b"\xdc" + _VALUES.to_bytes(2, "big")
+_str32 = struct.Struct(">BI").pack  # 0xdb and a length: a str 32's head
+
+
+def _packed(values: Iterable[str]) -> bytes:
+    """Each value as a MessagePack str 32: 0xdb, its length in 4 bytes (big-endian), then
+    its bytes as the server holds them (an undecodable byte read as a surrogate is that
+    byte again; a lone surrogate is U+FFFD: `storable`), which `cmsgpack` hands to Lua
+    unchanged, whatever they are. A value of 4 GiB or more cannot be said in 4 bytes:
+    `struct.error`, and the entry goes after the bare transition (every value a record
+    makes is cut far below: `MAX_TEXT`, `MAX_ARG`)."""
+    parts: list[bytes] = []
+    for value in values:
+        raw = value.encode() if value.isascii() else storable(value).encode("utf-8", "surrogateescape")
+        parts += (_str32(0xDB, len(raw)), raw)
+    return b"".join(parts)
+
+
+# the identity packed: the same for every call of a session, so kept; and the values a
+# call of a verb says of itself but its ids (its name, its count, its args, keep)
+_packed_who = functools.lru_cache(maxsize=64)(_packed)
+_packed_kept = functools.lru_cache(maxsize=256)(_packed)
+
+
+@functools.lru_cache(maxsize=256)
+def _queue_what(
+    verb: str, counts: Callable[[Any, str | None], tuple[int, list[str]]], keep: int, gone: bool
+) -> bytes:
+    """What a call of a queue verb with no options says of itself, packed as `Record.tail`
+    packs it: the same for each call (pause, resume), so kept."""
+    count, ids = counts(None, None)
+    return _packed((verb, str(count), ids_field(ids), _NO_ARGS, str(keep), "1" if gone else ""))
+
+
+def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
+    """Say what the call being recorded touched, from inside it (a verb whose answer
+    does not say it: `obliterate_all` answers its calls). `count` may be a function,
+    called only inside a record (a count that reads the server is read only then).
+    Outside a record: nothing."""
+    rec = _open.get()
+    if rec is not None:
+        rec.touch(count() if callable(count) else count, ids)
+
+
+def append(conn: Connection, queue: str, fields: Mapping[str, str], keep: int = KEEP) -> str:
+    """`XADD emq:audit:{q} MAXLEN ~ keep * field value ...`; answers the entry's id."""
+    flat = [storable(part) for pair in fields.items() for part in pair]
+    return str(conn.command("XADD", audit_key(queue), "MAXLEN", "~", keep, "*", *flat))
+
+
+# the recorder as a call site reads it: `with audit.recorded(conn, verb, q) as rec:`
+recorded = Record
+
+
+def audited(
+    verb: str,
+    *,
+    queue: str = "q",
+    job: str | None = None,
+    counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
+    single: bool = False,
+) -> Callable[[F], F]:
+    """A decorator recording every call of a writing domain verb `fn(conn, q, ...)`:
+
+        @audited("remove", job="job_id")
+        def remove_job(conn, q, job_id, dedup=None): ...
+
+    `queue` and `job` name the parameters holding the queue and the one job; the other
+    arguments given (not the defaults) are the record's `args`; a true `dry_run`
+    argument writes nothing, nor a call queued in its caller's `pipeline` (a producer's
+    batch: not run yet). A verb of the queue underneath (`UNDERNEATH`: enqueue, claim,
+    complete, fail) is recorded only inside a `surface` block (typed or clicked).
+    `single`: the verb runs one transition and its answer says no more than its
+    outcome, so that transition's own call writes the entry (`Record.within`)."""
+
+    def wrap(fn: F) -> F:
+        signature = inspect.signature(fn)
+        first = next(iter(signature.parameters))
+        # the arguments given, by name: the parameters a call may fill by position, in order
+        by_position = [
+            p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ]
+        names = frozenset(signature.parameters)
+        required = frozenset(p.name for p in signature.parameters.values() if p.default is p.empty)
+
+        every_position = len(by_position)
+        # a call giving at least the required parameters by position, no more than there
+        # are, and nothing by name, binds them in order: where every parameter may be given
+        # by position or by name, or only by name with a default (else never: -1)
+        plain_kinds = all(
+            p.kind is p.POSITIONAL_OR_KEYWORD or (p.kind is p.KEYWORD_ONLY and p.default is not p.empty)
+            for p in signature.parameters.values()
+        )
+        least = len(required) if plain_kinds else -1
+        # what is not the record's `args`: the connection, the queue, the one job
+        not_args = frozenset({first, queue, job})
+
+        def given(a: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
+            """What `signature.bind(*a, **kw).arguments` answers, in one step for a call
+            that fits (the usual one); `bind` itself otherwise (its TypeError included)."""
+            if not kw and 0 <= least <= len(a) <= every_position:
+                return dict(zip(by_position, a, strict=False))
+            if len(a) <= every_position and names.issuperset(kw):
+                bound = dict(zip(by_position, a, strict=False))
+                if not kw.keys() & bound.keys() and required.issubset(bound.keys() | kw.keys()):
+                    return {**bound, **kw}
+            return dict(signature.bind(*a, **kw).arguments)
+
+        underneath = verb in UNDERNEATH
+        # a call of the connection, the queue and (a per-job verb) the job, by position
+        # and nothing else, the usual one: its parts read straight from `a`
+        bare_call = 3 if job is not None and by_position[:3] == [first, queue, job] else 2
+        if by_position[:2] != [first, queue] or not 0 <= least <= bare_call:
+            bare_call = 0
+
+        @functools.wraps(fn)
+        def run(*a: Any, **kw: Any) -> Any:
+            if not kw and least <= len(a) <= bare_call:
+                conn, q, named, extra = a[0], a[1], (a[2] if len(a) == 3 else None), None
+            else:
+                try:
+                    bound = given(a, kw)
+                except TypeError:
+                    return fn(*a, **kw)  # let the verb raise its own TypeError
+                if bound.get("pipeline") is not None:
+                    return fn(*a, **kw)
+                conn, q = bound[first], bound.get(queue)
+                # the options given (none when only the connection, the queue and the job are)
+                plain = len(bound) == 2 or (len(bound) == 3 and job in bound)
+                extra = None if plain else {k: v for k, v in bound.items() if k not in not_args}
+                named = bound.get(job) if job else None
+            if (
+                _open.get() is not None
+                or not isinstance(q, str)
+                or getattr(conn, "read_only", True)
+                or (underneath and not in_surface())
+            ):
+                return fn(*a, **kw)
+            rec = recorded(
+                conn,
+                verb,
+                q,
+                args=extra,
+                job=named if isinstance(named, str) else None,
+                dry_run=bool(extra and extra.get("dry_run")),
+                counts=counts,
+            )
+            if single:
+                return rec.carried(fn, *a, **kw)
+            with rec:
+                rec.result = fn(*a, **kw)
+            return rec.result
+
+        run.__audited__ = verb  # type: ignore[attr-defined]
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
+def failure_line(exc: BaseException) -> str:
+    """The one line of an exception with its audit note, for a surface that prints errors
+    as one line (`EMQError: ... · audit_failed: ...`)."""
+    notes = [n for n in getattr(exc, "__notes__", ()) if str(n).startswith("audit_failed")]
+    head = f"{type(exc).__name__}: {exc}" if isinstance(exc, EMQError) else _one_line(exc)
+    return head + "".join(f" · {n}" for n in notes)
