@@ -191,7 +191,7 @@ def health(
         first.on(i, "minutes").zrangebyscore(latency_index_key(q), window[0], window[-1])
         first.on(i, "expired").zcount(queue_key(q, "active"), "-inf", now)
         if c["pending"] or c["schedule"] or c["dead"]:
-            asked = [now - OVERDUE_MS, lanes.HEAD_BYTES, lanes.measured_only(conn)]
+            asked = [now - OVERDUE_MS, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
             conn.run("read_ends", [base(q)], asked, verb="health", pipeline=first.on(i, "ends"))
         if c["lanes"]:
             lanes.heads(conn, q, LANE_SAMPLE, LANE_WALK, first.on(i, "lanes"))
