@@ -299,7 +299,10 @@ class _Ends:
             out.due = int(due) if due is not None else None
             out.newest = float(newest) if newest is not None else None
             pending = queue_key(q, "pending")
-            where = {"head": f"the head of {pending}", "band": f"the first job of {pending}'s lowest priority"}
+            where = {
+                "head": f"the head of {pending}",
+                "band": f"the first job of {pending}'s lowest priority",
+            }
             for at in range(0, len(unread) - 1, 2):
                 out.unread.append(lanes.unread_head(where.get(unread[at], unread[at]), int(unread[at + 1])))
         for size in lanes.heads_unread(lane_reply):
