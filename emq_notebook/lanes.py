@@ -50,7 +50,7 @@ LANE_EXACT = 1000
 # sample of pending): no command answers a member's length and a read copies it whole,
 # and another node may write a job id of many MB (a 30 MB head read in a script held
 # Valkey 50 to 58 ms, 10 MB 13 to 17). A longer one, measured first without being read
-# (lua/includes/ends.lua `member_bytes`: MEMORY USAGE), stays on the server and the look
+# (lua/includes/ends.lua `probe`: MEMORY USAGE), stays on the server and the look
 # says it (`HEADS_UNREAD`). No job id the toolkit writes is over 65,536 bytes
 # (keyspace.MAX_SERVER_ID): a longer one is foreign, and no row is keyed by it.
 HEAD_BYTES = 1 << 20

@@ -18,7 +18,7 @@
 -- hand), the jobs waiting in them, the lanes skipped uncounted (a name over MAX_ID
 -- bytes, of which no key is built, or a backlog key that is no sorted set), then the
 -- heads' ids; a head not read (over ARGV[5] bytes as measured first, includes/ends.lua
--- `member_bytes`: another node's id of 30 MB held Valkey 50 ms read here) stands as its
+-- `readable_at`: another node's id of 30 MB held Valkey 50 ms read here) stands as its
 -- bytes, a number (-1: not measurable). A walk may meet a lane twice when the set
 -- shrinks between calls (only an obliterate takes lanes out). A groups key that is no
 -- set is walked as an empty one.
@@ -42,7 +42,7 @@ local cursor, examined = each_lane(base .. 'groups', ARGV[1], most, bytes, funct
   jobs = jobs + n
   if n > 0 and #heads < want then
     if longest then
-      local ok, size = readable(key, n, 0, longest, measured_only)
+      local ok, size = readable_at(probe(key, longest, measured_only, n), 0)
       if not ok then
         heads[#heads + 1] = size
         return lane_cost(g)
