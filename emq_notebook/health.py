@@ -190,31 +190,21 @@ def health(
         # the minutes of the window that have histograms (an idle queue has none)
         first.on(i, "minutes").zrangebyscore(latency_index_key(q), window[0], window[-1])
         first.on(i, "expired").zcount(queue_key(q, "active"), "-inf", now)
-        if c["pending"]:
-            first.on(i, "head").zrange(queue_key(q, "pending"), 0, 0, withscores=True)
-            first.on(i, "tail").zrevrange(queue_key(q, "pending"), 0, 0, withscores=True)
+        if c["pending"] or c["schedule"] or c["dead"]:
+            asked = [now - OVERDUE_MS, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+            conn.run("read_ends", [base(q)], asked, verb="health", pipeline=first.on(i, "ends"))
         if c["lanes"]:
             lanes.heads(conn, q, LANE_SAMPLE, LANE_WALK, first.on(i, "lanes"))
-        if c["schedule"]:
-            due = now - OVERDUE_MS
-            first.on(i, "overdue").zcount(queue_key(q, "schedule"), "-inf", due)
-            first.on(i, "due").zrangebyscore(queue_key(q, "schedule"), "-inf", due, 0, 1, True)
-        if c["dead"]:
-            first.on(i, "died").zrevrange(queue_key(q, "dead"), 0, 0, withscores=True)
     r1 = first.run(len(names))
-    # the second round: the window's wait histograms, the first job of the lowest
-    # priority, and the last claim minute and the age of a queue that claimed nothing
-    # in the window while it has something to claim
+    ends = [_Ends.of(q, r.get("ends"), r.get("lanes")) for q, r in zip(names, r1, strict=True)]
+    # the second round: the window's wait histograms, and the last claim minute and the
+    # age of a queue that claimed nothing in the window while it has something to claim
     second = _Reads(conn)
     for i, q in enumerate(names):
         r = r1[i]
         for m in r["minutes"]:
             second.on(i, "waits", many=True).hgetall(latency_key(q, "wait", int(float(m))))
-        head, tail = r.get("head") or [], r.get("tail") or []
-        if head and tail and tail[0][1] != head[0][1]:
-            band = tail[0][1]
-            second.on(i, "band").zrangebyscore(queue_key(q, "pending"), band, band, 0, 1)
-        backlog = sizes[q]["pending"] or r.get("overdue", 0)
+        backlog = sizes[q]["pending"] or ends[i].overdue
         if _sum(r["claimed"]) == 0 and (backlog or r["expired"]):
             second.on(i, "claims").hkeys(metrics_key(q, "claimed"))
             second.on(i, "created").hget(queue_key(q, "meta"), "created_at")
@@ -223,8 +213,7 @@ def health(
     # (one `@read_rows` call a queue)
     third = _Reads(conn)
     for i, q in enumerate(names):
-        sample = [m for m, _ in r1[i].get("head") or []]
-        sample += [*r2[i].get("band", ()), *lanes.head_ids(r1[i].get("lanes"))]
+        sample = [*ends[i].sample, *lanes.head_ids(r1[i].get("lanes"))]
         if sample:
             asked = [2, TIME_BYTES, "created_at", "due_at", *dict.fromkeys(sample)]
             conn.run("read_rows", [base(q)], asked, verb="health", pipeline=third.on(i, "times"))
@@ -238,7 +227,7 @@ def health(
         row: dict[str, Any] = {
             **{k: int(c[k]) for k in ("pending", "active", "schedule", "dead")},
             "paused": bool(c["paused"]),
-            "oldest_pending_s": _oldest(now, r3[i].get("times", ()), r.get("due", ())),
+            "oldest_pending_s": _oldest(now, r3[i].get("times", ()), ends[i].due),
             "claimed_5m": claimed,
             "completed_5m": completed,
             "failed_5m": failed,
@@ -249,14 +238,13 @@ def health(
         created = _whole(r2[i].get("created"))
         age = (now - created) / 1000 if created is not None else math.nan
         claims = [n for n in map(_whole, r2[i].get("claims", ())) if n is not None]
-        died = r.get("died") or []
         row["verdict"], row["why"] = judge(
             row,
             now,
             max(claims) if claims else None,
             age,
-            overdue=int(r.get("overdue", 0)),
-            newest_dead_ms=float(died[0][1]) if died else None,
+            overdue=ends[i].overdue,
+            newest_dead_ms=ends[i].newest,
         )
         records.append({"queue": q, **row})
     frame = pd.DataFrame.from_records(records, columns=["queue", *HEALTH_COLUMNS]).set_index("queue")
@@ -282,20 +270,58 @@ def health(
     )
     # what the counts say of lane backlogs a look did not sum whole (`lanes.notes`)
     typed.attrs[lanes.WATCHED] = dict(counts.attrs.get(lanes.WATCHED, {}))
+    # the members at the ends of the sets it left on the server (`lanes.HEAD_BYTES`)
+    typed.attrs[lanes.HEADS_UNREAD] = {q: e.unread for q, e in zip(names, ends, strict=True) if e.unread}
     return by_severity(typed)
 
 
-def _oldest(now: int, times: Any, due: Any) -> float:
+class _Ends:
+    """What one `@read_ends` call (and the lanes' sample beside it) read of a queue:
+    `sample`, the ids whose rows' times are read (pending's head, the first job of its
+    lowest priority); `overdue`, the scheduled jobs due over `OVERDUE_MS` ago; `due`, the
+    earliest due time among them; `newest`, when the newest dead job died; `unread`, what
+    the look says of each member it left on the server (over `lanes.HEAD_BYTES`)."""
+
+    def __init__(self) -> None:
+        self.sample: list[str] = []
+        self.overdue = 0
+        self.due: int | None = None
+        self.newest: float | None = None
+        self.unread: list[str] = []
+
+    @classmethod
+    def of(cls, q: str, reply: list | None, lane_reply: list | None) -> _Ends:
+        out = cls()
+        if reply:
+            head, band, overdue, due, newest, *unread = reply
+            out.sample = [m for m in (head, band) if isinstance(m, str)]
+            out.overdue = int(overdue or 0)
+            out.due = int(due) if due is not None else None
+            out.newest = float(newest) if newest is not None else None
+            pending = queue_key(q, "pending")
+            where = {
+                "head": f"the head of {pending}",
+                "band": f"the first job of {pending}'s lowest priority",
+            }
+            for at in range(0, len(unread) - 1, 2):
+                out.unread.append(lanes.unread_head(where.get(unread[at], unread[at]), int(unread[at + 1])))
+        for size in lanes.heads_unread(lane_reply):
+            out.unread.append(lanes.unread_head(f"the head of a lane of {q}", size))
+        return out
+
+
+def _oldest(now: int, times: Any, due: int | None) -> float:
     """Seconds the longest-waiting sampled job has waited: the later of each row's
     `created_at` and `due_at` (as `@read_rows` answers them; a row with neither, or with
-    fields too long to be times, is skipped), and the due time of the most overdue
-    scheduled job. NaN when none is known."""
+    fields too long to be times, is skipped), and `due`, the due time of the most
+    overdue scheduled job. NaN when none is known."""
     starts = []
     for created, due_at, *_ in times:
         known = [t for t in (_whole(created), _whole(due_at)) if t is not None]
         if known:
             starts.append(max(known))
-    starts += [int(float(score)) for _, score in due]
+    if due is not None:
+        starts.append(due)
     return max(0.0, (now - min(starts)) / 1000) if starts else math.nan
 
 

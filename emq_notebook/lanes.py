@@ -46,6 +46,14 @@ NAMES_A_CALL = 2000
 # look, its pass carried on from look to look (`watched`): a dashboard refreshing every
 # 2 s sums 100,000 lanes in about 3 min, a million in about half an hour
 LANE_EXACT = 1000
+# the longest member a watching look reads at the end of a set (a lane's head, health's
+# sample of pending): no command answers a member's length and a read copies it whole,
+# and another node may write a job id of many MB (a 30 MB head read in a script held
+# Valkey 50 to 58 ms, 10 MB 13 to 17). A longer one, measured first without being read
+# (lua/includes/ends.lua `probe`: MEMORY USAGE), stays on the server and the look
+# says it (`HEADS_UNREAD`). No job id the toolkit writes is over 65,536 bytes
+# (keyspace.MAX_SERVER_ID): a longer one is foreign, and no row is keyed by it.
+HEAD_BYTES = 1 << 20
 
 
 @contract("claim", writes=True)
@@ -296,7 +304,18 @@ class Backlog:
 
 
 def _step(conn: Connection, q: str, cursor: str, most: int, pipe: Any, heads: int = 0) -> None:
-    conn.run("lane_backlog", [base(q)], [cursor, most, BYTE_BUDGET, heads], verb="lanes", pipeline=pipe)
+    asked: list[Any] = [cursor, most, BYTE_BUDGET, heads]
+    if heads:
+        asked += [HEAD_BYTES, measured_only(conn)]
+    conn.run("lane_backlog", [base(q)], asked, verb="lanes", pipeline=pipe)
+
+
+def measured_only(conn: Connection) -> str:
+    """'1' when a script may read only the set members it measured first (a server: a
+    member of many MB read holds it), '' on the embedded fakeredis, which has no MEMORY
+    command to measure with: its sets are this process's own memory, and a read there
+    holds no server (lua/includes/ends.lua `readable`)."""
+    return "" if type(conn.client).__module__.startswith("fakeredis") else "1"
 
 
 def backlogs(conn: Connection, queues: Iterable[str]) -> dict[str, Backlog]:
@@ -325,13 +344,28 @@ def backlog(conn: Connection, q: str) -> int:
 def heads(conn: Connection, q: str, most: int, lanes_: int, pipe: Any) -> None:
     """Queue on `pipe` one `@lane_backlog` call from the set's start: at most `lanes_`
     lanes examined, answering the id of the first job of each of the first `most` with a
-    backlog (`head_ids` reads them from its reply). Health's lane sample."""
+    backlog (`head_ids` reads them from its reply), each measured first and read only
+    within `HEAD_BYTES` (`heads_unread`: those left on the server). Health's lane sample."""
     _step(conn, q, "0", lanes_, pipe, most)
 
 
 def head_ids(reply: list | None) -> list[str]:
     """The heads' ids a `@lane_backlog` reply holds (none for no reply)."""
-    return list(reply[4:]) if reply else []
+    return [h for h in reply[4:] if isinstance(h, str)] if reply else []
+
+
+def heads_unread(reply: list | None) -> list[int]:
+    """The bytes of each head a `@lane_backlog` reply left unread, as measured (over
+    `HEAD_BYTES`; -1: not measurable)."""
+    return [int(h) for h in reply[4:] if isinstance(h, int)] if reply else []
+
+
+def unread_head(where: str, size: int) -> str:
+    """What a look says of a member it left on the server (`HEAD_BYTES`): "the head of
+    emq:{q}:pending not read: about 30.0 MB"."""
+    if size < 0:
+        return f"{where} not read: its size could not be measured"
+    return f"{where} not read: about {size / 1e6:,.1f} MB, over {HEAD_BYTES:,} bytes (another node's)"
 
 
 @dataclass(frozen=True)
@@ -464,15 +498,22 @@ WATCHED = "lanes_watched"
 # where `frames.counts` leaves the keys of a queue it could not count (another type than
 # its own, written by another client): the frame's `attrs[UNREAD]`, {queue: [key, ...]}
 UNREAD = "keys_unread"
+# where health leaves the members at the ends of a queue's sets it did not read (over
+# `HEAD_BYTES`): the frame's `attrs[HEADS_UNREAD]`, {queue: [what `unread_head` says]}
+HEADS_UNREAD = "heads_unread"
 
 
 def notes(frame: Any, now: float | None = None) -> dict[str, str]:
     """{queue: what a view says beside its counts} for each queue of a counts frame
     whose lane backlog a watching look did not sum whole (`LaneCount.note`), or which
-    holds a key of another type than its own, counted as empty (`UNREAD`)."""
+    holds a key of another type than its own, counted as empty (`UNREAD`), or a member at
+    the end of a set too long to read (`HEADS_UNREAD`)."""
     attrs = getattr(frame, "attrs", {})
     said = {q: count.note(now) for q, count in attrs.get(WATCHED, {}).items()}
     for q, keys in attrs.get(UNREAD, {}).items():
         unread = f"{', '.join(keys)} {'holds' if len(keys) == 1 else 'hold'} another type: counted as empty"
+        said[q] = f"{said[q]}; {unread}" if said.get(q) else unread
+    for q, heads_ in attrs.get(HEADS_UNREAD, {}).items():
+        unread = "; ".join(heads_)
         said[q] = f"{said[q]}; {unread}" if said.get(q) else unread
     return {q: note for q, note in said.items() if note}

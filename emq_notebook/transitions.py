@@ -133,6 +133,7 @@ TABLE: dict[str, Transition] = {
         Transition("read_repeats"),
         Transition("read_lanes"),
         Transition("read_audit"),
+        Transition("read_ends"),
         Transition("lane_backlog"),
         Transition("lane_set"),
         Transition("reprocess_dead"),

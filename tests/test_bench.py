@@ -30,6 +30,10 @@ SMALL = {
 OTHER = {
     "read_job_names.py": (["--repeat", "1"], "measured/listed x"),
     "repeat_tick.py": (["--scale", "0.01", "--ticks", "1"], "worst tick call: "),
+    "big_heads.py": (
+        ["--sizes", "1.5", "--places", "head", "--looks", "health", "--repeat", "1", "--queues", "5"],
+        "worst call before/now: ",
+    ),
 }
 
 

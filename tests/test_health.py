@@ -268,8 +268,9 @@ def test_health_reads_two_time_fields_of_a_bounded_sample_of_rows(conn, monkeypa
     monkeypatch.undo()
     assert h.loc["big", "dead"] == 1 and sent
     assert [a for a in sent if any(":job:" in str(x) for x in a)] == []  # no row read by name
-    # the lanes are walked by `@lane_backlog` (their sizes and heads, no row)
-    assert {name for name, _, _ in runs} == {"read_rows", "lane_backlog"}
+    # the lanes are walked by `@lane_backlog` (their sizes and heads, no row), the ends of
+    # pending, the schedule and the dead set read by `@read_ends` (ids and scores, no row)
+    assert {name for name, _, _ in runs} == {"read_rows", "lane_backlog", "read_ends"}
     rows_read = [(name, keys, args) for name, keys, args in runs if name == "read_rows"]
     assert [(name, keys, args[:4]) for name, keys, args in rows_read] == [
         ("read_rows", ["emq:{big}:"], [2, health.TIME_BYTES, "created_at", "due_at"])

@@ -290,6 +290,8 @@ class Dashboard(Panel):
         if counts.empty:
             return counts
         verdicts = frames.health(self.conn, counts=counts)
+        # the members health left unread (`lanes.HEADS_UNREAD`), said with the counts' notes
+        counts.attrs[lanes.HEADS_UNREAD] = verdicts.attrs.get(lanes.HEADS_UNREAD, {})
         return counts.loc[verdicts.index].join(verdicts[["verdict", "why"]])
 
     def _summary_html(self, shown: pd.DataFrame) -> str:

@@ -1,0 +1,114 @@
+"""Do no harm while watching (SPEC 11): a member of many MB another node put at an end of
+a queue's sets (pending's head, the first job of its lowest priority, a lane's head, the
+schedule's due head, the newest dead) is never read by a watching look (health, a
+dashboard refresh, HealthView): no command answers a member's length and a read copies
+it whole (30 MB held Valkey 14 to 58 ms). On a private Valkey the look measures it first
+(MEMORY USAGE), leaves it on the server and says so (`lanes.HEADS_UNREAD`,
+`lanes.notes`); a score alone (the newest death, the due time, the lowest priority) is
+found without its member. On the embedded fakeredis (this process's own memory, no
+MEMORY command) the members are read as before. Counted (the bytes the server wrote to
+its clients), never timed: bench/big_heads.py has the time each held."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harm import bounded, written_out
+
+import emq_notebook as emq
+from emq_notebook import frames, health, jobs, lanes
+from emq_notebook.keyspace import base
+from emq_notebook.widgets import Dashboard
+
+# over lanes.HEAD_BYTES, and small enough for a quick test
+BIG = 3 << 20
+Q = "big"
+
+
+def stage(conn: emq.Connection) -> int:
+    """A queue of two priorities, a lane, a due schedule and dead jobs, then another
+    node's ids of BIG bytes at each end a look reads; answers the server's time (ms)."""
+    for i in range(200):  # more than a listpack holds: a skiplist, whose tail is unmeasured
+        jobs.enqueue(conn, Q, "{}", id=f"j_{i:04d}", priority=i % 2)
+    jobs.enqueue(conn, Q, "{}", group="acme", id="j_acme")
+    c = conn.client
+    now = conn.server_ms()
+    dead = {f"d_{i:04d}": now - 3 * 3_600_000 - i for i in range(200)}
+    c.zadd(f"emq:{{{Q}}}:dead", dead)
+    c.zadd(f"emq:{{{Q}}}:schedule", {f"s_{i:04d}": now - 600_000 + i for i in range(200)})
+    c.zadd(f"emq:{{{Q}}}:pending", {"A" * BIG: -1, "0" * BIG: 1})  # the head; the band's first
+    c.zadd(f"emq:{{{Q}}}:g:acme:pending", {"B" * BIG: -1})
+    c.zadd(f"emq:{{{Q}}}:schedule", {"C" * BIG: now - 3_600_000})  # due an hour ago
+    c.zadd(f"emq:{{{Q}}}:dead", {"D" * BIG: now - 2 * 3_600_000})  # the newest, 2 h ago
+    return now
+
+
+def test_a_look_never_reads_a_huge_member_at_an_end_and_says_it(harm):
+    """Health reads neither huge id on a server (less than a MB crosses the wire for four
+    ids of 3 MB), says each left, and still judges from the scores: the schedule due an
+    hour ago, the newest dead 2 h ago. Before, each was read: 15 MB sent."""
+    conn, srv = harm
+    stage(conn)
+    h, out = bounded(lambda: written_out(conn, srv, lambda: frames.health(conn, [Q])), srv, what="health")
+    assert h.loc[Q, "schedule"] == 201 and h.loc[Q, "dead"] == 201 and h.loc[Q, "pending"] == 204
+    # the due head's score is the oldest a sample knows: an hour
+    assert 3_590 <= h.loc[Q, "oldest_pending_s"] <= 3_700
+    assert h.loc[Q, "verdict"] == "stuck"
+    said = h.attrs[lanes.HEADS_UNREAD].get(Q, [])
+    if srv is None:  # the embedded fake: no MEMORY command, its own memory; read as before
+        assert said == [] and lanes.notes(h) == {}
+        return
+    assert out is not None and out < 1 << 20
+    assert len(said) == 3, said
+    assert said[0].startswith(f"the head of emq:{{{Q}}}:pending not read: about 3.")
+    assert said[1].startswith(f"the first job of emq:{{{Q}}}:pending's lowest priority not read")
+    assert said[2].startswith(f"the head of a lane of {Q} not read")
+    assert all(f"over {lanes.HEAD_BYTES:,} bytes" in s for s in said)
+    assert "not read" in lanes.notes(h)[Q]
+
+
+def test_the_newest_dead_is_found_without_reading_it(harm):
+    """A queue of dead jobs only, the newest of them another node's 3 MB id: its verdict
+    says when it died (found by its score alone), and the id is not read on a server."""
+    conn, srv = harm
+    now = conn.server_ms()
+    c = conn.client
+    c.hset(f"emq:{{{Q}}}:meta", "created_at", now - 86_400_000)
+    c.zadd(f"emq:{{{Q}}}:dead", {f"d_{i:04d}": now - 5 * 3_600_000 - i for i in range(300)})
+    c.zadd(f"emq:{{{Q}}}:dead", {"D" * BIG: now - 2 * 3_600_000})
+    h, out = bounded(lambda: written_out(conn, srv, lambda: frames.health(conn, [Q])), srv, what="health")
+    assert h.loc[Q, "verdict"] == "dead_letters"
+    assert h.loc[Q, "why"].startswith("301 dead, the newest 2 h ago")
+    if srv is not None:
+        assert out is not None and out < 1 << 20
+
+
+def test_a_dashboard_refresh_says_the_head_it_left(harm):
+    """The dashboard's overview goes on (a verdict for the queue) and its summary says the
+    head left on the server; nothing huge crosses the wire on a server."""
+    conn, srv = harm
+    jobs.enqueue(conn, Q, "{}", id="j_1")
+    conn.client.zadd(f"emq:{{{Q}}}:pending", {"A" * BIG: -1})
+    d: Any = bounded(lambda: Dashboard(conn, auto=False), srv, what="opening the dashboard")
+    try:
+        _, out = bounded(lambda: written_out(conn, srv, d.refresh), srv, what="a refresh")
+        assert d.overview.loc[Q, "verdict"] in health.SEVERITY
+        if srv is None:
+            assert "not read" not in d.summary.value
+        else:
+            assert out is not None and out < 1 << 20
+            assert f"the head of emq:{{{Q}}}:pending not read" in d.summary.value
+    finally:
+        d.close()
+
+
+def test_scores_are_found_exactly_where_no_member_is_read(harm):
+    """The lowest priority's first job and the due time found by ZCOUNTs alone are the
+    ones a plain read finds, on sets of any size, priorities far apart included."""
+    conn, srv = harm
+    for i in range(300):
+        jobs.enqueue(conn, Q, "{}", id=f"j_{i:04d}", priority=(0, 7, 1_000_000)[i % 3])
+    now = conn.server_ms()
+    asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+    got = conn.run("read_ends", [base(Q)], asked)
+    assert got[:3] == ["j_0000", "j_0002", None]
