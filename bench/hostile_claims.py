@@ -1,0 +1,151 @@
+"""What other nodes can make one call of the claims, their metrics and latency trims and
+the repeat tick cost: the longest call the server ran (SLOWLOG, every call over 0.1 ms
+logged) and the longest PING another process waited (`common.Pinger`), against 20 ms.
+
+    python bench/hostile_claims.py [--only NAME ...]
+
+One private Valkey (`common.server`); each attack filled from a flushed server, then
+run through the toolkit (the Worker, `jobs.claim`, `lanes.claim`, `repeat.tick`).
+The last line: `worst call against 20 ms: R (X ms, name)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from common import connect, server, shared_cpu_flag
+from hostile import measured
+
+from emq_notebook import Worker, jobs, lanes, repeat
+from emq_notebook.keyspace import base, metrics_key, queue_key
+
+Q = "tenants"
+B = base(Q).encode()
+
+
+def worker(conn, grouped: bool = False, jobs_: int = 1) -> Callable[[], Any]:
+    def run() -> None:
+        w = Worker(conn, Q, lambda *a: None, grouped=grouped, idle_sleep=10)
+        got = w.run(max_jobs=jobs_, timeout=30)
+        print(f"  worker: {got} job(s), bad_rows {w.bad_rows}")
+
+    return run
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", nargs="*", default=None, help="attack names to run")
+    shared_cpu_flag(p)
+    ns = p.parse_args()
+    worst: dict[str, float] = {}
+    with server(shared_cpu=ns.shared_cpu) as srv:
+        conn = connect(srv)
+        c = redis.Redis(port=srv.port)
+        c.config_set("slowlog-log-slower-than", 100)
+        c.config_set("slowlog-max-len", 100_000)
+
+        def case(name: str, fill: Callable[[], None], fn: Callable[[], Any]) -> None:
+            if ns.only and name not in ns.only:
+                return
+            c.flushall()
+            c.hset(queue_key(Q, "meta"), "created_at", "1")
+            fill()
+            worst[name] = measured(c, srv.port, name, fn)
+
+        def job(group: str | None = None) -> None:
+            jobs.enqueue(conn, Q, "{}", group=group, priority=0)
+
+        def head_1mb_row() -> None:
+            # a job another node wrote with an id of 1 MB, at the head of pending
+            jid = b"h" * (1 << 20)
+            c.hset(B + b"job:" + jid, mapping={"payload": "{}", "state": "pending", "attempts": "0"})
+            c.zadd(queue_key(Q, "pending"), {jid: 0})
+
+        case("flat-head-1MB-id-row", head_1mb_row, lambda: jobs.claim(conn, Q))
+
+        def head_4mb_ghost() -> None:
+            c.zadd(queue_key(Q, "pending"), {b"g" * (4 << 20): 0})
+            job()
+
+        case("flat-head-4MB-ghost", head_4mb_ghost, worker(conn))
+
+        def ghosts_100k() -> None:
+            pipe = c.pipeline(transaction=False)
+            for i in range(300):
+                pipe.zadd(queue_key(Q, "pending"), {b"%04d" % i + b"\xfe" * 100_000: 0})
+            pipe.execute()
+            job()
+
+        case("flat-300-ghosts-100KB", ghosts_100k, worker(conn))
+
+        def big_lanes(size: int, n: int) -> Callable[[], None]:
+            def fill() -> None:
+                pipe = c.pipeline(transaction=False)
+                for i in range(n):
+                    g = b"%04d" % i + b"\xff" * size
+                    pipe.hset(B + b"g:" + g + b":meta", mapping={"ring": "1", "paused": "1"})
+                    pipe.rpush(queue_key(Q, "ring"), g)
+                pipe.execute()
+                job("ok")
+
+            return fill
+
+        case("ring-200-lanes-1MB", big_lanes(1 << 20, 200), worker(conn, grouped=True))
+        case("ring-4-lanes-4MB", big_lanes(4 << 20, 4), worker(conn, grouped=True))
+        case("ring-2000-lanes-60KB", big_lanes(60_000, 2000), worker(conn, grouped=True))
+
+        def lane_ghosts() -> None:
+            job("a")
+            pipe = c.pipeline(transaction=False)
+            for i in range(300):
+                pipe.zadd(B + b"g:a:pending", {b"%04d" % i + b"\xfe" * 100_000: -1})
+            pipe.execute()
+
+        case("lane-300-ghosts-100KB", lane_ghosts, worker(conn, grouped=True))
+
+        def metrics_names(size: int, n: int) -> Callable[[], None]:
+            def fill() -> None:
+                c.hset(queue_key(Q, "meta"), "metrics_keep", "5")
+                pipe = c.pipeline(transaction=False)
+                for i in range(n):
+                    pipe.hset(metrics_key(Q, "claimed"), b"%05d" % i + b"9" * size, "1")
+                pipe.execute()
+                job()
+
+            return fill
+
+        case("metrics-4000-names-10KB", metrics_names(10_000, 4000), lambda: jobs.claim(conn, Q))
+        case("metrics-5000-names-100KB", metrics_names(100_000, 5000), lambda: jobs.claim(conn, Q))
+
+        def latency_names() -> None:
+            c.hset(queue_key(Q, "meta"), "metrics_keep", "5")
+            pipe = c.pipeline(transaction=False)
+            for i in range(600):
+                pipe.zadd(B + b"lat:minutes", {b"%04d" % i + b"m" * 100_000: i})
+            pipe.execute()
+            job()
+
+        case("latency-600-minutes-100KB", latency_names, lambda: jobs.claim(conn, Q))
+
+        def reported_huge() -> None:
+            pipe = c.pipeline(transaction=False)
+            for i in range(100):
+                name = b"bad%03d" % i
+                pipe.hset(B + b"repeat:defs", name, "not json")
+                pipe.zadd(B + b"repeat", {name: 0})
+                pipe.hset(B + b"repeat:reported", name, b"x" * (4 << 20))
+            pipe.execute()
+
+        case("repeat-reported-100x4MB", reported_huge, lambda: repeat.tick(conn, Q))
+
+    name, ms = max(worst.items(), key=lambda kv: kv[1])
+    print(f"worst call against 20 ms: {ms / 20:.2f} ({ms:.2f} ms, {name})")
+
+
+if __name__ == "__main__":
+    time.sleep(0)
+    main()
