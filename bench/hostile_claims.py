@@ -102,6 +102,29 @@ def main() -> None:
         case("ring-4-lanes-4MB", big_lanes(4 << 20, 4), worker(conn, grouped=True))
         case("ring-2000-lanes-60KB", big_lanes(60_000, 2000), worker(conn, grouped=True))
 
+        def small_then_big() -> None:
+            # 15 lanes no claim serves, then 16 of 4 MB: read 16 names at a time, the
+            # ring's 5th read copied the 16 long names at once
+            pipe = c.pipeline(transaction=False)
+            for i in range(31):
+                g = b"s%02d" % i + (b"\xff" * (4 << 20) if i >= 15 else b"")
+                pipe.hset(B + b"g:" + g + b":meta", mapping={"ring": "1", "paused": "1"})
+                pipe.rpush(queue_key(Q, "ring"), g)
+            pipe.execute()
+            job("ok")
+
+        case("ring-15-then-16-lanes-4MB", small_then_big, worker(conn, grouped=True))
+
+        def wrong_types() -> None:
+            # a lane whose backlog is a string, ahead of one with a job; a lane whose
+            # meta is a string is refused typed (the Worker counts it and idles)
+            job("bad")
+            job("ok")
+            c.delete(B + b"g:bad:pending")
+            c.set(B + b"g:bad:pending", "x")
+
+        case("lane-backlog-string", wrong_types, worker(conn, grouped=True))
+
         def lane_ghosts() -> None:
             job("a")
             pipe = c.pipeline(transaction=False)

@@ -115,7 +115,9 @@ local function claim_flat(pending, base, lease, token, kept, more)
   local now = now_ms()
   local skipped, spent = 0, 0
   while true do
-    local head = redis.call('ZRANGE', pending, 0, 0)
+    local head = redis.pcall('ZRANGE', pending, 0, 0)
+    -- pending of another type than a zset (another client's): a row no claim reads
+    if head.err then return bad_row('type', pending) end
     if #head == 0 then return {} end
     local id = head[1]
     local row, bad, read = claim_read(base .. 'job:' .. id, id)
@@ -131,6 +133,15 @@ local function claim_flat(pending, base, lease, token, kept, more)
   end
 end
 
+-- a lane's counts as a claim reads them (lane_counts), or nil and 'type' when its meta
+-- holds another type than a hash (another client's): refused as a meta field no claim
+-- reads is, where WRONGTYPE stopped every claim of the queue with a raw server error
+local function claim_lane_counts(base, g)
+  local ok, limit, active, paused = pcall(lane_counts, base, g)
+  if not ok then return nil, 'type' end
+  return limit, active, paused
+end
+
 -- the grouped claim body: runnable lanes round-robin off the ring. A read pass
 -- first finds the lane to serve and checks its meta and its head row (every lane
 -- met before it too); only then the writes: the lanes passed over leave the
@@ -143,7 +154,7 @@ local function claim_lanes(ring, base, lease, token, kept, more)
   if not keep then return refused end
   local now = now_ms()
   local order, pick, id, read, ghosts = {}, nil, nil, nil, {}
-  local i, skipped, spent, longest, chunk = 0, 0, 0, 0, 1
+  local i, skipped, spent = 0, 0, 0
   -- stopped: the pass met its bound; inside: within a lane's backlog, not read to its end
   local stopped, inside = false, false
   while not pick do
@@ -151,58 +162,63 @@ local function claim_lanes(ring, base, lease, token, kept, more)
       stopped = true
       break
     end
-    -- the ring is read a few lanes at a time (one, then twice as many up to 16, never
-    -- more than the bytes left cover at the longest name yet): the first runnable
-    -- lane usually ends it
-    if i == #order then
-      local want = chunk
-      if longest > 0 then
-        want = math.min(want, math.max(1, math.floor((CLAIM_BYTES - spent) / (longest * ID_WORK))))
-      end
-      chunk = math.min(2 * chunk, 16)
-      local next_lanes = redis.call('LRANGE', ring, i, i + want - 1)
-      if #next_lanes == 0 then break end
-      for _, g in ipairs(next_lanes) do
-        order[#order + 1] = g
-        if #g > longest then longest = #g end
-      end
-    end
+    -- the ring is read a lane at a time, so a call copies one name at most past its
+    -- bytes (read up to 16 at a time, the names after 15 lanes passed over were copied
+    -- whatever their length); the first runnable lane usually ends it
+    local next_lane = redis.pcall('LRANGE', ring, i, i)
+    -- a ring of another type than a list (another client's): no claim reads it
+    if next_lane.err then return bad_row('type', ring) end
+    if #next_lane == 0 then break end
     i = i + 1
-    local g = order[i]
-    skipped, spent = skipped + 1, spent + id_cost(g)
-    local limit, active, paused = lane_counts(base, g)
-    -- lane_counts answers nil and the bad field's name
-    if limit == nil then return bad_row(active, 'lane ' .. g) end
-    if not paused and active < limit then
-      local lane, rank = lane_pending(base, g), 0
-      while true do
-        local head = redis.call('ZRANGE', lane, rank, rank)
-        if #head == 0 then break end
-        local row, bad, fields = claim_read(base .. 'job:' .. head[1], head[1])
-        if row then
-          if bad then return bad_row(bad, head[1]) end
-          pick, id, read = i, head[1], fields
-          break
-        end
-        ghosts[#ghosts + 1] = {lane, head[1]}
-        rank = rank + 1
-        skipped, spent = skipped + 1, spent + id_cost(head[1])
-        -- a lane examined reads its head at least, so every call moves on
-        if skipped >= CLAIM_SKIPS or spent >= CLAIM_BYTES then
-          stopped, inside = true, true
-          break
+    local g = next_lane[1]
+    order[i] = g
+    if #g > MAX_ID then
+      -- a lane named over MAX_ID bytes (another node's) is foreign: passed over unread,
+      -- its bytes counted once (its meta and backlog keys copy and hash the name at each
+      -- command: 4 lanes of 4 MB held a claim 25.8 ms); it leaves the ring, its meta
+      -- is not written
+      skipped, spent = skipped + 1, spent + foreign_cost(g)
+    else
+      skipped, spent = skipped + 1, spent + id_cost(g)
+      local limit, active, paused = claim_lane_counts(base, g)
+      -- claim_lane_counts answers nil and the bad field's name
+      if limit == nil then return bad_row(active, 'lane ' .. g) end
+      if not paused and active < limit then
+        local lane, rank = lane_pending(base, g), 0
+        while true do
+          local head = redis.pcall('ZRANGE', lane, rank, rank)
+          -- a backlog of another type than a zset (another client's) holds no job a
+          -- claim serves: the lane is passed over (WRONGTYPE stopped every claim)
+          if head.err or #head == 0 then break end
+          local row, bad, fields = claim_read(base .. 'job:' .. head[1], head[1])
+          if row then
+            if bad then return bad_row(bad, head[1]) end
+            pick, id, read = i, head[1], fields
+            break
+          end
+          ghosts[#ghosts + 1] = {lane, head[1]}
+          rank = rank + 1
+          skipped, spent = skipped + 1, spent + id_cost(head[1])
+          -- a lane examined reads its head at least, so every call moves on
+          if skipped >= CLAIM_SKIPS or spent >= CLAIM_BYTES then
+            stopped, inside = true, true
+            break
+          end
         end
       end
     end
   end
   -- every check has run: now the writes
   for _, gh in ipairs(ghosts) do redis.call('ZREM', gh[1], gh[2]) end
-  -- the lanes passed over leave the ring; one the pass stopped inside stays at its head
+  -- the lanes passed over leave the ring (one LTRIM: no name copied again); one the
+  -- pass stopped inside stays at its head
   local passed = pick or i
   if inside then passed = i - 1 end
-  for k = 1, passed do
-    redis.call('LPOP', ring)
-    redis.call('HDEL', lane_meta(base, order[k]), 'ring')
+  if passed > 0 then
+    redis.call('LTRIM', ring, passed, -1)
+    for k = 1, passed do
+      if #order[k] <= MAX_ID then redis.call('HDEL', lane_meta(base, order[k]), 'ring') end
+    end
   end
   if not pick then
     if stopped then return claim_stopped(more) end

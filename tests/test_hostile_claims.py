@@ -1,0 +1,97 @@
+"""The claims against keys of another type where the queue's own should be, and lanes
+another node named long (the second hostile pass, lua/includes/activate.lua): a flat
+claim's pending, the ring, a lane's meta of another type are refused typed (BadRow
+'type', nothing written), where a raw WRONGTYPE stopped every claim and killed the
+Worker; a lane whose backlog is of another type holds no job a claim serves and is
+passed over, as a drain passes it; a lane named over MAX_ID bytes is passed over unread
+(4 lanes of 4 MB held a claim 25.8 ms, bench/hostile_claims.py).
+
+On both backends and both executors (`script` and `function`)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import kept_conn
+
+from emq_notebook import Worker, jobs, lanes
+from emq_notebook.errors import BadRow
+from emq_notebook.keyspace import queue_key
+
+Q = "mail"
+P = f"emq:{{{Q}}}:"
+MAX_ID = 65536
+
+
+@pytest.fixture(scope="module")
+def clients():
+    return {}
+
+
+@pytest.fixture
+def conn(backend, request, clients):
+    return kept_conn(clients, backend, request)
+
+
+@pytest.fixture(params=("script", "function"))
+def ex(request, conn):
+    return conn.with_executor(request.param)
+
+
+def test_a_pending_of_another_type_is_refused_typed(conn, ex):
+    conn.client.set(queue_key(Q, "pending"), "another client's")
+    with pytest.raises(BadRow, match="type"):
+        jobs.claim(ex, Q, 60_000)
+    assert conn.client.get(queue_key(Q, "pending")) == "another client's"
+
+
+def test_a_ring_of_another_type_is_refused_typed(conn, ex):
+    conn.client.set(queue_key(Q, "ring"), "another client's")
+    with pytest.raises(BadRow, match="type"):
+        lanes.claim(ex, Q, 60_000)
+
+
+def test_a_lane_meta_of_another_type_is_refused_typed_nothing_written(conn, ex):
+    jobs.enqueue(conn, Q, "{}", group="acme")
+    conn.client.delete(P + "g:acme:meta")
+    conn.client.set(P + "g:acme:meta", "x")
+    ring = conn.client.lrange(queue_key(Q, "ring"), 0, -1)
+    with pytest.raises(BadRow, match="type"):
+        lanes.claim(ex, Q, 60_000)
+    assert conn.client.lrange(queue_key(Q, "ring"), 0, -1) == ring
+    assert conn.client.zcard(P + "g:acme:pending") == 1
+
+
+def test_a_lane_backlog_of_another_type_is_passed_over(conn, ex):
+    jobs.enqueue(conn, Q, "{}", group="bad")
+    served = jobs.enqueue(conn, Q, "{}", group="good")
+    conn.client.delete(P + "g:bad:pending")
+    conn.client.set(P + "g:bad:pending", "x")
+    got = lanes.claim(ex, Q, 60_000)
+    assert got is not None and got[0] == served
+    # the lane left the ring (its flag with it), its key untouched
+    assert conn.client.lrange(queue_key(Q, "ring"), 0, -1) == []
+    assert conn.client.hget(P + "g:bad:meta", "ring") is None
+    assert conn.client.get(P + "g:bad:pending") == "x"
+
+
+def test_a_worker_meeting_a_lane_meta_of_another_type_goes_on(conn, ex):
+    jobs.enqueue(conn, Q, "{}", group="acme")
+    conn.client.delete(P + "g:acme:meta")
+    conn.client.set(P + "g:acme:meta", "x")
+    w = Worker(ex, Q, lambda *a: None, grouped=True, idle_sleep=0)
+    assert w.run(until_empty=True) == 0
+    assert w.bad_rows == 1
+
+
+def test_a_lane_named_over_max_id_is_passed_over_unread(conn, ex):
+    long = "L" * (MAX_ID + 1)
+    conn.client.hset(P + "g:" + long + ":meta", mapping={"ring": "1"})
+    conn.client.zadd(P + "g:" + long + ":pending", {"j": 0})
+    conn.client.rpush(queue_key(Q, "ring"), long)
+    served = jobs.enqueue(conn, Q, "{}", group="good")
+    got = lanes.claim(ex, Q, 60_000)
+    assert got is not None and got[0] == served
+    assert conn.client.lrange(queue_key(Q, "ring"), 0, -1) == []
+    # its meta not written (its flag stays), its backlog not read
+    assert conn.client.hget(P + "g:" + long + ":meta", "ring") == "1"
+    assert conn.client.zcard(P + "g:" + long + ":pending") == 1
