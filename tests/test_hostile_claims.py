@@ -95,3 +95,20 @@ def test_a_lane_named_over_max_id_is_passed_over_unread(conn, ex):
     # its meta not written (its flag stays), its backlog not read
     assert conn.client.hget(P + "g:" + long + ":meta", "ring") == "1"
     assert conn.client.zcard(P + "g:" + long + ":pending") == 1
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["flat", "lane"])
+def test_a_head_id_over_max_id_is_dropped_unread(conn, ex, grouped):
+    """An id over MAX_ID at the head (another node's, with a row): no job a script
+    addresses; dropped as a ghost is, its row left as it was, the job behind served
+    (served before: each of the claim's commands copied or hashed it, 17 to 20 ms at 1 MB)."""
+    long = "h" * (MAX_ID + 1)
+    conn.client.hset(P + "job:" + long, mapping={"payload": "{}", "state": "pending"})
+    group = "acme" if grouped else None
+    served = jobs.enqueue(conn, Q, "{}", group=group)
+    held = P + "g:acme:pending" if grouped else queue_key(Q, "pending")
+    conn.client.zadd(held, {long: -1})
+    got = (lanes.claim if grouped else jobs.claim)(ex, Q, 60_000)
+    assert got is not None and got[0] == served
+    assert conn.client.zscore(held, long) is None
+    assert conn.client.hgetall(P + "job:" + long) == {"payload": "{}", "state": "pending"}
