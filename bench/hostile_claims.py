@@ -13,6 +13,8 @@ The last line: `worst call against 20 ms: R (X ms, name)`.
 from __future__ import annotations
 
 import argparse
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -124,6 +126,34 @@ def main() -> None:
             c.set(B + b"g:bad:pending", "x")
 
         case("lane-backlog-string", wrong_types, worker(conn, grouped=True))
+
+        def concurrent_ghosts() -> None:
+            c.zadd(queue_key(Q, "pending"), {f"b{i:08d}": -1 for i in range(5_000)})
+            job()
+
+        def race() -> None:
+            # another client adds 1,000 ghosts ahead of the job every 10 ms for 2 s while
+            # the Worker claims: each call stays bounded, and the job is served once it stops
+            other = redis.Redis(port=srv.port)
+            stop = threading.Event()
+
+            def add() -> None:
+                k, end = 0, time.monotonic() + 2
+                while time.monotonic() < end and not stop.is_set():
+                    other.zadd(queue_key(Q, "pending"), {f"a{k + i:08d}": -1 for i in range(1000)})
+                    k += 1000
+                    time.sleep(0.01)
+
+            t = threading.Thread(target=add)
+            t.start()
+            time.sleep(0.1)
+            try:
+                worker(conn)()
+            finally:
+                stop.set()
+                t.join()
+
+        case("concurrent-ghosts-2s", concurrent_ghosts, race)
 
         def lane_ghosts() -> None:
             job("a")

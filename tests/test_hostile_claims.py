@@ -112,3 +112,44 @@ def test_a_head_id_over_max_id_is_dropped_unread(conn, ex, grouped):
     assert got is not None and got[0] == served
     assert conn.client.zscore(held, long) is None
     assert conn.client.hgetall(P + "job:" + long) == {"payload": "{}", "state": "pending"}
+
+
+@pytest.mark.parametrize("how", ["complete", "fail"])
+def test_a_finish_on_a_row_turned_another_type_is_refused_typed(conn, ex, how):
+    """Another client wrote a list where a claimed job's row was: complete and fail refuse
+    BadRow 'type' (a raw WRONGTYPE before), nothing written; the Worker counts it lost."""
+    jid = jobs.enqueue(conn, Q, "{}")
+    assert jobs.claim(ex, Q, 60_000)[0] == jid
+    conn.client.delete(P + "job:" + jid)
+    conn.client.rpush(P + "job:" + jid, "another client's")
+    with pytest.raises(BadRow, match="type"):
+        if how == "complete":
+            jobs.complete(ex, Q, jid)
+        else:
+            jobs.fail(ex, Q, jid, "boom")
+    assert conn.client.zscore(queue_key(Q, "active"), jid) is not None
+    assert conn.client.lrange(P + "job:" + jid, 0, -1) == ["another client's"]
+
+
+def test_a_finish_in_a_lane_whose_meta_turned_another_type_is_refused_typed(conn, ex):
+    jid = jobs.enqueue(conn, Q, "{}", group="acme")
+    assert lanes.claim(ex, Q, 60_000)[0] == jid
+    conn.client.delete(P + "g:acme:meta")
+    conn.client.set(P + "g:acme:meta", "x")
+    with pytest.raises(BadRow, match="type"):
+        jobs.complete(ex, Q, jid)
+    assert conn.client.zscore(queue_key(Q, "active"), jid) is not None
+
+
+def test_a_worker_whose_job_turned_another_type_goes_on(conn, ex):
+    first = jobs.enqueue(conn, Q, "{}")
+    jobs.enqueue(conn, Q, "{}")
+
+    def handler(job_id, payload, attempts):
+        if job_id == first:
+            conn.client.delete(P + "job:" + job_id)
+            conn.client.set(P + "job:" + job_id, "another client's")
+
+    w = Worker(ex, Q, handler, idle_sleep=0)
+    assert w.run(until_empty=True) == 2
+    assert (w.lost, w.completed) == (1, 1)
