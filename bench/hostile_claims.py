@@ -127,6 +127,18 @@ def main() -> None:
 
         case("lane-backlog-string", wrong_types, worker(conn, grouped=True))
 
+        def odd_metas() -> None:
+            # 300 lanes on the ring whose meta another node wrote `paused` of 1 MB
+            pipe = c.pipeline(transaction=False)
+            for i in range(300):
+                g = b"p%03d" % i
+                pipe.hset(B + b"g:" + g + b":meta", mapping={"ring": "1", "paused": b"y" * (1 << 20)})
+                pipe.rpush(queue_key(Q, "ring"), g)
+            pipe.execute()
+            job("ok")
+
+        case("ring-300-metas-paused-1MB", odd_metas, worker(conn, grouped=True))
+
         def concurrent_ghosts() -> None:
             c.zadd(queue_key(Q, "pending"), {f"b{i:08d}": -1 for i in range(5_000)})
             job()
@@ -198,6 +210,40 @@ def main() -> None:
             pipe.execute()
 
         case("repeat-reported-100x4MB", reported_huge, lambda: repeat.tick(conn, Q))
+
+        def repeat_defs(
+            n: int, text: Callable[[int], bytes], name: Callable[[int], bytes]
+        ) -> Callable[[], None]:
+            def fill() -> None:
+                pipe = c.pipeline(transaction=False)
+                for i in range(n):
+                    pipe.zadd(B + b"repeat", {name(i): 0})
+                    pipe.hset(B + b"repeat:defs", name(i), text(i))
+                    if i % 1000 == 999:
+                        pipe.execute()
+                pipe.execute()
+
+            return fill
+
+        def ticks(n: int) -> Callable[[], None]:
+            def run() -> None:
+                for _ in range(n):
+                    repeat.tick(conn, Q)
+
+            return run
+
+        big = b'{"every": 1000, "payload": "' + b"p" * (8 << 20) + b'"}'
+        case("repeat-20-defs-8MB", repeat_defs(20, lambda i: big, lambda i: b"big%02d" % i), ticks(3))
+        bad = repeat_defs(5000, lambda i: b"not json", lambda i: b"bad%05d" % i)
+        case("repeat-5000-bad-defs", bad, ticks(12))
+
+        def no_defs() -> None:
+            for start in range(0, 100_000, 10_000):
+                c.zadd(B + b"repeat", {b"gone%06d" % i: 0 for i in range(start, start + 10_000)})
+
+        case("repeat-100000-no-defs", no_defs, ticks(3))
+        nonutf8 = repeat_defs(200, lambda i: b"\xff not json", lambda i: b"%03d" % i + b"\xfe\xff" * 50_000)
+        case("repeat-200-names-100KB-not-utf8", nonutf8, ticks(10))
 
     name, ms = max(worst.items(), key=lambda kv: kv[1])
     print(f"worst call against 20 ms: {ms / 20:.2f} ({ms:.2f} ms, {name})")

@@ -153,3 +153,23 @@ def test_a_worker_whose_job_turned_another_type_goes_on(conn, ex):
     w = Worker(ex, Q, handler, idle_sleep=0)
     assert w.run(until_empty=True) == 2
     assert (w.lost, w.completed) == (1, 1)
+
+
+def test_lane_metas_another_node_wrote_long_are_measured_never_copied(harm, monkeypatch):
+    """10 lanes on the ring whose `paused` holds 100 KB, ahead of a lane with a job: each
+    meta's fields measured first, `paused` only asked whether it is there (the claim's
+    HMGET copied each whole: 300 of 1 MB held a claim 143 ms, bench/hostile_claims.py)."""
+    from test_harm_row_bytes import ScriptReads
+
+    conn, srv = harm
+    for i in range(10):
+        conn.client.hset(P + f"g:p{i}:meta", mapping={"ring": "1", "paused": "y" * 100_000})
+        conn.client.rpush(queue_key(Q, "ring"), f"p{i}")
+    served = jobs.enqueue(conn, Q, "{}", group="good")
+    reads = ScriptReads(conn, srv, monkeypatch, "gclaim2")
+    got = lanes.claim(conn, Q, 60_000)
+    assert got is not None and got[0] == served
+    assert sum(reads.copied()) < 1_000
+    # the paused lanes left the ring, their metas as they were but the flag
+    assert conn.client.lrange(queue_key(Q, "ring"), 0, -1) == []
+    assert conn.client.hstrlen(P + "g:p0:meta", "paused") == 100_000
