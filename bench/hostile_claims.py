@@ -79,6 +79,16 @@ def main() -> None:
 
         case("flat-head-4MB-ghost", head_4mb_ghost, worker(conn))
 
+        def head_wide_row() -> None:
+            # the head row's numbers and times another node wrote 3 MB each (the claim
+            # refuses it BadRow, every call: the Worker idles between)
+            fields = ("attempts", "failures", "stalled", "max_attempts", "backoff", "priority")
+            row = {f: b"9" * (3 << 20) for f in (*fields, "created_at", "due_at")}
+            c.hset(B + b"job:wide", mapping={"payload": "{}", **row})
+            c.zadd(queue_key(Q, "pending"), {"wide": -1})
+
+        case("flat-head-row-8-fields-3MB", head_wide_row, lambda: jobs.claim(conn, Q))
+
         def ghosts_100k() -> None:
             pipe = c.pipeline(transaction=False)
             for i in range(300):
