@@ -2,7 +2,7 @@
 the repeat tick cost: the longest call the server ran (SLOWLOG, every call over 0.1 ms
 logged) and the longest PING another process waited (`common.Pinger`), against 20 ms.
 
-    python bench/hostile_claims.py [--only NAME ...]
+    python bench/hostile_claims.py [--scale 1] [--repeat 3] [--only NAME ...]
 
 One private Valkey (`common.server`); each attack filled from a flushed server, then
 run through the toolkit (the Worker, `jobs.claim`, `lanes.claim`, `repeat.tick`),
@@ -41,9 +41,15 @@ def worker(conn, grouped: bool = False, jobs_: int = 1) -> Callable[[], Any]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="*", default=None, help="attack names to run")
+    p.add_argument("--scale", type=float, default=1.0, help="the attacks' counts times this (default 1)")
     p.add_argument("--repeat", type=int, default=3, help="runs of each attack; the best counts (default 3)")
     shared_cpu_flag(p)
     ns = p.parse_args()
+
+    def n(count: int) -> int:
+        """`count` at the run's scale (one at least)."""
+        return max(1, int(count * ns.scale))
+
     worst: dict[str, float] = {}
     with server(shared_cpu=ns.shared_cpu) as srv:
         conn = connect(srv)
@@ -91,7 +97,7 @@ def main() -> None:
 
         def ghosts_100k() -> None:
             pipe = c.pipeline(transaction=False)
-            for i in range(300):
+            for i in range(n(300)):
                 pipe.zadd(queue_key(Q, "pending"), {b"%04d" % i + b"\xfe" * 100_000: 0})
             pipe.execute()
             job()
@@ -110,9 +116,9 @@ def main() -> None:
 
             return fill
 
-        case("ring-200-lanes-1MB", big_lanes(1 << 20, 200), worker(conn, grouped=True))
+        case("ring-200-lanes-1MB", big_lanes(1 << 20, n(200)), worker(conn, grouped=True))
         case("ring-4-lanes-4MB", big_lanes(4 << 20, 4), worker(conn, grouped=True))
-        case("ring-2000-lanes-60KB", big_lanes(60_000, 2000), worker(conn, grouped=True))
+        case("ring-2000-lanes-60KB", big_lanes(60_000, n(2000)), worker(conn, grouped=True))
 
         def small_then_big() -> None:
             # 15 lanes no claim serves, then 16 of 4 MB: read 16 names at a time, the
@@ -140,7 +146,7 @@ def main() -> None:
         def odd_metas() -> None:
             # 300 lanes on the ring whose meta another node wrote `paused` of 1 MB
             pipe = c.pipeline(transaction=False)
-            for i in range(300):
+            for i in range(n(300)):
                 g = b"p%03d" % i
                 pipe.hset(B + b"g:" + g + b":meta", mapping={"ring": "1", "paused": b"y" * (1 << 20)})
                 pipe.rpush(queue_key(Q, "ring"), g)
@@ -150,7 +156,7 @@ def main() -> None:
         case("ring-300-metas-paused-1MB", odd_metas, worker(conn, grouped=True))
 
         def concurrent_ghosts() -> None:
-            c.zadd(queue_key(Q, "pending"), {f"b{i:08d}": -1 for i in range(5_000)})
+            c.zadd(queue_key(Q, "pending"), {f"b{i:08d}": -1 for i in range(n(5_000))})
             job()
 
         def race() -> None:
@@ -180,7 +186,7 @@ def main() -> None:
         def lane_ghosts() -> None:
             job("a")
             pipe = c.pipeline(transaction=False)
-            for i in range(300):
+            for i in range(n(300)):
                 pipe.zadd(B + b"g:a:pending", {b"%04d" % i + b"\xfe" * 100_000: -1})
             pipe.execute()
 
@@ -197,13 +203,13 @@ def main() -> None:
 
             return fill
 
-        case("metrics-4000-names-10KB", metrics_names(10_000, 4000), lambda: jobs.claim(conn, Q))
-        case("metrics-5000-names-100KB", metrics_names(100_000, 5000), lambda: jobs.claim(conn, Q))
+        case("metrics-4000-names-10KB", metrics_names(10_000, n(4000)), lambda: jobs.claim(conn, Q))
+        case("metrics-5000-names-100KB", metrics_names(100_000, n(5000)), lambda: jobs.claim(conn, Q))
 
         def latency_names() -> None:
             c.hset(queue_key(Q, "meta"), "metrics_keep", "5")
             pipe = c.pipeline(transaction=False)
-            for i in range(600):
+            for i in range(n(600)):
                 pipe.zadd(B + b"lat:minutes", {b"%04d" % i + b"m" * 100_000: i})
             pipe.execute()
             job()
@@ -212,7 +218,7 @@ def main() -> None:
 
         def reported_huge() -> None:
             pipe = c.pipeline(transaction=False)
-            for i in range(100):
+            for i in range(n(100)):
                 name = b"bad%03d" % i
                 pipe.hset(B + b"repeat:defs", name, "not json")
                 pipe.zadd(B + b"repeat", {name: 0})
@@ -243,16 +249,20 @@ def main() -> None:
             return run
 
         big = b'{"every": 1000, "payload": "' + b"p" * (8 << 20) + b'"}'
-        case("repeat-20-defs-8MB", repeat_defs(20, lambda i: big, lambda i: b"big%02d" % i), ticks(3))
-        bad = repeat_defs(5000, lambda i: b"not json", lambda i: b"bad%05d" % i)
+        case("repeat-20-defs-8MB", repeat_defs(n(20), lambda i: big, lambda i: b"big%02d" % i), ticks(3))
+        bad = repeat_defs(n(5000), lambda i: b"not json", lambda i: b"bad%05d" % i)
         case("repeat-5000-bad-defs", bad, ticks(12))
 
         def no_defs() -> None:
-            for start in range(0, 100_000, 10_000):
-                c.zadd(B + b"repeat", {b"gone%06d" % i: 0 for i in range(start, start + 10_000)})
+            for start in range(0, n(100_000), 10_000):
+                c.zadd(
+                    B + b"repeat", {b"gone%06d" % i: 0 for i in range(start, min(n(100_000), start + 10_000))}
+                )
 
         case("repeat-100000-no-defs", no_defs, ticks(3))
-        nonutf8 = repeat_defs(200, lambda i: b"\xff not json", lambda i: b"%03d" % i + b"\xfe\xff" * 50_000)
+        nonutf8 = repeat_defs(
+            n(200), lambda i: b"\xff not json", lambda i: b"%03d" % i + b"\xfe\xff" * 50_000
+        )
         case("repeat-200-names-100KB-not-utf8", nonutf8, ticks(10))
 
     name, ms = max(worst.items(), key=lambda kv: kv[1])

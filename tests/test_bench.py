@@ -30,6 +30,7 @@ SMALL = {
 OTHER = {
     "read_job_names.py": (["--repeat", "1"], "measured/listed x"),
     "repeat_tick.py": (["--scale", "0.01", "--ticks", "1"], "worst tick call: "),
+    "hostile_claims.py": (["--scale", "0.01", "--repeat", "1"], "worst call against 20 ms: "),
 }
 
 
