@@ -140,8 +140,9 @@ end
 -- node set expired it) and passes over at most that many lanes of the ring, all told,
 -- and about CLAIM_BYTES of their ids and lane names (each ID_WORK times its bytes,
 -- reads.lua `id_cost`: a ghost's id is hashed at the row key, the EXISTS and the ZREM).
--- A ghost costs a ZRANGE, an HMGET, an EXISTS and a ZREM, a lane an HMGET of its meta
--- (and its LPOP and HDEL off the ring): 500 of them hold Valkey a few ms (bench/
+-- A ghost costs a ZRANGE, an HSTRLEN, a MEMORY USAGE and a ZREM (the fake: HSTRLENs, an
+-- HMGET and an EXISTS), a lane an LRANGE and the four reads of its meta (and its HDEL
+-- off the ring, one LTRIM for them all): 500 of them hold Valkey a few ms (bench/
 -- claim_ghosts.py), where 100,000 ghosts ahead of one job held it 520 ms in one call
 -- (833 ms in a lane). Past the bound the call stops with what it dropped gone and the
 -- lanes it passed over off the ring, as a call that found nothing does, and answers
