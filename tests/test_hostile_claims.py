@@ -195,3 +195,22 @@ def test_a_head_row_of_long_numbers_is_refused_without_copying_them(harm, monkey
     assert got is not None and got[0] == "late"
     assert all(copied < 1_000 for copied in reads.copied())
     assert conn.client.hstrlen(P + "job:late", "created_at") == 1_000_000
+
+
+def test_a_finish_in_a_lane_paused_long_never_copies_its_meta(harm, monkeypatch):
+    """Another node paused a lane writing 1 MB there: completing a job of it measures the
+    meta's fields (lanes.lua `measured_lane_counts`), the check, the slot given back and the
+    wake each copied `paused` before (16 MB: 53 ms a complete)."""
+    from test_harm_row_bytes import ScriptReads
+
+    conn, srv = harm
+    jid = jobs.enqueue(conn, Q, "{}", group="acme")
+    jobs.enqueue(conn, Q, "{}", group="acme")
+    assert lanes.claim(conn, Q, 60_000)[0] == jid
+    conn.client.hset(P + "g:acme:meta", "paused", "y" * 1_000_000)
+    reads = ScriptReads(conn, srv, monkeypatch, "complete")
+    jobs.complete(conn, Q, jid)
+    assert sum(reads.copied()) < 1_000
+    # the slot given back, the paused lane not woken
+    assert conn.client.hget(P + "g:acme:meta", "active") == "0"
+    assert conn.client.lrange(queue_key(Q, "ring"), 0, -1) == []

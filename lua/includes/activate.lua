@@ -186,25 +186,6 @@ local function claim_flat(pending, base, lease, token, kept, more)
   end
 end
 
--- a lane's counts as a claim reads them: lane_counts' answers (its limit and active count,
--- or nil and the field holding no whole number), each field measured before it is read
--- and `paused` only asked whether it is there, so a meta another node wrote long is never
--- copied (300 lanes whose `paused` held 1 MB held a claim 143 ms); nil and 'type' when the
--- meta holds another type than a hash, where WRONGTYPE stopped every claim of the queue
-local function claim_lane_counts(base, g)
-  local mk = lane_meta(base, g)
-  local size = redis.pcall('HSTRLEN', mk, 'limit')
-  if type(size) ~= 'number' then return nil, 'type' end
-  -- a longer field holds no whole number (whole_of), whatever it holds
-  if size > WHOLE_DIGITS then return nil, 'limit' end
-  if redis.call('HSTRLEN', mk, 'active') > WHOLE_DIGITS then return nil, 'active' end
-  local m = redis.call('HMGET', mk, 'limit', 'active')
-  local limit, active = whole_of(m[1], 1), whole_of(m[2], 0)
-  if limit == nil then return nil, 'limit' end
-  if active == nil then return nil, 'active' end
-  return limit, active, redis.call('HEXISTS', mk, 'paused') == 1
-end
-
 -- the grouped claim body: runnable lanes round-robin off the ring. A read pass
 -- first finds the lane to serve and checks its meta and its head row (every lane
 -- met before it too); only then the writes: the lanes passed over leave the
@@ -243,8 +224,8 @@ local function claim_lanes(ring, base, lease, token, kept, more)
       skipped, spent = skipped + 1, spent + foreign_cost(g)
     else
       skipped, spent = skipped + 1, spent + id_cost(g)
-      local limit, active, paused = claim_lane_counts(base, g)
-      -- claim_lane_counts answers nil and the bad field's name
+      local limit, active, paused = measured_lane_counts(base, g)
+      -- measured_lane_counts answers nil and the bad field's name
       if limit == nil then return bad_row(active, 'lane ' .. g) end
       if not paused and active < limit then
         local lane, rank = lane_pending(base, g), 0
