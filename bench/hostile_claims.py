@@ -22,7 +22,7 @@ import redis
 from common import connect, server, shared_cpu_flag
 from hostile import measured
 
-from emq_notebook import Worker, jobs, repeat
+from emq_notebook import Worker, jobs, lanes, repeat
 from emq_notebook.keyspace import base, metrics_key, queue_key
 
 Q = "tenants"
@@ -154,6 +154,16 @@ def main() -> None:
             job("ok")
 
         case("ring-300-metas-paused-1MB", odd_metas, worker(conn, grouped=True))
+
+        claimed: list[str] = []
+
+        def paused_long() -> None:
+            # a job claimed from a lane another node then paused writing 16 MB there
+            claimed[:] = [jobs.enqueue(conn, Q, "{}", group="acme")]
+            lanes.claim(conn, Q)
+            c.hset(B + b"g:acme:meta", "paused", b"y" * (16 << 20))
+
+        case("complete-lane-paused-16MB", paused_long, lambda: jobs.complete(conn, Q, claimed[0]))
 
         def concurrent_ghosts() -> None:
             c.zadd(queue_key(Q, "pending"), {f"b{i:08d}": -1 for i in range(n(5_000))})
