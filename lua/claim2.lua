@@ -9,7 +9,9 @@
 -- when the call stopped at its bound: one call drops at most CLAIM_SKIPS ghosts
 -- (members whose row is gone) and about CLAIM_BYTES of their ids (includes/activate.lua),
 -- so 100,000 ghosts ahead of a job are 200 calls of a few ms, not one of 520 ms;
--- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
+-- an id over 64 KB (foreign, includes/activate.lua `claim_head`) is dropped as a ghost
+-- is, unread; EMQSTATE bad row <field> in <id> (the head row unreadable: nothing popped);
+-- EMQSTATE bad row type in <pending> when pending holds another type than a zset
 --@include common
 --@include lanes
 --@include activate

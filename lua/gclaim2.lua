@@ -10,7 +10,11 @@
 -- and ghosts all told, and about CLAIM_BYTES of their names and ids (includes/activate.lua):
 -- the lanes it passed over leave the ring, its ghosts their lane, a lane it stopped in
 -- stays at the ring's head;
--- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
+-- a lane named over 64 KB, or whose backlog holds another type than a zset, is passed over
+-- (it leaves the ring), a head id over 64 KB dropped as a ghost, unread;
+-- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing
+-- popped; `type` for a meta of another type); EMQSTATE bad row type in <ring> when the
+-- ring holds another type than a list
 --@include common
 --@include lanes
 --@include activate

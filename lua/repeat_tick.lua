@@ -57,11 +57,17 @@ local made, moved, gone, marks, unmarked = {}, {}, {}, {}, {}
 -- name not due
 local kept, lapped, reports = 0, false, 0
 
+-- whether `name`'s report is `as` already: its length asked first (HSTRLEN), so a report
+-- another node made long is never copied (100 of 4 MB held a tick 279 ms)
+local function marked_as(name, as)
+  return redis.call('HSTRLEN', reported, name) == #as and redis.call('HGET', reported, name) == as
+end
+
 -- a bad definition, left as it is: reported unless its report was made already
 -- (`as`: its problem, its length and its first and last bytes), TICK_REPORTS a call
 local function skipped(name, why, as)
   kept = kept + 1
-  if reported and marked > 0 and redis.call('HGET', reported, name) == as then return end
+  if reported and marked > 0 and marked_as(name, as) then return end
   if reports == TICK_REPORTS then return end
   reports = reports + 1
   if reported then

@@ -34,6 +34,7 @@ OTHER = {
         ["--sizes", "1.5", "--places", "head", "--looks", "health", "--repeat", "1", "--queues", "5"],
         "worst call before/now: ",
     ),
+    "hostile_claims.py": (["--scale", "0.01", "--repeat", "1"], "worst call against 20 ms: "),
 }
 
 

@@ -36,6 +36,17 @@ local CLAIM_READS, N_WHOLES = {}, #ROW_WHOLES
 for i = 1, N_WHOLES do CLAIM_READS[i] = ROW_WHOLES[i][1] end
 CLAIM_READS[N_WHOLES + 1], CLAIM_READS[N_WHOLES + 2], CLAIM_READS[N_WHOLES + 3] = 'payload', 'created_at', 'due_at'
 
+-- the bytes a head row may hold past its payload for its fields a claim reads to be read
+-- in one HMGET unmeasured: Valkey measures the row (MEMORY USAGE, no field copied); a row
+-- over it (or not measured: the embedded fake, an ACL user without MEMORY USAGE) has each
+-- of those fields measured first (HSTRLEN), and one longer than WHOLE_DIGITS (no whole
+-- number, whatever it holds) is not read. A row whose numbers and times another node
+-- wrote 3 MB each held every claim call 30 to 40 ms only to refuse it
+local CLAIM_ROW_BYTES = 65536
+-- what a field measured too long reads as: no whole number (never nil: an absent field
+-- reads as its default)
+local TOO_LONG = 'x'
+
 -- the head row `jk` of member `id` as a claim reads it: false when there is no row (a
 -- ghost); else true and the first whole-number field no transition can read (nil when
 -- none), and {payload, created_at, due_at} for activate. EXISTS is asked only of a
@@ -44,10 +55,34 @@ CLAIM_READS[N_WHOLES + 1], CLAIM_READS[N_WHOLES + 2], CLAIM_READS[N_WHOLES + 3] 
 -- no job, a ghost; for any other id a row no transition can read ('type'), where a
 -- WRONGTYPE error stopped every claim of the queue
 local function claim_read(jk, id)
-  local vals = redis.pcall('HMGET', jk, unpack(CLAIM_READS))
-  if vals.err then
+  local payload = redis.pcall('HSTRLEN', jk, 'payload')
+  if type(payload) ~= 'number' then
     if foreign_id(id) then return false end
     return true, 'type'
+  end
+  local size = redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
+  -- no key: a ghost
+  if size == false then return false end
+  local asked, long = CLAIM_READS, nil
+  if type(size) ~= 'number' or size > payload + CLAIM_ROW_BYTES then
+    asked, long = {}, {}
+    for i, name in ipairs(CLAIM_READS) do
+      if name ~= 'payload' and redis.call('HSTRLEN', jk, name) > WHOLE_DIGITS then
+        long[i] = true
+      else
+        asked[#asked + 1] = name
+      end
+    end
+  end
+  local got, vals = redis.call('HMGET', jk, unpack(asked)), {}
+  local k = 0
+  for i = 1, #CLAIM_READS do
+    if long and long[i] then
+      vals[i] = TOO_LONG
+    else
+      k = k + 1
+      vals[i] = got[k]
+    end
   end
   local any = false
   for i = 1, #CLAIM_READS do
@@ -61,6 +96,23 @@ local function claim_read(jk, id)
     if whole_of(vals[i], w[2]) == nil then return true, w[1] end
   end
   return true, nil, {vals[N_WHOLES + 1], vals[N_WHOLES + 2], vals[N_WHOLES + 3]}
+end
+
+-- the head member `id` as a claim reads it (claim_read). An id over MAX_ID bytes is
+-- foreign (reads.lua `foreign_id`): no job a script addresses, so its row is not read
+-- and it is dropped as a ghost is, its row and keys left as they are (an EchoMQ node's
+-- job of a 1 MB id held a claim 17 to 20 ms, each command of the claim copying or
+-- hashing the id again: served, or dropped as a 4 MB ghost, 13 to 21 ms)
+local function claim_head(base, id)
+  if #id > MAX_ID then return false end
+  return claim_read(base .. 'job:' .. id, id)
+end
+
+-- what a ghost dropped at the head counts against CLAIM_BYTES: a foreign id's bytes
+-- once (read, then ZREM), another's ID_WORK times (its row key, EXISTS, ZREM)
+local function head_cost(id)
+  if #id > MAX_ID then return foreign_cost(id) end
+  return id_cost(id)
 end
 
 -- a lease a claim can set: a whole number of ms, at most a year (what SET PX takes)
@@ -88,8 +140,9 @@ end
 -- node set expired it) and passes over at most that many lanes of the ring, all told,
 -- and about CLAIM_BYTES of their ids and lane names (each ID_WORK times its bytes,
 -- reads.lua `id_cost`: a ghost's id is hashed at the row key, the EXISTS and the ZREM).
--- A ghost costs a ZRANGE, an HMGET, an EXISTS and a ZREM, a lane an HMGET of its meta
--- (and its LPOP and HDEL off the ring): 500 of them hold Valkey a few ms (bench/
+-- A ghost costs a ZRANGE, an HSTRLEN, a MEMORY USAGE and a ZREM (the fake: HSTRLENs, an
+-- HMGET and an EXISTS), a lane an LRANGE and the four reads of its meta (and its HDEL
+-- off the ring, one LTRIM for them all): 500 of them hold Valkey a few ms (bench/
 -- claim_ghosts.py), where 100,000 ghosts ahead of one job held it 520 ms in one call
 -- (833 ms in a lane). Past the bound the call stops with what it dropped gone and the
 -- lanes it passed over off the ring, as a call that found nothing does, and answers
@@ -115,10 +168,12 @@ local function claim_flat(pending, base, lease, token, kept, more)
   local now = now_ms()
   local skipped, spent = 0, 0
   while true do
-    local head = redis.call('ZRANGE', pending, 0, 0)
+    local head = redis.pcall('ZRANGE', pending, 0, 0)
+    -- pending of another type than a zset (another client's): a row no claim reads
+    if head.err then return bad_row('type', pending) end
     if #head == 0 then return {} end
     local id = head[1]
-    local row, bad, read = claim_read(base .. 'job:' .. id, id)
+    local row, bad, read = claim_head(base, id)
     if row then
       if bad then return bad_row(bad, id) end
       redis.call('ZREM', pending, id)
@@ -126,7 +181,7 @@ local function claim_flat(pending, base, lease, token, kept, more)
     end
     -- a ghost (a member whose row is gone) is dropped, never served
     redis.call('ZREM', pending, id)
-    skipped, spent = skipped + 1, spent + id_cost(id)
+    skipped, spent = skipped + 1, spent + head_cost(id)
     if skipped >= CLAIM_SKIPS or spent >= CLAIM_BYTES then return claim_stopped(more) end
   end
 end
@@ -143,7 +198,7 @@ local function claim_lanes(ring, base, lease, token, kept, more)
   if not keep then return refused end
   local now = now_ms()
   local order, pick, id, read, ghosts = {}, nil, nil, nil, {}
-  local i, skipped, spent, longest, chunk = 0, 0, 0, 0, 1
+  local i, skipped, spent = 0, 0, 0
   -- stopped: the pass met its bound; inside: within a lane's backlog, not read to its end
   local stopped, inside = false, false
   while not pick do
@@ -151,58 +206,63 @@ local function claim_lanes(ring, base, lease, token, kept, more)
       stopped = true
       break
     end
-    -- the ring is read a few lanes at a time (one, then twice as many up to 16, never
-    -- more than the bytes left cover at the longest name yet): the first runnable
-    -- lane usually ends it
-    if i == #order then
-      local want = chunk
-      if longest > 0 then
-        want = math.min(want, math.max(1, math.floor((CLAIM_BYTES - spent) / (longest * ID_WORK))))
-      end
-      chunk = math.min(2 * chunk, 16)
-      local next_lanes = redis.call('LRANGE', ring, i, i + want - 1)
-      if #next_lanes == 0 then break end
-      for _, g in ipairs(next_lanes) do
-        order[#order + 1] = g
-        if #g > longest then longest = #g end
-      end
-    end
+    -- the ring is read a lane at a time, so a call copies one name at most past its
+    -- bytes (read up to 16 at a time, the names after 15 lanes passed over were copied
+    -- whatever their length); the first runnable lane usually ends it
+    local next_lane = redis.pcall('LRANGE', ring, i, i)
+    -- a ring of another type than a list (another client's): no claim reads it
+    if next_lane.err then return bad_row('type', ring) end
+    if #next_lane == 0 then break end
     i = i + 1
-    local g = order[i]
-    skipped, spent = skipped + 1, spent + id_cost(g)
-    local limit, active, paused = lane_counts(base, g)
-    -- lane_counts answers nil and the bad field's name
-    if limit == nil then return bad_row(active, 'lane ' .. g) end
-    if not paused and active < limit then
-      local lane, rank = lane_pending(base, g), 0
-      while true do
-        local head = redis.call('ZRANGE', lane, rank, rank)
-        if #head == 0 then break end
-        local row, bad, fields = claim_read(base .. 'job:' .. head[1], head[1])
-        if row then
-          if bad then return bad_row(bad, head[1]) end
-          pick, id, read = i, head[1], fields
-          break
-        end
-        ghosts[#ghosts + 1] = {lane, head[1]}
-        rank = rank + 1
-        skipped, spent = skipped + 1, spent + id_cost(head[1])
-        -- a lane examined reads its head at least, so every call moves on
-        if skipped >= CLAIM_SKIPS or spent >= CLAIM_BYTES then
-          stopped, inside = true, true
-          break
+    local g = next_lane[1]
+    order[i] = g
+    if #g > MAX_ID then
+      -- a lane named over MAX_ID bytes (another node's) is foreign: passed over unread,
+      -- its bytes counted once (its meta and backlog keys copy and hash the name at each
+      -- command: 4 lanes of 4 MB held a claim 25.8 ms); it leaves the ring, its meta
+      -- is not written
+      skipped, spent = skipped + 1, spent + foreign_cost(g)
+    else
+      skipped, spent = skipped + 1, spent + id_cost(g)
+      local limit, active, paused = measured_lane_counts(base, g)
+      -- measured_lane_counts answers nil and the bad field's name
+      if limit == nil then return bad_row(active, 'lane ' .. g) end
+      if not paused and active < limit then
+        local lane, rank = lane_pending(base, g), 0
+        while true do
+          local head = redis.pcall('ZRANGE', lane, rank, rank)
+          -- a backlog of another type than a zset (another client's) holds no job a
+          -- claim serves: the lane is passed over (WRONGTYPE stopped every claim)
+          if head.err or #head == 0 then break end
+          local row, bad, fields = claim_head(base, head[1])
+          if row then
+            if bad then return bad_row(bad, head[1]) end
+            pick, id, read = i, head[1], fields
+            break
+          end
+          ghosts[#ghosts + 1] = {lane, head[1]}
+          rank = rank + 1
+          skipped, spent = skipped + 1, spent + head_cost(head[1])
+          -- a lane examined reads its head at least, so every call moves on
+          if skipped >= CLAIM_SKIPS or spent >= CLAIM_BYTES then
+            stopped, inside = true, true
+            break
+          end
         end
       end
     end
   end
   -- every check has run: now the writes
   for _, gh in ipairs(ghosts) do redis.call('ZREM', gh[1], gh[2]) end
-  -- the lanes passed over leave the ring; one the pass stopped inside stays at its head
+  -- the lanes passed over leave the ring (one LTRIM: no name copied again); one the
+  -- pass stopped inside stays at its head
   local passed = pick or i
   if inside then passed = i - 1 end
-  for k = 1, passed do
-    redis.call('LPOP', ring)
-    redis.call('HDEL', lane_meta(base, order[k]), 'ring')
+  if passed > 0 then
+    redis.call('LTRIM', ring, passed, -1)
+    for k = 1, passed do
+      if #order[k] <= MAX_ID then redis.call('HDEL', lane_meta(base, order[k]), 'ring') end
+    end
   end
   if not pick then
     if stopped then return claim_stopped(more) end

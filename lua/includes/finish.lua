@@ -11,15 +11,19 @@
 local function finish_checks(jk, active, base, id, token)
   if redis.call('EXISTS', jk) == 0 then return -1 end
   if not redis.call('ZSCORE', active, id) then return redis.error_reply('EMQSTATE not active') end
-  local row = redis.call('HMGET', jk, 'group', 'dedup', 'owner', 'claimed_at')
+  -- a row key of another type than a hash (another client's, written since the claim):
+  -- a row no transition reads, refused typed (a raw WRONGTYPE stopped the Worker)
+  local row = redis.pcall('HMGET', jk, 'group', 'dedup', 'owner', 'claimed_at')
+  if row.err then return bad_row('type', id) end
   if token and row[3] and row[3] ~= '' and row[3] ~= token then
     return redis.error_reply('EMQSTATE not owner')
   end
   local nums, bad = row_wholes(jk)
   if not nums then return bad_row(bad, id) end
   if row[1] then
-    local refused = lane_refusal(base, row[1])
-    if refused then return refused end
+    -- measured, as the claims read it (a meta of another type: 'type')
+    local ok, field = measured_lane_counts(base, row[1])
+    if ok == nil then return bad_row(field, 'lane ' .. row[1]) end
   end
   local keep = metrics_keep(base)
   if not keep then return bad_row('metrics_keep', 'meta') end

@@ -28,11 +28,31 @@ end
 -- of the last `keep` minutes, or not a bucket number, go. One trim of a hash 100,000
 -- buckets past keep (an HKEYS, a sort and 99,000 HDELs) held a claim 454 ms
 local TRIM_EXACT, TRIM_MOST, TRIM_SAMPLE = 4096, 512, 256
+-- the bytes of names a trim reads at most (about: one name at least): a hash is read by
+-- name whole only when Valkey measures it within them (MEMORY USAGE, no name copied; 4,096
+-- buckets measure 170 KB), else sampled a name at a time while they last. Names another
+-- node wrote long made one trim copy what they held: 4,000 names of 10 KB (an HKEYS of 40
+-- MB and a sort reading each as a number at each comparison) held a claim 659 ms, a
+-- sample of 256 names of 100 KB 184 ms. The embedded fake measures no key: a hash there
+-- is read by name whole up to TRIM_EXACT names
+local TRIM_BYTES = 1048576
+-- a bucket's minute, or nil for a name that is none (written by hand: `x`, `1e300`, a
+-- hundred digits): a whole number as whole_of reads it (17 digits at most), so a long
+-- name is never read as a number, and one read as a number once, not at each comparison
+local function bucket_minute(name) return whole_of(name) end
+
+-- whether hash `key` holds at most `bytes` all told, names and values (true when the
+-- server measures no key: the embedded fake, an ACL user without MEMORY USAGE)
+local function hash_within(key, bytes)
+  local size = redis.pcall('MEMORY', 'USAGE', key, 'SAMPLES', '0')
+  return type(size) ~= 'number' or size <= bytes
+end
 
 -- count one `kind` event in the minute of `now` (by count_in: it never fails). Only a
 -- new bucket can take the hash past `keep` (the caller's metrics_keep(base), read
 -- here when not given), so only then is the oldest trimmed: the oldest TRIM_MOST at
--- most, of a hash of TRIM_EXACT buckets at most; a larger one by a sample.
+-- most, of a hash of TRIM_EXACT buckets at most within TRIM_BYTES; a larger one by a
+-- sample of TRIM_SAMPLE names at most, within TRIM_BYTES of them.
 local function bump_metric(base, kind, now, keep)
   local mk = base .. 'metrics:' .. kind
   local minute = math.floor(now / 60000)
@@ -41,15 +61,30 @@ local function bump_metric(base, kind, now, keep)
   local len = redis.call('HLEN', mk)
   if len <= keep then return end
   local gone = {}
-  if len <= TRIM_EXACT then
-    local fields = redis.call('HKEYS', mk)
-    -- a field that is not a bucket number (written by hand) sorts first and goes first
-    table.sort(fields, function(a, b) return (tonumber(a) or -1) < (tonumber(b) or -1) end)
-    for i = 1, math.min(#fields - keep, TRIM_MOST) do gone[i] = fields[i] end
+  if len <= TRIM_EXACT and hash_within(mk, TRIM_BYTES) then
+    -- each name read as a number once; one that is none (written by hand) goes first.
+    -- The bucket just counted never goes, whatever names sort after it (another node's
+    -- `99999999999999999`, or `1e300` read by tonumber, made a claim trim its own count)
+    local fields, at, current = redis.call('HKEYS', mk), {}, tostring(minute)
+    for _, f in ipairs(fields) do at[f] = bucket_minute(f) or -1 end
+    table.sort(fields, function(a, b) return at[a] < at[b] end)
+    local most = math.min(#fields - keep, TRIM_MOST)
+    for _, f in ipairs(fields) do
+      if #gone == most then break end
+      if f ~= current then gone[#gone + 1] = f end
+    end
   else
-    for _, f in ipairs(redis.call('HRANDFIELD', mk, TRIM_SAMPLE)) do
-      local m = tonumber(f)
-      if not m or m <= minute - keep then gone[#gone + 1] = f end
+    local seen, spent = {}, 0
+    for _ = 1, TRIM_SAMPLE do
+      local f = redis.call('HRANDFIELD', mk)
+      if not f then break end
+      spent = spent + #f
+      local m = bucket_minute(f)
+      if not seen[f] and (not m or m <= minute - keep) then
+        gone[#gone + 1] = f
+        seen[f] = true
+      end
+      if spent >= TRIM_BYTES then break end
     end
   end
   if #gone > 0 then redis.call('HDEL', mk, unpack(gone)) end
