@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 import redis
-from common import Pinger, server, shared_cpu_flag
+from common import Pinger, logging_slower_than, server, shared_cpu_flag
 
 ROOT = Path(__file__).resolve().parent.parent
 Q = "big"
@@ -163,9 +163,7 @@ def main() -> None:
         subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
         worst = {"before": 0.0, "now": 0.0}
         with server(shared_cpu=ns.shared_cpu) as srv:
-            c = redis.Redis(port=srv.port)
-            c.config_set("slowlog-log-slower-than", 100)
-            c.config_set("slowlog-max-len", 10_000)
+            c = logging_slower_than(srv, 100, keep=10_000)
             for mb in (float(s) for s in ns.sizes.split(",")):
                 for place in ns.places.split(","):
                     stage(c, place, int(mb * (1 << 20)))

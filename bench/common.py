@@ -178,6 +178,16 @@ def connect(srv, executor: str = "script") -> emq.Connection:
     return emq.connect(f"redis://127.0.0.1:{srv.port}/0", executor=executor)
 
 
+def logging_slower_than(srv, us: int, keep: int = 100_000) -> redis.Redis:
+    """A client of `srv` whose SLOWLOG now keeps the last `keep` calls over `us`
+    microseconds (not every call: Valkey logs a script's own commands too, and a log of
+    every command is itself a cost a long call then reads)."""
+    client = redis.Redis(port=srv.port)
+    client.config_set("slowlog-log-slower-than", us)
+    client.config_set("slowlog-max-len", keep)
+    return client
+
+
 def left_behind(client: redis.Redis) -> list[str]:
     """The keys on the server apart from the audit trail's streams (`emq:audit:{q}`,
     which outlive the queue they record by design): what a destroying verb left."""

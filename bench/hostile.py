@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from common import Pinger, connect, server, shared_cpu_flag
+from common import Pinger, connect, logging_slower_than, server, shared_cpu_flag
 
 from emq_notebook import admin, audit, jobs, lanes
 from emq_notebook.keyspace import audit_key, base, queue_key
@@ -59,9 +59,7 @@ def main() -> None:
     worst: dict[str, float] = {}
     with server(shared_cpu=ns.shared_cpu) as srv:
         conn = connect(srv)
-        c = redis.Redis(port=srv.port)
-        c.config_set("slowlog-log-slower-than", 100)
-        c.config_set("slowlog-max-len", 100_000)
+        c = logging_slower_than(srv, 100)
 
         def best(name: str, fn: Callable[[], Any], fill: Callable[[], None]) -> None:
             runs = []

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from common import connect, server, shared_cpu_flag
+from common import connect, logging_slower_than, server, shared_cpu_flag
 from hostile import measured
 
 from emq_notebook import Worker, jobs, lanes, repeat
@@ -53,9 +53,7 @@ def main() -> None:
     worst: dict[str, float] = {}
     with server(shared_cpu=ns.shared_cpu) as srv:
         conn = connect(srv)
-        c = redis.Redis(port=srv.port)
-        c.config_set("slowlog-log-slower-than", 100)
-        c.config_set("slowlog-max-len", 100_000)
+        c = logging_slower_than(srv, 100)
 
         def case(name: str, fill: Callable[[], None], fn: Callable[[], Any]) -> None:
             if ns.only and name not in ns.only:

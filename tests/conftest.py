@@ -75,6 +75,19 @@ def conn(backend, request):
     return open_conn(backend, server_for(backend, request))
 
 
+@pytest.fixture(scope="module")
+def kept_clients():
+    """A module's clients, one per backend, kept for all its tests (`helpers.kept_conn`:
+    a module whose `conn` is `kept_conn(kept_clients, backend, request)`)."""
+    return {}
+
+
+@pytest.fixture(params=("script", "function"))
+def ex(request, conn):
+    """The connection under test, with each executor (a module may name its own `ex`)."""
+    return conn.with_executor(request.param)
+
+
 @pytest.fixture
 def connect_as(backend, conn, request):
     """Another connection to the same (already flushed) backend: `connect_as("function")`."""

@@ -125,3 +125,18 @@ def say_identity(monkeypatch, values) -> None:
 
     monkeypatch.setattr(recorder, "_who_values", values)
     monkeypatch.setattr(identities, "_who_values", values)
+
+
+def minute_now(conn) -> int:
+    """The server's clock in whole minutes (the metrics' buckets, the latency index)."""
+    seconds, _ = conn.client.time()
+    return seconds // 60
+
+
+def claim_new(conn, q: str) -> None:
+    """Enqueue a job on `q` and claim it: one claim, which records its metrics and latency
+    (and trims them)."""
+    from emq_notebook import jobs
+
+    jobs.enqueue(conn, q, "{}")
+    assert jobs.claim(conn, q, 60_000) is not None

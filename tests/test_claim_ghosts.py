@@ -28,21 +28,9 @@ BOUND = re.search(r"local CLAIM_SKIPS, CLAIM_BYTES = (\d+), (\d+)", scripts.sour
 SKIPS, BYTES = int(BOUND[1]), int(BOUND[2])
 
 
-@pytest.fixture(scope="module")
-def clients():
-    """One client per backend for the whole module; each test starts on a flushed keyspace."""
-    return {}
-
-
 @pytest.fixture
-def conn(backend, request, clients):
-    return kept_conn(clients, backend, request)
-
-
-@pytest.fixture(params=("script", "function"))
-def ex(request, conn):
-    """The connection under test, with each executor."""
-    return conn.with_executor(request.param)
+def conn(backend, request, kept_clients):
+    return kept_conn(kept_clients, backend, request)
 
 
 def ghosts(conn, key: str, n: int, score: int = -1, width: int = 0) -> None:

@@ -22,19 +22,9 @@ P = f"emq:{{{Q}}}:"
 MAX_ID = 65536
 
 
-@pytest.fixture(scope="module")
-def clients():
-    return {}
-
-
 @pytest.fixture
-def conn(backend, request, clients):
-    return kept_conn(clients, backend, request)
-
-
-@pytest.fixture(params=("script", "function"))
-def ex(request, conn):
-    return conn.with_executor(request.param)
+def conn(backend, request, kept_clients):
+    return kept_conn(kept_clients, backend, request)
 
 
 def test_a_pending_of_another_type_is_refused_typed(conn, ex):

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-from emq_notebook import jobs, scripts
+from helpers import claim_new, minute_now
+
+from emq_notebook import scripts
 from emq_notebook.keyspace import base, metrics_key, queue_key
 
 Q = "mailers"
@@ -19,16 +21,6 @@ SOURCE = scripts.source("claim2")
 TRIM_BYTES = 1048576
 ID_WORK = int(re.search(r"local ID_WORK = (\d+)", SOURCE).group(1))
 MOST = int(re.search(r"TRIM_EXACT, TRIM_MOST, TRIM_SAMPLE = \d+, (\d+), \d+", SOURCE).group(1))
-
-
-def minute_now(conn) -> int:
-    seconds, _ = conn.client.time()
-    return seconds // 60
-
-
-def claim(conn) -> None:
-    jobs.enqueue(conn, Q, "{}")
-    assert jobs.claim(conn, Q, 60_000) is not None
 
 
 def current(names, now: int) -> set[str]:
@@ -43,7 +35,7 @@ def test_names_that_read_past_any_minute_never_trim_the_claims_own_count(conn):
     conn.client.hset(queue_key(Q, "meta"), "metrics_keep", "5")
     now = minute_now(conn)
     conn.client.hset(metrics_key(Q, "claimed"), mapping={"9" * 20 + f"{i:03d}": "1" for i in range(100)})
-    claim(conn)
+    claim_new(conn, Q)
     kept = conn.client.hgetall(metrics_key(Q, "claimed"))
     mine = current(kept, now)
     assert len(mine) == 1 and kept[mine.pop()] == "1"
@@ -61,7 +53,7 @@ def test_a_metrics_hash_of_long_names_is_trimmed_within_its_bytes_on_valkey(conn
     for i in range(300):
         pipe.hset(metrics_key(Q, "claimed"), f"{i:04d}" + "x" * size, "1")
     pipe.execute()
-    claim(conn)
+    claim_new(conn, Q)
     kept = conn.client.hkeys(metrics_key(Q, "claimed"))
     assert len(current(kept, now)) == 1
     gone = 301 - len(kept)
@@ -79,7 +71,7 @@ def test_a_latency_index_of_long_members_is_trimmed_within_its_bytes(conn):
     index = f"{base(Q)}lat:minutes"
     size = 20_000
     conn.client.zadd(index, {f"{i:03d}" + "m" * size: i for i in range(50)})
-    claim(conn)
+    claim_new(conn, Q)
     left = conn.client.zrange(index, 0, -1)
     per_call = -(-TRIM_BYTES // ((size + 3) * ID_WORK))
     assert 51 - per_call == len(left)
@@ -93,7 +85,7 @@ def test_minutes_another_node_scored_later_never_trim_the_latency_just_recorded(
     index = f"{base(Q)}lat:minutes"
     conn.client.zadd(index, {f"f{i}": 10**15 + i for i in range(20)})
     now = minute_now(conn)
-    claim(conn)
+    claim_new(conn, Q)
     recorded = [m for m in conn.client.zrange(index, 0, -1) if not m.startswith("f")]
     assert len(recorded) == 1 and int(recorded[0]) in (now, now + 1)
     assert conn.client.exists(f"{base(Q)}lat:wait:{recorded[0]}")

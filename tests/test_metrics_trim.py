@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-from emq_notebook import jobs, scripts
+from helpers import claim_new, minute_now
+
+from emq_notebook import scripts
 from emq_notebook.keyspace import base, metrics_key, queue_key
 
 Q = "mailers"
@@ -17,22 +19,12 @@ BOUNDS = re.search(r"TRIM_EXACT, TRIM_MOST, TRIM_SAMPLE = (\d+), (\d+), (\d+)", 
 EXACT, MOST, SAMPLE = map(int, BOUNDS.groups())
 
 
-def minute_now(conn) -> int:
-    seconds, _ = conn.client.time()
-    return seconds // 60
-
-
-def claim(conn) -> None:
-    jobs.enqueue(conn, Q, "{}")
-    assert jobs.claim(conn, Q, 60_000) is not None
-
-
 def test_a_few_buckets_past_keep_are_trimmed_exactly_oldest_first(conn):
     conn.client.hset(queue_key(Q, "meta"), "metrics_keep", "5")
     now = minute_now(conn)
     old = {str(now - 100 - i): "1" for i in range(7)} | {"by hand": "x"}
     conn.client.hset(metrics_key(Q, "claimed"), mapping=old)
-    claim(conn)
+    claim_new(conn, Q)
     kept = set(conn.client.hkeys(metrics_key(Q, "claimed")))
     # the 8 written and the current minute's: the one by hand and the 3 oldest go
     current = {k for k in kept if int(k) >= now}
@@ -46,7 +38,7 @@ def test_a_hash_far_past_keep_loses_a_bounded_sample_a_call(conn):
     for start in range(0, len(stale), 1000):
         pipe.hset(metrics_key(Q, "claimed"), mapping=dict(list(stale.items())[start : start + 1000]))
     pipe.execute()
-    claim(conn)
+    claim_new(conn, Q)
     left = conn.client.hlen(metrics_key(Q, "claimed"))
     # the current minute's bucket is new; at most a sample of the stale ones went
     assert len(stale) + 1 - SAMPLE <= left < len(stale) + 1
@@ -60,7 +52,7 @@ def test_a_latency_index_far_past_keep_loses_its_oldest_a_bounded_number_a_call(
     minutes = {str(now - 5000 + i): now - 5000 + i for i in range(MOST + 300)}
     conn.client.zadd(index, minutes)
     conn.client.hset(f"{base(Q)}lat:wait:{now - 5000}", "3", "1")
-    claim(conn)
+    claim_new(conn, Q)
     left = conn.client.zcard(index)
     assert left == len(minutes) + 1 - MOST
     assert not conn.client.exists(f"{base(Q)}lat:wait:{now - 5000}")

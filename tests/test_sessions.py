@@ -103,6 +103,9 @@ NOT_VERBS = {
     "lanes.heads",  # queues a read on the caller's pipeline (health's lane sample)
     "lanes.head_ids",  # pure: reads a reply
     "lanes.notes",  # pure: reads a counts frame's attrs
+    "lanes.measured_only",  # pure: what a script may read on this backend
+    "lanes.heads_unread",  # pure: reads a reply
+    "lanes.unread_head",  # pure: a note's text
 }  # the claim gate both claims go through
 
 
