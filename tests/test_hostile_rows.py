@@ -1,0 +1,170 @@
+"""The per-job verbs against keys of another type where a job's own should be (the third
+hostile pass): another client wrote a list, a string or a set where the job's row
+`emq:{q}:job:<id>` (a hash) should be, or a string where its `:logs` list should be.
+Every verb refuses typed (`BadRow`, field `type`: a raw WRONGTYPE reached the operator
+before, a traceback in the magic and no refusal a caller catches) and writes nothing;
+`remove_job` removes the key (jobs.remove_job says why). A lane's meta of another type
+refuses a reprocess or a promote into it the same way.
+
+On both backends and both executors (`script` and `function`)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import dump, kept_conn
+
+from emq_notebook import admin, jobs, lanes
+from emq_notebook.errors import BadRow, Gone
+from emq_notebook.keyspace import queue_key
+
+Q = "mail"
+P = f"emq:{{{Q}}}:"
+
+# another client's key of each type
+OTHER = {
+    "list": lambda c, k: c.rpush(k, "another client's"),
+    "string": lambda c, k: c.set(k, "another client's"),
+    "set": lambda c, k: c.sadd(k, "another client's"),
+}
+
+
+@pytest.fixture
+def conn(backend, request, kept_clients):
+    return kept_conn(kept_clients, backend, request)
+
+
+def dead_job(conn, group=None) -> str:
+    jid = jobs.enqueue(conn, Q, "{}", group=group, max_attempts=1)
+    claim = jobs.claim if group is None else lanes.claim
+    assert claim(conn, Q, 60_000)[0] == jid
+    jobs.fail(conn, Q, jid, "boom")
+    assert conn.client.zscore(queue_key(Q, "dead"), jid) is not None
+    return jid
+
+
+def scheduled_job(conn, group=None) -> str:
+    jid = jobs.enqueue(conn, Q, "{}", group=group, delay_ms=3_600_000)
+    assert conn.client.zscore(queue_key(Q, "schedule"), jid) is not None
+    return jid
+
+
+def turned(conn, key: str, kind: str) -> None:
+    conn.client.delete(key)
+    OTHER[kind](conn.client, key)
+
+
+# each per-job verb: (the job it needs, the call)
+VERBS = {
+    "reprocess": (dead_job, lambda ex, jid: jobs.reprocess_job(ex, Q, jid)),
+    "promote": (scheduled_job, lambda ex, jid: jobs.promote_job(ex, Q, jid)),
+    "data": (lambda c: jobs.enqueue(c, Q, "{}"), lambda ex, jid: jobs.update_data(ex, Q, jid, "{}")),
+    "progress": (lambda c: jobs.enqueue(c, Q, "{}"), lambda ex, jid: jobs.update_progress(ex, Q, jid, 50)),
+    "log": (lambda c: jobs.enqueue(c, Q, "{}"), lambda ex, jid: jobs.add_log(ex, Q, jid, "a line")),
+    "logs": (lambda c: jobs.enqueue(c, Q, "{}"), lambda ex, jid: jobs.get_job_logs(ex, Q, jid)),
+    "job": (lambda c: jobs.enqueue(c, Q, "{}"), lambda ex, jid: jobs.get_job(ex, Q, jid)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(OTHER))
+@pytest.mark.parametrize("verb", sorted(VERBS))
+def test_a_row_of_another_type_is_refused_typed_nothing_written(conn, ex, verb, kind):
+    make, call = VERBS[verb]
+    jid = make(conn)
+    turned(conn, P + "job:" + jid, kind)
+    before = dump(conn)
+    with pytest.raises(BadRow, match="type") as refused:
+        call(ex, jid)
+    assert refused.value.note.startswith("field type in")
+    assert dump(conn) == before
+
+
+@pytest.mark.parametrize("verb", ["log", "logs"])
+def test_logs_of_another_type_are_refused_typed_nothing_written(conn, ex, verb):
+    make, call = VERBS[verb]
+    jid = make(conn)
+    jobs.add_log(conn, Q, jid, "first")
+    turned(conn, P + "job:" + jid + ":logs", "string")
+    before = dump(conn)
+    with pytest.raises(BadRow, match="type") as refused:
+        call(ex, jid)
+    assert refused.value.note == f"field type in logs {jid}"
+    assert dump(conn) == before
+
+
+def test_checks_before_the_type_keep_their_refusals(conn, ex):
+    """A row of another type that is not in dead (or schedule) refuses as before:
+    NotDead / NotScheduled come first, as for a hash; a missing row is Gone."""
+    from emq_notebook.errors import NotDead, NotScheduled
+
+    jid = jobs.enqueue(conn, Q, "{}")
+    turned(conn, P + "job:" + jid, "list")
+    with pytest.raises(NotDead):
+        jobs.reprocess_job(ex, Q, jid)
+    with pytest.raises(NotScheduled):
+        jobs.promote_job(ex, Q, jid)
+    with pytest.raises(Gone):
+        jobs.update_data(ex, Q, "j_none", "{}")
+
+
+@pytest.mark.parametrize("how", ["reprocess", "promote"])
+def test_a_move_into_a_lane_whose_meta_is_of_another_type_is_refused_typed(conn, ex, how):
+    """A grouped dead (or scheduled) job whose lane meta another client turned into a
+    string: refused BadRow 'type' naming the lane (a raw WRONGTYPE before), nothing written.
+    (The function executor refuses a grouped reprocess before it reads the lane.)"""
+    jid = (dead_job if how == "reprocess" else scheduled_job)(conn, group="acme")
+    turned(conn, P + "g:acme:meta", "string")
+    before = dump(conn)
+    if how == "reprocess" and ex.executor == "function":
+        from emq_notebook.errors import NotDead
+
+        with pytest.raises(NotDead):
+            jobs.reprocess_job(ex, Q, jid)
+    else:
+        with pytest.raises(BadRow, match="type") as refused:
+            (jobs.reprocess_job if how == "reprocess" else jobs.promote_job)(ex, Q, jid)
+        assert refused.value.note == "field type in lane acme"
+    assert dump(conn) == before
+
+
+def test_the_bulk_reprocess_answers_bad_row_for_a_lane_meta_of_another_type(conn, ex):
+    jid = dead_job(conn, group="acme")
+    turned(conn, P + "g:acme:meta", "string")
+    before = dump(conn)
+    assert admin.reprocess_jobs(ex, Q, [jid], dry_run=True) == {jid: "bad_row"}
+    assert admin.reprocess_jobs(ex, Q, [jid]) == {jid: "bad_row"}
+    assert dump(conn) == before
+
+
+@pytest.mark.parametrize("kind", sorted(OTHER))
+def test_the_bulk_reprocess_answers_bad_row_for_a_row_of_another_type(conn, ex, kind):
+    jid = dead_job(conn)
+    turned(conn, P + "job:" + jid, kind)
+    before = dump(conn)
+    assert admin.reprocess_jobs(ex, Q, [jid], dry_run=True) == {jid: "bad_row"}
+    assert admin.reprocess_jobs(ex, Q, [jid]) == {jid: "bad_row"}
+    assert dump(conn) == before
+
+
+@pytest.mark.parametrize("kind", sorted(OTHER))
+def test_remove_job_removes_a_row_of_another_type(conn, ex, kind):
+    """The one verb that clears a row no other can read: the key is the job's, under the
+    queue's own keyspace, and the operator named it (jobs.remove_job)."""
+    jid = dead_job(conn)
+    turned(conn, P + "job:" + jid, kind)
+    jobs.remove_job(ex, Q, jid)
+    assert conn.client.exists(P + "job:" + jid) == 0
+    assert conn.client.zscore(queue_key(Q, "dead"), jid) is None
+    with pytest.raises(Gone):
+        jobs.remove_job(ex, Q, jid)
+
+
+def test_remove_job_leaves_a_locked_row_of_another_type(conn, ex):
+    jid = jobs.enqueue(conn, Q, "{}")
+    turned(conn, P + "job:" + jid, "list")
+    conn.client.set(P + "job:" + jid + ":lock", "w1")
+    before = dump(conn)
+    from emq_notebook.errors import Locked
+
+    with pytest.raises(Locked):
+        jobs.remove_job(ex, Q, jid)
+    assert dump(conn) == before
