@@ -168,3 +168,53 @@ def test_remove_job_leaves_a_locked_row_of_another_type(conn, ex):
     with pytest.raises(Locked):
         jobs.remove_job(ex, Q, jid)
     assert dump(conn) == before
+
+
+# -- a lane's meta another node wrote long (the measured reading, reads.lua) ------------
+
+
+@pytest.mark.parametrize("how", ["promote_job", "reprocess2", "reprocess_jobs", "reprocess_jobs_check"])
+def test_a_move_into_a_lane_paused_long_never_copies_its_meta(harm, monkeypatch, how):
+    """Another node paused a lane writing 1 MB there: a promote or a reprocess into it (one
+    job, the bulk move and its dry run) measures the meta's fields and only asks whether
+    `paused` is there (reads.lua `measured_lane_counts`); each copied it whole before
+    (`lane_counts`' HMGET), as the claims did (16 MB: 53 ms a complete). The job lands in
+    its lane, the paused lane stays off the ring."""
+    from test_harm_row_bytes import ScriptReads
+
+    conn, _srv = harm
+    jid = (scheduled_job if how == "promote_job" else dead_job)(conn, group="acme")
+    conn.client.hset(P + "g:acme:meta", "paused", "y" * 1_000_000)
+    reads = ScriptReads(conn, _srv, monkeypatch, how)
+    if how == "promote_job":
+        jobs.promote_job(conn, Q, jid)
+    elif how == "reprocess2":
+        jobs.reprocess_job(conn, Q, jid)
+    else:
+        answer = "reprocessed"
+        assert admin.reprocess_jobs(conn, Q, [jid], dry_run=how.endswith("check")) == {jid: answer}
+    assert reads.copied() and sum(reads.copied()) < 1_000
+    if how != "reprocess_jobs_check":
+        assert conn.client.zscore(P + "g:acme:pending", jid) is not None
+        assert conn.client.lrange(queue_key(Q, "ring"), 0, -1) == []
+    assert conn.client.hstrlen(P + "g:acme:meta", "paused") == 1_000_000
+
+
+@pytest.mark.parametrize("field", ["limit", "active"])
+def test_a_promote_into_a_lane_of_a_long_count_is_refused_as_before_never_copying_it(
+    harm, monkeypatch, field
+):
+    """A lane meta's `limit` or `active` another node wrote 1 MB long: the promote refuses
+    BadRow naming the field, as before, having measured it (HSTRLEN), not copied it."""
+    from test_harm_row_bytes import ScriptReads
+
+    conn, _srv = harm
+    jid = scheduled_job(conn, group="acme")
+    conn.client.hset(P + "g:acme:meta", field, "7" * 1_000_000)
+    before = dump(conn)
+    reads = ScriptReads(conn, _srv, monkeypatch, "promote_job")
+    with pytest.raises(BadRow) as refused:
+        jobs.promote_job(conn, Q, jid)
+    assert refused.value.note == f"field {field} in lane acme"
+    assert reads.copied() and sum(reads.copied()) < 1_000
+    assert dump(conn) == before
