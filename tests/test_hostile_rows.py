@@ -135,6 +135,23 @@ def test_the_bulk_reprocess_answers_bad_row_for_a_lane_meta_of_another_type(conn
     assert dump(conn) == before
 
 
+def test_the_due_promotion_passes_over_a_lane_meta_of_another_type(conn, ex):
+    """The Worker's housekeeping (jobs.promote, every poll) meeting a due grouped job whose
+    lane meta another client turned into a string: the job stays where it is, said as a
+    bad row, and the promotion goes on (a raw WRONGTYPE stopped it, and the Worker with it)."""
+    from emq_notebook import Worker
+
+    jid = jobs.enqueue(conn, Q, "{}", group="acme", delay_ms=1)
+    turned(conn, P + "g:acme:meta", "string")
+    due = conn.client.zscore(queue_key(Q, "schedule"), jid)
+    conn.client.zadd(queue_key(Q, "schedule"), {jid: due - 10})
+    assert jobs.promote(ex, Q) == 0
+    assert conn.client.zscore(queue_key(Q, "schedule"), jid) is not None
+    assert conn.client.get(P + "g:acme:meta") == "another client's"
+    w = Worker(ex, Q, lambda *a: None, idle_sleep=0)
+    assert w.run(until_empty=True) == 0
+
+
 @pytest.mark.parametrize("kind", sorted(OTHER))
 def test_the_bulk_reprocess_answers_bad_row_for_a_row_of_another_type(conn, ex, kind):
     jid = dead_job(conn)
