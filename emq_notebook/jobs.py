@@ -17,7 +17,7 @@ from .checks import MAX_MS, move_budget, whole
 from .checks import payload as _payload
 from .connector import Connection, Pipeline
 from .defaults import BYTE_BUDGET, MAX_WHOLE_FIELD, MOVE_BUDGET
-from .errors import BadInput, Gone, WireError
+from .errors import BadInput, BadRow, Gone, WireError
 from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
 from .transitions import MORE, Claimed
 
@@ -413,8 +413,9 @@ def promote_job(conn: Connection, q: str, job_id: str) -> None:
     native="none, a script only",
 )
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
-    """Replace the row's payload. Refuses `Gone`, and a payload over
-    `defaults.MAX_PAYLOAD` bytes (`BadInput`, before any I/O)."""
+    """Replace the row's payload. Refuses `Gone`, `BadRow` (field `type`) when another
+    client wrote a key of another type where the row should be, and a payload over
+    `defaults.MAX_PAYLOAD` bytes (`BadInput`, before any I/O); a refusal writes nothing."""
     conn.run(
         "update_data",
         [job_key(q, job_id), base(q)],
@@ -436,7 +437,9 @@ def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     native="none, a script only",
 )
 def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> None:
-    """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses `Gone`."""
+    """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses
+    `Gone`, and `BadRow` (field `type`) for a key of another type where the row should be;
+    a refusal writes and publishes nothing."""
     conn.run(
         "update_progress",
         [job_key(q, job_id)],
@@ -458,7 +461,9 @@ def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> Non
     native="none, a script only",
 )
 def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None = None) -> int:
-    """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses `Gone`."""
+    """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses
+    `Gone`, and `BadRow` (field `type`) for a key of another type where the row or its
+    `:logs` list should be (note `field type in logs <id>`); a refusal writes nothing."""
     if keep is not None:
         whole(keep, "keep")
     return int(
@@ -502,7 +507,8 @@ def get_job_logs(conn: Connection, q: str, job_id: str, limit: int | None = LOG_
     """The log lines in append order (`[]` when none): the last `limit` lines
     (`LOG_LINES` unless named, None for all), as a `Lines` list whose `.total` is the
     list's length, so a caller can say "the last 10,000 of 1,000,000". Refuses `Gone`,
-    and a `limit` that is not a whole number from 1 (`BadInput`, before any I/O).
+    `BadRow` (field `type`) for a key of another type where the row or its `:logs` list
+    should be, and a `limit` that is not a whole number from 1 (`BadInput`, before any I/O).
 
     Read in pages of at most `PAGE_LINES` lines and about `defaults.BYTE_BUDGET`
     bytes, one bounded call each: a list of a million lines never holds the server
@@ -550,6 +556,14 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     Refuses `Gone`, and `Locked` for a held job (a `:lock` key or a `lock` field).
     For a missing row the one cleanup is done: a ghost (the id still a member of
     a state set or lane) leaves those sets; otherwise a refusal writes nothing.
+
+    A key of another type than a hash where the row should be (another client's list,
+    string or set, which every other verb refuses `BadRow` 'type') is removed like a row,
+    unless a `:lock` key holds the job: the key is the job's own name, in the queue's own
+    keyspace, and the operator named that job to remove; remove is the one verb that
+    clears it (drain and obliterate delete it too), and UNLINK frees it off the server's
+    thread. Its `group`, `dedup` and `lock` fields cannot be read: it leaves the four
+    sets, not a lane, and releases only the `dedup` key supplied.
     """
     if dedup is not None:
         check_text(dedup, "dedup key")
@@ -579,7 +593,8 @@ def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     """Move a dead job back to pending (a grouped one to its lane); counters stay,
     `last_error` goes, `state` becomes pending. On a paused queue it waits.
 
-    Refuses `Gone`, `NotDead` and `BadRow`. The function executor refuses a grouped
+    Refuses `Gone`, `NotDead` and `BadRow` (field `type` for a key of another type where
+    the row or its lane's meta should be). The function executor refuses a grouped
     dead row (`NotDead`, detail "reprocess lane not native"), as the native twin does.
     """
     keys = [job_key(q, job_id), queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
@@ -626,7 +641,8 @@ SHORT_NAME = 256
     native="none, a read-only script (FCALL_RO with the function executor)",
 )
 def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
-    """The row as a dict of its fields, in the row's order. Refuses `Gone`.
+    """The row as a dict of its fields, in the row's order. Refuses `Gone`, and `BadRow`
+    (field `type`) for a key of another type where the row should be.
 
     No call copies a field another node made long, nor a whole row of many fields or of
     long names: a field over `defaults.MAX_WHOLE_FIELD` bytes (8 MiB) is not read, and
@@ -706,9 +722,9 @@ def _whole_fields(conn: Connection, q: str, job_id: str, key: str, row: dict[str
 def whole_field(conn: Connection, q: str, job_id: str, name: str) -> str | None:
     """Field `name` of a job row, read as `get_job` reads it: its bytes, or
     `decoding.not_read(length)` over `MAX_WHOLE_FIELD`; None when the row or the field
-    is missing."""
+    is missing, or the row's key is of another type than a hash (another client's)."""
     try:
         _, row = _read_job(conn, q, job_id, (name,))
         return _whole_fields(conn, q, job_id, base(q) + "job:" + job_id, row).get(name)
-    except Gone:
+    except (Gone, BadRow):
         return None

@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 # what a finished job can meet after its handler ran: its lease was lost (another
 # claim owns it, or the operator removed or moved it), or a row nobody can read
 LOST = (NotActive, NotOwner, Gone, BadRow)
+# the clock a claim's refusal is logged by (a test sets its own)
+clock: Callable[[], float] = time.monotonic
 
 
 class Worker:
@@ -32,6 +34,11 @@ class Worker:
     `BadRow`: the lease was lost, or the row was changed under the worker) is
     logged and counted in `lost`; so is a claim refused `BadRow` (counted in
     `bad_rows`, then the worker idles as on an empty queue). The loop goes on.
+    A claim refused the same way at every poll (one bad row at the queue's head: the
+    same note, its field and id) is logged when it starts, at most once every
+    `REFUSAL_LOG_S` while it goes on (with the claims refused since), and once when
+    a claim is no longer refused so: a worker polling 20 times a second logged it 20
+    times a second.
 
     Ghosts (members of pending or of a lane whose row is gone: another node deleted
     it, or a TTL expired it) never starve the jobs behind them, nor hold the server:
@@ -53,6 +60,8 @@ class Worker:
     """
 
     MAX_BACKOFF_S = 2.0
+    # a claim's refusal that goes on is logged again at most once this many seconds
+    REFUSAL_LOG_S = 60.0
 
     def __init__(
         self,
@@ -73,6 +82,11 @@ class Worker:
         self.wire_faults = 0
         # the last claim answered nothing but stopped at its bound: claim again at once
         self.more = False
+        # the claim's refusal going on (its note), when it was last logged, and the
+        # claims refused so since it started
+        self._refusal: str | None = None
+        self._refusal_logged = 0.0
+        self._refusals = 0
 
     def housekeeping(self) -> None:
         jobs.promote(self.conn, self.q)
@@ -96,8 +110,9 @@ class Worker:
             got = self.claim()
         except BadRow as exc:
             self.bad_rows += 1
-            log.warning("queue %s: a claim refused a bad row, left in place: %s", self.q, exc)
+            self._claim_refused(exc)
             return False
+        self._claim_served()
         if got is None:
             return False
         job_id, payload, attempts = got
@@ -110,6 +125,45 @@ class Worker:
             if self._finish(job_id, "complete"):
                 self.completed += 1
         return True
+
+    def _claim_refused(self, exc: BadRow) -> None:
+        """Log a claim refused `BadRow`: when the refusal starts, then at most once every
+        `REFUSAL_LOG_S` while the same one (its note: field and id) goes on."""
+        said, now = exc.note or str(exc), clock()
+        if said != self._refusal:
+            self._claim_served()
+            self._refusal, self._refusal_logged, self._refusals = said, now, 1
+            log.warning(
+                "queue %s: a claim refused a bad row, left in place: %s (said again at most "
+                "once every %.0f s while it lasts)",
+                self.q,
+                exc,
+                self.REFUSAL_LOG_S,
+            )
+            return
+        self._refusals += 1
+        if now - self._refusal_logged >= self.REFUSAL_LOG_S:
+            self._refusal_logged = now
+            log.warning(
+                "queue %s: the claim is still refused, the bad row left in place (%d claims "
+                "refused since it started): %s",
+                self.q,
+                self._refusals,
+                exc,
+            )
+
+    def _claim_served(self) -> None:
+        """A claim not refused `BadRow` (or refused another way): a refusal that went on
+        is over, and logged so once."""
+        if self._refusal is None:
+            return
+        log.warning(
+            "queue %s: the claim is no longer refused (%s), after %d claims refused so",
+            self.q,
+            self._refusal,
+            self._refusals,
+        )
+        self._refusal = None
 
     def _finish(self, job_id: str, how: str, error: str = "") -> bool:
         """Complete or fail the job; False (logged, counted in `lost`) when refused."""

@@ -9,9 +9,14 @@
 -- returns {length, first, line...}: the list's length, the index of the page's first
 -- line and the page's lines; with no ARGV, the lines alone (the whole list when it
 -- fits a page of PAGE_LINES lines and PAGE_BYTES bytes, else its first page); -1 for
--- a missing row
+-- a missing row; EMQSTATE bad row type in <id> (or in logs <id>) for a row (or a :logs
+-- key) of another type (another client's)
+--@include reads
 local row, logs = KEYS[1], KEYS[2]
-if redis.call('EXISTS', row) == 0 then return -1 end
+-- the id, as the row's key holds it after the base and 'job:' (a refusal names it)
+local id = string.sub(row, #KEYS[3] + 5)
+local refused = row_refusal(row, id) or logs_refusal(logs, id)
+if refused then return refused end
 -- the page a call takes when none is asked: a list read through LRANGE in a script
 -- costs about 0.35 us a line (100,000 lines held a server 40 ms)
 local PAGE_LINES, PAGE_BYTES = 5000, 1048576

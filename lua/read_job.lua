@@ -18,8 +18,8 @@
 --   ARGV[3] = bytes at most (read a call; and of a row listed, its names and values);
 --   ARGV[4] = the longest field read whole (bytes); ARGV[5...] = the fields to read
 --   (none: every field of the row)
--- returns -1 for a missing row (a foreign id, reads.lua `foreign_id`, and a key that is
--- no hash: the same); else {the row's field count, name, value, name, value, ...}: the
+-- returns -1 for a missing row (a foreign id, reads.lua `foreign_id`: the same);
+-- EMQSTATE bad row type in <id> for a key of another type than a hash; else {the row's field count, name, value, name, value, ...}: the
 -- fields named, in order, or with none named every field of a row of at most ARGV[2]
 -- within ARGV[3] bytes (none of any other row). A value is the field's bytes; its
 -- length (a number) when it is over ARGV[4] bytes, or once the call's names and values
@@ -30,8 +30,8 @@ local base, id = KEYS[1], ARGV[1]
 local most, bytes, longest = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if foreign_id(id) then return -1 end
 local row = base .. 'job:' .. id
-local count = redis.pcall('HLEN', row)
-if type(count) ~= 'number' or count == 0 then return -1 end
+local refused, count = row_refusal(row, id)
+if refused then return refused end
 local names = {}
 if #ARGV > 4 then
   for i = 5, #ARGV do names[#names + 1] = ARGV[i] end

@@ -189,7 +189,7 @@ def test_a_head_row_of_long_numbers_is_refused_without_copying_them(harm, monkey
 
 def test_a_finish_in_a_lane_paused_long_never_copies_its_meta(harm, monkeypatch):
     """Another node paused a lane writing 1 MB there: completing a job of it measures the
-    meta's fields (lanes.lua `measured_lane_counts`), the check, the slot given back and the
+    meta's fields (reads.lua `measured_lane_counts`), the check, the slot given back and the
     wake each copied `paused` before (16 MB: 53 ms a complete)."""
     from test_harm_row_bytes import ScriptReads
 

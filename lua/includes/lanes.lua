@@ -5,26 +5,6 @@
 
 --@include reads
 
--- a lane's counts as a script that moves jobs reads them: lane_counts' answers (its limit
--- and active count, or nil and the field holding no whole number) and whether it is
--- paused, each field measured before it is read and `paused` only asked whether it is
--- there, so a meta another node wrote long is never copied (300 lanes whose `paused`
--- held 1 MB held a claim 143 ms; a complete in a lane paused with 16 MB, 53 ms); nil and
--- 'type' when the meta holds another type than a hash (WRONGTYPE stopped the script)
-local function measured_lane_counts(base, g)
-  local mk = lane_meta(base, g)
-  local size = redis.pcall('HSTRLEN', mk, 'limit')
-  if type(size) ~= 'number' then return nil, 'type' end
-  -- a longer field holds no whole number (whole_of), whatever it holds
-  if size > WHOLE_DIGITS then return nil, 'limit' end
-  if redis.call('HSTRLEN', mk, 'active') > WHOLE_DIGITS then return nil, 'active' end
-  local m = redis.call('HMGET', mk, 'limit', 'active')
-  local limit, active = whole_of(m[1], 1), whole_of(m[2], 0)
-  if limit == nil then return nil, 'limit' end
-  if active == nil then return nil, 'active' end
-  return limit, active, redis.call('HEXISTS', mk, 'paused') == 1
-end
-
 -- runnable: not paused, under its limit, and something waiting (an unreadable
 -- meta is not runnable: a wake never errors half-way through a script)
 local function lane_runnable(base, g)

@@ -3,14 +3,17 @@
 --@include reads
 
 -- what stops job `id` going back: nil when it may, else the reply that refuses
--- it (-1 for no row, EMQSTATE not dead, EMQSTATE reprocess lane not native when
--- lanes are not carried, EMQSTATE bad row ...). Reads only: the dead check is a
+-- it (-1 for no row, EMQSTATE not dead, EMQSTATE bad row type for a key of another
+-- type, EMQSTATE reprocess lane not native when lanes are not carried, EMQSTATE bad
+-- row ... for a field or a lane's meta). Reads only: the dead check is a
 -- ZSCORE here, so the checks all run before the first write.
 local function reprocess_refusal(base, id, dead, carries_lanes)
   local jk = base .. 'job:' .. id
   if redis.call('EXISTS', jk) == 0 then return -1 end
   if not redis.call('ZSCORE', dead, id) then return redis.error_reply('EMQSTATE not dead') end
-  local g = redis.call('HGET', jk, 'group')
+  -- a key of another type under the row's name (another client's): bad row 'type'
+  local g, refused = row_field(jk, 'group', id)
+  if refused then return refused end
   if g and not carries_lanes then
     return redis.error_reply('EMQSTATE reprocess lane not native')
   end
@@ -25,7 +28,9 @@ end
 -- HMGET (EXISTS only for a hash holding none of its fields). Reads only.
 local function remove_refusal(base, id)
   local jk = base .. 'job:' .. id
-  -- (a key of another type under the row's name holds none of these fields)
+  -- a key of another type under the row's name (another client's) holds none of these
+  -- fields, and is removed as a row is: the job's own key, which every other verb refuses
+  -- (bad row 'type'), and the operator named it (jobs.remove_job)
   local row = redis.pcall('HMGET', jk, 'group', 'dedup', 'lock')
   if row.err then row = {false, false, false} end
   if not (row[1] or row[2] or row[3]) and redis.call('EXISTS', jk) == 0 then return -1 end
