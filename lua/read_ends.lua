@@ -62,9 +62,8 @@ local function top(p, from, step, grow, near)
     return whole(tonumber(redis.call('ZRANGE', p.key, -1, -1, 'WITHSCORES')[2]))
   end
   if from then return top_score(p.key, from, step, grow, near) end
-  local low = bottom_score(p.key)
-  if low then return top_score(p.key, low, step, grow, near) end
-  return nil
+  -- no lowest score within the span (one of -inf under it): the search starts at 0
+  return top_score(p.key, bottom_score(p.key) or 0, step, grow, near)
 end
 
 local pending = probe(base .. 'pending', most, measured_only)
@@ -74,7 +73,7 @@ if pending.n > 0 then
   if all_readable(pending) then
     -- the usual set: its last score and its band's first job read as before the guard
     local last = redis.call('ZRANGE', pending.key, -1, -1, 'WITHSCORES')[2]
-    if last and first and tonumber(last) ~= first[2] then
+    if last and first and whole(tonumber(last)) and tonumber(last) ~= first[2] then
       band = redis.call('ZRANGEBYSCORE', pending.key, last, last, 'LIMIT', 0, 1)[1] or false
     end
   else

@@ -112,3 +112,29 @@ def test_scores_are_found_exactly_where_no_member_is_read(harm):
     asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
     got = conn.run("read_ends", [base(Q)], asked)
     assert got[:3] == ["j_0000", "j_0002", None]
+
+
+def test_scores_past_the_span_at_the_ends_do_not_fail_the_look(harm):
+    """Another node's scores of -inf, -1e300 and +inf at the ends of a large pending set
+    (a skiplist, its scores searched by ZCOUNTs): the look answers, the lowest priority's
+    first job found past them. Before, a head at -inf failed the whole look ('min or max
+    is not a float') and one at -1e300 cost a thousand ZCOUNTs and hid the band."""
+    conn, srv = harm
+    c = conn.client
+    c.zadd(f"emq:{{{Q}}}:pending", {f"j_{i:05d}": i % 2 for i in range(5000)})
+    now = conn.server_ms()
+    asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+    for low, high in ((float("-inf"), None), (-1e300, None), (float("-inf"), float("inf"))):
+        c.zadd(f"emq:{{{Q}}}:pending", {"low": low})
+        if high is not None:
+            c.zadd(f"emq:{{{Q}}}:pending", {"high": high})
+        got = bounded(lambda: conn.run("read_ends", [base(Q)], asked), srv, what="read_ends")
+        # +inf is no priority the toolkit writes: its band is not named (nil past 2^53)
+        assert got[:3] == ["low", "j_00001" if high is None else None, None], (low, high, got)
+        h = bounded(lambda: frames.health(conn, [Q]), srv, what="health")
+        assert h.loc[Q, "pending"] == 5001 + (high is not None)
+    # a head of another node's 3 MB at -inf, left on a server: the band found all the same
+    c.zrem(f"emq:{{{Q}}}:pending", "high")
+    c.zadd(f"emq:{{{Q}}}:pending", {"A" * BIG: float("-inf")})
+    got = bounded(lambda: conn.run("read_ends", [base(Q)], asked), srv, what="read_ends")
+    assert got[1] == "j_00001" and got[0] in ((None,) if srv else ("A" * BIG,))

@@ -95,7 +95,9 @@ local NEAR = 1024
 -- not `near`); nil past 2^53 either way (only another node writes such a score)
 local function top_score(key, from, step, grow, near)
   local lo, hi
-  from = math.floor(from)
+  -- a guess past the span (another node's score: -inf, -1e300) starts at its edge, or
+  -- the steps never leave it (a step of 1 lost in -1e300; -inf + inf is no number)
+  from = math.floor(math.max(-SCORE_SPAN, math.min(SCORE_SPAN, from)))
   if any_above(key, from, true) then
     lo = from
     repeat
