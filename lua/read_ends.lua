@@ -61,6 +61,7 @@ local function top(p, from, step, grow, near)
   if all_readable(p) then
     return whole(tonumber(redis.call('ZRANGE', p.key, -1, -1, 'WITHSCORES')[2]))
   end
+  if not searchable(p) then return nil end
   if from then return top_score(p.key, from, step, grow, near) end
   -- no lowest score within the span (one of -inf under it): the search starts at 0
   return top_score(p.key, bottom_score(p.key) or 0, step, grow, near)
@@ -95,7 +96,11 @@ if type(scheduled) == 'number' and scheduled > 0 then
   overdue = scheduled
   local p = probe(schedule, most, measured_only)
   local first = member(p, 0, nil)
-  if first then due = whole(first[2]) or false else due = bottom_score(schedule) or false end
+  if first then
+    due = whole(first[2]) or false
+  elseif searchable(p) then
+    due = bottom_score(schedule) or false
+  end
 end
 local dead = probe(base .. 'dead', most, measured_only)
 if dead.n > 0 then newest = top(dead, now, 1024, 4, true) or false end

@@ -138,3 +138,39 @@ def test_scores_past_the_span_at_the_ends_do_not_fail_the_look(harm):
     c.zadd(f"emq:{{{Q}}}:pending", {"A" * BIG: float("-inf")})
     got = bounded(lambda: conn.run("read_ends", [base(Q)], asked), srv, what="read_ends")
     assert got[1] == "j_00001" and got[0] in ((None,) if srv else ("A" * BIG,))
+
+
+def test_a_long_listpack_is_not_searched(harm):
+    """A listpack of 20,000 members and a 2 MB one (an operator raised
+    zset-max-listpack-entries and -value; another node RESTOREd the sets): each ZCOUNT
+    walks it whole, so a look leaves its scores unsearched on a server (a million members:
+    87 ms of Valkey before, searching) and says the head it left. Before, a look of it
+    sent 60 ZCOUNTs; the fake reads it as before."""
+    conn, srv = harm
+    c = conn.client
+    now = conn.server_ms()
+    c.zadd("tmp:p", {f"j_{i:05d}": i % 2 for i in range(20_000)})
+    c.zadd("tmp:d", {f"d_{i:05d}": now - 3_600_000 - i for i in range(20_000)})
+    if srv is not None:
+        c.config_set("zset-max-listpack-entries", 100_000)
+        c.config_set("zset-max-listpack-value", 4 << 20)
+    for name in ("p", "d"):
+        c.restore(f"emq:{{{Q}}}:{'pending' if name == 'p' else 'dead'}", 0, c.dump(f"tmp:{name}"))
+    c.delete("tmp:p", "tmp:d")
+    c.zadd(f"emq:{{{Q}}}:pending", {"A" * (2 << 20): -1})
+    c.zadd(f"emq:{{{Q}}}:dead", {"D" * (2 << 20): now - 60_000})
+    asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+    if srv is None:
+        got = conn.run("read_ends", [base(Q)], asked)
+        assert got == ["A" * (2 << 20), "j_00001", None, None, now - 60_000]
+        return
+    assert c.object("encoding", f"emq:{{{Q}}}:pending") == "listpack"
+    assert c.object("encoding", f"emq:{{{Q}}}:dead") == "listpack"
+    c.config_resetstat()
+    got = bounded(lambda: conn.run("read_ends", [base(Q)], asked), srv, what="read_ends")
+    # one ZCOUNT: the schedule's overdue count
+    assert c.info("commandstats").get("cmdstat_zcount", {}).get("calls", 0) == 1
+    assert got[:5] == [None, None, None, None, None] and got[5] == "head"
+    h = bounded(lambda: frames.health(conn, [Q]), srv, what="health")
+    assert h.loc[Q, "pending"] == 20_001 and h.loc[Q, "dead"] == 20_001
+    assert h.attrs[lanes.HEADS_UNREAD][Q][0].startswith(f"the head of emq:{{{Q}}}:pending not read")

@@ -30,8 +30,22 @@ local function probe(key, most, measured_only, n)
     else
       p.usage = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '1')
     end
+  elseif redis.call('OBJECT', 'ENCODING', key) == 'listpack' then
+    -- more members than WHOLE_WALK in a listpack (an operator raised
+    -- zset-max-listpack-entries): its one figure is all its bytes, and a search would
+    -- walk it whole at each step (`searchable`)
+    p.listpack = true
+    p.all = usage <= most
   end
   return p
+end
+
+-- true when the scores of probed set `p` may be searched by ZCOUNTs (`top_score`,
+-- `bottom_score`): each is O(log n) in a skiplist, but walks a listpack, and a listpack
+-- of 1,000,000 members (RESTOREd under a raised zset-max-listpack-entries) cost a look's
+-- searches 87 ms of Valkey; one of at most WHOLE_WALK members costs a step about 10 us
+local function searchable(p)
+  return not p.listpack
 end
 
 -- true when every member of probed set `p` may be read
@@ -53,7 +67,7 @@ local function readable_at(p, rank)
   end
   if p.all or (rank == 0 and p.usage <= p.most) then return true end
   local size
-  if redis.call('OBJECT', 'ENCODING', p.key) == 'listpack' then
+  if p.listpack or redis.call('OBJECT', 'ENCODING', p.key) == 'listpack' then
     size = p.usage
   elseif rank == 0 then
     size = math.ceil(p.usage / p.n)
