@@ -39,14 +39,12 @@ CLAIM_READS[N_WHOLES + 1], CLAIM_READS[N_WHOLES + 2], CLAIM_READS[N_WHOLES + 3] 
 -- the bytes a head row may hold past its payload for its fields a claim reads to be read
 -- in one HMGET unmeasured: Valkey measures the row (MEMORY USAGE, no field copied); a row
 -- over it (or not measured: the embedded fake, an ACL user without MEMORY USAGE, a row of
--- more than ROW_WALK fields) has each of those fields measured first (HSTRLEN), and one
--- longer than WHOLE_DIGITS (no whole number, whatever it holds) is not read. A row whose numbers and times another node
--- wrote 3 MB each held every claim call 30 to 40 ms only to refuse it
+-- more than MEASURED_FIELDS fields, reads.lua: MEMORY USAGE ... SAMPLES 0 walks each
+-- field of a hashtable, and a row of 1,000,000 fields another node wrote held a claim 30
+-- ms) has each of those fields measured first (HSTRLEN), and one longer than WHOLE_DIGITS
+-- (no whole number, whatever it holds) is not read. A row whose numbers and times
+-- another node wrote 3 MB each held every claim call 30 to 40 ms only to refuse it
 local CLAIM_ROW_BYTES = 65536
--- the most fields of a head row measured whole (MEMORY USAGE ... SAMPLES 0 walks each of
--- a hashtable's, about 25 ns: a row of 1,000,000 fields another node wrote held a claim
--- 30 ms); a row of more has the fields a claim reads measured one by one (HSTRLEN)
-local ROW_WALK = 256
 -- what a field measured too long reads as: no whole number (never nil: an absent field
 -- reads as its default)
 local TOO_LONG = 'x'
@@ -66,8 +64,7 @@ local function claim_read(jk, id)
   end
   -- no key: a ghost (a hash is never empty)
   if fields == 0 then return false end
-  -- SAMPLES 0 walks every field of a hashtable row: only a row of few fields is measured
-  local size = fields <= ROW_WALK and redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
+  local size = fields <= MEASURED_FIELDS and redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
   local asked, long = CLAIM_READS, nil
   -- the usual row, all of it within CLAIM_ROW_BYTES, is read without its payload measured
   local over = type(size) ~= 'number'
