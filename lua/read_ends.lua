@@ -21,7 +21,9 @@
 -- on is measured); overdue the scheduled jobs due at or before ARGV[1]; due the lowest
 -- due time of the schedule when any is overdue; newest when the newest dead job died
 -- (the dead set's highest score, within a 64th of its age). Each nil when there is
--- none, when a score is past 2^53 (another node's), or when a key is of another type.
+-- none, when a score is past 2^53 (another node's), when a key is of another type, or
+-- when a score would be searched in a listpack of more than WHOLE_WALK members (an
+-- operator raised zset-max-listpack-entries: each ZCOUNT walks it whole).
 -- Then for each member not read, its place ('head', 'band') and its bytes as
 -- measured (-1: not measurable: no MEMORY USAGE for this user). Costs the reads it
 -- replaces and a ZCARD and a MEMORY USAGE a set for the usual set (at most WHOLE_WALK
