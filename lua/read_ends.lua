@@ -21,7 +21,9 @@
 -- on is measured); overdue the scheduled jobs due at or before ARGV[1]; due the lowest
 -- due time of the schedule when any is overdue; newest when the newest dead job died
 -- (the dead set's highest score, within a 64th of its age). Each nil when there is
--- none, when a score is past 2^53 (another node's), or when a key is of another type.
+-- none, when a score is past 2^53 (another node's), when a key is of another type, or
+-- when a score would be searched in a listpack of more than WHOLE_WALK members (an
+-- operator raised zset-max-listpack-entries: each ZCOUNT walks it whole).
 -- Then for each member not read, its place ('head', 'band') and its bytes as
 -- measured (-1: not measurable: no MEMORY USAGE for this user). Costs the reads it
 -- replaces and a ZCARD and a MEMORY USAGE a set for the usual set (at most WHOLE_WALK
@@ -61,10 +63,10 @@ local function top(p, from, step, grow, near)
   if all_readable(p) then
     return whole(tonumber(redis.call('ZRANGE', p.key, -1, -1, 'WITHSCORES')[2]))
   end
+  if not searchable(p) then return nil end
   if from then return top_score(p.key, from, step, grow, near) end
-  local low = bottom_score(p.key)
-  if low then return top_score(p.key, low, step, grow, near) end
-  return nil
+  -- no lowest score within the span (one of -inf under it): the search starts at 0
+  return top_score(p.key, bottom_score(p.key) or 0, step, grow, near)
 end
 
 local pending = probe(base .. 'pending', most, measured_only)
@@ -74,7 +76,7 @@ if pending.n > 0 then
   if all_readable(pending) then
     -- the usual set: its last score and its band's first job read as before the guard
     local last = redis.call('ZRANGE', pending.key, -1, -1, 'WITHSCORES')[2]
-    if last and first and tonumber(last) ~= first[2] then
+    if last and first and whole(tonumber(last)) and tonumber(last) ~= first[2] then
       band = redis.call('ZRANGEBYSCORE', pending.key, last, last, 'LIMIT', 0, 1)[1] or false
     end
   else
@@ -96,7 +98,11 @@ if type(scheduled) == 'number' and scheduled > 0 then
   overdue = scheduled
   local p = probe(schedule, most, measured_only)
   local first = member(p, 0, nil)
-  if first then due = whole(first[2]) or false else due = bottom_score(schedule) or false end
+  if first then
+    due = whole(first[2]) or false
+  elseif searchable(p) then
+    due = bottom_score(schedule) or false
+  end
 end
 local dead = probe(base .. 'dead', most, measured_only)
 if dead.n > 0 then newest = top(dead, now, 1024, 4, true) or false end

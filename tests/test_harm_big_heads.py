@@ -112,3 +112,65 @@ def test_scores_are_found_exactly_where_no_member_is_read(harm):
     asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
     got = conn.run("read_ends", [base(Q)], asked)
     assert got[:3] == ["j_0000", "j_0002", None]
+
+
+def test_scores_past_the_span_at_the_ends_do_not_fail_the_look(harm):
+    """Another node's scores of -inf, -1e300 and +inf at the ends of a large pending set
+    (a skiplist, its scores searched by ZCOUNTs): the look answers, the lowest priority's
+    first job found past them. Before, a head at -inf failed the whole look ('min or max
+    is not a float') and one at -1e300 cost a thousand ZCOUNTs and hid the band."""
+    conn, srv = harm
+    c = conn.client
+    c.zadd(f"emq:{{{Q}}}:pending", {f"j_{i:05d}": i % 2 for i in range(5000)})
+    now = conn.server_ms()
+    asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+    for low, high in ((float("-inf"), None), (-1e300, None), (float("-inf"), float("inf"))):
+        c.zadd(f"emq:{{{Q}}}:pending", {"low": low})
+        if high is not None:
+            c.zadd(f"emq:{{{Q}}}:pending", {"high": high})
+        got = bounded(lambda: conn.run("read_ends", [base(Q)], asked), srv, what="read_ends")
+        # +inf is no priority the toolkit writes: its band is not named (nil past 2^53)
+        assert got[:3] == ["low", "j_00001" if high is None else None, None], (low, high, got)
+        h = bounded(lambda: frames.health(conn, [Q]), srv, what="health")
+        assert h.loc[Q, "pending"] == 5001 + (high is not None)
+    # a head of another node's 3 MB at -inf, left on a server: the band found all the same
+    c.zrem(f"emq:{{{Q}}}:pending", "high")
+    c.zadd(f"emq:{{{Q}}}:pending", {"A" * BIG: float("-inf")})
+    got = bounded(lambda: conn.run("read_ends", [base(Q)], asked), srv, what="read_ends")
+    assert got[1] == "j_00001" and got[0] in ((None,) if srv else ("A" * BIG,))
+
+
+def test_a_long_listpack_is_not_searched(harm):
+    """A listpack of 20,000 members and a 2 MB one (an operator raised
+    zset-max-listpack-entries and -value; another node RESTOREd the sets): each ZCOUNT
+    walks it whole, so a look leaves its scores unsearched on a server (a million members:
+    87 ms of Valkey before, searching) and says the head it left. Before, a look of it
+    sent 60 ZCOUNTs; the fake reads it as before."""
+    conn, srv = harm
+    c = conn.client
+    now = conn.server_ms()
+    c.zadd("tmp:p", {f"j_{i:05d}": i % 2 for i in range(20_000)})
+    c.zadd("tmp:d", {f"d_{i:05d}": now - 3_600_000 - i for i in range(20_000)})
+    if srv is not None:
+        c.config_set("zset-max-listpack-entries", 100_000)
+        c.config_set("zset-max-listpack-value", 4 << 20)
+    for name in ("p", "d"):
+        c.restore(f"emq:{{{Q}}}:{'pending' if name == 'p' else 'dead'}", 0, c.dump(f"tmp:{name}"))
+    c.delete("tmp:p", "tmp:d")
+    c.zadd(f"emq:{{{Q}}}:pending", {"A" * (2 << 20): -1})
+    c.zadd(f"emq:{{{Q}}}:dead", {"D" * (2 << 20): now - 60_000})
+    asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+    if srv is None:
+        got = conn.run("read_ends", [base(Q)], asked)
+        assert got == ["A" * (2 << 20), "j_00001", None, None, now - 60_000]
+        return
+    assert c.object("encoding", f"emq:{{{Q}}}:pending") == "listpack"
+    assert c.object("encoding", f"emq:{{{Q}}}:dead") == "listpack"
+    c.config_resetstat()
+    got = bounded(lambda: conn.run("read_ends", [base(Q)], asked), srv, what="read_ends")
+    # one ZCOUNT: the schedule's overdue count
+    assert c.info("commandstats").get("cmdstat_zcount", {}).get("calls", 0) == 1
+    assert got[:5] == [None, None, None, None, None] and got[5] == "head"
+    h = bounded(lambda: frames.health(conn, [Q]), srv, what="health")
+    assert h.loc[Q, "pending"] == 20_001 and h.loc[Q, "dead"] == 20_001
+    assert h.attrs[lanes.HEADS_UNREAD][Q][0].startswith(f"the head of emq:{{{Q}}}:pending not read")

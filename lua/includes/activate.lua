@@ -38,10 +38,12 @@ CLAIM_READS[N_WHOLES + 1], CLAIM_READS[N_WHOLES + 2], CLAIM_READS[N_WHOLES + 3] 
 
 -- the bytes a head row may hold past its payload for its fields a claim reads to be read
 -- in one HMGET unmeasured: Valkey measures the row (MEMORY USAGE, no field copied); a row
--- over it (or not measured: the embedded fake, an ACL user without MEMORY USAGE) has each
--- of those fields measured first (HSTRLEN), and one longer than WHOLE_DIGITS (no whole
--- number, whatever it holds) is not read. A row whose numbers and times another node
--- wrote 3 MB each held every claim call 30 to 40 ms only to refuse it
+-- over it (or not measured: the embedded fake, an ACL user without MEMORY USAGE, a row of
+-- more than MEASURED_FIELDS fields, reads.lua: MEMORY USAGE ... SAMPLES 0 walks each
+-- field of a hashtable, and a row of 1,000,000 fields another node wrote held a claim 30
+-- ms) has each of those fields measured first (HSTRLEN), and one longer than WHOLE_DIGITS
+-- (no whole number, whatever it holds) is not read. A row whose numbers and times
+-- another node wrote 3 MB each held every claim call 30 to 40 ms only to refuse it
 local CLAIM_ROW_BYTES = 65536
 -- what a field measured too long reads as: no whole number (never nil: an absent field
 -- reads as its default)
@@ -55,16 +57,19 @@ local TOO_LONG = 'x'
 -- no job, a ghost; for any other id a row no transition can read ('type'), where a
 -- WRONGTYPE error stopped every claim of the queue
 local function claim_read(jk, id)
-  local payload = redis.pcall('HSTRLEN', jk, 'payload')
-  if type(payload) ~= 'number' then
+  local fields = redis.pcall('HLEN', jk)
+  if type(fields) ~= 'number' then
     if foreign_id(id) then return false end
     return true, 'type'
   end
-  local size = redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
-  -- no key: a ghost
-  if size == false then return false end
+  -- no key: a ghost (a hash is never empty)
+  if fields == 0 then return false end
+  local size = fields <= MEASURED_FIELDS and redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
   local asked, long = CLAIM_READS, nil
-  if type(size) ~= 'number' or size > payload + CLAIM_ROW_BYTES then
+  -- the usual row, all of it within CLAIM_ROW_BYTES, is read without its payload measured
+  local over = type(size) ~= 'number'
+    or (size > CLAIM_ROW_BYTES and size > redis.call('HSTRLEN', jk, 'payload') + CLAIM_ROW_BYTES)
+  if over then
     asked, long = {}, {}
     for i, name in ipairs(CLAIM_READS) do
       if name ~= 'payload' and redis.call('HSTRLEN', jk, name) > WHOLE_DIGITS then

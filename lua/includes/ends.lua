@@ -30,8 +30,22 @@ local function probe(key, most, measured_only, n)
     else
       p.usage = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '1')
     end
+  elseif redis.call('OBJECT', 'ENCODING', key) == 'listpack' then
+    -- more members than WHOLE_WALK in a listpack (an operator raised
+    -- zset-max-listpack-entries): its one figure is all its bytes, and a search would
+    -- walk it whole at each step (`searchable`)
+    p.listpack = true
+    p.all = usage <= most
   end
   return p
+end
+
+-- true when the scores of probed set `p` may be searched by ZCOUNTs (`top_score`,
+-- `bottom_score`): each is O(log n) in a skiplist, but walks a listpack, and a listpack
+-- of 1,000,000 members (RESTOREd under a raised zset-max-listpack-entries) cost a look's
+-- searches 87 ms of Valkey; one of at most WHOLE_WALK members costs a step about 10 us
+local function searchable(p)
+  return not p.listpack
 end
 
 -- true when every member of probed set `p` may be read
@@ -53,7 +67,7 @@ local function readable_at(p, rank)
   end
   if p.all or (rank == 0 and p.usage <= p.most) then return true end
   local size
-  if redis.call('OBJECT', 'ENCODING', p.key) == 'listpack' then
+  if p.listpack or redis.call('OBJECT', 'ENCODING', p.key) == 'listpack' then
     size = p.usage
   elseif rank == 0 then
     size = math.ceil(p.usage / p.n)
@@ -95,7 +109,9 @@ local NEAR = 1024
 -- not `near`); nil past 2^53 either way (only another node writes such a score)
 local function top_score(key, from, step, grow, near)
   local lo, hi
-  from = math.floor(from)
+  -- a guess past the span (another node's score: -inf, -1e300) starts at its edge, or
+  -- the steps never leave it (a step of 1 lost in -1e300; -inf + inf is no number)
+  from = math.floor(math.max(-SCORE_SPAN, math.min(SCORE_SPAN, from)))
   if any_above(key, from, true) then
     lo = from
     repeat
