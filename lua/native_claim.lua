@@ -13,7 +13,7 @@
 --@include common
 --@include lanes
 --@include activate
--- the paused field and the metrics retention in one read
-local meta = redis.call('HMGET', KEYS[3] .. 'meta', 'paused', 'metrics_keep')
-if meta[1] then return {} end
-return claim_flat(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '', meta[2], (ARGV[3] or '') ~= '')
+-- the paused field asked whether it is there (any value pauses: one another node wrote
+-- long is never copied); the metrics retention read measured by the claim (metrics_keep)
+if redis.call('HEXISTS', KEYS[3] .. 'meta', 'paused') == 1 then return {} end
+return claim_flat(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '', nil, (ARGV[3] or '') ~= '')

@@ -8,7 +8,11 @@ local function keep_of(field)
   return nil
 end
 
+-- the queue's `metrics_keep` as keep_of reads it, measured first: a value longer than a
+-- whole number holds none, and one another node wrote long is never copied (every claim,
+-- complete and fail reads it)
 local function metrics_keep(base)
+  if redis.call('HSTRLEN', base .. 'meta', 'metrics_keep') > WHOLE_DIGITS then return nil end
   return keep_of(redis.call('HGET', base .. 'meta', 'metrics_keep'))
 end
 
