@@ -289,6 +289,12 @@ class Connection:
         return int(seconds) * 1000 + int(micros) // 1000
 
     @property
+    def in_process(self) -> bool:
+        """True for the embedded fakeredis: this process's own memory, no server another
+        client shares (and no MEMORY command)."""
+        return type(self.client).__module__.startswith("fakeredis")
+
+    @property
     def folds_pause(self) -> bool:
         """True when the claim reads the paused field inside the same call (one round trip)."""
         return transitions.get("claim2").folds(self.executor)

@@ -183,6 +183,8 @@ def health(
     sizes = counts.to_dict("index")
     window = _window(now)
     first = _Reads(conn)
+    # what each queue's `@read_ends` is asked (the same for all)
+    ends_asked = [now - OVERDUE_MS, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
     for i, q in enumerate(names):
         c = sizes[q]
         for kind in ("claimed", "completed", "failed"):
@@ -191,8 +193,7 @@ def health(
         first.on(i, "minutes").zrangebyscore(latency_index_key(q), window[0], window[-1])
         first.on(i, "expired").zcount(queue_key(q, "active"), "-inf", now)
         if c["pending"] or c["schedule"] or c["dead"]:
-            asked = [now - OVERDUE_MS, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
-            conn.run("read_ends", [base(q)], asked, verb="health", pipeline=first.on(i, "ends"))
+            conn.run("read_ends", [base(q)], ends_asked, verb="health", pipeline=first.on(i, "ends"))
         if c["lanes"]:
             lanes.heads(conn, q, LANE_SAMPLE, LANE_WALK, first.on(i, "lanes"))
     r1 = first.run(len(names))

@@ -315,7 +315,7 @@ def measured_only(conn: Connection) -> str:
     member of many MB read holds it), '' on the embedded fakeredis, which has no MEMORY
     command to measure with: its sets are this process's own memory, and a read there
     holds no server (lua/includes/ends.lua `readable`)."""
-    return "" if type(conn.client).__module__.startswith("fakeredis") else "1"
+    return "" if conn.in_process else "1"
 
 
 def backlogs(conn: Connection, queues: Iterable[str]) -> dict[str, Backlog]:

@@ -325,7 +325,7 @@ def start(
     print(f"server: {conn.label} · env {env or 'not set'} · executor {conn.executor} · {mode}")
     knobs = ", ".join(f"{k}={v!r}" for k, v in params.items())
     print(f"queue: {queue}" + (f" · parameters: {knobs}" if knobs else ""))
-    if conn.label == "embedded fakeredis":
+    if conn.in_process:
         print(
             "note: the embedded default is an empty in-process server; set EMQ_URL (or the "
             "EMQ_URL parameter) to reach the live one"
