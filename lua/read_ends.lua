@@ -81,6 +81,8 @@ if pending.n > 0 then
     end
   else
     local last = top(pending, first and first[2], 1, 2, false)
+    -- the band is the jobs of exactly the last score, which may be a fraction
+    if last then last = exact_top(pending.key, last) end
     if last then
       local before = redis.call('ZCOUNT', pending.key, '-inf', '(' .. score_text(last))
       -- a band past MEASURED_RANK is not sampled on a server: its first member can not be

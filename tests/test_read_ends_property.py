@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from harm import bounded
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from emq_notebook import lanes
@@ -61,6 +61,9 @@ def expected(c, due_at: int):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(queue=_sets)
+# a last priority that is a fraction (another node's 0.5) behind 5,000 jobs of 0: the
+# search found its whole part and named no band (CI found it)
+@example(queue={"pending": [0.5], "schedule": [], "dead": [], "pad": "pending"})
 def test_read_ends_answers_what_the_plain_reads_say(harm, queue):
     conn, srv = harm
     c = conn.client

@@ -134,6 +134,21 @@ local function top_score(key, from, step, grow, near)
   return lo
 end
 
+-- the highest score of sorted set `key` exactly, from `whole`, the whole number at or
+-- below it (`top_score`): itself, or a fraction above it (another node's priority of 0.5)
+-- found by halving [whole, whole + 1] down to adjacent doubles (53 ZCOUNTs at most)
+local function exact_top(key, whole)
+  if redis.call('ZCOUNT', key, '(' .. score_text(whole), '+inf') == 0 then return whole end
+  local lo, hi = whole, whole + 1
+  while true do
+    local mid = (lo + hi) / 2
+    if mid <= lo or mid >= hi then break end
+    if any_above(key, mid, false) then lo = mid else hi = mid end
+  end
+  if redis.call('ZCOUNT', key, score_text(hi), score_text(hi)) > 0 then return hi end
+  return lo
+end
+
 -- the lowest score of non-empty sorted set `key`, to the whole number at or below it,
 -- found by ZCOUNTs (55 at most) when its head can not be read; nil past 2^53
 local function bottom_score(key)
