@@ -340,6 +340,7 @@ FAILED_CONNECTS = [
     "connect redis://u:pw-Kq7@127.0.0.1:1/0 --embedded fake",  # a URL and --embedded
     "connect nowhere:6379 --env production",  # not a URL
     "connect redis://u:pw-Kq7@127.0.0.1:1/0 --env",  # a line that does not parse
+    "connect redis://127.0.0.1:1/0 redis://u:pw-Kq7@127.0.0.1:2/0",  # nor this one, naming a password
 ]
 
 
@@ -387,6 +388,7 @@ def test_after_a_failed_connect_every_verb_refuses_until_one_succeeds(
         result, said = typed_in(ip, f"%emq {attempt}")
         assert isinstance(result.error_in_exec, emq.UsageProblem), said
         assert len(said) == 1 and said[0].startswith(f"UsageProblem: {what}: no connection is current: ")
+        assert "pw-Kq7" not in said[0]
         assert "the last connect failed (" in said[0] and "%emq connect URL, or %emq use NAME" in said[0]
     with pytest.raises(emq.UsageProblem, match="no connection is current"):
         emq.current()

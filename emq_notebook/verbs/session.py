@@ -5,9 +5,9 @@ session verbs (connect, use, connections, help).
 
 `parse(session, line)` parses a line in the session's words; `execute(session, ns)`
 runs it: an action prints one line and returns None, a query returns its value (a
-DataFrame, a dict, a list).  A refusal is an
-answer: its one line is printed and the refusal object returned.  Every other
-`EMQError` propagates (and fails a notebook cell).
+DataFrame, a dict, a list).  A refusal is an answer: its one line is printed and the
+refusal object returned.  Every other `EMQError` propagates (and fails a notebook
+cell).
 
 Every command that destroys or moves many jobs at once passes `confirm` first,
 stating the count, the connection and its env.
@@ -168,8 +168,8 @@ def parse(session: Session, line: str | list[str], namespace: dict[str, Any] | N
             words = []
         if not words or words[0] != "connect":
             raise
-        said = scrub(session.connect_failed(exc), [x for w in words for x in secrets_of(w)])
-        raise type(exc)(said) from None
+        said = scrub(str(exc), [x for w in words for x in secrets_of(w)])
+        raise type(exc)(session.connect_failed(type(exc)(said))) from None
 
 
 def execute(session: Session, ns: Namespace) -> Any:
