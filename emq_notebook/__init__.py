@@ -98,7 +98,9 @@ def __dir__() -> list[str]:
 
 def current(name: str | None = None) -> Connection:
     """The connection `%emq` uses (opened on first use), or the one `%emq connect
-    --name NAME` kept, for Python cells beside the magics."""
+    --name NAME` kept, for Python cells beside the magics. After a `%emq connect` that
+    failed with no connection current, `UsageProblem` (as every `%emq` verb refuses)
+    until a `%emq connect` or `%emq use` succeeds."""
     from .magics import SESSION
 
     return SESSION.get(name)

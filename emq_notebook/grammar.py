@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from . import registry
@@ -211,14 +212,56 @@ def substitute(words: list[str], namespace: dict[str, Any]) -> list[str]:
     return out
 
 
+# -- the front ends ----------------------------------------------------------
+@dataclass(frozen=True)
+class Front:
+    """How a front end writes a command, in its help and its error lines: `%emq` in a
+    notebook; `emq` in a shell, where the server is named before the verb."""
+
+    command: str  # what a command starts with
+    grammar_hint: str  # where the whole grammar is shown
+    before_verb: str = ""  # in a server verb's usage line, what comes before the verb
+    epilog: str | None = None  # under a verb's options
+    # (as the registry's help texts say it, as this front end says it), in order
+    words: tuple[tuple[str, str], ...] = ()
+
+    def see(self, verb: str | None = None) -> str:
+        """`see %emq pause --help`; with no verb, where the whole grammar is."""
+        return f"see {self.command} {verb} --help" if verb else f"see {self.grammar_hint}"
+
+    def text(self, help: str) -> str:
+        """A help text of the registry (written as the notebook says it) in this front
+        end's words."""
+        for said, here in self.words:
+            help = help.replace(said, here)
+        return help
+
+
+NOTEBOOK = Front("%emq", "%emq?")
+SHELL = Front(
+    "emq",
+    "emq help",
+    before_verb="[--url URL] ",
+    epilog="the server is --url, else EMQ_URL; the options before the verb: emq --help",
+    words=(
+        ("%%emq reason", "[tool.emq_notebook] reason"),
+        ("%%config ", "[tool.emq_notebook] "),
+        ("%%emq ", "emq "),
+    ),
+)
+
+
 # -- the parser --------------------------------------------------------------
-class _Parser(argparse.ArgumentParser):
-    """Raises instead of printing and exiting."""
+class Parser(argparse.ArgumentParser):
+    """Raises `UsageProblem` (one line ending in where to read more, in the words of
+    `front`) instead of printing and exiting."""
+
+    def __init__(self, *a: Any, front: Front = NOTEBOOK, topic: str | None = None, **kw: Any):
+        super().__init__(*a, **kw)
+        self.front, self.topic = front, topic
 
     def error(self, message: str) -> NoReturn:
-        verb = self.prog.split()[-1]
-        hint = "%emq help" if verb == "emq" else f"%emq {verb} --help"
-        raise UsageProblem(f"{message} — see {hint}")
+        raise UsageProblem(f"{message} — {self.front.see(self.topic)}")
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise UsageProblem(message or "bad command")
@@ -261,52 +304,59 @@ def usage(verb: str) -> str:
     return " ".join([verb, *(_usage_word(a) for a in _verb(verb).args)])
 
 
-def _add(p: argparse.ArgumentParser, a: Arg) -> None:
+def _add(p: argparse.ArgumentParser, a: Arg, front: Front) -> None:
     meta = _metavar(a)
     kw = dict(a.kwargs)
     if meta and "choices" not in kw:
         kw["metavar"] = meta
+    if "help" in kw:
+        kw["help"] = front.text(kw["help"])
     p.add_argument(*a.names, **kw)
 
 
-def _verb_parser(v: Verb, *, positionals: bool) -> _Parser:
+def _verb_parser(v: Verb, *, positionals: bool, front: Front) -> Parser:
     """The verb's parser: with its positionals for help, without them for parsing
     (the positionals are placed by `parse`, which knows which words are data)."""
-    p = _Parser(
-        prog=f"emq {v.name}",
+    before = front.before_verb if v.needs_server else ""
+    p = Parser(
+        prog=f"{front.command} {v.name}",
         add_help=False,
         allow_abbrev=False,
-        description=v.summary,
-        usage=f"%%emq {usage(v.name)}",
+        description=front.text(v.summary),
+        usage=f"{front.command} {before}{usage(v.name)}".replace("%", "%%"),
+        epilog=front.epilog if v.needs_server else None,
+        front=front,
+        topic=v.name,
     )
     for a in v.args:
         if positionals or a.is_option:
-            _add(p, a)
+            _add(p, a, front)
     if positionals:
         p.add_argument("-h", "--help", action="store_true", help="this verb's options")
     return p
 
 
-_CACHE: dict[tuple[str, bool, int], _Parser] = {}
+_CACHE: dict[tuple[str, bool, int, Front], Parser] = {}
 
 
-def verb_parser(name: str, *, positionals: bool = True) -> _Parser:
-    key = (name, positionals, len(registry.VERBS))
+def verb_parser(name: str, *, positionals: bool = True, front: Front = NOTEBOOK) -> Parser:
+    key = (name, positionals, len(registry.VERBS), front)
     if key not in _CACHE:
-        _CACHE[key] = _verb_parser(_verb(name), positionals=positionals)
+        _CACHE[key] = _verb_parser(_verb(name, front), positionals=positionals, front=front)
     return _CACHE[key]
 
 
-def _verb(name: str) -> Verb:
+def _verb(name: str, front: Front = NOTEBOOK) -> Verb:
     v = registry.lookup(name)
     if v is None:
-        raise UsageProblem(f"unknown verb {name!r} — see %emq?")
+        raise UsageProblem(f"unknown verb {name!r} — {front.see()}")
     return v
 
 
-def verb_help(verb: str) -> str:
-    """One verb's usage and options."""
-    return verb_parser(verb).format_help()
+def verb_help(verb: str, front: Front = NOTEBOOK) -> str:
+    """One verb's usage and options, in the words of `front` (`%emq pause QUEUE ...` in
+    a notebook, `emq [--url URL] pause QUEUE ...` in a shell)."""
+    return verb_parser(verb, front=front).format_help()
 
 
 def verb_lines() -> list[str]:
@@ -368,7 +418,7 @@ def _place(v: Verb, words: list[str]) -> tuple[list[str], list[str], bool]:
     return opts, pos, asked
 
 
-def _assign(v: Verb, ns: argparse.Namespace, pos: list[str], p: _Parser) -> None:
+def _assign(v: Verb, ns: argparse.Namespace, pos: list[str], p: Parser) -> None:
     slots = v.positionals
     fixed = [a for a in slots if not a.free]
     free = [a for a in slots if a.free]
@@ -390,22 +440,25 @@ def _assign(v: Verb, ns: argparse.Namespace, pos: list[str], p: _Parser) -> None
         setattr(ns, free[0].dest, pos[len(fixed) :])
 
 
-def parse(line: str | list[str], namespace: dict[str, Any] | None = None) -> argparse.Namespace:
+def parse(
+    line: str | list[str], namespace: dict[str, Any] | None = None, front: Front = NOTEBOOK
+) -> argparse.Namespace:
     """Parse one command (a line, or argv words) into a namespace with `.verb`.
 
     With `namespace` (the notebook's), `{{name}}` words are substituted.  A help
     request answers a namespace with `show_help=True` (and `verb="help"` for the
-    whole grammar)."""
+    whole grammar).  A line that does not parse says where to read more in the
+    words of `front`."""
     words = split(line) if isinstance(line, str) else list(line)
     if namespace is not None:
         words = substitute(words, namespace)
     if not words or (words[0] in HELP_WORDS and not isinstance(words[0], Quoted)):
         return argparse.Namespace(verb="help", topic=None, show_help=False)
-    v = _verb(words[0])
+    v = _verb(words[0], front)
     opts, pos, asked = _place(v, words[1:])
     if asked:
         return argparse.Namespace(verb=v.name, show_help=True)
-    p = verb_parser(v.name, positionals=False)
+    p = verb_parser(v.name, positionals=False, front=front)
     ns = p.parse_args(opts)
     _assign(v, ns, pos, p)
     ns.verb, ns.show_help = v.name, False

@@ -64,12 +64,12 @@ def run(line: str, cell: str | None = None, namespace: dict[str, Any] | None = N
     returns.  A cell stops at the first step that refused or did not run (a help
     request), and returns the list of the results of the steps it ran."""
     if cell is None:
-        return _answer(verbs.execute(SESSION, grammar.parse(line, namespace)))
+        return _answer(verbs.execute(SESSION, verbs.parse(SESSION, line, namespace)))
     results: Steps = Steps()
     steps = [text for text in cell.splitlines() if grammar.split(text)]
     for i, step in enumerate(steps, 1):
         try:
-            ns = grammar.parse(step, namespace)
+            ns = verbs.parse(SESSION, step, namespace)
             result = verbs.execute(SESSION, ns)
         except EMQError as exc:
             raise type(exc)(f"step {i} ({grammar.split(step)[0]}): {exc}") from None

@@ -22,3 +22,8 @@ def section(title: str) -> str:
 def block(title: str, lang: str = "python") -> str:
     """The first ```lang block of section `title`."""
     return section(title).split(f"```{lang}", 1)[1].split("```", 1)[0]
+
+
+def blocks(text: str, lang: str = "python") -> list[str]:
+    """Every ```lang block of `text` (a page), in order."""
+    return [part.split("```", 1)[0] for part in text.split(f"```{lang}")[1:]]

@@ -160,3 +160,96 @@ def test_a_url_and_embedded_together_are_a_usage_error(url):
     )
     assert out.returncode == 2 and "not both" in out.stderr and "pw-Kq7" not in out.stderr
     assert out.stdout == "" and redis.Redis.from_url(url).hget("emq:{mail}:meta", "paused") is None
+
+
+# -- every error one line, exit 2; no throwaway server unless asked; shell syntax (#41.3) --
+
+
+def one_line_error(out, *said):
+    """`out` failed as an error: exit 2, nothing on stdout, one line on stderr saying each of `said`."""
+    assert (out.returncode, out.stdout) == (2, ""), out
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("emq: "), out.stderr
+    for text in said:
+        assert text in out.stderr, out.stderr
+    assert "%emq" not in out.stderr, out.stderr
+
+
+def test_every_error_is_one_line_and_exit_2(url, tmp_path):
+    """A plot saved where it cannot be, a bad choice of the shell's own option, a shell
+    option after the verb, a verb's usage error and an unknown verb: each exits 2 with
+    one line in the shell's words. Fails before: the plot ended in a traceback with exit
+    1, the bad --embedded printed argparse's usage too, the hints said `%emq`."""
+    jobs.enqueue(emq.connect(url), "mail", "{}", id="j_1")
+    missing = tmp_path / "no-such-dir" / "t.png"
+    plot, embedded, after, usage, unknown = run_together(
+        [*EMQ, "--url", url, "plot", "mail", "throughput", "--save", str(missing)],
+        [*EMQ, "--embedded", "nope", "pause", "mail"],
+        [*EMQ, "pause", "mail", "--url", url],
+        [*EMQ, "--url", url, "reprocess", "mail"],
+        [*EMQ, "frobnicate", "mail"],
+    )
+    one_line_error(plot, f"BadInput: cannot save the throughput of mail to {missing}: ", "No such file")
+    one_line_error(embedded, "invalid choice: 'nope'", "— see emq help")
+    one_line_error(after, "unrecognized arguments: --url", "(--url goes before the verb)")
+    one_line_error(usage, "reprocess takes a job id or --all-dead", "— see emq reprocess --help")
+    one_line_error(unknown, "unknown verb 'frobnicate' — see emq help")
+    assert admin.is_paused(emq.connect(url), "mail") is False
+
+
+def test_an_error_nobody_named_is_one_line_too(monkeypatch, capsys):
+    """An exception the toolkit does not raise on purpose (a bug, the system) is one
+    line, its first, exit 2, with no password of the command's words in it. Fails
+    before: it propagated (a traceback, exit 1)."""
+    from emq_notebook import cli
+
+    def broken(session, ns):
+        raise RuntimeError("cannot talk to redis://u:pw-Kq7@db:6379/0\n  a second line")
+
+    monkeypatch.setattr(cli.verbs, "execute", broken)
+    monkeypatch.setattr(cli, "connect", lambda *a, **kw: emq.connect(embedded="fake"))
+    assert cli.main(["--url", "redis://u:pw-Kq7@db:6379/0", "queues"]) == 2
+    assert capsys.readouterr() == ("", "emq: RuntimeError: cannot talk to redis://u:***@db:6379/0\n")
+
+
+def test_a_read_with_no_server_named_is_refused(url):
+    """`emq queues`, `emq health` and `emq jobs Q` with neither --url nor EMQ_URL are
+    refused as a write is (exit 2, one line); `--embedded fake` asks for the throwaway
+    server by name. Fails before: each read an empty server made for it and said
+    "(no rows)", exit 0."""
+    import os
+
+    bare = {k: v for k, v in os.environ.items() if k != "EMQ_URL"}
+    queues, health, listing, asked = run_together(
+        [*EMQ, "queues"],
+        [*EMQ, "health"],
+        [*EMQ, "jobs", "mail"],
+        [*EMQ, "--embedded", "fake", "queues"],
+        env=bare,
+    )
+    for verb, out in (("queues", queues), ("health", health), ("jobs", listing)):
+        one_line_error(out, f"{verb} reads, and no server is named: set EMQ_URL or pass --url")
+    assert (asked.returncode, asked.stderr) == (0, ""), asked
+
+
+def test_free_text_after_the_verb_is_the_commands_whatever_it_reads(url):
+    """The shell's options come before the verb: `--env production` in a log line is the
+    line's. Fails before: the shell took it as its own --env and logged "moved"."""
+    jobs.enqueue(emq.connect(url), "mail", "{}", id="j_1")
+    out = run("log", "mail", "j_1", "moved", "--env", "production", url=url)
+    assert out.returncode == 0, out
+    assert jobs.get_job_logs(emq.connect(url), "mail", "j_1") == ["moved --env production"]
+
+
+def test_help_is_in_shell_syntax():
+    """`emq help pause` and `emq pause -h` show the shell's usage line (the server option
+    before the verb), with no `%emq` in them. Fails before: `usage: %emq pause QUEUE`."""
+    asked, dashed, drain = run_together(
+        [*EMQ, "help", "pause"], [*EMQ, "pause", "-h"], [*EMQ, "drain", "--help"]
+    )
+    for out in (asked, dashed):
+        assert (out.returncode, out.stderr) == (0, ""), out
+        assert out.stdout.startswith("usage: emq [--url URL] pause QUEUE [--reason TEXT]\n"), out.stdout
+        assert "%emq" not in out.stdout and "the server is --url, else EMQ_URL" in out.stdout
+    assert asked.stdout == dashed.stdout
+    assert "(default: [tool.emq_notebook] budget)" in " ".join(drain.stdout.split())
+    assert "%" not in drain.stdout

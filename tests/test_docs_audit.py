@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-DOC = (Path(__file__).resolve().parent.parent / "docs" / "audit.md").read_text()
-BLOCKS = [part.split("```", 1)[0] for part in DOC.split("```python")[1:]]
+from documentation import PAGES, blocks
+
+BLOCKS = blocks(PAGES["audit.md"])
 
 
 def test_the_audit_trail_section_runs_as_written(conn, backend, request, monkeypatch):

@@ -271,9 +271,12 @@ def test_a_shell_write_goes_to_the_server_emq_url_names(monkeypatch, capsys, val
     assert real.hget("emq:{mailers}:meta", "paused") is None
 
 
-def test_a_shell_read_with_no_server_named_still_reads(monkeypatch, capsys):
+def test_a_shell_read_with_no_server_named_reads_only_a_server_asked_for(monkeypatch, capsys):
+    """(#41.3: a read of a throwaway server said "(no rows)" as if it were the one meant.)"""
     monkeypatch.delenv("EMQ_URL", raising=False)
-    assert shell(capsys, "queues")[0] == 0
+    code, out, err = shell(capsys, "queues")
+    assert (code, out) == (2, "") and "queues reads, and no server is named" in err
+    assert shell(capsys, "--embedded", "fake", "queues")[0] == 0
 
 
 @pytest.mark.parametrize("argv", [[], ["-h"], ["--help"], ["help"]], ids=repr)
@@ -282,7 +285,7 @@ def test_the_shell_help_describes_the_shell(capsys, argv):
     assert (code, err) == (0, "")
     for option in ("--url URL", "--embedded", "--executor", "--read-only", "--env ENV", "EMQ_URL"):
         assert option in out, option
-    assert "exit status: 0 done, 1 refused" in out and "2 a usage or runtime error" in out
+    assert "exit status: 0 done, 1 refused" in out and "2 any error (one line on stderr)" in out
     assert "obliterate QUEUE" in out
     assert "{{name}}" not in out and "%emq" not in out
 

@@ -67,3 +67,24 @@ def test_a_refusal_cell_passes_and_its_line_is_compared(tmp_path):
     nbformat.write(changed, nb)
     run = nbval(nb)
     assert run.returncode != 0 and "not_dead" in run.stdout
+
+
+def test_a_failed_connect_stops_the_write_after_it(tmp_path):
+    """ "Run all" of a notebook whose connect fails (a typo'd port, as production): the
+    connect cell and the pause after it each store one error line, and the pause wrote
+    nowhere. Fails before: the pause cell printed "paused mailers" (the embedded
+    server's)."""
+    cells = (LOAD, "%emq connect redis://127.0.0.1:1/0 --env production", "%emq pause mailers")
+    nb = execute(notebook(tmp_path / "typo.ipynb", *cells), env={"EMQ_URL": ""})
+    connect, pause = (cell.outputs for cell in nb.cells[1:])
+    assert [o.output_type for o in connect + pause] == ["error", "error"]
+    assert connect[0].traceback[0].startswith("WireError: connect failed: lost the server at ")
+    assert len(pause[0].traceback) == 1
+    assert (
+        pause[0]
+        .traceback[0]
+        .startswith(
+            "UsageProblem: pause mailers: no connection is current: the last connect failed "
+            "(lost the server at redis://127.0.0.1:1/0: "
+        )
+    )

@@ -19,6 +19,20 @@ def test_readme_opens_with_the_two_commands():
     assert "emq_notebook.demo" in first[0] and "pytest" in first[1]
 
 
+def test_the_readme_says_what_the_suite_needs_and_how_long_it_takes():
+    """(#41.5) The suite's time on 2 cores, and the browser tests' Chromium: the path
+    they look for, and the package `.ci/run` installs before the README's steps."""
+    tests = Path(__file__).resolve().parent
+    assert 'CHROMIUM = Path("/usr/bin/chromium")' in (tests / "test_browser.py").read_text()
+    first = README.split("```bash", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert first[0].startswith("python3 -m venv .venv && . .venv/bin/activate && ")  # PEP 668
+    said = " ".join(README.split("```bash", 1)[1].split("```", 2)[1].split())
+    assert "about 7 minutes on 2 idle cores" in said and "(`-n auto`)" in said
+    assert "at `/usr/bin/chromium`" in said and "Debian's `chromium`" in said and "`.ci/run` installs" in said
+    ci = (tests.parent / ".ci" / "run").read_text()
+    assert "apt-get install -y -qq chromium" in ci and ci.rstrip().endswith("python -m pytest")
+
+
 def test_the_first_command_runs_without_a_warning():
     """`python -m emq_notebook.demo` as the README's first line gives it: no
     RuntimeWarning (the package does not import `demo` itself), and `emq.demo` is

@@ -331,3 +331,98 @@ def test_read_only_on_the_cluster(cluster: Any) -> None:
     assert sorted(frames.snapshot(ro, Q).index) == sorted(frames.snapshot(conn, Q).index)
     assert len(frames.snapshot(ro, Q)) == 5
     assert dump(conn) == before
+
+
+# -- a failed connect: no server guessed in place of the one asked for (#41.2) ------------
+
+FAILED_CONNECTS = [
+    "connect redis://127.0.0.1:1/0 --env production",  # a typo'd port: nothing listens
+    "connect redis://u:pw-Kq7@127.0.0.1:1/0 --embedded fake",  # a URL and --embedded
+    "connect nowhere:6379 --env production",  # not a URL
+    "connect redis://u:pw-Kq7@127.0.0.1:1/0 --env",  # a line that does not parse
+    "connect redis://127.0.0.1:1/0 redis://u:pw-Kq7@127.0.0.1:2/0",  # nor this one, naming a password
+]
+
+
+@pytest.fixture
+def unconnected(ip: Any, conn: emq.Connection, monkeypatch: Any) -> Any:
+    """The notebook's session with no connection yet, its default (`%emq connect` with
+    no URL: EMQ_URL, else the embedded fakeredis) on `conn`'s server; put back after."""
+    from as_written import default_server
+
+    from emq_notebook import magics
+
+    default_server(conn, monkeypatch)
+    session = magics.SESSION
+    kept = dict(session.connections), session.current
+    session.connections.clear()
+    session.current = session.failed = None
+    yield session
+    session.connections.clear()
+    session.connections.update(kept[0])
+    session.current, session.failed = kept[1], None
+
+
+def typed_in(ip: Any, line: str) -> tuple[Any, list[str]]:
+    """(the ExecutionResult, the lines it printed) of a cell holding `line`."""
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as out:
+        result = ip.run_cell(line)
+    return result, (out.stdout + out.stderr).strip().splitlines()
+
+
+@pytest.mark.parametrize("line", FAILED_CONNECTS)
+def test_after_a_failed_connect_every_verb_refuses_until_one_succeeds(
+    ip: Any, unconnected: Any, conn: emq.Connection, line: str
+) -> None:
+    """With no connection current, a connect that fails (a typo'd port, a bad URL, a
+    line that does not parse) leaves none: the next write and read refuse in one line
+    that fails the cell, and nothing is written to the default server, where the
+    write used to land. Fails before: `pause mailers` printed "paused mailers"."""
+    result, said = typed_in(ip, f"%emq {line}")
+    assert isinstance(result.error_in_exec, emq.EMQError), said
+    assert len(said) == 1 and said[0].split(": ", 1)[1].startswith("connect failed: "), said
+    assert "no connection is current" in said[0] and "pw-Kq7" not in said[0]
+    for attempt, what in (("pause mailers", "pause mailers"), ("queues", "queues")):
+        result, said = typed_in(ip, f"%emq {attempt}")
+        assert isinstance(result.error_in_exec, emq.UsageProblem), said
+        assert len(said) == 1 and said[0].startswith(f"UsageProblem: {what}: no connection is current: ")
+        assert "pw-Kq7" not in said[0]
+        assert "the last connect failed (" in said[0] and "%emq connect URL, or %emq use NAME" in said[0]
+    with pytest.raises(emq.UsageProblem, match="no connection is current"):
+        emq.current()
+    assert dump(conn) == {} and unconnected.current is None
+    # a connect that succeeds ends it: the write goes where the operator asked
+    assert typed_in(ip, "%emq connect")[0].success
+    assert typed_in(ip, "%emq pause mailers")[0].success
+    assert admin.is_paused(conn, "mailers")
+
+
+def test_use_after_a_failed_connect_makes_a_kept_connection_current(
+    ip: Any, unconnected: Any, conn: emq.Connection
+) -> None:
+    """`%emq use NAME` ends the refusals as a successful connect does."""
+    unconnected.connections["kept"] = conn
+    assert not typed_in(ip, f"%emq {FAILED_CONNECTS[0]}")[0].success
+    assert not typed_in(ip, "%emq pause mailers")[0].success
+    assert typed_in(ip, "%emq use kept")[0].success
+    assert typed_in(ip, "%emq pause mailers")[0].success and admin.is_paused(conn, "mailers")
+
+
+@pytest.mark.parametrize("line", FAILED_CONNECTS)
+def test_a_failed_connect_says_which_connection_is_still_current(
+    ip: Any, unconnected: Any, conn: emq.Connection, line: str
+) -> None:
+    """Another connection current: the failure line names it (name, label, env), and a
+    verb after it runs there, as told. Fails before: the line said nothing of it."""
+    target = "--embedded fake" if conn.label == "embedded fakeredis" else conn.label
+    assert typed_in(ip, f"%emq connect {target} --name staging --env staging")[0].success
+    result, said = typed_in(ip, f"%emq {line}")
+    assert isinstance(result.error_in_exec, emq.EMQError), said
+    assert len(said) == 1 and "pw-Kq7" not in said[0], said
+    assert said[0].endswith(f"; still using staging ({conn.label}, env staging)"), said
+    assert unconnected.current == "staging"
+    result, said = typed_in(ip, "%emq pause mailers")
+    assert result.success and said == ["paused mailers: claims answer empty; the backlog is untouched"]
+    assert admin.is_paused(conn, "mailers")

@@ -1,11 +1,12 @@
-"""The README's "Triage" section, executed as written, line by line in IPython, on both
-backends: a comment after a line is its answer (a printed line, or the repr of the
-value the line returns), and is checked."""
+"""The README's "Triage" section, executed as written, statement by statement in IPython,
+on both backends: a comment after a statement is its answer (a printed line, or the repr
+of the value the statement returns), and is checked; no statement fails ("Run all" goes
+to the end)."""
 
 from __future__ import annotations
 
 import pytest
-from as_written import default_server, typed
+from as_written import default_server, statements, typed
 from documentation import block
 
 import emq_notebook
@@ -13,7 +14,7 @@ from emq_notebook import demo, magics
 
 BLOCK = block("Triage")
 # a comment starting like one of these is a printed line; one starting like a repr is a value
-PRINTED = ("dry run", "remove outbox:", "Halted:")
+PRINTED = ("dry run", "remove outbox:", "reprocess outbox halted")
 VALUES = ("{", "'", "3", "2")
 
 
@@ -29,16 +30,13 @@ def session_on(conn, monkeypatch, ip):
 
 def test_the_triage_section_runs_as_written(ip, session_on, capfd):
     demo.fresh(session_on, "outbox")
-    lines = [ln for ln in BLOCK.strip().splitlines() if ln.strip()]
+    lines = statements(BLOCK)
     assert len(lines) >= 15
     checked = 0
     for line in lines:
         result, out, comment = typed(ip, capfd, line)
-        assert result.error_before_exec is None, (line, out)
-        if comment.startswith("Halted:"):
-            assert isinstance(result.error_in_exec, emq_notebook.Halted), (line, out)
-        else:
-            assert result.error_in_exec is None, (line, out)
+        # the halted retry too: caught and printed, as an operator shows it (#41.5)
+        assert result.error_before_exec is None and result.error_in_exec is None, (line, out)
         if comment.startswith(PRINTED):
             assert comment in out, (line, out)
             checked += 1

@@ -8,6 +8,18 @@ one: the top of `registry.py`)."""
 from . import session, queue, job, triage, health, panels, trail
 
 # isort: on
-from .session import Session, confirm, execute
+from .session import Session, confirm, execute, parse
 
-__all__ = ["Session", "confirm", "execute", "session", "queue", "job", "triage", "health", "panels", "trail"]
+__all__ = [
+    "Session",
+    "confirm",
+    "execute",
+    "parse",
+    "session",
+    "queue",
+    "job",
+    "triage",
+    "health",
+    "panels",
+    "trail",
+]

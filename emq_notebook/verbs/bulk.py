@@ -87,10 +87,10 @@ def reprocess(s: Session, ns: Namespace) -> Any:
     if ns.id is not None:
         raise UsageProblem(
             "reprocess takes a job id, or a filter (--error, --payload, --signature) or "
-            "--all — not both; see %emq reprocess --help"
+            f"--all — not both; {s.front.see('reprocess')}"
         )
     if (ns.trial is not None or ns.stop_if_failing is not None) and not ns.all_dead:
-        raise UsageProblem("--trial and --stop-if-failing go with --all — see %emq reprocess --help")
+        raise UsageProblem(f"--trial and --stop-if-failing go with --all — {s.front.see('reprocess')}")
     if ns.all_dead and _filter_given(ns):
         raise UsageProblem("reprocess takes --all or a filter (--error, --payload, --signature), not both")
     if ns.all_dead:
@@ -98,7 +98,7 @@ def reprocess(s: Session, ns: Namespace) -> Any:
     if not _filter_given(ns):
         raise UsageProblem(
             "reprocess takes a job id, a filter (--error, --payload, --signature) or --all "
-            "— see %emq reprocess --help"
+            f"— {s.front.see('reprocess')}"
         )
     ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"), ns.limit)
     if ns.dry_run:
@@ -162,7 +162,7 @@ def remove(s: Session, ns: Namespace) -> Any:
     if not _filter_given(ns):
         raise UsageProblem(
             "remove takes a job id or a filter (--error GLOB, --payload GLOB, --signature "
-            "S) — see %emq remove --help"
+            f"S) — {s.front.see('remove')}"
         )
     ids = preview(s, "remove", ns.queue, _find_for(s, ns, states(ns)), ns.limit)
     if ns.dry_run:

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from .. import frames, health
-from ..errors import EMQError
+from ..errors import BadInput, EMQError
 from ..grammar import duration
 from ..registry import arg, opt, verb
 from .session import QUEUE, Session
@@ -54,12 +54,17 @@ def _latency(s: Session, ns: Namespace) -> pd.DataFrame:
     opt("--save", metavar="FILE", help="write the figure to FILE (.png, .svg, .pdf)"),
 )
 def _plot(s: Session, ns: Namespace) -> Any:
+    """Refuses (`BadInput`) a --save FILE that cannot be written: a missing directory,
+    no permission, a format matplotlib does not write."""
     from .. import plots  # matplotlib, loaded by the first plot
 
     draw = plots.throughput if ns.what == "throughput" else plots.latency
     fig = draw(s.conn, ns.queue, since=ns.since)
     if ns.save:
-        fig.savefig(ns.save)
+        try:
+            fig.savefig(ns.save)
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"cannot save the {ns.what} of {ns.queue} to {ns.save}: {exc}") from None
         s.say(f"saved the {ns.what} of {ns.queue} to {ns.save}")
         return None
     try:

@@ -120,7 +120,9 @@ def _reprocess(s: Session, ns: Namespace) -> Any:
     if bulk.filtered(ns):
         return bulk.reprocess(s, ns)
     if ns.all_dead == (ns.id is not None):
-        raise UsageProblem("reprocess takes a job id or --all-dead, one of them — see %emq reprocess --help")
+        raise UsageProblem(
+            f"reprocess takes a job id or --all-dead, one of them — {s.front.see('reprocess')}"
+        )
     if ns.id is not None:
         jobs.reprocess_job(s.conn, ns.queue, ns.id)
         s.say(f"reprocessed {ns.queue} {ns.id}: dead -> pending")

@@ -158,7 +158,7 @@ def _lane_set(s: Session, ns: Namespace) -> None:
     if ns.pause and ns.resume:
         raise UsageProblem("lane-set takes --pause or --resume, not both")
     if ns.limit is None and not ns.pause and not ns.resume:
-        raise UsageProblem("lane-set takes --limit N, --pause or --resume — see %emq lane-set --help")
+        raise UsageProblem(f"lane-set takes --limit N, --pause or --resume — {s.front.see('lane-set')}")
     done = []
     if ns.limit is not None:
         lanes.set_limit(s.conn, ns.queue, ns.group, ns.limit)

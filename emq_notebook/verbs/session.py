@@ -3,10 +3,11 @@ connections, the settings, the output), `execute` (one parsed command -> one cal
 `confirm` (the one confirmation gate) and the options several verbs take; then the
 session verbs (connect, use, connections, help).
 
-`execute(session, ns)` runs a parsed line: an action prints one line and returns
-None, a query returns its value (a DataFrame, a dict, a list).  A refusal is an
-answer: its one line is printed and the refusal object returned.  Every other
-`EMQError` propagates (and fails a notebook cell).
+`parse(session, line)` parses a line in the session's words; `execute(session, ns)`
+runs it: an action prints one line and returns None, a query returns its value (a
+DataFrame, a dict, a list).  A refusal is an answer: its one line is printed and the
+refusal object returned.  Every other `EMQError` propagates (and fails a notebook
+cell).
 
 Every command that destroys or moves many jobs at once passes `confirm` first,
 stating the count, the connection and its env.
@@ -25,9 +26,12 @@ import pandas as pd
 from .. import audit, registry
 from ..connector import Connection, connect
 from ..defaults import EXECUTORS
-from ..errors import Refused, UsageProblem
-from ..grammar import duration, fraction, grammar, rate, verb_help, whole_arg
+from ..errors import EMQError, Refused, UsageProblem
+from ..grammar import NOTEBOOK, Front, duration, fraction, grammar, rate, verb_help, whole_arg
+from ..grammar import parse as parse_words
+from ..grammar import split as split_words
 from ..keyspace import STATES
+from ..redaction import scrub, secrets_of
 from ..registry import arg, opt, verb
 from ..settings import Settings
 
@@ -39,33 +43,74 @@ class Session:
     """A front end's named connections (one current), its settings and its output.
 
     The current connection is opened lazily on first use (`connect()`: EMQ_URL, else
-    the embedded default) with the settings' executor and env."""
+    the embedded default) with the settings' executor and env, unless a `connect`
+    failed while none was current (`connect_failed`): then no server is guessed in
+    place of the one asked for, and every verb needing one refuses (`UsageProblem`,
+    one line) until a `connect` or a `use` succeeds."""
 
     # where its commands are typed, as the audit trail records it (`audit.SURFACES`)
     surface = "python"
+    # how its commands are written, in its help and its error lines
+    front: Front = NOTEBOOK
 
     def __init__(self, say: Callable[[str], None] = print, settings: Settings | None = None):
         self.say = say
         self.settings = settings if settings is not None else Settings()
         self.connections: dict[str, Connection] = {}
         self.current: str | None = None
+        # the connect that failed while no connection was current (None: none did)
+        self.failed: str | None = None
 
     @property
     def conn(self) -> Connection:
-        if self.current is None:
-            self.add(connect(executor=self.settings.executor, env=self.settings.env, name=DEFAULT_NAME))
-        assert self.current is not None
-        return self.connections[self.current]
+        return self.connection()
 
     @conn.setter
     def conn(self, value: Connection) -> None:
         self.add(value)
 
+    def connection(self, what: str = "") -> Connection:
+        """The current connection, opened on first use; after a connect that failed
+        with none current, `UsageProblem` instead (`what`, the command that needed it,
+        begins its line)."""
+        if self.current is None:
+            if self.failed is not None:
+                c = self.front.command
+                raise UsageProblem(
+                    f"{what + ': ' if what else ''}no connection is current: {self.failed}; "
+                    f"{c} connect URL, or {c} use NAME, first"
+                )
+            self.add(connect(executor=self.settings.executor, env=self.settings.env, name=DEFAULT_NAME))
+        assert self.current is not None
+        return self.connections[self.current]
+
     def add(self, conn: Connection) -> None:
         """Keep `conn` under its name (`default` when it has none) and make it current."""
         name = conn.name or DEFAULT_NAME
         self.connections[name] = conn
-        self.current = name
+        self.use(name)
+
+    def use(self, name: str) -> Connection:
+        """Make the connection called `name` current (`UsageProblem` for a name not kept)."""
+        conn = self.get(name)
+        self.current, self.failed = name, None
+        return conn
+
+    def connect_failed(self, exc: BaseException) -> str:
+        """The line of a connect that failed with `exc`, saying which connection is
+        current now: the one that was, still used, or none. With none, the session
+        opens no default in its place: every verb needing a server refuses until a
+        `connect` or a `use` succeeds, so a write meant for a server that was never
+        reached never lands on another."""
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if self.current is not None:
+            return f"connect failed: {why}; still using {self.where()}"
+        c = self.front.command
+        self.failed = f"the last connect failed ({why})"
+        return (
+            f"connect failed: {why}; no connection is current: every verb refuses until "
+            f"{c} connect or {c} use"
+        )
 
     def get(self, name: str | None = None) -> Connection:
         """The connection called `name` (None: the current one)."""
@@ -73,7 +118,9 @@ class Session:
             return self.conn
         if name not in self.connections:
             known = ", ".join(sorted(self.connections)) or "none yet"
-            raise UsageProblem(f"no connection named {name!r} (known: {known}) — see %emq connections")
+            raise UsageProblem(
+                f"no connection named {name!r} (known: {known}) — see {self.front.command} connections"
+            )
         return self.connections[name]
 
     def where(self) -> str:
@@ -108,6 +155,23 @@ def confirm(s: Session, ns: Namespace, count: int, doing: str = "destroy") -> No
         )
 
 
+def parse(session: Session, line: str | list[str], namespace: dict[str, Any] | None = None) -> Namespace:
+    """`grammar.parse` in the session's words. A `connect` line that does not parse is
+    a connect that failed (`Session.connect_failed`): its line says which connection is
+    current, and no password of the line's URL is in it."""
+    try:
+        return parse_words(line, namespace, session.front)
+    except EMQError as exc:
+        try:
+            words = split_words(line) if isinstance(line, str) else list(line)
+        except EMQError:
+            words = []
+        if not words or words[0] != "connect":
+            raise
+        said = scrub(str(exc), [x for w in words for x in secrets_of(w)])
+        raise type(exc)(session.connect_failed(type(exc)(said))) from None
+
+
 def execute(session: Session, ns: Namespace) -> Any:
     """Run one parsed command; refusals answered, errors raised.
 
@@ -117,13 +181,16 @@ def execute(session: Session, ns: Namespace) -> Any:
     command's last line (`· audit_failed: ...`), and a command that raised carries
     it in its error line."""
     if getattr(ns, "show_help", False):
-        session.say(verb_help(ns.verb))
+        session.say(verb_help(ns.verb, session.front))
         return None
     v = registry.VERBS[ns.verb]
+    target = " ".join(str(p) for p in (ns.verb, getattr(ns, "queue", "")) if p)
+    if v.needs_server:
+        # no connection after a failed connect: refused here, before any I/O
+        session.connection(target)
     if v.writes and not getattr(ns, "dry_run", False):
         # before any read: a read-only session refuses the verb, not its first write
         # (a --dry-run only reads: its verbs refuse any write themselves)
-        target = " ".join(str(p) for p in (ns.verb, getattr(ns, "queue", "")) if p)
         session.conn.refuse_writes(target)
     if v.writes:
         session.conn.audit_keep = session.settings.audit_keep
@@ -232,27 +299,34 @@ CONTROLLED = (
     needs_server=False,
 )
 def _connect(s: Session, ns: Namespace) -> None:
+    """Refuses, as a failed connect (`Session.connect_failed`), a name that is not a
+    short word, a URL given with --embedded, and a server that does not answer PING."""
     name = ns.name or DEFAULT_NAME
-    if not _NAME.match(name):
-        raise UsageProblem(f"a connection name is a short word, not {name!r}")
-    conn = connect(
-        ns.url,
-        embedded=ns.embedded,
-        executor=ns.executor or s.settings.executor,
-        cluster=ns.cluster or None,
-        read_only=ns.read_only,
-        env=ns.env if ns.env is not None else s.settings.env,
-        name=name,
-    )
-    conn.command("PING")  # a wrong URL fails here, as one line
+    try:
+        if not _NAME.match(name):
+            raise UsageProblem(f"a connection name is a short word, not {name!r}")
+        conn = connect(
+            ns.url,
+            embedded=ns.embedded,
+            executor=ns.executor or s.settings.executor,
+            cluster=ns.cluster or None,
+            read_only=ns.read_only,
+            env=ns.env if ns.env is not None else s.settings.env,
+            name=name,
+        )
+        conn.command("PING")  # a wrong URL fails here, as one line
+    except EMQError as exc:
+        raise type(exc)(s.connect_failed(exc)) from None
+    except Exception as exc:
+        s.connect_failed(exc)
+        raise
     s.add(conn)
     s.say(f"connected: {conn.describe()} as {name}")
 
 
 @verb("use", "make the named connection current", arg("name"), needs_server=False)
 def _use(s: Session, ns: Namespace) -> None:
-    conn = s.get(ns.name)
-    s.current = ns.name
+    conn = s.use(ns.name)
     s.say(f"using {ns.name}: {conn.describe()}")
 
 
@@ -277,4 +351,4 @@ def _connections(s: Session, ns: Namespace) -> pd.DataFrame:
     "help", "the grammar, or one verb's options", arg("topic", nargs="?", metavar="VERB"), needs_server=False
 )
 def _help(s: Session, ns: Namespace) -> None:
-    s.say(verb_help(ns.topic) if ns.topic else grammar())
+    s.say(verb_help(ns.topic, s.front) if ns.topic else grammar())
