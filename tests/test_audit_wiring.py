@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, catalogue, cli, frames, grammar, jobs, lanes, repeat, verbs
+from emq_notebook import admin, audit, catalogue, cli, frames, grammar, jobs, lanes, repeat, scripts, verbs
 from emq_notebook.errors import NotPaused, ReadOnly
 from emq_notebook.keyspace import audit_key, job_key
 
@@ -178,6 +178,27 @@ def test_a_single_verb_runs_one_transition(conn, name, monkeypatch):
     assert entry["outcome"] == "done"
 
 
+@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if op.bulk])
+def test_a_bulk_verb_writes_its_started_entry_before_its_first_writing_call(conn, name, monkeypatch):
+    """A client killed in the middle of a bulk verb (kernel restart, OOM) leaves its
+    `started` entry: it is on the server before the first writing call goes."""
+    row = ROWS[name]
+    row.setup(conn)
+    conn.client.delete(audit_key(Q))
+    seen: list[list[str]] = []
+    run = conn.run
+
+    def spied(name: str, *a: Any, **kw: Any) -> Any:
+        if not scripts.read_only(name):
+            seen.append([e["outcome"] for e in entries(conn)])
+        return run(name, *a, **kw)
+
+    monkeypatch.setattr(conn, "run", spied)
+    row.python(conn)
+    assert seen and seen[0] == ["started"], seen
+    assert [e["outcome"] for e in entries(conn)] == ["started", "done"]
+
+
 def test_every_writing_function_is_recorded():
     for op in catalogue.writers():
         assert getattr(op.function, "__audited__", None) == op.verb, op.name
@@ -239,7 +260,13 @@ def test_each_writing_verb_from_each_surface_leaves_one_entry(conn, name, surfac
     if row.underneath and surface == "python":
         assert entries(conn) == []  # a worker's call: not an operator's
         return
-    [entry] = entries(conn)
+    *began, entry = entries(conn)
+    if op.bulk:  # its `started` entry first, which the closing one names
+        [(began_id, _)] = conn.client.xrange(audit_key(Q), count=1)
+        assert [(e["verb"], e["outcome"], e["surface"]) for e in began] == [(op.verb, "started", surface)]
+        assert entry["started"] == began_id
+    else:
+        assert began == [] and "started" not in entry
     assert (entry["verb"], entry["outcome"]) == (op.verb, "done"), entry
     assert entry["surface"] == surface
     assert (entry["reason"], entry["who"], entry["conn"], entry["env"]) == (

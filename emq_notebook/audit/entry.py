@@ -42,6 +42,15 @@ _SECRET_WORDS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
 _PLUMBING = frozenset({"conn", "pipeline"})
 # the stream field order, and the frame's columns (the contract's, then what else an entry holds)
 FIELDS = AUDIT_WHAT + AUDIT_WHO
+# the outcome of the entry a bulk verb writes before its first writing call, and the field
+# of its closing entry naming it (that entry's stream id)
+STARTED = "started"
+# what a bulk verb does to a job, as the line of the exception that ended it says it
+_DOING = {"drain": "draining", "obliterate": "deleting", "remove": "removing", "reprocess": "moving"}
+
+
+def _doing(verb: str) -> str:
+    return _DOING.get(verb, "changing")
 
 
 def clipped(text: str, most: int = MAX_TEXT) -> str:
