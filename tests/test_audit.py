@@ -739,3 +739,33 @@ def test_a_client_killed_in_the_middle_of_a_drain_leaves_its_started_entry(valke
     row = shown[shown.queue == q].iloc[0]
     assert (row.verb, row.outcome, row.conn) == ("drain", "started", "doomed")
     conn.client.delete(audit_key(q), *conn.scan(f"emq:{{{q}}}:*"))
+
+
+def test_a_url_password_in_any_text_is_never_recorded(conn):
+    """Every field goes through the one redaction of all output (`redaction.scrub`): a
+    URL's password typed in a reason, an option, the connection's name or env, or the
+    notebook's name is `***`, wherever in the text it stands, however many there are."""
+    from emq_notebook import cli, grammar, verbs
+
+    jobs.enqueue(conn, Q, "{}", id="a", max_attempts=1)
+    conn.name, conn.env = "desk redis://n:pw-name-4Ty@x/0", "prod (rediss://e:pw-env-8Qa@y)"
+    audit.set_notebook("failover.ipynb from redis://nb:pw-nb-2Lk@h/0")
+    session = cli.ShellSession(say=lambda *_: None)
+    session.conn = conn
+    verbs.execute(
+        session, grammar.parse(f"pause {Q} --reason 'failing over to redis://admin:pw-r1Zq@replica/0'")
+    )
+    verbs.execute(session, grammar.parse(f"claim {Q}"))
+    error = "lost redis://u:pw-a2Xw@h:6379/0 then valkey://v:pw-a3Yv@g/1?password=pw-a4Qq,"
+    verbs.execute(session, grammar.parse(f"fail {Q} a '{error}'"))
+    entries = raw(conn)
+    text = json.dumps(entries)
+    for secret in ("pw-r1Zq", "pw-a2Xw", "pw-a3Yv", "pw-a4Qq", "pw-name-4Ty", "pw-env-8Qa", "pw-nb-2Lk"):
+        assert secret not in text, secret
+    pause_entry, _, fail_entry = entries
+    assert pause_entry["reason"] == "failing over to redis://admin:***@replica/0"
+    assert json.loads(fail_entry["args"])["error"] == (
+        "lost redis://u:***@h:6379/0 then valkey://v:***@g/1?password=***"
+    )
+    assert (pause_entry["conn"], pause_entry["env"]) == ("desk redis://n:***@x/0", "prod (rediss://e:***@y)")
+    assert pause_entry["notebook"] == "failover.ipynb from redis://nb:***@h/0"
