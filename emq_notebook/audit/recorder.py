@@ -39,9 +39,10 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-# the queue underneath: recorded when an operator typed or clicked them (inside a
-# `surface` block), never when a worker or a producer calls them from Python
-UNDERNEATH = frozenset({"enqueue", "claim", "complete", "fail"})
+# the queue underneath and a worker's housekeeping (lease expiry, the due promotion):
+# recorded when an operator typed or clicked them (inside a `surface` block: a magic,
+# the shell, a panel, a runbook's step), never when a worker or a producer calls them
+UNDERNEATH = frozenset({"enqueue", "claim", "complete", "fail", "expire", "promote-due"})
 
 
 class AuditNotWritten(UserWarning):
