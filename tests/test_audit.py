@@ -769,3 +769,23 @@ def test_a_url_password_in_any_text_is_never_recorded(conn):
     )
     assert (pause_entry["conn"], pause_entry["env"]) == ("desk redis://n:***@x/0", "prod (rediss://e:***@y)")
     assert pause_entry["notebook"] == "failover.ipynb from redis://nb:***@h/0"
+
+
+def test_a_bulk_run_refused_as_malformed_after_its_start_still_closes_it(conn, monkeypatch):
+    """A `started` entry is always closed while its client lives: a run whose first call
+    is refused before it goes (a BadInput raised under it) closes as `error`, count 0,
+    rather than leave a start that reads as a run cut."""
+    enqueue(conn, 3)
+    run = conn.run
+
+    def refused(*a: Any, **kw: Any) -> Any:
+        raise emq.BadInput("refused before it went")
+
+    monkeypatch.setattr(conn, "run", refused)
+    with pytest.raises(BadInput):
+        admin.drain(conn, Q)
+    monkeypatch.setattr(conn, "run", run)
+    assert [(e["verb"], e["outcome"], e["count"]) for e in raw(conn)] == [
+        ("drain", "started", ""),
+        ("drain", "error", "0"),
+    ]

@@ -167,12 +167,14 @@ class Record(Beside):
     def _close(self, exc: BaseException | None, stacklevel: int) -> None:
         """The record's end, for a call that ended with `exc` (None: it answered): the
         entry written unless its transition carried it (`settled`) or nothing was sent
-        (`_unsent`), and its stream id or `audit_failed` note handed to the surface block,
-        the exception or a warning (`stacklevel`: the verb's caller)."""
+        (`_unsent`, and no `started` entry either: a start is always closed), and its
+        stream id or `audit_failed` note handed to the surface block, the exception or a
+        warning (`stacklevel`: the verb's caller)."""
         assert self._token is not None
         _open.reset(self._token)
-        if exc is not None and _unsent(exc) and getattr(self.conn, "writes_sent", 0) == self._writes_before:
-            return
+        unsent = getattr(self.conn, "writes_sent", 0) == self._writes_before
+        if exc is not None and _unsent(exc) and unsent and self.began is None:
+            return  # refused as malformed before anything was written, its start included
         if exc is not None and self.changed is not None:
             ended_after(exc, self.changed, _doing(self.verb))
         try:
