@@ -16,6 +16,7 @@ characters and an id at `audit.MAX_ARG` (the digest covers it whole), so a 17 MB
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import helpers
 import pytest
@@ -289,3 +290,15 @@ def test_the_args_field_reads_as_the_standard_library_writes_it(args):
 
     said = audit.options(Conn(), args)  # type: ignore[arg-type]
     assert said == (json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str) if kept else "{}")
+
+
+@given(_any_text)
+def test_a_value_shown_is_one_line_whatever_it_holds(text):
+    """`one_line`, what every value of an audit row goes through: no text (controls,
+    line and paragraph separators, bytes not UTF-8) breaks it into two lines or leaves
+    a character a terminal would act on; plain printable text is shown as it is."""
+    shown = one_line(text)
+    assert len(shown.splitlines()) <= 1
+    assert not any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in shown)
+    if text.isprintable():
+        assert shown == text
