@@ -10,8 +10,9 @@ call: the transition's audited twin, which runs the transition's own script and 
 XADDs the entry with the outcome its reply says (`lua/includes/audited.lua`). So the
 record adds no round trip: what it adds is the entry's fields (built and sent by the
 client, about 20 more arguments) and one XADD inside the call.
-The bulk verb: a reprocess of 500 dead jobs at budget 100 (five calls) writes ONE
-entry, holding the first 100 ids and a digest of all (`admin.reprocess_jobs` in
+The bulk verb: a reprocess of 500 dead jobs at budget 100 (five calls) writes TWO
+entries, `started` before its first call and the closing one after its last, holding
+the first 100 ids and a digest of all (`admin.reprocess_jobs` in
 Python; `%emq reprocess bulk --all --yes`, `admin.reprocess_dead`, through the magic).
 
 Each side runs in chunks of `CHUNK` calls, ABBA, so a burst of load on this shared
@@ -277,7 +278,7 @@ def main() -> None:
             assert conn.client.xlen(audit_key("ops")) > 0 and conn.client.xlen(audit_key("dead")) > 0
             for s in BULK_SURFACES:
                 (w, entries), (bare_s, none) = b.bulk(s, True), b.bulk(s, False)
-                assert (entries, none) == (1, 0), (entries, none)
+                assert (entries, none) == (2, 0), (entries, none)  # started, then the closing entry
                 bulk_runs[s].append((w, bare_s))
     print(
         f"calls: {a.jobs:,} a side per verb and surface, in chunks of {CHUNK} alternating ABBA, "

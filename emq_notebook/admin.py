@@ -77,6 +77,7 @@ def is_paused(conn: Connection, q: str) -> bool:
     "releases their dedup keys; publishes `drained`",
     replies="int — the count drained; active jobs and the repeat registry survive",
     native="none, a script only",
+    bulk=True,
 )
 def drain(
     conn: Connection,
@@ -87,7 +88,9 @@ def drain(
 ) -> int:
     """Delete the pending backlog (lane backlogs too; the schedule set when asked).
 
-    Answers the total count drained. Runs in calls of at most `budget` jobs (and
+    Answers the total count drained (recorded: a `started` entry, then one closing
+    entry with the jobs drained, whatever ends it; an exception that ends it part way
+    carries that count, `.done`). Runs in calls of at most `budget` jobs (and
     about `defaults.BYTE_BUDGET` bytes of payloads freed) and a bounded number of lanes
     (each call walks the groups set on from where the last stopped), so a large
     backlog or 100,000 lanes never block the server in one script; rows and logs go
@@ -106,9 +109,11 @@ def drain(
         keys.append(queue_key(q, "schedule"))
     total = calls = 0
     lanes_from = "0"  # where the walk of the lanes goes on (an SSCAN cursor of the groups set)
+    audit.started()
     while True:
         asked = [budget, BYTE_BUDGET, lanes_from]
         n, more, lanes_from = conn.run("drain", keys, asked, verb="drain", queue=q)
+        audit.changed(n)
         total += n
         calls += 1
         if progress:
@@ -126,6 +131,7 @@ def drain(
     "orphans and meta; publishes `obliterated`",
     replies='"more" (call again) or "ok" (nothing left under emq:{q}:) / NotPaused / ActiveJobs',
     native="none, a script only",
+    bulk=True,
 )
 def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFAULT_BUDGET) -> str:
     """ONE bounded call of @obliterate: `"more"` (call again) or `"ok"` (queue gone).
@@ -139,19 +145,24 @@ def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFA
     while the queue stays paused can outlive it (obliterate again to be sure).
     A call does at most `budget` units of work and frees about
     `defaults.BYTE_BUDGET` bytes of payloads; a budget above `defaults.MAX_BUDGET` is
-    `BadInput`, before any I/O.
+    `BadInput`, before any I/O. Recorded with the jobs the call deleted (the script
+    says them when asked, its fourth argument; EchoMQ's callers send three at most and
+    are answered 1 or 0, as ever).
     """
     check_budget(budget)
-    return conn.run(
+    audit.started()
+    reply, deleted = conn.run(
         "obliterate",
         [queue_key(q, "meta"), base(q)],
-        ["force" if force else "", budget, BYTE_BUDGET],
+        ["force" if force else "", budget, BYTE_BUDGET, "1"],
         verb="obliterate",
         queue=q,
     )
+    audit.changed(deleted)
+    return reply
 
 
-@contract("obliterate", writes=True)
+@contract("obliterate", writes=True, bulk=True)
 def obliterate_all(
     conn: Connection,
     q: str,
@@ -162,12 +173,15 @@ def obliterate_all(
     """Loop `obliterate` until `"ok"`; answers the number of calls.
 
     `progress(calls, jobs_left)` after each `"more"` (`jobs_left` counted in bounded
-    reads: `job_count(exact=False)`). Refuses as `obliterate` does,
-    on the first call, before anything is deleted. Recorded as one `obliterate`
-    entry whose count is the jobs the queue held when it began.
+    reads: `job_count(exact=False)`). Refuses as `obliterate` does, on the first call,
+    before anything is deleted, or on a later one (another client resumed the queue):
+    the refusal then carries the jobs deleted before it (`.done`, and its line: "...,
+    after deleting 2,000 jobs"), and so does a wire fault. Recorded as one
+    `obliterate` run: a `started` entry, then one closing entry whose count is the jobs
+    its calls deleted.
     """
     check_budget(budget)
-    audit.touch(lambda: job_count(conn, q))
+    audit.started()
     calls = 0
     while True:
         calls += 1
@@ -258,7 +272,9 @@ class DeadRun:
         self.name = "reprocess_dead_check" if dry_run else "reprocess_dead"
         self.keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
         self.began = conn.server_ms()
+        self.dry_run = dry_run
         if not dry_run:
+            audit.started()
             # the first move comes a millisecond after the clock read, so a job this run
             # moves can only die again at a later time than `began`
             time.sleep(0.001)
@@ -274,6 +290,8 @@ class DeadRun:
             self.name, self.keys, argv, verb="reprocess", queue=self.q
         )
         self.place, self.more = (score, member), bool(more)
+        if not self.dry_run:
+            audit.changed(int(moved))
         self.moved += int(moved)
         self.ghosts += int(ghosts)
         self.bad_rows += int(bad)
@@ -292,6 +310,7 @@ class DeadRun:
     changes="as reprocess_job for each job moved",
     replies="int — the count moved / Halted (moved, failed_again) when a trial fails again",
     native="none, a script only",
+    bulk=True,
 )
 def reprocess_dead(
     conn: Connection,
@@ -523,6 +542,7 @@ def _bulk(
     verb: str,
     rate: float | None = None,
     progress: Progress | None = None,
+    dry_run: bool = False,
 ) -> dict[str, str]:
     """Run script `name` over `ids` in bounded steps: each sends at most `budget` ids
     (with a `rate`, at most a tenth of a second's worth, paced to that many ids a
@@ -535,11 +555,15 @@ def _bulk(
     words: dict[str, str] = {}
     step = budget if rate is None else max(1, min(budget, math.ceil(rate / 10)))
     began, calls, at = time.monotonic(), 0, 0
+    if not dry_run:
+        audit.started()
     while at < len(sent):
         chunk = decoding.batch(sent, at, step, BYTE_BUDGET, ID_WORK)
         answered = conn.run(name, keys, [budget, BYTE_BUDGET, *chunk], verb=verb, queue=q)
         if not answered:  # every step examines one id at least: this is a script's bug
             raise EMQError(f"{name} answered no word for {len(chunk)} ids")
+        if not dry_run:
+            audit.changed(*audit.touched(answered))
         words.update(answered)
         at += len(answered)
         calls += 1
@@ -562,6 +586,7 @@ def _bulk(
     replies="dict — {id: reprocessed / gone / not_dead} (bad_row: left in dead); the dry "
     "run answers the same words",
     native="none, a script only",
+    bulk=True,
 )
 def reprocess_jobs(
     conn: Connection,
@@ -605,6 +630,7 @@ def reprocess_jobs(
         "reprocess",
         rate=None if dry_run else rate,
         progress=progress,
+        dry_run=dry_run,
     )
 
 
@@ -616,6 +642,7 @@ def reprocess_jobs(
     changes="as remove_job for each removed id; dry_run: nothing (@remove_jobs_check, read-only)",
     replies="dict — {id: removed / gone / locked}; the dry run answers the same words",
     native="none, a script only",
+    bulk=True,
 )
 def remove_jobs(
     conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = 2 * ID_BUDGET
@@ -635,4 +662,5 @@ def remove_jobs(
     chosen = job_ids(ids)
     if not dry_run:
         conn.refuse_writes(f"remove {q}")
-    return _bulk(conn, q, "remove_jobs_check" if dry_run else "remove_jobs", keys, chosen, budget, "remove")
+    name = "remove_jobs_check" if dry_run else "remove_jobs"
+    return _bulk(conn, q, name, keys, chosen, budget, "remove", dry_run=dry_run)

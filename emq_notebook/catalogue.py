@@ -21,7 +21,9 @@ The one place the audit trail is written: `writes=True` wraps the function in th
 recorder (`audit.audited`), so every call of a writing verb, from any surface,
 leaves one entry in `emq:audit:{q}`. `single=True` says the verb runs one
 transition whose answer says no more than its outcome: that transition's own call
-writes the entry (one round trip).
+writes the entry (one round trip). `bulk=True` says it runs many calls, each bounded:
+it writes a `started` entry before its first writing call and a closing one after its
+last, with the jobs its calls changed (`audit.started`, `audit.changed`).
 """
 
 from __future__ import annotations
@@ -49,13 +51,15 @@ class Entry:
 class Operation:
     """A function a `%emq` verb runs. `writes`: it can change a queue (a bulk call
     given `dry_run=True` reads only, as its docstring says); `single`: it runs one
-    transition, whose own call writes its record."""
+    transition, whose own call writes its record; `bulk`: it runs many, and is recorded
+    by a `started` entry and a closing one."""
 
     name: str  # module.function
     verb: str
     writes: bool
     function: Callable[..., Any]  # as declared: recorded when it writes
     single: bool = False
+    bulk: bool = False
 
 
 # module.function -> its entry, in declaration order (the README's order)
@@ -86,11 +90,13 @@ def contract(
     replies: str = "",
     native: str = "",
     single: bool = False,
+    bulk: bool = False,
 ) -> Callable[[F], F]:
     """Declare the decorated function as run by the `%emq` verb `verb`; with `script`,
     its catalogue entry too (appended to its docstring). `writes`: every call is
     recorded (`audit.audited`; a parameter `job_id` names the one job it touches);
-    `single`: it runs one transition, whose call writes the record (one round trip)."""
+    `single`: it runs one transition, whose call writes the record (one round trip);
+    `bulk`: it runs many calls, recorded by a `started` entry and a closing one."""
 
     def declare(fn: F) -> F:
         name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
@@ -104,8 +110,8 @@ def contract(
             from . import audit
 
             job = "job_id" if "job_id" in inspect.signature(fn).parameters else None
-            fn = audit.audited(verb, job=job, single=single)(fn)
-        OPERATIONS[name] = Operation(name, verb, writes, fn, single)
+            fn = audit.audited(verb, job=job, single=single, bulk=bulk)(fn)
+        OPERATIONS[name] = Operation(name, verb, writes, fn, single, bulk)
         return fn
 
     return declare

@@ -48,6 +48,27 @@ def visible(value: object) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", printable(value))
 
 
+# what breaks a line or acts on a display, a newline and a tab included: every C0 and C1
+# control character, DEL, and the Unicode line and paragraph separators (each a line
+# break to `str.splitlines` and to a terminal or a browser)
+_BREAKS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match) -> str:
+    c = match.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def one_line(value: object) -> str:
+    """`printable`, on one line whatever it holds: a newline as the two characters `\\n`
+    (a carriage return `\\r`, a tab `\\t`), any other control character or line
+    separator as `\\xNN` or `\\uNNNN`. A value of a table row or a listing line that
+    another client's text can never break into two (a forged row)."""
+    text = printable(value)
+    return text if text.isprintable() else _BREAKS.sub(_escaped, text)
+
+
 def wire(value: str) -> str | bytes:
     """`value` as it goes to the server: text holding undecodable bytes (read under
     this policy) becomes those bytes again; any other text is sent as is.

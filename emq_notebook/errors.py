@@ -14,7 +14,20 @@ import html
 
 
 class EMQError(Exception):
-    """Base of everything the toolkit raises on purpose."""
+    """Base of everything the toolkit raises on purpose.
+
+    Raised part way through a bulk verb (refused at its fifth call, cut on the wire),
+    it says what the verb had changed before (`ended_after`): `.done` is that count
+    of jobs, and its line ends with it ("..., after deleting 2,000 jobs")."""
+
+    # the jobs a bulk verb had changed when this ended it (None: not a bulk verb's)
+    done: int | None = None
+    # what its line ends with: "after deleting 2,000 jobs" ("" while none)
+    after = ""
+
+    def __str__(self) -> str:
+        said = super().__str__()
+        return f"{said}, {self.after}" if self.after else said
 
     def _render_traceback_(self) -> list[str]:
         # a note (the audit trail's `audit_failed: ...`) ends the same line
@@ -99,10 +112,16 @@ class Refused(EMQError):
         super().__init__(self.line())
 
     def line(self) -> str:
-        """The one line an operator sees: `refused: reprocess mail j_... — not_dead`."""
+        """The one line an operator sees: `refused: reprocess mail j_... — not_dead`,
+        and what a bulk verb had done before (`ended_after`): `refused: obliterate mail
+        — not_paused, after deleting 2,000 jobs`."""
         target = " ".join(p for p in (self.verb, self.queue, self.job) if p)
         said = f"refused: {target} — {self.reason}" if target else f"refused: {self.reason}"
-        return f"{said} ({self.note})" if self.note else said
+        said = f"{said} ({self.note})" if self.note else said
+        return f"{said}, {self.after}" if self.after else said
+
+    def __str__(self) -> str:
+        return self.line()
 
     def __reduce__(self) -> tuple[type, tuple[str, str, str | None, str, str]]:
         return (type(self), (self.verb, self.queue, self.job, self.detail, self.note))
@@ -191,6 +210,20 @@ _EMQSTATE = (
     ("locked", Locked, ""),
     ("gone", Gone, ""),
 )
+
+
+def ended_after(exc: BaseException, done: int, doing: str) -> None:
+    """Say on `exc`, which ended a bulk verb part way, the `done` jobs it had changed
+    (`doing`: "deleting"): `.done`, and at the end of its line "after deleting 2,000
+    jobs" (an exception that is no `EMQError`, an interrupt, carries it as a note)."""
+    exc.done = done  # type: ignore[attr-defined]
+    if not done or isinstance(exc, Halted):  # a halt's line says what it moved
+        return
+    after = f"after {doing} {done:,} job{'' if done == 1 else 's'}"
+    if isinstance(exc, EMQError):
+        exc.after = after
+    else:
+        exc.add_note(after)
 
 
 def refusal_table() -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import admin, decoding, transitions
+from . import admin, audit, decoding, transitions
 from .catalogue import contract
 from .checks import MAX_MS, move_budget, whole
 from .checks import payload as _payload
@@ -326,6 +326,7 @@ def _token(conn: Connection, token: str | None) -> str:
     return conn.token if token is None else check_text(token, "token")
 
 
+@audit.audited("expire")
 def expire_leases(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
     """In-flight jobs whose lease passed go back to pending (or their lane), `stalled`
     counted: ONE bounded call. Answers how many went back.
@@ -336,18 +337,21 @@ def expire_leases(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
     another job's `:logs` or `:lock`, is left in active and announced as a `bad_row`
     event once a lap. Each costs one of the budget, and the lap walks past it, so it
     never holds the others up. A budget above `defaults.MAX_MOVE_BUDGET` is `BadInput`,
-    before any I/O.
+    before any I/O. Recorded (verb `expire`, the jobs it put back) when an operator
+    types it (a surface: a runbook's step), never from a worker's housekeeping.
     """
     move_budget(budget)
     return _lap(conn, q, "expire", queue_key(q, "active"), budget)
 
 
+@audit.audited("promote-due")
 def promote(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
     """Due scheduled jobs become ready (pending, or their lane): ONE bounded call.
     Answers how many.
 
-    Ghosts, bad rows and foreign ids are handled, and the budget counted and checked,
-    as in `expire_leases`.
+    Ghosts, bad rows and foreign ids are handled, the budget counted and checked, and
+    the call recorded (verb `promote-due`) when an operator types it, as in
+    `expire_leases`.
     """
     move_budget(budget)
     return _lap(conn, q, "promote", queue_key(q, "schedule"), budget)

@@ -1,12 +1,15 @@
-"""Passwords out of every line shown: a URL's label, and any text a server or a
-client library says about it.
+"""Passwords out of every line shown or recorded: a URL's label, and any text a
+server, a client library or an operator gives.
 
-A connection keeps the secrets of its URL (`secrets_of`) and scrubs them from every
-error it raises; its label is the URL with each one replaced by `***` (`redact`).
+A connection's label is its URL with each password replaced by `***` (`redact`). It
+keeps the secrets of its URL (`secrets_of`), and every text it shows or records goes
+through `scrub`, the one redaction of a text: the password of each URL written in it
+and each of those secrets.
 """
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from collections.abc import Sequence
 
@@ -67,8 +70,18 @@ def secrets_of(url: str) -> tuple[str, ...]:
     return tuple(sorted((v for v in found if v), key=len, reverse=True))
 
 
-def scrub(text: str, secrets: Sequence[str]) -> str:
-    """`text` with each of `secrets` replaced by `***` (the longest first: `secrets_of`'s order)."""
+# a text's words and the blanks between them (kept): a URL in a text ends at a blank
+_WORDS = re.compile(r"(\s+)")
+
+
+def scrub(text: str, secrets: Sequence[str] = ()) -> str:
+    """`text` with every password out, the one redaction of any text shown or recorded
+    (an error's line, an audit entry's reason, args and identity): the password of each
+    URL written in it, wherever (`redact` of each word holding `://`: "failing over to
+    redis://admin:***@replica/0"), then each of `secrets` (the longest first:
+    `secrets_of`'s order) as `***`. Linear in the text's length."""
+    if "://" in text:
+        text = "".join(redact(word) if "://" in word else word for word in _WORDS.split(text))
     for secret in secrets:
         text = text.replace(secret, "***")
     return text

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from . import audit
 from .catalogue import contract
 from .checks import MAX_MS, whole
 from .checks import payload as checked_payload
@@ -51,6 +52,12 @@ MAX_TICK_JOBS = 250
 SHOWN_MS = (pd.Timestamp.min.value // 1_000_000 + 1, pd.Timestamp.max.value // 1_000_000)
 
 
+def _no_job(result: object, job: str | None) -> tuple[int, list[str]]:
+    """What a change of the registry touched: no job (`audit.audited`'s `counts`)."""
+    return 0, []
+
+
+@audit.audited("repeat", single=True, counts=_no_job)
 def register(
     conn: Connection,
     q: str,
@@ -68,7 +75,8 @@ def register(
     `DEF_BYTES` bytes (1 MiB, not `defaults.MAX_PAYLOAD`: a tick reads each due
     definition inside one call, and one over `DEF_BYTES` it never reads). The script
     checks the same bound on what it is sent, refusing `TooLong` (a `BadInput`), and
-    reads the definition as a tick does; a refusal writes nothing.
+    reads the definition as a tick does; a refusal writes nothing. Recorded from every
+    surface (verb `repeat`, its options as `args`), in the script's own call.
     """
     check_name(name, "repeatable name")
     if group is not None:
@@ -94,8 +102,10 @@ def _definition_text(every_ms: int, payload: str, group: str | None = None, max_
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
 
 
+@audit.audited("unrepeat", single=True, counts=_no_job)
 def unregister(conn: Connection, q: str, name: str) -> bool:
-    """Remove repeatable `name`; answers whether it was registered."""
+    """Remove repeatable `name`; answers whether it was registered. Recorded from every
+    surface (verb `unrepeat`), in the script's own call."""
     check_name(name, "repeatable name")
     return conn.run("repeat_remove", [base(q)], [name], verb="unrepeat", queue=q) == 1
 

@@ -121,7 +121,8 @@ class Runbook:
         Not needed (`preview.needed` false): nothing happens. APPLY = False: the preview
         only. APPLY = True: `precheck()` (None: it holds; a text: why not) runs on the
         live server first; a failed precondition raises `PreconditionFailed` before
-        `apply()` writes anything."""
+        `apply()` writes anything. The step is a `runbook` surface: every write it makes
+        is recorded, the queue underneath and a worker's housekeeping included."""
         lines = preview.lines()
         if not preview.needed:
             self.say(f"step {name}: not needed — {lines[0]}")
@@ -137,10 +138,13 @@ class Runbook:
         if why:
             self._log(name, "stopped", preview, why)
             raise PreconditionFailed(f"step {name} stopped before writing anything: {why}")
-        result = apply()
+        # the operator's step: its writes are recorded as typed (lease expiry and the
+        # due promotion included), and an entry not written ends its line
+        with audit.surface("runbook") as recorded:
+            result = apply()
         said = result if isinstance(result, str) else repr(result)
         self._log(name, "done", preview, said)
-        self.say(f"step {name}: done — {said}")
+        self.say(f"step {name}: done — {said}{recorded.suffix()}")
         return result
 
     def _log(self, name: str, outcome: str, preview: Preview, result: str) -> None:

@@ -37,7 +37,7 @@ class Reply(Enum):
     AS_SENT = "the reply itself"
     CLAIMED = "{} -> None; 'more' -> MORE; {id, payload, attempts} -> Claimed"
     FOUND = "-1 (no row) -> Gone; anything else as sent"
-    MORE_OR_OK = '1 -> "more" (call again), 0 -> "ok" (done)'
+    MORE_OR_OK = '1 -> "more" (call again), 0 -> "ok" (done); {1 or 0, n} -> ("more" or "ok", n)'
     COUNTED = "{n, more[, cursor]} -> (n, more as a bool[, the cursor to send next])"
     PER_ID = "{budget, bytes, id...}: one word per id examined -> {id: word} (the first ids)"
     HOLDER = "{id, created} -> the id that answers (the holder)"
@@ -175,6 +175,9 @@ def decode(kind: Reply, reply: Any, call: Call) -> Any:
                 raise Gone(call.verb or call.name, call.queue, call.job)
             return reply
         case Reply.MORE_OR_OK:
+            if isinstance(reply, list):  # asked for the jobs it deleted too (@obliterate's ARGV[4])
+                more, n = reply
+                return ("ok" if more == 0 else "more"), int(n)
             return "ok" if reply == 0 else "more"
         case Reply.COUNTED:
             if not isinstance(reply, list):  # EchoMQ's own unbounded drain: the count

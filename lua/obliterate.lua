@@ -1,8 +1,10 @@
 -- @obliterate -- destroy a PAUSED queue down to its keyspace footprint, bounded.
 -- KEYS[1] = meta, KEYS[2] = the queue base root
--- ARGV[1] = 'force' or '', ARGV[2] = the budget, ARGV[3] = bytes at most (optional,
--- last: the members' ids and the payloads their deletes free)
+-- ARGV[1] = 'force' or '', ARGV[2] = the budget, ARGV[3] = bytes at most (optional:
+-- the members' ids and the payloads their deletes free), ARGV[4] = '1' to be told the
+-- jobs deleted (optional, the toolkit's: its audit entry's count)
 -- returns 1 (:more, the budget is spent, call again) or 0 (:ok, the queue is gone);
+-- with ARGV[4], {1 or 0, the jobs this call deleted};
 -- EMQSTATE not paused; EMQSTATE active jobs present (unforced, jobs in flight).
 -- Bounded: at most ARGV[2] units of work (a member of a state set or lane, a lane, a
 -- key the sweep deletes; a SCAN page costs 100), and the latency history (a day of
@@ -20,6 +22,7 @@ end
 local force = ARGV[1] == 'force'
 local budget = tonumber(ARGV[2])
 local bytes = whole_of(ARGV[3]) or MAX_WHOLE
+local counted = ARGV[4] == '1'
 
 -- a job leaves for good: its dedup key is given back and, when it was in flight,
 -- its lane slot, so the queue is consistent after every call, not only the last
@@ -44,6 +47,11 @@ end
 -- delete up to `budget` jobs of one set (and about `bytes`), rows first; true when
 -- either budget is spent
 local spent, used = 0, 0
+-- the reply: 1 (:more) or 0 (:ok), and the members deleted when asked (ARGV[4])
+local function answer(more)
+  if counted then return {more, spent} end
+  return more
+end
 local function sweep(sk, in_flight)
   -- a chunk of members at a time: an id is counted only once read (each_member)
   local k, _, _, freed = each_member(sk, 0, budget, bytes - used, function(id)
@@ -64,23 +72,23 @@ if redis.call('ZCARD', active) > 0 and not force then
   return redis.error_reply('EMQSTATE active jobs present')
 end
 -- 1 is :more: the budget is spent, call again
-if sweep(active, true) then return 1 end
+if sweep(active, true) then return answer(1) end
 
 -- the remaining state sets, bounded
 for _, t in ipairs({'pending', 'schedule', 'dead'}) do
-  if sweep(base .. t) then return 1 end
+  if sweep(base .. t) then return answer(1) end
 end
 
 -- every state set is empty: the lanes, their rows first, under the same budget (a
 -- lane's meta costs one unit; the lanes are read a budget's worth at a time)
 for _, g in ipairs(redis.call('SRANDMEMBER', base .. 'groups', budget)) do
-  if sweep(lane_pending(base, g)) then return 1 end
+  if sweep(lane_pending(base, g)) then return answer(1) end
   redis.call('UNLINK', lane_meta(base, g))
   redis.call('SREM', base .. 'groups', g)
   budget = budget - 1
-  if budget <= 0 then return 1 end
+  if budget <= 0 then return answer(1) end
 end
-if redis.call('SCARD', base .. 'groups') > 0 then return 1 end
+if redis.call('SCARD', base .. 'groups') > 0 then return answer(1) end
 -- the latency histograms: two hashes a minute, each minute a unit of the budget. They
 -- go in the call that deletes the metrics hashes, so the throughput record stays whole
 -- between calls: the default retention is a day of minutes (metrics_keep 1,440), so at
@@ -94,7 +102,7 @@ for i = 1, now do
   redis.call('UNLINK', base .. 'lat:wait:' .. minutes[i], base .. 'lat:run:' .. minutes[i])
 end
 if now > 0 then redis.call('ZREMRANGEBYRANK', index, 0, now - 1) end
-if #minutes > DAY then return 1 end
+if #minutes > DAY then return answer(1) end
 budget = budget - now
 -- the repeat records, the metrics hashes, the dedup keys, the ring
 redis.call('UNLINK', base .. 'groups', base .. 'ring', base .. 'wake',
@@ -132,10 +140,10 @@ while true do
   end
   if budget <= 0 then
     redis.call('HSET', meta, 'sweep', cursor, 'swept', dirty and '1' or '0')
-    return 1
+    return answer(1)
   end
 end
 -- and last the meta hash with the paused flag
 redis.call('UNLINK', meta)
 emit(base, {event = 'obliterated'})
-return 0
+return answer(0)

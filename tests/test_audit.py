@@ -15,7 +15,7 @@ import pytest
 import redis
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, jobs, scripts
+from emq_notebook import admin, audit, frames, jobs, scripts
 from emq_notebook.errors import BadInput, NotPaused, ReadOnly, WireError, refusal_table
 from emq_notebook.keyspace import audit_key
 
@@ -33,6 +33,11 @@ reprocess_jobs = admin.reprocess_jobs
 def raw(conn: emq.Connection, q: str = Q) -> list[dict[str, str]]:
     """The stream's entries as the server holds them, oldest first."""
     return [fields for _, fields in conn.client.xrange(audit_key(q))]
+
+
+def entry_ids(conn: emq.Connection, q: str = Q) -> list[str]:
+    """The stream's entry ids, oldest first."""
+    return [entry for entry, _ in conn.client.xrange(audit_key(q))]
 
 
 def enqueue(conn: emq.Connection, n: int, q: str = Q) -> list[str]:
@@ -113,9 +118,11 @@ def test_a_per_job_verb_records_its_job_and_a_bulk_verb_one_entry_with_the_first
     remove_job(conn, Q, ids[0])
     words = remove_jobs(conn, Q, ids[1:] + ["ghost"], budget=40)  # four calls of the script
     assert sum(w == "removed" for w in words.values()) == 149
-    single, bulk = raw(conn)
+    single, began, bulk = raw(conn)
     assert (single["verb"], single["count"], json.loads(single["ids"])["first"]) == ("remove", "1", [ids[0]])
+    assert (began["verb"], began["outcome"], began["count"]) == ("remove", "started", "")
     assert (bulk["verb"], bulk["outcome"], bulk["count"]) == ("remove", "done", "149")
+    assert bulk["started"] == entry_ids(conn)[1]  # the entry it closes
     said = json.loads(bulk["ids"])
     assert said == {"first": ids[1:101], "digest": audit.digest(ids[1:])}
     assert json.loads(bulk["args"]) == {"budget": 40, "ids": "<150 items>"}
@@ -209,7 +216,11 @@ def test_nested_recorded_calls_record_once(conn):
     enqueue(conn, 30)
     pause(conn, Q)
     obliterate_all(conn, Q, budget=5)  # many calls of the recorded obliterate inside
-    assert [(e["verb"], e["outcome"]) for e in raw(conn)] == [("pause", "done"), ("obliterate", "done")]
+    assert [(e["verb"], e["outcome"], e["count"]) for e in raw(conn)] == [
+        ("pause", "done", "0"),
+        ("obliterate", "started", ""),
+        ("obliterate", "done", "30"),
+    ]
 
 
 def test_a_refusal_is_recorded_with_its_reason_and_nothing_touched(conn):
@@ -218,7 +229,8 @@ def test_a_refusal_is_recorded_with_its_reason_and_nothing_touched(conn):
         obliterate(conn, Q)
     with pytest.raises(emq.Refused):
         remove_job(conn, Q, "nobody")
-    refused, gone = raw(conn)
+    began, refused, gone = raw(conn)
+    assert (began["verb"], began["outcome"]) == ("obliterate", "started")
     assert (refused["verb"], refused["outcome"], refused["count"]) == (
         "obliterate",
         "refused:not_paused",
@@ -267,15 +279,17 @@ def _cut(conn: emq.Connection, monkeypatch, *, ran: bool) -> None:
 
 @pytest.mark.parametrize("ran", [True, False], ids=["reply-lost", "never-sent"])
 def test_a_cut_call_recorded_after_its_reply_is_unknown_never_done(conn, monkeypatch, ran):
-    """A bulk verb's entry is written after its reply: a cut call's outcome is unknown."""
+    """A bulk verb's entry is written after its reply: a cut call's outcome is unknown,
+    its count the jobs the replies before said (none here)."""
     enqueue(conn, 1)
     _cut(conn, monkeypatch, ran=ran)
-    with audit.surface("shell") as said, pytest.raises(WireError):
+    with audit.surface("shell") as said, pytest.raises(WireError) as caught:
         remove_jobs(conn, Q, ["j0000"])
     assert conn.client.exists("emq:{mailers}:job:j0000") == (not ran)
-    [entry] = raw(conn)
-    assert (entry["verb"], entry["outcome"], entry["count"]) == ("remove", "unknown", "")
-    assert said.failed == []
+    began, entry = raw(conn)
+    assert began["outcome"] == "started"
+    assert (entry["verb"], entry["outcome"], entry["count"]) == ("remove", "unknown", "0")
+    assert said.failed == [] and caught.value.done == 0
 
 
 @pytest.mark.parametrize("ran", [True, False], ids=["reply-lost", "never-sent"])
@@ -360,7 +374,7 @@ def test_the_record_of_an_obliterate_survives_it(conn):
     assert [k for k in conn.scan("emq:{mailers}:*")] == []
     assert list(audit.read(conn, Q).verb) == ["obliterate", "pause", "log"]
     # every queue's record, found without the queue directory (the queue has no meta left)
-    assert Q in audit.streams(conn, rescan=True)
+    assert Q in audit.streams(conn)
     assert list(audit.read(conn).verb) == ["obliterate", "pause", "log"]
     assert Q not in conn.directory.rescan()
 
@@ -569,6 +583,209 @@ def test_ids_given_as_a_generator_are_recorded_by_their_kind_not_their_address(c
     enqueue(conn, 3)
     words = admin.remove_jobs(conn, Q, (f"j000{i}" for i in range(2)))
     assert words == {"j0000": "removed", "j0001": "removed"}
-    [entry] = raw(conn)
+    _, entry = raw(conn)
     assert json.loads(entry["args"]) == {"ids": "<generator>"}
     assert (entry["count"], json.loads(entry["ids"])["first"]) == ("2", ["j0000", "j0001"])
+
+
+# -- what an entry says is true: a bulk verb's count, whatever ends it ----------------------
+
+
+def test_an_obliterate_refused_part_way_records_and_tells_the_jobs_it_deleted(conn, connect_as):
+    """Another operator resumes the queue between two calls of `obliterate_all`: the
+    refusal carries the jobs deleted before it (`.done`, its line), and so does the
+    closing entry, never a bare refused with count 0."""
+    enqueue(conn, 25)
+    pause(conn, Q)
+    other = connect_as()
+
+    def resumed_by_another_client(calls: int, _left: int) -> None:
+        if calls == 2:
+            admin.resume(other, Q)
+
+    with pytest.raises(NotPaused) as caught:
+        obliterate_all(conn, Q, budget=10, progress=resumed_by_another_client)
+    assert caught.value.done == 20
+    line = "refused: obliterate mailers — not_paused, after deleting 20 jobs"
+    assert str(caught.value) == caught.value.line() == line
+    closing = raw(conn)[-1]
+    said = (closing["verb"], closing["outcome"], closing["count"])
+    assert said == ("obliterate", "refused:not_paused", "20")
+    assert conn.client.zcard("emq:{mailers}:pending") == 5
+    row = audit.read(conn, Q).iloc[0]
+    assert (row.outcome, row["count"]) == ("refused:not_paused", 20)
+
+
+def test_one_obliterate_step_records_the_jobs_it_deleted(conn):
+    enqueue(conn, 25)
+    pause(conn, Q)
+    assert obliterate(conn, Q, budget=10) == "more"
+    assert [(e["outcome"], e["count"]) for e in raw(conn)][1:] == [("started", ""), ("done", "10")]
+    assert conn.client.zcard("emq:{mailers}:pending") == 15
+
+
+def test_the_seeds_obliterate_call_is_answered_as_ever(conn):
+    """EchoMQ's own handle sends two arguments and reads 1 or 0 (the toolkit's fourth
+    asks for the count too)."""
+    enqueue(conn, 3)
+    conn.client.hset("emq:{mailers}:meta", "paused", "1")
+    script = scripts.source("obliterate")
+    keys = ["emq:{mailers}:meta", "emq:{mailers}:"]
+    assert conn.client.eval(script, 2, *keys, "", "2") == 1
+    assert conn.client.eval(script, 2, *keys, "", "2", "1000000", "1") == [0, 1]
+
+
+# each bulk verb: its call, its script, and the set whose size says the jobs it changed
+BULK = {
+    "drain": (lambda c, ids: admin.drain(c, Q, budget=5), "drain", "pending"),
+    "obliterate_all": (lambda c, ids: obliterate_all(c, Q, budget=5), "obliterate", "pending"),
+    "remove_jobs": (lambda c, ids: remove_jobs(c, Q, ids, budget=10), "remove_jobs", "pending"),
+    "reprocess_dead": (lambda c, ids: admin.reprocess_dead(c, Q, budget=5), "reprocess_dead", "dead"),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(BULK))
+def test_a_bulk_verb_cut_on_the_wire_records_and_tells_the_jobs_it_had_changed(conn, monkeypatch, verb):
+    """The wire fails at a bulk verb's third call, its reply lost: the closing entry is
+    `unknown` with the jobs the two replies before said, and the `WireError` says them."""
+    call, script, held = BULK[verb]
+    ids = [jobs.enqueue(conn, Q, "{}", id=f"j{i:04d}", max_attempts=1) for i in range(30)]
+    if held == "dead":
+        for i in ids:
+            jobs.claim(conn, Q)
+            jobs.fail(conn, Q, i, "boom")
+    pause(conn, Q)
+    conn.load_scripts([conn.script(script)])  # no NOSCRIPT round among the calls counted
+    key = f"emq:{{{Q}}}:{held}"
+    send = conn.client.execute_command
+    sent, before_third = [0], [0]
+
+    def cut(*parts: Any, **kw: Any) -> Any:
+        if str(parts[0]).upper() == "EVALSHA":
+            sent[0] += 1
+            if sent[0] == 3:
+                before_third[0] = 30 - send("ZCARD", key)
+                send(*parts, **kw)
+                raise redis.ConnectionError("Connection closed by server.")
+        return send(*parts, **kw)
+
+    monkeypatch.setattr(conn.client, "execute_command", cut)
+    with pytest.raises(WireError) as caught:
+        call(conn, ids)
+    monkeypatch.undo()
+    done = before_third[0]
+    assert done > 0 and caught.value.done == done
+    assert str(caught.value).endswith(f", after {audit.entry._doing(_verb(verb))} {done} jobs")
+    began, closing = raw(conn)[-2:]
+    assert began["outcome"] == "started"
+    assert (closing["outcome"], closing["count"]) == ("unknown", str(done))
+
+
+def _verb(name: str) -> str:
+    return {"drain": "drain", "remove_jobs": "remove", "reprocess_dead": "reprocess"}.get(name, "obliterate")
+
+
+# a client that drains a queue in calls of 50 and stops for good after its second call
+# (the test kills it there; left alone it ends by itself after 30 s)
+_DRAINER = """
+import sys, time
+import emq_notebook as emq
+from emq_notebook import admin
+
+conn = emq.connect(sys.argv[1], name="doomed")
+
+def progress(calls, drained):
+    if calls == 2:
+        print("drained", drained, flush=True)
+        time.sleep(30)
+
+admin.drain(conn, sys.argv[2], budget=50, progress=progress)
+"""
+
+
+def test_a_client_killed_in_the_middle_of_a_drain_leaves_its_started_entry(valkey):
+    """A kernel SIGKILLed mid-drain (restart, OOM) writes no closing entry: its `started`
+    entry is on the server, and every reader shows it (a queue new to this process)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    url, q = f"redis://127.0.0.1:{valkey.port}/0", "killed_mid_drain"
+    conn = emq.connect(url)
+    conn.client.delete(audit_key(q), *conn.scan(f"emq:{{{q}}}:*"))
+    for i in range(200):
+        jobs.enqueue(conn, q, "{}", id=f"j{i:04d}")
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root, "EMQ_URL": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _DRAINER, url, q], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the drainer prints it after its second call, or ends
+        assert line.split() == ["drained", "100"], line
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    [entry] = raw(conn, q)
+    assert (entry["verb"], entry["outcome"], entry["conn"]) == ("drain", "started", "doomed")
+    assert conn.client.zcard(f"emq:{{{q}}}:pending") == 100
+    shown = frames.audit(conn)
+    row = shown[shown.queue == q].iloc[0]
+    assert (row.verb, row.outcome, row.conn) == ("drain", "started", "doomed")
+    conn.client.delete(audit_key(q), *conn.scan(f"emq:{{{q}}}:*"))
+
+
+def test_a_url_password_in_any_text_is_never_recorded(conn):
+    """Every field goes through the one redaction of all output (`redaction.scrub`): a
+    URL's password typed in a reason, an option, the connection's name or env, or the
+    notebook's name is `***`, wherever in the text it stands, however many there are."""
+    from emq_notebook import cli, grammar, verbs
+
+    jobs.enqueue(conn, Q, "{}", id="a", max_attempts=1)
+    conn.name, conn.env = "desk redis://n:pw-name-4Ty@x/0", "prod (rediss://e:pw-env-8Qa@y)"
+    audit.set_notebook("failover.ipynb from redis://nb:pw-nb-2Lk@h/0")
+    session = cli.ShellSession(say=lambda *_: None)
+    session.conn = conn
+    verbs.execute(
+        session, grammar.parse(f"pause {Q} --reason 'failing over to redis://admin:pw-r1Zq@replica/0'")
+    )
+    verbs.execute(session, grammar.parse(f"claim {Q}"))
+    error = "lost redis://u:pw-a2Xw@h:6379/0 then valkey://v:pw-a3Yv@g/1?password=pw-a4Qq,"
+    verbs.execute(session, grammar.parse(f"fail {Q} a '{error}'"))
+    entries = raw(conn)
+    text = json.dumps(entries)
+    for secret in ("pw-r1Zq", "pw-a2Xw", "pw-a3Yv", "pw-a4Qq", "pw-name-4Ty", "pw-env-8Qa", "pw-nb-2Lk"):
+        assert secret not in text, secret
+    pause_entry, _, fail_entry = entries
+    assert pause_entry["reason"] == "failing over to redis://admin:***@replica/0"
+    assert json.loads(fail_entry["args"])["error"] == (
+        "lost redis://u:***@h:6379/0 then valkey://v:***@g/1?password=***"
+    )
+    assert (pause_entry["conn"], pause_entry["env"]) == ("desk redis://n:***@x/0", "prod (rediss://e:***@y)")
+    assert pause_entry["notebook"] == "failover.ipynb from redis://nb:***@h/0"
+
+
+def test_a_bulk_run_refused_as_malformed_after_its_start_still_closes_it(conn, monkeypatch):
+    """A `started` entry is always closed while its client lives: a run whose first call
+    is refused before it goes (a BadInput raised under it) closes as `error`, count 0,
+    rather than leave a start that reads as a run cut."""
+    enqueue(conn, 3)
+    run = conn.run
+
+    def refused(*a: Any, **kw: Any) -> Any:
+        raise emq.BadInput("refused before it went")
+
+    monkeypatch.setattr(conn, "run", refused)
+    with pytest.raises(BadInput):
+        admin.drain(conn, Q)
+    monkeypatch.setattr(conn, "run", run)
+    assert [(e["verb"], e["outcome"], e["count"]) for e in raw(conn)] == [
+        ("drain", "started", ""),
+        ("drain", "error", "0"),
+    ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import emq_notebook as emq
@@ -143,7 +144,65 @@ def test_a_stream_another_node_named_outside_the_queue_names_is_passed_over(conn
         conn.client.xadd(b"emq:audit:{" + name + b"}", {"verb": "pause"})
     conn.client.xadd(audit_key("beta"), {"verb": "pause"})
     # (the queues this process wrote to on this server are listed too: other tests')
-    found = audit.streams(conn, rescan=True)
+    found = audit.streams(conn)
     assert "beta" in found and not {"a b", "*[{", "\udcff\udcfe"} & set(found)
     assert all(len(q) < 1000 for q in found)
     assert "beta" in set(audit.read(conn).queue)
+
+
+# -- what a reader shows -------------------------------------------------------------------
+
+
+def test_every_queues_read_sees_a_stream_another_client_made_a_moment_ago(conn, connect_as):
+    """`frames.audit(conn)` with no queue finds the streams when asked (a SCAN then),
+    never a list kept from an earlier read: another client's new queue is there at once."""
+    from emq_notebook import admin, frames
+
+    admin.pause(conn, "alpha")
+    assert set(frames.audit(conn).queue) == {"alpha"}  # a first read of every queue
+    other = connect_as()
+    admin.pause(other, "fresh")
+    # the queues this process wrote to are not what finds it: another process's are not here
+    with audit.reading._written_lock:
+        audit.reading._written.get(other.label, set()).discard("fresh")
+    assert set(frames.audit(conn).queue) == {"alpha", "fresh"}
+    assert "fresh" in audit.streams(conn)
+
+
+def test_a_runs_started_entry_shows_only_while_no_closing_entry_names_it(conn):
+    """A bulk run writes `started`, then its closing entry naming it: a reader shows the
+    run once (the closing row), and a start with no closing entry (the run goes on, or
+    its client was killed) as its own row, outcome `started`."""
+    begun = audit.append(conn, "alpha", {"verb": "drain", "outcome": "started", "count": ""})
+    audit.append(conn, "alpha", {"verb": "drain", "outcome": "done", "count": "7", "started": begun})
+    audit.append(conn, "alpha", {"verb": "obliterate", "outcome": "started", "count": ""})
+    frame = audit.read(conn, "alpha")
+    assert list(zip(frame.verb, frame.outcome, frame["count"].astype(object), strict=True)) == [
+        ("obliterate", "started", pd.NA),
+        ("drain", "done", 7),
+    ]
+    assert list(audit.read(conn, "alpha", limit=2).verb) == ["obliterate", "drain"]
+
+
+def test_a_value_holding_a_newline_never_forges_a_row(conn, capsys):
+    """Every value is one line wherever a table or a listing shows it: a `fail` typed at
+    the shell with an error text holding a newline and what reads as another entry, a
+    reason holding a newline, an escape and a line separator: `emq audit`'s text and
+    the frame's text/plain hold one line a row."""
+    from emq_notebook import cli, frames, grammar, jobs, verbs
+
+    jobs.enqueue(conn, "alpha", "{}", id="a", max_attempts=1)
+    forged = "x\n1700000000 alpha pause done"
+    with audit.surface("shell"), audit.because("r1\nr2\x1b[2J\u2028r3\r"):
+        jobs.claim(conn, "alpha")
+        jobs.fail(conn, "alpha", "a", forged)
+    frame = frames.audit(conn, "alpha")
+    assert frame.args[0] == {"error": "x\\n1700000000 alpha pause done"}
+    assert frame.reason[0] == "r1\\nr2\\x1b[2J\\u2028r3\\r"
+    with pd.option_context("display.width", 100_000, "display.max_columns", None):
+        assert len(repr(frame).splitlines()) == 1 + len(frame) == 3
+    session = cli.ShellSession()
+    session.conn = conn
+    cli.show(verbs.execute(session, grammar.parse("audit alpha")))
+    shown = capsys.readouterr().out.splitlines()
+    assert len(shown) == 3 and not any(line.startswith("1700000000") for line in shown), shown

@@ -16,6 +16,7 @@ characters and an id at `audit.MAX_ARG` (the digest covers it whole), so a 17 MB
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import helpers
 import pytest
@@ -25,8 +26,9 @@ from hypothesis import strategies as st
 
 import emq_notebook as emq
 from emq_notebook import admin, audit, jobs
-from emq_notebook.decoding import printable
+from emq_notebook.decoding import one_line
 from emq_notebook.keyspace import MAX_NAME, audit_key
+from emq_notebook.redaction import scrub
 
 Q = "values"
 P = f"emq:{{{Q}}}:"
@@ -81,14 +83,17 @@ def test_each_text_an_operator_or_another_node_gives_reaches_the_entry_as_meant(
     audit.set_notebook(text)
     verb, call = WAYS[way]
     call(conn)
-    [entry] = raw(conn)
-    assert (entry["verb"], entry["outcome"]) == (verb, "done")
-    assert {f: entry[f] for f in ("conn", "env", "notebook", "reason")} == dict.fromkeys(
-        ("conn", "env", "notebook", "reason"), held
-    )
-    assert appended == ([] if way == "twin" else [verb])
+    *began, entry = raw(conn)  # a bulk verb's `started` entry first
+    assert [(e["verb"], e["outcome"]) for e in [*began, entry]] == [(verb, "started")] * len(began) + [
+        (verb, "done")
+    ]
+    for each in (*began, entry):
+        assert {f: each[f] for f in ("conn", "env", "notebook", "reason")} == dict.fromkeys(
+            ("conn", "env", "notebook", "reason"), held
+        )
+    assert appended == ([] if way == "twin" else [verb, verb])
     row = audit.read(conn, Q).iloc[0]
-    assert (row.conn, row.env, row.notebook, row.reason) == (printable(held),) * 4
+    assert (row.conn, row.env, row.notebook, row.reason) == (one_line(held),) * 4
 
 
 @pytest.mark.parametrize("kind", ["nul", "not_utf8", "emoji"])
@@ -100,8 +105,8 @@ def test_an_option_holding_each_text_reaches_the_entrys_args_as_meant(conn, kind
         jobs.fail(conn, Q, "j1", text)
     [entry] = raw(conn)
     assert (entry["verb"], entry["outcome"], json.loads(entry["args"])) == ("fail", "done", {"error": held})
-    # read back as every column shows text: a byte that is not UTF-8 as \xNN
-    assert audit.read(conn, Q).args[0] == {"error": printable(held)}
+    # read back as every column shows text: a byte that is not UTF-8 as \xNN, a NUL as \x00
+    assert audit.read(conn, Q).args[0] == {"error": one_line(held)}
 
 
 def valued(n: int) -> str:
@@ -164,7 +169,7 @@ def test_what_an_operator_types_is_cut_at_max_text(conn, way, size, monkeypatch)
     audit.identities._identity_of.cache_clear()
     with audit.because(typed):
         call(conn)
-    [entry] = raw(conn)
+    entry = raw(conn)[-1]  # a bulk verb's closing entry, after its `started` one
     assert (entry["verb"], entry["outcome"]) == (verb, "done")
     assert (entry["reason"], entry["notebook"]) == (cut, cut)
     # the typed text outlives its call nowhere (the identity's values are kept for short texts)
@@ -219,13 +224,13 @@ def test_ids_another_node_wrote_are_clipped_in_the_entry_and_whole_in_its_digest
     written_dead(conn, Q, ids)
     answer = admin.reprocess_jobs(conn, Q, [*ids, "x:logs"])
     assert answer == dict.fromkeys(ids, "reprocessed") | {"x:logs": "foreign_id"}
-    [entry] = raw(conn)
+    _, entry = raw(conn)
     said = json.loads(entry["ids"])
     assert (entry["verb"], entry["outcome"], entry["count"]) == ("reprocess", "done", "7")
     assert said["first"] == [*ids[:5], "L" * audit.MAX_ARG + "…", "M" * audit.MAX_ARG]
     assert said["digest"] == audit.digest(ids)
-    assert appended == ["reprocess"]
-    assert audit.read(conn, Q).ids[0] == [printable(i) for i in said["first"]]
+    assert appended == ["reprocess", "reprocess"]  # its `started` entry, then this one
+    assert audit.read(conn, Q).ids[0] == [one_line(i) for i in said["first"]]
 
 
 def test_a_queue_name_and_a_job_id_at_the_gates_limit_are_recorded_whole(conn):
@@ -239,7 +244,7 @@ def test_a_queue_name_and_a_job_id_at_the_gates_limit_are_recorded_whole(conn):
         ("remove", "done", [job_id]),
     ]
     assert list(audit.read(conn, q).verb) == ["remove", "pause"]
-    assert q in audit.streams(conn, rescan=True)
+    assert q in audit.streams(conn)
 
 
 def test_the_args_column_shows_a_byte_that_is_not_utf8_as_every_column_does(conn):
@@ -269,7 +274,7 @@ _an_id = st.one_of(
 
 @given(st.lists(_an_id, max_size=120))
 def test_the_ids_field_reads_as_the_standard_library_writes_it(ids):
-    first = [audit.clipped(i, audit.MAX_ARG) for i in ids[: audit.FIRST_IDS]]
+    first = [audit.clipped(scrub(i), audit.MAX_ARG) for i in ids[: audit.FIRST_IDS]]
     meant = {"first": first, "digest": audit.digest(ids)}
     assert audit.ids_field(ids) == json.dumps(meant, ensure_ascii=False)
 
@@ -285,3 +290,15 @@ def test_the_args_field_reads_as_the_standard_library_writes_it(args):
 
     said = audit.options(Conn(), args)  # type: ignore[arg-type]
     assert said == (json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str) if kept else "{}")
+
+
+@given(_any_text)
+def test_a_value_shown_is_one_line_whatever_it_holds(text):
+    """`one_line`, what every value of an audit row goes through: no text (controls,
+    line and paragraph separators, bytes not UTF-8) breaks it into two lines or leaves
+    a character a terminal would act on; plain printable text is shown as it is."""
+    shown = one_line(text)
+    assert len(shown.splitlines()) <= 1
+    assert not any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in shown)
+    if text.isprintable():
+        assert shown == text

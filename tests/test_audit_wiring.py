@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, catalogue, cli, frames, grammar, jobs, lanes, repeat, verbs
+from emq_notebook import admin, audit, catalogue, cli, frames, grammar, jobs, lanes, repeat, scripts, verbs
 from emq_notebook.errors import NotPaused, ReadOnly
 from emq_notebook.keyspace import audit_key, job_key
 
@@ -178,6 +178,27 @@ def test_a_single_verb_runs_one_transition(conn, name, monkeypatch):
     assert entry["outcome"] == "done"
 
 
+@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if op.bulk])
+def test_a_bulk_verb_writes_its_started_entry_before_its_first_writing_call(conn, name, monkeypatch):
+    """A client killed in the middle of a bulk verb (kernel restart, OOM) leaves its
+    `started` entry: it is on the server before the first writing call goes."""
+    row = ROWS[name]
+    row.setup(conn)
+    conn.client.delete(audit_key(Q))
+    seen: list[list[str]] = []
+    run = conn.run
+
+    def spied(name: str, *a: Any, **kw: Any) -> Any:
+        if not scripts.read_only(name):
+            seen.append([e["outcome"] for e in entries(conn)])
+        return run(name, *a, **kw)
+
+    monkeypatch.setattr(conn, "run", spied)
+    row.python(conn)
+    assert seen and seen[0] == ["started"], seen
+    assert [e["outcome"] for e in entries(conn)] == ["started", "done"]
+
+
 def test_every_writing_function_is_recorded():
     for op in catalogue.writers():
         assert getattr(op.function, "__audited__", None) == op.verb, op.name
@@ -239,7 +260,13 @@ def test_each_writing_verb_from_each_surface_leaves_one_entry(conn, name, surfac
     if row.underneath and surface == "python":
         assert entries(conn) == []  # a worker's call: not an operator's
         return
-    [entry] = entries(conn)
+    *began, entry = entries(conn)
+    if op.bulk:  # its `started` entry first, which the closing one names
+        [(began_id, _)] = conn.client.xrange(audit_key(Q), count=1)
+        assert [(e["verb"], e["outcome"], e["surface"]) for e in began] == [(op.verb, "started", surface)]
+        assert entry["started"] == began_id
+    else:
+        assert began == [] and "started" not in entry
     assert (entry["verb"], entry["outcome"]) == (op.verb, "done"), entry
     assert entry["surface"] == surface
     assert (entry["reason"], entry["who"], entry["conn"], entry["env"]) == (
@@ -410,3 +437,70 @@ def test_a_records_args_are_the_options_given_however_the_call_gives_them(conn, 
     [(_, fields)] = conn.client.xrange(audit_key(Q))
     assert json.loads(fields["args"]) == meant
     assert json.loads(fields["ids"])["first"] == ["j1"]
+
+
+# -- writes made outside the %emq verbs: each recorded too (SPEC 12) ---------------------------
+
+
+def test_the_repeat_registry_is_recorded_in_its_scripts_own_call(conn, monkeypatch):
+    """`repeat.register` and `repeat.unregister` change what a queue will run: recorded
+    from every surface, each in its transition's own call (one round trip)."""
+    conn.client.delete(audit_key(Q))
+    runs: list[str] = []
+    run = conn.run
+    monkeypatch.setattr(conn, "run", lambda *a, **kw: runs.append(a[0]) or run(*a, **kw))
+    with audit.because("nightly digest"):
+        repeat.register(conn, Q, "nightly", 86_400_000, "{}")
+    assert repeat.unregister(conn, Q, "nightly") is True
+    assert repeat.unregister(conn, Q, "nightly") is False
+    assert runs == ["repeat_add", "repeat_remove", "repeat_remove"]
+    said = [(e["verb"], e["outcome"], e["count"], json.loads(e["args"])) for e in entries(conn)]
+    assert said == [
+        ("repeat", "done", "0", {"every_ms": 86_400_000, "name": "nightly", "payload": "<2 chars>"}),
+        ("unrepeat", "done", "0", {"name": "nightly"}),
+        ("unrepeat", "done", "0", {"name": "nightly"}),
+    ]
+    assert entries(conn)[0]["reason"] == "nightly digest"
+
+
+def test_lease_expiry_and_the_due_promotion_are_recorded_when_an_operator_types_them(conn):
+    """A worker's housekeeping (`jobs.expire_leases`, `jobs.promote`) from Python is not
+    recorded; typed by an operator (a surface: a runbook's step) it is, with its count."""
+    from emq_notebook.runbook import Preview, Runbook
+
+    for i in ("a", "b"):
+        jobs.enqueue(conn, Q, "{}", id=i)
+        jobs.claim(conn, Q, 1)  # a lease of 1 ms
+    jobs.enqueue(conn, Q, "{}", id="c", delay_ms=1)
+    time.sleep(0.01)
+    conn.client.delete(audit_key(Q))
+    assert jobs.expire_leases(conn, Q, budget=1) == 1  # a worker's pass
+    assert entries(conn) == []
+    book = Runbook("12-stuck-queue", conn, Q, True, {})
+    book.step("expire leases", Preview("put 1 job back", count=1), lambda: jobs.expire_leases(conn, Q))
+    book.step("promote overdue", Preview("make 1 job ready", count=1), lambda: jobs.promote(conn, Q))
+    said = [(e["verb"], e["outcome"], e["count"], e["surface"]) for e in entries(conn)]
+    assert said == [("expire", "done", "1", "runbook"), ("promote-due", "done", "1", "runbook")]
+
+
+def test_a_write_on_another_queue_inside_a_recorded_call_gets_its_own_entry(conn):
+    """The nesting rule merges only a call of the same verb on the same queue (an
+    obliterate_all's calls of obliterate): a progress callback that pauses another
+    queue, or resumes this one, is recorded by itself."""
+    pending(conn, "a", "b", "c")
+    other = "wire_other"
+    conn.client.delete(audit_key(Q), audit_key(other))
+
+    def progress(calls: int, drained: int) -> None:
+        admin.pause(conn, other)
+        admin.pause(conn, Q)
+
+    admin.drain(conn, Q, budget=2, progress=progress)
+    assert [(e["verb"], e["outcome"]) for e in entries(conn)] == [
+        ("drain", "started"),
+        ("pause", "done"),
+        ("pause", "done"),
+        ("drain", "done"),
+    ]
+    assert [e["verb"] for _, e in conn.client.xrange(audit_key(other))] == ["pause", "pause"]
+    conn.client.delete(audit_key(other), f"emq:{{{other}}}:meta")

@@ -152,8 +152,8 @@ def test_a_thousand_queues_open_and_refresh_in_a_fixed_number_of_pipelines(conn,
 
 def test_each_audit_stream_lives_in_its_queues_slot(conn):
     """pause's and remove's entries are written by their transitions' twins (one slot, one
-    call), drain's after its reply; `audit.read` of every queue finds the streams on
-    every primary."""
+    call), drain's `started` entry before its first call and its closing one after its
+    reply; `audit.read` of every queue finds the streams on every primary."""
     from emq_notebook import audit
     from emq_notebook.keyspace import audit_key
 
@@ -163,7 +163,7 @@ def test_each_audit_stream_lives_in_its_queues_slot(conn):
         jobs.remove_job(conn, q, "j")
         admin.drain(conn, q)
         assert conn.client.keyslot(audit_key(q)) == conn.client.keyslot(f"emq:{{{q}}}:meta")
-        assert conn.client.xlen(audit_key(q)) == 3
+        assert conn.client.xlen(audit_key(q)) == 4
     assert len(owners(conn, QUEUES)) == 3
     read = audit.read(conn)
     assert sorted(set(read.queue)) == sorted(QUEUES) and set(read.verb) == {"pause", "remove", "drain"}

@@ -237,3 +237,24 @@ def test_redact_never_fails_and_hides_every_credential() -> None:
     }
     for url, shown in cases.items():
         assert emq.connector.redact(url) == shown
+
+
+def test_scrub_takes_each_urls_password_out_of_a_text_wherever_it_stands() -> None:
+    """`scrub`, the one redaction of every text shown or recorded, finds a URL anywhere
+    in free text (an operator's reason, a server's error), each of several, and the
+    session's secrets."""
+    from emq_notebook.redaction import scrub
+
+    cases = {
+        "failing over to redis://admin:pw1@replica/0": "failing over to redis://admin:***@replica/0",
+        "from redis://a:pw1@h1/0 to\tvalkeys://b:pw2@h2/0?password=pw3 now": (
+            "from redis://a:***@h1/0 to\tvalkeys://b:***@h2/0?password=*** now"
+        ),
+        "(redis://a:pw1@h/0),\nnext line": "(redis://a:***@h/0),\nnext line",
+        "no url here: a:b@c": "no url here: a:b@c",
+    }
+    for text, shown in cases.items():
+        assert scrub(text) == shown
+    assert scrub("said pw-9 to redis://u:pw-9@h/0", ("pw-9",)) == "said *** to redis://u:***@h/0"
+    # a text that is one URL reads as its label does
+    assert scrub("redis://u:pw@h:1/0?db=2&token=t") == emq.connector.redact("redis://u:pw@h:1/0?db=2&token=t")

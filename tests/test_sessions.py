@@ -81,8 +81,9 @@ READING = {
     "triage.errors": (lambda c: triage.errors(c, Q)["count"].to_dict(), {"boom": 1}),
     "frames.latency": (lambda c: int(frames.latency(c, Q)["n"].sum()), 2),
     "frames.health": (lambda c: frames.health(c, [Q]).loc[Q, "claimed_5m"], 2),
-    # the stage's add_log is an operator verb: its entry (the enqueues and claims are a worker's)
-    "frames.audit": (lambda c: list(frames.audit(c, Q).verb), ["log"]),
+    # the stage's add_log and repeat.register are an operator's: their entries, newest
+    # first (the enqueues and claims are a worker's)
+    "frames.audit": (lambda c: list(frames.audit(c, Q).verb), ["repeat", "log"]),
 }
 NOT_VERBS = {
     "admin.check_budget",

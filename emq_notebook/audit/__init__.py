@@ -72,6 +72,7 @@ from .entry import (
     KEEP,
     MAX_ARG,
     MAX_TEXT,
+    STARTED,
     clipped,
     digest,
     ids_field,
@@ -87,13 +88,24 @@ from .reading import (
     MAX_READ,
     PAGE_MOST,
     SCAN_COUNT,
-    STREAMS_EVERY_S,
     entry_order,
     read,
     streams,
     written,
 )
-from .recorder import UNDERNEATH, AuditNotWritten, Record, append, audited, failure_line, recorded, touch
+from .recorder import (
+    UNDERNEATH,
+    AuditNotWritten,
+    Record,
+    append,
+    audited,
+    changed,
+    failure_line,
+    recorded,
+    started,
+    touch,
+    within_open,
+)
 
 __all__ = [
     "COLUMNS",
@@ -108,7 +120,7 @@ __all__ = [
     "MAX_TEXT",
     "PAGE_MOST",
     "SCAN_COUNT",
-    "STREAMS_EVERY_S",
+    "STARTED",
     "SURFACES",
     "UNDERNEATH",
     "AuditNotWritten",
@@ -118,6 +130,7 @@ __all__ = [
     "append",
     "audited",
     "because",
+    "changed",
     "client_name",
     "clipped",
     "current_surface",
@@ -137,6 +150,7 @@ __all__ = [
     "runbook",
     "set_default_surface",
     "set_notebook",
+    "started",
     "storable",
     "streams",
     "surface",
@@ -144,5 +158,6 @@ __all__ = [
     "touched",
     "typed",
     "who",
+    "within_open",
     "written",
 ]

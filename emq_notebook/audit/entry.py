@@ -14,7 +14,7 @@ from ..decoding import LONE_SURROGATE
 from ..defaults import AUDIT_KEEP
 from ..errors import EMQError, Refused, WireError
 from ..keyspace import AUDIT_WHAT, AUDIT_WHO
-from ..redaction import redact, scrub
+from ..redaction import scrub
 
 if TYPE_CHECKING:
     from ..connector import Connection
@@ -42,6 +42,15 @@ _SECRET_WORDS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
 _PLUMBING = frozenset({"conn", "pipeline"})
 # the stream field order, and the frame's columns (the contract's, then what else an entry holds)
 FIELDS = AUDIT_WHAT + AUDIT_WHO
+# the outcome of the entry a bulk verb writes before its first writing call, and the field
+# of its closing entry naming it (that entry's stream id)
+STARTED = "started"
+# what a bulk verb does to a job, as the line of the exception that ended it says it
+_DOING = {"drain": "draining", "obliterate": "deleting", "remove": "removing", "reprocess": "moving"}
+
+
+def _doing(verb: str) -> str:
+    return _DOING.get(verb, "changing")
 
 
 def clipped(text: str, most: int = MAX_TEXT) -> str:
@@ -122,11 +131,12 @@ def _scalar(value: Any) -> str:
 
 def ids_field(ids: list[str]) -> str:
     """The `ids` field: JSON `{"first": [the first FIRST_IDS ids], "digest": digest(all)}`,
-    an id over `MAX_ARG` characters (another node's) `clipped` there: the digest covers
-    it whole, and the field stays within about 20 KB."""
+    each of the first as every text is recorded (`scrub`: an id another node wrote
+    holding a URL's password shows none) and, over `MAX_ARG` characters, `clipped`:
+    the digest covers every id whole, and the field stays within about 20 KB."""
     if not ids:
         return _NO_IDS
-    first = ", ".join(_text(clipped(i, MAX_ARG)) for i in ids[:FIRST_IDS])
+    first = ", ".join(_text(clipped(scrub(i), MAX_ARG)) for i in ids[:FIRST_IDS])
     return f'{{"first": [{first}], "digest": {_text(digest(ids))}}}'
 
 
@@ -140,8 +150,8 @@ def _secret_name(name: str) -> bool:
 
 def _option(name: str, value: Any, secrets: tuple[str, ...]) -> Any:
     """One option as the record keeps it: a secret as `***`, a job's data by its size, a
-    collection by its length, text with URL passwords and the session's secrets out and
-    cut to `MAX_ARG` characters."""
+    collection by its length, text with URL passwords and the session's secrets out
+    (`scrub`) and cut to `MAX_ARG` characters."""
     if _secret_name(name) and value not in (None, ""):
         return "***"
     if isinstance(value, (bool, int, float)) or value is None:
@@ -150,8 +160,7 @@ def _option(name: str, value: Any, secrets: tuple[str, ...]) -> Any:
         size = len(value) if hasattr(value, "__len__") else 1
         return f"<{size:,} {'items' if name == 'payloads' else 'chars'}>"
     if isinstance(value, str):
-        text = redact(value) if "://" in value else value
-        return clipped(scrub(text, secrets), MAX_ARG)
+        return clipped(scrub(value, secrets), MAX_ARG)
     if hasattr(value, "__len__"):
         return f"<{len(value):,} items>"
     if isinstance(value, Iterator):  # ids given as a generator: its text is an address
@@ -160,9 +169,10 @@ def _option(name: str, value: Any, secrets: tuple[str, ...]) -> Any:
 
 
 def options(conn: Connection, args: Mapping[str, Any] | None) -> str:
-    """The `args` field: the options given, as JSON, secrets never (the code that scrubs
-    every other output: `redact` for a URL, the session's secrets, `***` for an option
-    named like a secret or a token), callables and the plumbing left out."""
+    """The `args` field: the options given, as JSON, secrets never (`scrub`, the code
+    that scrubs every other output: each URL's password, the session's secrets; and
+    `***` for an option named like a secret or a token), callables and the plumbing
+    left out."""
     if not args:
         return _NO_ARGS
     kept = {

@@ -106,7 +106,7 @@ def identity(conn: Connection) -> dict[str, str]:
 
 def _who_values(conn: Connection) -> tuple[str, ...]:
     """The values of `identity`, in `AUDIT_WHO`'s order, each `clipped` to `MAX_TEXT`
-    (the reason scrubbed whole first, so no cut leaves part of a secret). What each
+    (each scrubbed whole first, so no cut leaves part of a secret). What each
     comes from is read on every call; the values are worked out once for each
     different reading (`_identity_of`: a record is made on every write), but for a
     reading holding a long text, which is not kept (a 17 MB reason or connection name
@@ -139,8 +139,10 @@ def _identity_of(
 ) -> tuple[str, ...]:
     """`_who_values` of what each value comes from (the JupyterHub user, the ACL user,
     the connection's name and env, the surface, the notebook, the reason, the secrets
-    the reason is scrubbed of)."""
-    said = (hub_user or _user_at_host(), acl, name, env, surface, path, scrub(reason, secrets))
+    every value is scrubbed of: `scrub`, as all other output, a URL's password too)."""
+    said = tuple(
+        scrub(text, secrets) for text in (hub_user or _user_at_host(), acl, name, env, surface, path, reason)
+    )
     if max(map(len, said)) <= MAX_TEXT:
         return said
     return tuple(map(clipped, said))

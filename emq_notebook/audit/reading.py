@@ -7,18 +7,17 @@ import heapq
 import itertools
 import json
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..checks import whole
-from ..decoding import printable, whole_text, wire_size
+from ..decoding import one_line, whole_text, wire_size
 from ..defaults import BYTE_BUDGET
 from ..errors import EMQError, InvalidName
 from ..keyspace import AUDIT_MATCH, audit_key, base, check_name, queue_from_audit_key
-from .entry import _one_line
+from .entry import STARTED, _one_line
 
 if TYPE_CHECKING:
     from ..connector import Connection
@@ -41,8 +40,6 @@ COLUMNS = (
     "ids_digest",
     "entry",
 )
-# the streams a look at every queue reads are found again at most this often (seconds)
-STREAMS_EVERY_S = 60.0
 # keys one SCAN call examines when finding the streams
 SCAN_COUNT = 10_000
 # entries one read answers at most (`read`'s limit)
@@ -65,23 +62,17 @@ _written_lock = threading.Lock()
 # -- reading it -------------------------------------------------------------------------------------
 
 
-def streams(conn: Connection, *, rescan: bool = False) -> list[str]:
-    """The queues with an audit stream: found by `SCAN MATCH emq:audit:{*} TYPE stream`
-    over every primary (one walk of the keyspace, `SCAN_COUNT` keys a call; a key under
-    a name `check_name` refuses, another node's, passed over: `_named`), kept on the
-    connection and walked again at most every `STREAMS_EVERY_S` seconds (or when
-    `rescan`), with the queues this process wrote to since. The queue directory cannot
-    answer it: an obliterated queue keeps its stream and has no meta hash."""
-    kept = getattr(conn, "_audit_streams", None)
-    now = time.monotonic()
-    if rescan or kept is None or now - kept[0] >= STREAMS_EVERY_S:
-        with conn.wire():
-            keys = conn.client.scan_iter(match=AUDIT_MATCH, count=SCAN_COUNT, _type="stream")
-            found = {q for q in map(queue_from_audit_key, keys) if q and _named(q)}
-        kept = conn._audit_streams = (now, found)  # type: ignore[attr-defined]
-    with _written_lock:
-        written = set(_written.get(conn.label, ()))
-    return sorted(kept[1] | written)
+def streams(conn: Connection) -> list[str]:
+    """The queues with an audit stream now: found by `SCAN MATCH emq:audit:{*} TYPE
+    stream` over every primary, on each call (one walk of the keyspace, `SCAN_COUNT`
+    keys a call; a key under a name `check_name` refuses, another node's, passed over:
+    `_named`), so a stream another client made a moment ago is among them. Asked only
+    when an operator asks for every queue's entries (`read` with no queue: a call, a
+    command, a click), never by a watching view's refresh (SPEC 11). The queue directory
+    cannot answer it: an obliterated queue keeps its stream and has no meta hash."""
+    with conn.wire():
+        keys = conn.client.scan_iter(match=AUDIT_MATCH, count=SCAN_COUNT, _type="stream")
+        return sorted({q for q in map(queue_from_audit_key, keys) if q and _named(q)})
 
 
 def _named(q: str) -> bool:
@@ -117,42 +108,46 @@ def _entry_order(entry: str) -> tuple[int, int]:
 
 
 def _parsed(text: str, empty: Any) -> Any:
-    """A JSON field as shown: each text in it `printable`, as in every other column (a
-    byte that is not UTF-8 as `\\xNN`)."""
+    """A JSON field as shown: each text in it on one line (`one_line`), as in every other
+    column (a newline as `\\n`, a byte that is not UTF-8 as `\\xNN`)."""
     if not text:
         return empty
     try:
         return _shown(json.loads(text))
     except ValueError:  # an entry another client wrote by hand: shown as it is
-        return printable(text)
+        return one_line(text)
 
 
 def _shown(value: Any) -> Any:
     if isinstance(value, str):
-        return printable(value)
+        return one_line(value)
     if isinstance(value, dict):
-        return {printable(k): _shown(v) for k, v in value.items()}
+        return {one_line(k): _shown(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_shown(v) for v in value]
     return value
 
 
+# the text columns of a row, each a field of the entry shown on one line
+_TEXTS = ("verb", "outcome", "who", "env", "conn", "surface", "reason", "notebook", "acl_user")
+
+
 def _row(queue: str, entry: str, fields: Mapping[str, str]) -> dict[str, Any]:
+    """An entry as a row of the frame: every value on one line (`one_line`), so no text
+    an operator typed or another client wrote can break a table or a listing into a
+    row that was never written."""
     ids = _parsed(fields.get("ids", ""), {})
     first = ids.get("first", []) if isinstance(ids, dict) else [ids]
-    count = fields.get("count", "")
+    texts = {name: one_line(fields.get(name, "")) for name in _TEXTS}
     return {
         "time": pd.Timestamp(_entry_order(entry)[0], unit="ms", tz="UTC"),
-        "queue": queue,
-        **{name: printable(fields.get(name, "")) for name in ("verb", "outcome")},
-        "count": whole_text(count),
-        **{name: printable(fields.get(name, "")) for name in ("who", "env", "conn", "surface", "reason")},
+        "queue": one_line(queue),
+        **texts,
+        "count": whole_text(fields.get("count", "")),
         "args": _parsed(fields.get("args", ""), {}),
-        "ids": [printable(i) for i in first],
-        "notebook": printable(fields.get("notebook", "")),
-        "acl_user": printable(fields.get("acl_user", "")),
-        "ids_digest": ids.get("digest", "") if isinstance(ids, dict) else "",
-        "entry": entry,
+        "ids": [one_line(i) for i in first],
+        "ids_digest": one_line(ids.get("digest", "")) if isinstance(ids, dict) else "",
+        "entry": one_line(entry),
     }
 
 
@@ -199,14 +194,23 @@ def read(
 
 def _pages(conn: Connection, q: str, low: str, limit: int, page: list) -> Iterator[tuple[str, str, Any]]:
     """Queue `q`'s entries newest first, each as (q, its id, its fields), down to `low`,
-    `limit` at most, from its first `page` on: each next page one `@read_audit` call
+    `limit` at most, from its first `page` on, but a bulk run's `started` entry whose
+    closing entry is read (that one says the run whole; a start with none shows: the run
+    goes on, or was cut): each next page one `@read_audit` call
     from below the last entry read, of as many entries as `defaults.BYTE_BUDGET` bytes
     hold at the size of the page before (`PAGE_MOST` at most), the server stopping once
     they reach BYTE_BUDGET bytes, read only when the entries before are used up."""
     asked, left = min(FIRST_PAGE, limit), limit
+    closed: set[str] = set()  # the `started` entries of the closing entries read
     while True:
-        yield from ((q, entry, fields) for entry, fields in page)
-        left -= len(page)
+        for entry, fields in page:
+            if entry in closed:  # a run's start, its closing entry read before it
+                closed.discard(entry)
+                continue
+            if fields.get(STARTED):
+                closed.add(fields[STARTED])
+            left -= 1
+            yield q, entry, fields
         size = sum(_entry_size(entry, fields) for entry, fields in page)
         # a page ends short where the range does, or where its bytes reached the budget
         if not page or left <= 0 or (len(page) < asked and size < BYTE_BUDGET):

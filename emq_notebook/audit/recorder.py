@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..checks import whole
 from ..connector import Beside
-from ..errors import EMQError, Halted, InvalidName
+from ..errors import EMQError, Halted, InvalidName, ended_after
 from ..keyspace import AUDIT_WHO, audit_key
 from .context import _surface, in_surface
 from .entry import (
     _NO_ARGS,
     KEEP,
     MAX_ARG,
+    STARTED,
+    _doing,
     _one_line,
     _unsent,
     ids_field,
@@ -37,9 +39,10 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-# the queue underneath: recorded when an operator typed or clicked them (inside a
-# `surface` block), never when a worker or a producer calls them from Python
-UNDERNEATH = frozenset({"enqueue", "claim", "complete", "fail"})
+# the queue underneath and a worker's housekeeping (lease expiry, the due promotion):
+# recorded when an operator typed or clicked them (inside a `surface` block: a magic,
+# the shell, a panel, a runbook's step), never when a worker or a producer calls them
+UNDERNEATH = frozenset({"enqueue", "claim", "complete", "fail", "expire", "promote-due"})
 
 
 class AuditNotWritten(UserWarning):
@@ -67,6 +70,13 @@ class Record(Beside):
     `touched`), or call `touch(count, ids)` to say them. On leaving, the entry is
     written (unless the call writes nothing: `.active` is False) and `.entry` holds its
     stream id; `.failed` holds the `audit_failed` note when it could not be written.
+
+    A bulk verb (many calls, `bulk`) says more (`start`, `add`; `audit.started` and
+    `audit.changed` from inside it): an entry with outcome `started` before its first
+    writing call, and after each call the jobs it changed. Its closing entry then says
+    the count they add up to whatever the outcome (refused at the fifth call, cut on
+    the wire), names the `started` entry it closes, and the exception that ended it
+    carries the count (`errors.ended_after`).
     """
 
     # what a call's record holds until it says otherwise (class defaults: a record is
@@ -85,6 +95,11 @@ class Record(Beside):
     settled = False
     # the connection's writing transitions sent before the call (`_unsent`)
     _writes_before = 0
+    # a bulk verb's: the jobs its calls changed, and their ids (None: it said none, `add`)
+    changed: int | None = None
+    changed_ids: list[str] | None = None
+    # its `started` entry's stream id, once written (`start`)
+    began: str | None = None
     _token: contextvars.Token[Record | None] | None = None
 
     def __init__(
@@ -98,16 +113,36 @@ class Record(Beside):
         dry_run: bool = False,
         keep: int | None = None,
         counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
+        bulk: bool = False,
     ):
         self.conn, self.verb, self.queue, self.args, self.job = conn, verb, queue, args, job
-        self.dry_run, self.counts, self.keep = dry_run, counts, keep
+        self.dry_run, self.counts, self.keep, self.bulk = dry_run, counts, keep, bulk
 
     def touch(self, count: int, ids: Iterable[str] = ()) -> None:
         """Say what the call touched (instead of reading it from `.result`)."""
         self.said = (int(count), [str(i) for i in ids])
 
+    def add(self, count: int, ids: Iterable[str] = ()) -> None:
+        """Say the jobs one call of a bulk verb changed (after each call): the closing
+        entry's count is their sum, whatever ends the verb."""
+        self.changed = (self.changed or 0) + int(count)
+        self.changed_ids = [*(self.changed_ids or ()), *map(str, ids)]
+
+    def start(self) -> None:
+        """Write the entry saying a bulk verb started (outcome `started`), once, before its
+        first writing call: a client killed before its closing entry leaves this one.
+        One that cannot be written stops nothing (the closing entry notes its own failure)."""
+        if not self.active or self.began is not None:
+            return
+        self.began, self.changed = "", self.changed or 0
+        try:
+            self.began = append(self.conn, self.queue, self.fields(None, outcome=STARTED), self.kept())
+            self._noted()
+        except Exception:
+            pass
+
     def _records(self) -> bool:
-        if self.dry_run or self.conn.read_only or _open.get() is not None:
+        if self.dry_run or self.conn.read_only or within_open(self.conn, self.verb, self.queue):
             return False
         try:
             self.key = audit_key(self.queue)
@@ -132,12 +167,16 @@ class Record(Beside):
     def _close(self, exc: BaseException | None, stacklevel: int) -> None:
         """The record's end, for a call that ended with `exc` (None: it answered): the
         entry written unless its transition carried it (`settled`) or nothing was sent
-        (`_unsent`), and its stream id or `audit_failed` note handed to the surface block,
-        the exception or a warning (`stacklevel`: the verb's caller)."""
+        (`_unsent`, and no `started` entry either: a start is always closed), and its
+        stream id or `audit_failed` note handed to the surface block, the exception or a
+        warning (`stacklevel`: the verb's caller)."""
         assert self._token is not None
         _open.reset(self._token)
-        if exc is not None and _unsent(exc) and getattr(self.conn, "writes_sent", 0) == self._writes_before:
-            return
+        unsent = getattr(self.conn, "writes_sent", 0) == self._writes_before
+        if exc is not None and _unsent(exc) and unsent and self.began is None:
+            return  # refused as malformed before anything was written, its start included
+        if exc is not None and self.changed is not None:
+            ended_after(exc, self.changed, _doing(self.verb))
         try:
             if not self.settled:
                 self.entry = self.write(exc)
@@ -155,11 +194,16 @@ class Record(Beside):
             elif said is None:
                 warnings.warn(self.failed, AuditNotWritten, stacklevel=stacklevel)
 
-    def fields(self, exc: BaseException | None) -> dict[str, str]:
-        """The entry's fields for a call that ended with `exc` (None: it answered)."""
-        outcome = outcome_of(exc)
+    def fields(self, exc: BaseException | None, outcome: str | None = None) -> dict[str, str]:
+        """The entry's fields for a call that ended with `exc` (None: it answered), or
+        of the `started` entry (`outcome`)."""
+        outcome = outcome or outcome_of(exc)
         count: int | None
-        if outcome == "done":
+        if outcome == STARTED:
+            count, ids = None, []
+        elif self.changed is not None:  # a bulk verb: what its calls changed, whatever ended it
+            count, ids = self.changed, self.changed_ids or []
+        elif outcome == "done":
             count, ids = self.said if self.said is not None else self.counts(self.result, self.job)
         elif isinstance(exc, Halted):
             count, ids = exc.moved, []
@@ -167,7 +211,7 @@ class Record(Beside):
             # refused: nothing touched; cut or failed: how much ran is not known
             count = 0 if outcome.startswith("refused") else None
             ids = [self.job] if self.job else []
-        return {
+        said = {
             "verb": self.verb,
             "outcome": outcome,
             "count": "" if count is None else str(count),
@@ -175,6 +219,9 @@ class Record(Beside):
             "args": options(self.conn, self.args),
             **identity(self.conn),
         }
+        if self.began and outcome != STARTED:
+            said[STARTED] = self.began  # the entry this one closes
+        return said
 
     def kept(self) -> int:
         return whole(
@@ -294,6 +341,33 @@ def _queue_what(
     return _packed((verb, str(count), ids_field(ids), _NO_ARGS, str(keep), "1" if gone else ""))
 
 
+def within_open(conn: Connection, verb: str, queue: str) -> bool:
+    """True when a call of `verb` on `queue` is part of the record open around it: the
+    same verb on the same queue of the same server (`obliterate_all`'s calls of
+    `obliterate`). A write on another queue, or another verb, made inside it (a
+    progress callback's) is recorded by itself."""
+    rec = _open.get()
+    return rec is not None and rec.queue == queue and rec.verb == verb and rec.conn.label == conn.label
+
+
+def started() -> None:
+    """The bulk verb being recorded is about to send its first writing call: its
+    `started` entry goes now (`Record.start`; once). Outside a bulk verb's record:
+    nothing."""
+    rec = _open.get()
+    if rec is not None and rec.bulk:
+        rec.start()
+
+
+def changed(count: int, ids: Iterable[str] = ()) -> None:
+    """Say, after one call of the bulk verb being recorded, the jobs that call changed
+    (`Record.add`): the closing entry and the exception that ends the verb say their
+    sum. Outside a bulk verb's record: nothing."""
+    rec = _open.get()
+    if rec is not None and rec.bulk:
+        rec.add(count, ids)
+
+
 def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
     """Say what the call being recorded touched, from inside it (a verb whose answer
     does not say it: `obliterate_all` answers its calls). `count` may be a function,
@@ -321,6 +395,7 @@ def audited(
     job: str | None = None,
     counts: Callable[[Any, str | None], tuple[int, list[str]]] = touched,
     single: bool = False,
+    bulk: bool = False,
 ) -> Callable[[F], F]:
     """A decorator recording every call of a writing domain verb `fn(conn, q, ...)`:
 
@@ -333,7 +408,10 @@ def audited(
     batch: not run yet). A verb of the queue underneath (`UNDERNEATH`: enqueue, claim,
     complete, fail) is recorded only inside a `surface` block (typed or clicked).
     `single`: the verb runs one transition and its answer says no more than its
-    outcome, so that transition's own call writes the entry (`Record.within`)."""
+    outcome, so that transition's own call writes the entry (`Record.within`).
+    `bulk`: the verb runs many calls and says, from inside, when it starts writing
+    and what each call changed (`started`, `changed`): a `started` entry and a
+    closing one."""
 
     def wrap(fn: F) -> F:
         signature = inspect.signature(fn)
@@ -392,9 +470,9 @@ def audited(
                 extra = None if plain else {k: v for k, v in bound.items() if k not in not_args}
                 named = bound.get(job) if job else None
             if (
-                _open.get() is not None
-                or not isinstance(q, str)
+                not isinstance(q, str)
                 or getattr(conn, "read_only", True)
+                or within_open(conn, verb, q)
                 or (underneath and not in_surface())
             ):
                 return fn(*a, **kw)
@@ -406,6 +484,7 @@ def audited(
                 job=named if isinstance(named, str) else None,
                 dry_run=bool(extra and extra.get("dry_run")),
                 counts=counts,
+                bulk=bulk,
             )
             if single:
                 return rec.carried(fn, *a, **kw)

@@ -79,8 +79,10 @@ def _drain(s: Session, ns: Namespace) -> None:
 )
 def _obliterate(s: Session, ns: Namespace) -> None:
     q, budget = ns.queue, budget_of(s, ns)
-    # one entry for the command, its read-first refusals included
-    with audit.recorded(s.conn, "obliterate", q, args={"force": ns.force, "budget": budget, "step": ns.step}):
+    # one run for the command, its read-first refusals included: a `started` entry at
+    # its first writing call, and a closing one with the jobs its calls deleted
+    args = {"force": ns.force, "budget": budget, "step": ns.step}
+    with audit.recorded(s.conn, "obliterate", q, args=args, bulk=True):
         _obliterate_checked(s, ns, q, budget)
 
 
