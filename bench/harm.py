@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from common import CpuWait, Pinger, connect, jemalloc, payload, server, server_pid, shared_cpu_flag
+from common import CpuWait, Pinger, connect, payload, server, server_pid, shared_cpu_flag
 
 from emq_notebook import admin, frames, jobs, repeat, scripts, triage
 from emq_notebook.completion import Completer
@@ -105,7 +105,7 @@ def options() -> argparse.Namespace:
         "--allocator",
         choices=("jemalloc", "libc"),
         default="jemalloc",
-        help="the server's allocator: jemalloc (production's, when installed; default) or libc malloc",
+        help="the server's allocator: jemalloc (production's, installed when absent; default) or libc malloc",
     )
     p.add_argument(
         "--repeat", type=int, default=1, help="accepted as every bench takes it; each verb runs once"
@@ -493,10 +493,6 @@ def main() -> None:
         flush=True,
     )
     with server(a.allocator, a.shared_cpu) as srv:
-        if a.allocator == "jemalloc" and jemalloc() is None:
-            print(
-                "  (jemalloc is not installed here, Debian's libjemalloc2: see bench/README.md)", flush=True
-            )
         conn = connect(srv)
         raw = redis.Redis(port=srv.port, socket_timeout=None)
         t = time.perf_counter()
