@@ -196,6 +196,66 @@ def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
         d.close()
 
 
+def browser_sorts(grid):
+    """What the browser does after a patch: it sorts the grid's rows again by `#` and
+    says their order (`_visible_rows`); its selection stays on a row POSITION."""
+    ranks = list(grid._data["data"]["#"])
+    grid._visible_rows = sorted(range(len(ranks)), key=ranks.__getitem__)
+
+
+def highlighted(d) -> list[str]:
+    """The queues of the highlighted rows, as the browser shows them."""
+    order = list(d.grid._visible_rows)
+    return [str(d.shown_frame.index[order[r["r1"]]]) for r in d.grid.selections]
+
+
+def test_the_highlight_follows_the_open_queue_when_a_refresh_ranks_another_above(conn):
+    for q in ("alpha", "beta", "gamma"):
+        jobs.enqueue(conn, q, "{}", delay_ms=3_600_000)  # idle: ranked by name
+    d = Dashboard(conn, auto=False)
+    try:
+        browser_sorts(d.grid)
+        assert list(d.overview.index) == ["alpha", "beta", "gamma"]
+        at = list(d.grid._visible_rows).index(list(d.shown_frame.index).index("beta"))
+        select(d.grid, (at, at))  # the browser's click: the row selected, then the cell-click
+        click(d.grid, list(d.shown_frame.index).index("beta"))
+        assert d.q == "beta" and highlighted(d) == ["beta"]
+        dead(conn, "gamma", 2)  # gamma starts failing: ranked first
+        d.refresh()
+        browser_sorts(d.grid)
+        assert list(d.overview.index)[0] == "gamma"
+        assert highlighted(d) == ["beta"] and d.q == "beta"
+        # the operator sorts by another column: the highlight follows again
+        d.grid._visible_rows = list(reversed(d.grid._visible_rows))
+        assert highlighted(d) == ["beta"]
+    finally:
+        d.close()
+
+
+def test_the_highlight_follows_the_open_queue_through_the_name_filter(conn):
+    for q in ("alpha", "beta", "gamma"):
+        jobs.enqueue(conn, q, "{}", delay_ms=3_600_000)
+    d = Dashboard(conn, auto=False, queue="gamma")
+    try:
+        assert highlighted_by_rank(d) == ["gamma"]  # opened by name: highlighted too
+        d.name_filter.value = "a"  # alpha, beta, gamma all match: the rows replaced
+        assert highlighted_by_rank(d) == ["gamma"]
+        d.name_filter.value = "be"  # gamma filtered out: no highlight, its tabs stay
+        assert d.grid.selections == [] and d.q == "gamma"
+        d.name_filter.value = "m"
+        assert highlighted_by_rank(d) == ["gamma"]
+        browser_sorts(d.grid)  # the browser drew the rows: the same highlight
+        assert highlighted(d) == ["gamma"]
+    finally:
+        d.close()
+
+
+def highlighted_by_rank(d) -> list[str]:
+    """The highlighted queues before the browser said its order: by the grid's sort (`#`)."""
+    by_rank = sorted(d.shown_frame.index, key=lambda q: d.shown_frame.loc[q, "#"])
+    return [str(by_rank[r["r1"]]) for r in d.grid.selections]
+
+
 def test_the_audit_tab_shows_who_did_what_to_the_queue_from_its_panels(conn, stage):
     d = Dashboard(conn, auto=False, queue="mail")
     try:
@@ -732,8 +792,7 @@ def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_vie
     try:
         d.tab("Lanes")
         d.tab("Overview")
-        d.grid.selections = [{"r1": 1, "c1": 0, "r2": 1, "c2": 0}]  # the browser's selection
-        d.grid.transform([{"type": "sort", "column": "pending", "desc": True}])  # its sort
+        d.grid.transform([{"type": "sort", "column": "pending", "desc": True}])  # the browser's sort
         data, messages = d.grid._data, []
         writer = grids.writer()
         monkeypatch.setattr(writer, "send", messages.append)
@@ -751,7 +810,8 @@ def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_vie
         assert d.grid._data is data and all(m["grid"] == d.grid.model_id for m in messages)
         assert [[row for row, _, _ in m["rows"]] for m in messages] == [rows for rows in changed if rows]
         assert len(messages) >= 1_000
-        assert d.grid.selections == [{"r1": 1, "c1": 0, "r2": 1, "c2": 0}]
+        # the highlight is the open queue's row where the sort puts it (the least pending)
+        assert d.grid.selections == [{"r1": 2, "c1": 0, "r2": 2, "c2": len(d.shown_frame.columns) - 1}]
         assert d.grid._transforms == [{"type": "sort", "column": "pending", "desc": True}]
         assert "pending <b>1</b>" in d.parts["Overview"].counts.value
     finally:

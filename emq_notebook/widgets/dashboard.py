@@ -6,7 +6,9 @@ first, `health.by_severity`: failing, stuck, growing, dead letters, paused, ok,
 idle, then the biggest), the verdict in its colour, the state, the counts and the
 reason; a line counts the queues of each verdict, and a box filters the queues by
 name. The browser sorts by any column (the verdict column by severity); it starts
-sorted by `#`. Click a queue (or pick it) and its tabs open below:
+sorted by `#`. Click a queue (or pick it) and its tabs open below; its row is the one
+highlighted wherever a refresh ranks it or a sort puts it (none while the filter hides
+it), never a row position:
 
 - Overview: the QueuePanel (counts as chips, pause / resume, the confirmed drain
   and obliterate) and its throughput plot (`plots.throughput`, the last hour);
@@ -159,6 +161,9 @@ class Dashboard(Panel):
             sort="#",
         )
         self.grid.on_cell_click(self._clicked)
+        # the browser sorted the rows again (a refresh re-ranked them, a header was clicked):
+        # the highlight goes back to the open queue's row
+        self.grid.observe(lambda _: self._highlight(), names="_visible_rows")
         self.name_filter = w.Text(
             placeholder="filter queue names",
             continuous_update=False,
@@ -261,7 +266,14 @@ class Dashboard(Panel):
         shown = self._matching(self.overview)
         self.shown_frame = _overview_frame(shown, self.overview)
         grids.patch(self.grid, self.shown_frame)
+        self._highlight()
         self.summary.value = self._summary_html(shown)
+
+    def _highlight(self) -> None:
+        """The highlighted row is the open queue's, wherever the browser shows it (none
+        when the filter hides it or it is gone): never a row position."""
+        with self._lock:
+            grids.select_id(self.grid, self.shown_frame, self.q)
 
     def _matching(self, frame: pd.DataFrame) -> pd.DataFrame:
         typed = self.name_filter.value.strip()
@@ -398,6 +410,7 @@ class Dashboard(Panel):
             self.q = q
             if self.picker.value != q and q in self.picker.options:
                 self.picker.value = q
+            self._highlight()
             self._title_queue()
             self.tabs.children = [w.VBox() for _ in TABS]
             self.tabs.titles = TABS
