@@ -13,7 +13,7 @@ import redis
 from helpers import dump
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, jobs, lanes, repeat, triage
+from emq_notebook import admin, audit, frames, jobs, lanes, repeat, triage
 from emq_notebook import health as health_module
 from emq_notebook.connector import Connection
 from emq_notebook.plots import VERDICT_COLOURS
@@ -254,6 +254,48 @@ def highlighted_by_rank(d) -> list[str]:
     """The highlighted queues before the browser said its order: by the grid's sort (`#`)."""
     by_rank = sorted(d.shown_frame.index, key=lambda q: d.shown_frame.loc[q, "#"])
     return [str(by_rank[r["r1"]]) for r in d.grid.selections]
+
+
+def test_the_open_queue_obliterated_elsewhere_is_said_gone_and_its_tab_writes_nothing(
+    conn, stage, connect_as
+):
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        overview = d.parts["Overview"]
+        assert "running" in overview.counts.value and not overview.pause_button.disabled
+        other = connect_as()
+        admin.pause(other, Q)
+        admin.obliterate_all(other, Q)
+        d.refresh()
+        assert Q not in d.overview.index and d.grid.selections == []  # no row, no highlight
+        assert "queue mail</b> <span" in d.queue_title.value and "is gone" in d.queue_title.value
+        assert overview.gone and "queue mail is gone" in overview.counts.value
+        assert overview.pause_button.disabled and overview.pause_button.tooltip == "queue mail is gone"
+        before = dump(conn)
+        overview.pause_button.click()
+        assert dump(conn) == before  # no meta hash made again
+    finally:
+        d.close()
+
+
+def test_a_reason_typed_in_a_dashboard_tab_is_the_audit_entrys_reason(conn, stage):
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        view = d.tab("Jobs")
+        assert view.reason in view.children and d.reason not in d.children  # the tabs write
+        view.reason.value = "INC-7 clear the poison jobs"
+        select(view.grid, (0, 1))
+        view.remove_button.click()
+        view.confirm_remove_button.click()
+        top = audit.read(conn, Q).iloc[0]
+        assert (top.verb, top["count"], top.reason, top.surface) == (
+            "remove",
+            2,
+            "INC-7 clear the poison jobs",
+            "panel",
+        )
+    finally:
+        d.close()
 
 
 def test_the_audit_tab_shows_who_did_what_to_the_queue_from_its_panels(conn, stage):

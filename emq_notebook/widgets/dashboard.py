@@ -394,7 +394,10 @@ class Dashboard(Panel):
             self.queue_title.value = ""
             return
         said = ""
-        if q in self.overview.index and "verdict" in self.overview.columns:
+        if q not in self.overview.index:  # no key of it left: not a row of the overview
+            gone = "is gone: no key of it is on the server"
+            said = f' <span class="emq-gone" style="color:#9a6700">{gone}</span>'
+        elif "verdict" in self.overview.columns:
             row = self.overview.loc[q]
             said = (
                 f" &nbsp;{plots.verdict_chip(str(row['verdict']))} {html.escape(printable(str(row['why'])))}"
