@@ -904,6 +904,55 @@ def test_auto_refresh_pauses_while_nobody_looks_and_after_idle_minutes(conn, mon
         d.close()
 
 
+def test_a_page_that_died_without_its_unload_leaves_a_kernel_that_publishes_nothing(conn, monkeypatch):
+    import ipywidgets
+
+    jobs.enqueue(conn, Q, "{}")
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        events = d.tab("Events")
+        d.presence.beat += 1  # the page's first beat: a browser shows the dashboard
+        d.updated_at = None
+        d._tick()
+        held = d.refreshes
+        assert d.presence.seen and events.running
+        d.presence.heard_at -= 3600  # no beat since: the tab died without its unload step
+        assert d.presence.lost and not d.presence.seen
+        d._tick()
+        assert not events.running and d.events_held  # the tail stopped too
+        sent: list = []
+        monkeypatch.setattr(ipywidgets.Widget, "_send", lambda self, msg, buffers=None: sent.append(msg))
+        for _ in range(3):  # counts that move and events that flow: nothing published
+            jobs.enqueue(conn, Q, "{}")
+            d.updated_at = None
+            d._tick()
+        assert sent == [] and d.refreshes == held
+        d.presence.beat += 1  # heard again (a laptop woke up): all of it resumes
+        d._tick()
+        assert d.refreshes == held + 1 and events.running and not d.events_held
+    finally:
+        d.close()
+
+
+def test_a_page_is_not_lost_while_a_cell_runs_or_without_a_browser(conn, monkeypatch):
+    from emq_notebook.widgets import presence
+
+    monkeypatch.setattr(presence._Cells, "running", False)
+    monkeypatch.setattr(presence._Cells, "ended_at", 0.0)
+    d = Dashboard(conn, auto=False)
+    try:
+        assert d.presence.heard_at is None and not d.presence.lost  # nbval, a test: no page
+        d.presence.beat += 1
+        d.presence.heard_at -= 3600
+        assert d.presence.lost
+        presence._Cells._started(None)  # a cell runs: the page's beats wait in the queue
+        assert not d.presence.lost
+        presence._Cells._ended(None)  # they are read once it ends
+        assert not d.presence.lost
+    finally:
+        d.close()
+
+
 def test_the_name_filter_shows_the_matching_queues(conn):
     for q in ("mail-eu", "mail-us", "reports"):
         jobs.enqueue(conn, q, "{}")

@@ -33,13 +33,16 @@ plot's image; no widget is made, so the browser keeps its scroll, sort and
 selection and the kernel's widgets stay as many however long it runs.
 
 It refreshes only while someone looks (`Presence`): not while the page is hidden
-or the dashboard scrolled out of sight, and not after `IDLE_S` without a touch
-(a click, a key, the wheel, the pointer over it), when it shows "paused: click to
-resume". It waits while a confirmation is open (a drain, a remove), so a count the
-operator is reading does not move under the button. The loop stops when the
-dashboard is closed, when a Dashboard for the same connection is built again
-(re-running the cell), and at interpreter exit; the owned panels' threads (the
-events tail) stop with it.
+or the dashboard scrolled out of sight, not once the page is lost (it died without
+its unload step: no beat heard), and not after `IDLE_S` without a touch (a click, a
+key, the wheel, the pointer over it), when it shows "paused: click to resume". A lost
+page also stops the Events tab's tail until it is heard again: the kernel then
+publishes nothing, and a server that culls idle kernels (Voilà's serve line in
+docs/dashboard.md) shuts it down. It waits while a confirmation is open (a drain, a
+remove), so a count the operator is reading does not move under the button. The
+loop stops when the dashboard is closed, when a Dashboard for the same connection is
+built again (re-running the cell), and at interpreter exit; the owned panels' threads
+(the events tail) stop with it.
 """
 
 from __future__ import annotations
@@ -146,6 +149,8 @@ class Dashboard(Panel):
         self.shown_frame = _overview_frame(pd.DataFrame())
         self.q: str | None = None
         self.parts: dict[str, Panel] = {}
+        # the Events tab's tail was stopped because the page was lost
+        self.events_held = False
 
         self.presence = Presence()
         self.presence.observe(lambda _: self.touch(), names="touched")
@@ -349,7 +354,7 @@ class Dashboard(Panel):
         when = "just now" if ago < 1 else f"{ago:,.0f} s ago"
         if self.running and self.resume_button.layout.display != "none":
             note = f"paused after {IDLE_S / 60:.0f} min without a touch"
-        elif self.running and not self.presence.visible:
+        elif self.running and not self.presence.seen:
             note = "paused while nobody looks"
         elif self.running and self.confirming:
             note = "refresh waits while a confirmation is open"
@@ -505,6 +510,7 @@ class Dashboard(Panel):
         for part in self.parts.values():
             part.close()
         self.parts = {}
+        self.events_held = False
 
     # -- the one refresh loop, while someone looks ---------------------------------------
     def touch(self) -> None:
@@ -550,6 +556,10 @@ class Dashboard(Panel):
                 self.resume_button.layout.display = "flex"
                 self._say_updated()
             return
+        if self.presence.lost:
+            self._hold_events()  # the page is gone: nothing of it publishes
+            return
+        self._resume_events()
         if not self.presence.visible:
             return
         due = self.updated_at is None or time.monotonic() - self.updated_at >= self.refresh_every
@@ -557,6 +567,21 @@ class Dashboard(Panel):
             self.refresh()
         else:
             self._say_updated()
+
+    def _hold_events(self) -> None:
+        """Stop the Events tab's tail while the page is lost (each event it shows is a
+        message the kernel publishes)."""
+        events = self.parts.get("Events")
+        if isinstance(events, EventsView) and events.running:
+            events.stop()
+            self.events_held = True
+
+    def _resume_events(self) -> None:
+        """The page is heard again: the tail held while it was lost starts again."""
+        events = self.parts.get("Events")
+        if self.events_held and isinstance(events, EventsView):
+            events.start()
+        self.events_held = False
 
     def close(self) -> None:
         self.auto.value = False
