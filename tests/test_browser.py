@@ -469,6 +469,27 @@ def test_the_dashboard_served_by_voila_lists_the_queues_and_pauses(voila, url):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
 
 
+@contextlib.contextmanager
+def chromium_page(width: int, height: int):
+    """A page of Debian's Chromium (headless, driven by Playwright), closed after."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            yield browser.new_page(viewport={"width": width, "height": height})
+        finally:
+            browser.close()
+
+
+def voila_overview(page, base: str):
+    """Open the dashboard Voilà serves at `base`; answer its overview grid, once drawn."""
+    page.goto(base, timeout=90_000)
+    overview = page.locator(".ipydatagrid-widget").first
+    overview.wait_for(timeout=90_000)
+    return overview
+
+
 def highlighted_rows(grid, rows: int, x: float) -> list[int]:
     """The body rows of a grid (a canvas) drawn with the selection's tint: the pixel at
     `x` of each row, in a column drawn white unless selected, read from a screenshot."""
@@ -485,8 +506,6 @@ def test_the_dashboard_in_voila_keeps_its_highlight_on_the_open_queue_and_says_w
     """Select beta; gamma starts failing and the refresh ranks it first: the highlight
     moves with beta. Its Overview says why Obliterate is off; a reason typed before Pause
     is the audit entry's; beta obliterated by another client is said gone, its Pause off."""
-    from playwright.sync_api import sync_playwright
-
     from emq_notebook.widgets.dashboard import OVERVIEW_WIDTHS
 
     conn = emq.connect(url)
@@ -496,47 +515,40 @@ def test_the_dashboard_in_voila_keeps_its_highlight_on_the_open_queue_and_says_w
     # a white column's left edge (pending: no colour of its own), right of the row header
     x = 120 + sum(OVERVIEW_WIDTHS[c] for c in ("#", "verdict", "state")) + 8
     shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else voila_shots()
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1300})
-            page.goto(voila, timeout=90_000)
-            overview = page.locator(".ipydatagrid-widget").first
-            overview.wait_for(timeout=90_000)
-            page.get_by_text(re.compile(r"^3 queues · ")).wait_for()
-            click_row(page, overview, 1)  # beta, second by rank
-            page.get_by_text("queue beta", exact=True).wait_for()
-            wait_for(lambda: highlighted_rows(overview, 3, x) == [1], "beta's row highlighted")
-            stage_dead(conn, "gamma", spy, [("j_gamma_dead", "SMTP 550: mailbox unavailable")])
-            page.get_by_text("1 failing", exact=True).wait_for(timeout=20_000)  # refreshed
-            # gamma first, alpha, then beta: the highlight went with beta
-            wait_for(lambda: highlighted_rows(overview, 3, x) == [2], "the highlight to follow beta")
-            page.get_by_text("queue beta", exact=True).wait_for()
-            page.get_by_text("Obliterate: pause the queue first").wait_for()
-            page.wait_for_timeout(300)
-            page.locator(".emq-dashboard").screenshot(path=str(shots / "dashboard-highlight.png"))
+    with chromium_page(1280, 1300) as page:
+        overview = voila_overview(page, voila)
+        page.get_by_text(re.compile(r"^3 queues · ")).wait_for()
+        click_row(page, overview, 1)  # beta, second by rank
+        page.get_by_text("queue beta", exact=True).wait_for()
+        wait_for(lambda: highlighted_rows(overview, 3, x) == [1], "beta's row highlighted")
+        stage_dead(conn, "gamma", spy, [("j_gamma_dead", "SMTP 550: mailbox unavailable")])
+        page.get_by_text("1 failing", exact=True).wait_for(timeout=20_000)  # refreshed
+        # gamma first, alpha, then beta: the highlight went with beta
+        wait_for(lambda: highlighted_rows(overview, 3, x) == [2], "the highlight to follow beta")
+        page.get_by_text("queue beta", exact=True).wait_for()
+        page.get_by_text("Obliterate: pause the queue first").wait_for()
+        page.wait_for_timeout(300)
+        page.locator(".emq-dashboard").screenshot(path=str(shots / "dashboard-highlight.png"))
 
-            page.get_by_placeholder("why: recorded as the reason of each write below").first.fill(
-                "INC-9 hold beta"
-            )
-            page.get_by_role("button", name=re.compile(r"^\W*Pause$")).click()
-            wait_for(lambda: spy.hget("emq:{beta}:meta", "paused") == "1", "beta to be paused")
-            top = emq.audit.read(conn, "beta").iloc[0]
-            assert (top.verb, top.reason, top.surface) == ("pause", "INC-9 hold beta", "panel")
-            page.get_by_text("Obliterate: type the queue name to confirm").wait_for()
+        page.get_by_placeholder("why: recorded as the reason of each write below").first.fill(
+            "INC-9 hold beta"
+        )
+        page.get_by_role("button", name=re.compile(r"^\W*Pause$")).click()
+        wait_for(lambda: spy.hget("emq:{beta}:meta", "paused") == "1", "beta to be paused")
+        top = emq.audit.read(conn, "beta").iloc[0]
+        assert (top.verb, top.reason, top.surface) == ("pause", "INC-9 hold beta", "panel")
+        page.get_by_text("Obliterate: type the queue name to confirm").wait_for()
 
-            emq.admin.obliterate_all(conn, "beta")  # another client retires beta
-            # the dashboard's title of the open queue and its Overview tab both say so
-            gone = page.get_by_text("queue beta is gone: no key of it is on the server")
-            gone.nth(1).wait_for(timeout=20_000)
-            pause = page.get_by_role("button", name=re.compile(r"^\W*Pause$"))
-            assert pause.is_disabled() and pause.get_attribute("title") == "queue beta is gone"
-            page.get_by_text("Pause, Drain…, Obliterate: queue beta is gone").wait_for()
-            wait_for(lambda: highlighted_rows(overview, 2, x) == [], "no row highlighted")
-            page.wait_for_timeout(300)
-            page.locator(".emq-dashboard").screenshot(path=str(shots / "dashboard-gone.png"))
-        finally:
-            browser.close()
+        emq.admin.obliterate_all(conn, "beta")  # another client retires beta
+        # the dashboard's title of the open queue and its Overview tab both say so
+        gone = page.get_by_text("queue beta is gone: no key of it is on the server")
+        gone.nth(1).wait_for(timeout=20_000)
+        pause = page.get_by_role("button", name=re.compile(r"^\W*Pause$"))
+        assert pause.is_disabled() and pause.get_attribute("title") == "queue beta is gone"
+        page.get_by_text("Pause, Drain…, Obliterate: queue beta is gone").wait_for()
+        wait_for(lambda: highlighted_rows(overview, 2, x) == [], "no row highlighted")
+        page.wait_for_timeout(300)
+        page.locator(".emq-dashboard").screenshot(path=str(shots / "dashboard-gone.png"))
     for name in ("dashboard-highlight.png", "dashboard-gone.png"):
         png = (shots / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
@@ -759,9 +771,7 @@ def test_the_dashboard_of_200_queues_in_voila_keeps_its_scroll_guards_and_shuts_
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1100})
-            page.goto(voila, timeout=90_000)
-            overview = page.locator(".ipydatagrid-widget").first
-            overview.wait_for(timeout=60_000)
+            overview = voila_overview(page, voila)
             page.get_by_text(re.compile(r"^201 queues · ")).wait_for()
             page.get_by_text("1 failing", exact=True).wait_for()  # mailers, first
             page.get_by_text("12 stuck", exact=True).wait_for()
