@@ -13,11 +13,13 @@ connection the writing buttons are greyed out.
 
 Every bulk button goes through one guard (`base.Confirmation`): a removal always
 asks, a reprocess above `confirm_above` jobs asks, naming the count, the queue, the
-connection and its env, and the rate; nothing moves before Confirm. A button is
-greyed out while there is nothing for it (no preview, no selection, no dead job) and
-while one works. Reprocess all moves at most the count it stated, oldest death
-first, at the rate field's pace (0: as fast as it goes), and asks again when more
-died meanwhile.
+connection and its env, and the rate; nothing moves before Confirm. A bulk button
+restates the count it acts on ("Reprocess 840 previewed", "Remove 12 selected…"); it is
+greyed out, saying why, while there is nothing for it (no preview, no selection, no
+dead job) and while one works, whose bar says what it does and how far it got
+("reprocessing 840: 300 done"), then what came of it. Reprocess all moves at most the
+count it stated, oldest death first, at the rate field's pace (0: as fast as it goes),
+and asks again when more died meanwhile.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ..decoding import visible
 from ..errors import EMQError
 from ..keyspace import queue_key
 from ..settings import Settings
-from .base import Confirmation, Panel, Question, table
+from .base import Confirmation, Panel, Progress, Question, counted, table
 from .values import when
 
 PAGE = 500
@@ -124,7 +126,7 @@ class DeadLetterPanel(Panel):
         self.budget = w.BoundedIntText(
             value=defaults.MOVE_BUDGET, min=1, max=defaults.MAX_MOVE_BUDGET, description="budget"
         )
-        self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(visibility="hidden"))
+        self.progress = Progress()
         self.confirmation = Confirmation(self)
         self.writes(
             self.reprocess_preview_button,
@@ -143,8 +145,9 @@ class DeadLetterPanel(Panel):
             self.preview_view,
             self.select,
             _row([self.select_all_button, self.reprocess_button, self.remove_button]),
-            _row([self.reprocess_all_button, self.budget, self.progress]),
+            _row([self.reprocess_all_button, self.budget]),
             self.confirmation.view,
+            self.progress.view,
             self.status,
         ]
         self.refresh()
@@ -208,13 +211,24 @@ class DeadLetterPanel(Panel):
         self._gate()
 
     def _gate(self) -> None:
-        """Each bulk button greyed out while there is nothing for it or while one works."""
-        off = self.read_only or self.working
-        self.reprocess_preview_button.disabled = off or not self.previewed
-        self.remove_preview_button.disabled = off or not self.previewed
-        self.reprocess_button.disabled = off or not self.select.value
-        self.remove_button.disabled = off or not self.select.value
-        self.reprocess_all_button.disabled = off or not self.total
+        """Each bulk button restates the count it acts on ("Reprocess 840 previewed"), and
+        is greyed out, saying why, while there is nothing for it or while one works."""
+        previewed, selected = len(self.previewed), len(self.select.value)
+        self.reprocess_preview_button.description = counted("Reprocess", previewed, "previewed")
+        self.remove_preview_button.description = counted("Remove", previewed, "previewed…")
+        self.reprocess_button.description = counted("Reprocess", selected, "selected")
+        self.remove_button.description = counted("Remove", selected, "selected…")
+        self.reprocess_all_button.description = counted("Reprocess all", self.total) + "…"
+        working = "a bulk action is running" if self.working else None
+        nothing = {
+            self.reprocess_preview_button: "nothing previewed (Preview first)" if not previewed else None,
+            self.remove_preview_button: "nothing previewed (Preview first)" if not previewed else None,
+            self.reprocess_button: "nothing selected" if not selected else None,
+            self.remove_button: "nothing selected" if not selected else None,
+            self.reprocess_all_button: f"no dead jobs in {visible(self.q)}" if not self.total else None,
+        }
+        for button, why in nothing.items():
+            self.off(button, working or why)
 
     def facts(self) -> list[tuple[str, object]]:
         return [("previewed", len(self.previewed))]
@@ -258,13 +272,19 @@ class DeadLetterPanel(Panel):
         self._gate()
         return ids
 
-    def _working(self, act: Callable[[], Any]) -> Any:
-        """Run one bulk action with every bulk button greyed out, then read again."""
+    def _working(self, doing: str, total: int, act: Callable[[], Any]) -> Any:
+        """Run one bulk action on `total` jobs with every bulk button greyed out, its bar
+        labelled `doing` ("reprocessing 840: 300 done") and then with what came of it;
+        then read again."""
         self.working = True
         self._gate()
+        self.progress.start(doing, total)
+        result = None
         try:
-            return act()
+            result = act()
+            return result
         finally:
+            self.progress.end(self.status_text, whole=not isinstance(result, (EMQError, type(None))))
             self.working = False
             self.refresh()
 
@@ -306,8 +326,9 @@ class DeadLetterPanel(Panel):
     def _reprocess(self, ids: list[str], rate: float | None, what: str) -> Any:
         if ids == self.previewed:
             self._consume_preview()
-        self._show_progress(len(ids))
         return self._working(
+            "reprocessing",
+            len(ids),
             lambda: self.attempt(
                 admin.reprocess_jobs,
                 self.conn,
@@ -315,22 +336,24 @@ class DeadLetterPanel(Panel):
                 ids,
                 rate=rate,
                 budget=self.budget.value,
-                progress=lambda calls, n: self._step(n),
+                progress=lambda calls, n: self.progress.step(n),
                 done=lambda r: f"{what}: {_tally(Counter(r.values()))}",
-            )
+            ),
         )
 
     def _remove(self, ids: list[str], what: str) -> Any:
         if ids == self.previewed:
             self._consume_preview()
         return self._working(
+            "removing",
+            len(ids),
             lambda: self.attempt(
                 admin.remove_jobs,
                 self.conn,
                 self.q,
                 ids,
                 done=lambda r: f"{what}: {_tally(Counter(r.values()))}",
-            )
+            ),
         )
 
     # -- acting on the selection ---------------------------------------------------------------
@@ -410,8 +433,9 @@ class DeadLetterPanel(Panel):
         )
 
     def _reprocess_all(self, count: int, rate: float | None) -> Any:
-        self._show_progress(count)
         return self._working(
+            "reprocessing",
+            count,
             lambda: self.attempt(
                 admin.reprocess_dead,
                 self.conn,
@@ -419,18 +443,10 @@ class DeadLetterPanel(Panel):
                 budget=self.budget.value,
                 limit=count,
                 rate=rate,
-                progress=lambda calls, n: self._step(n),
+                progress=lambda calls, n: self.progress.step(n),
                 done=lambda n: f"reprocessed {n:,} dead jobs",
-            )
+            ),
         )
-
-    # -- helpers -----------------------------------------------------------------------------
-    def _show_progress(self, total: int) -> None:
-        self.progress.max, self.progress.value = max(total, 1), 0
-        self.progress.layout.visibility = "visible"
-
-    def _step(self, n: int) -> None:
-        self.progress.value = min(n, self.progress.max)
 
 
 def _pace(rate: float | None) -> str:
