@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from . import audit, checks, decoding
+from . import audit, checks, decoding, watching
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
@@ -193,10 +193,10 @@ def obliterate_all(
 
 def job_count(conn: Connection, q: str, *, exact: bool = True) -> int:
     """Jobs held in the four state sets and every lane backlog: the sets' sizes in one
-    pipelined read, the lanes' summed on the server in bounded calls (`lanes.backlog`:
-    at most `lanes.LANES_A_CALL` lanes a call, as many calls as the lanes take).
-    `exact=False` sums them as a watching look does instead (`lanes.watched`: one call,
-    the last whole pass's figure for a queue of more than `lanes.LANE_EXACT` lanes): a
+    pipelined read, the lanes' summed on the server in bounded calls (`watching.backlog`:
+    at most `watching.LANES_A_CALL` lanes a call, as many calls as the lanes take).
+    `exact=False` sums them as a watching look does instead (`watching.watched`: one call,
+    the last whole pass's figure for a queue of more than `watching.LANE_EXACT` lanes): a
     progress report between the calls of a long run."""
     return _count(conn, q, ("pending", "active", "schedule", "dead"), exact)
 
@@ -209,8 +209,6 @@ def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
 
 def _count(conn: Connection, q: str, states: Iterable[str], exact: bool = True) -> int:
     """The jobs of `states`' sets, a lane's backlog counted as pending. Reads only."""
-    from . import lanes  # here: lanes imports jobs, which imports this module
-
     pipe = conn.pipeline()
     for state in states:
         pipe.zcard(queue_key(q, state))
@@ -218,7 +216,7 @@ def _count(conn: Connection, q: str, states: Iterable[str], exact: bool = True) 
     *sizes, known = pipe.execute()
     if "pending" not in states or not known:
         return sum(sizes)
-    in_lanes = lanes.backlog(conn, q) if exact else lanes.watched(conn, {q: known})[q].jobs
+    in_lanes = watching.backlog(conn, q) if exact else watching.watched(conn, {q: known})[q].jobs
     return sum(sizes) + in_lanes
 
 

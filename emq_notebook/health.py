@@ -17,8 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from . import decoding, frames, histogram, lanes
+from . import decoding, histogram, watching
 from .connector import Connection
+from .counts import counts as read_counts
 from .keyspace import base, check_name, latency_index_key, latency_key, metrics_key, queue_key
 
 LATENCY_COLUMNS = ["wait_p50", "wait_p95", "wait_p99", "run_p50", "run_p95", "run_p99", "n"]
@@ -176,7 +177,7 @@ def health(
     """
     now = conn.server_ms() if now_ms is None else int(now_ms)
     if counts is None:
-        counts = frames.counts(conn, queues, watch=True)
+        counts = read_counts(conn, queues, watch=True)
     elif queues is not None:
         counts = counts.loc[[check_name(q) for q in queues]]
     names = [str(q) for q in counts.index]
@@ -184,7 +185,7 @@ def health(
     window = _window(now)
     first = _Reads(conn)
     # what each queue's `@read_ends` is asked (the same for all)
-    ends_asked = [now - OVERDUE_MS, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+    ends_asked = [now - OVERDUE_MS, watching.HEAD_BYTES, watching.measured_only(conn), now]
     for i, q in enumerate(names):
         c = sizes[q]
         for kind in ("claimed", "completed", "failed"):
@@ -195,7 +196,7 @@ def health(
         if c["pending"] or c["schedule"] or c["dead"]:
             conn.run("read_ends", [base(q)], ends_asked, verb="health", pipeline=first.on(i, "ends"))
         if c["lanes"]:
-            lanes.heads(conn, q, LANE_SAMPLE, LANE_WALK, first.on(i, "lanes"))
+            watching.heads(conn, q, LANE_SAMPLE, LANE_WALK, first.on(i, "lanes"))
     r1 = first.run(len(names))
     ends = [_Ends.of(q, r.get("ends"), r.get("lanes")) for q, r in zip(names, r1, strict=True)]
     # the second round: the window's wait histograms, and the last claim minute and the
@@ -214,7 +215,7 @@ def health(
     # (one `@read_rows` call a queue)
     third = _Reads(conn)
     for i, q in enumerate(names):
-        sample = [*ends[i].sample, *lanes.head_ids(r1[i].get("lanes"))]
+        sample = [*ends[i].sample, *watching.head_ids(r1[i].get("lanes"))]
         if sample:
             asked = [2, TIME_BYTES, "created_at", "due_at", *dict.fromkeys(sample)]
             conn.run("read_rows", [base(q)], asked, verb="health", pipeline=third.on(i, "times"))
@@ -269,10 +270,10 @@ def health(
             "why": "object",
         }
     )
-    # what the counts say of lane backlogs a look did not sum whole (`lanes.notes`)
-    typed.attrs[lanes.WATCHED] = dict(counts.attrs.get(lanes.WATCHED, {}))
-    # the members at the ends of the sets it left on the server (`lanes.HEAD_BYTES`)
-    typed.attrs[lanes.HEADS_UNREAD] = {q: e.unread for q, e in zip(names, ends, strict=True) if e.unread}
+    # what the counts say of lane backlogs a look did not sum whole (`watching.notes`)
+    typed.attrs[watching.WATCHED] = dict(counts.attrs.get(watching.WATCHED, {}))
+    # the members at the ends of the sets it left on the server (`watching.HEAD_BYTES`)
+    typed.attrs[watching.HEADS_UNREAD] = {q: e.unread for q, e in zip(names, ends, strict=True) if e.unread}
     return by_severity(typed)
 
 
@@ -281,7 +282,7 @@ class _Ends:
     `sample`, the ids whose rows' times are read (pending's head, the first job of its
     lowest priority); `overdue`, the scheduled jobs due over `OVERDUE_MS` ago; `due`, the
     earliest due time among them; `newest`, when the newest dead job died; `unread`, what
-    the look says of each member it left on the server (over `lanes.HEAD_BYTES`)."""
+    the look says of each member it left on the server (over `watching.HEAD_BYTES`)."""
 
     def __init__(self) -> None:
         self.sample: list[str] = []
@@ -305,9 +306,10 @@ class _Ends:
                 "band": f"the first job of {pending}'s lowest priority",
             }
             for at in range(0, len(unread) - 1, 2):
-                out.unread.append(lanes.unread_head(where.get(unread[at], unread[at]), int(unread[at + 1])))
-        for size in lanes.heads_unread(lane_reply):
-            out.unread.append(lanes.unread_head(f"the head of a lane of {q}", size))
+                place = where.get(unread[at], unread[at])
+                out.unread.append(watching.unread_head(place, int(unread[at + 1])))
+        for size in watching.heads_unread(lane_reply):
+            out.unread.append(watching.unread_head(f"the head of a lane of {q}", size))
         return out
 
 

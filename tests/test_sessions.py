@@ -13,7 +13,7 @@ import pytest
 from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, footprint, frames, jobs, lanes, repeat, scripts, triage
+from emq_notebook import admin, footprint, frames, jobs, lanes, repeat, scripts, triage, watching
 from emq_notebook.connector import READING_COMMANDS
 from emq_notebook.errors import ReadOnly
 
@@ -65,9 +65,9 @@ READING = {
     "lanes.lane": (lambda c: lanes.lane(c, Q, "acme")["pending"], 1),
     "lanes.names": (lambda c: lanes.names(c, Q), ["acme"]),
     "lanes.page": (lambda c: list(lanes.page(c, Q).lanes), ["acme"]),
-    "lanes.backlog": (lambda c: lanes.backlog(c, Q), 1),
-    "lanes.backlogs": (lambda c: lanes.backlogs(c, [Q])[Q].jobs, 1),
-    "lanes.watched": (lambda c: lanes.watched(c, {Q: 1})[Q].jobs, 1),
+    "watching.backlog": (lambda c: watching.backlog(c, Q), 1),
+    "watching.backlogs": (lambda c: watching.backlogs(c, [Q])[Q].jobs, 1),
+    "watching.watched": (lambda c: watching.watched(c, {Q: 1})[Q].jobs, 1),
     "lanes.with_backlog": (lambda c: [g for g, _, _ in lanes.with_backlog(c, Q)], ["acme"]),
     "repeat.registered": (lambda c: [r["name"] for r in repeat.registered(c, Q)], ["nightly"]),
     "repeat.next_due": (lambda c: repeat.next_due(c, Q, "nightly") > 0, True),
@@ -101,12 +101,12 @@ NOT_VERBS = {
     "jobs.gated_claim",
     "jobs.claim_calls",  # the claims' bounded calls (jobs.claim, lanes.claim, the Worker)
     "jobs.claim_transition",  # pure: a claim's transition name and keys
-    "lanes.heads",  # queues a read on the caller's pipeline (health's lane sample)
-    "lanes.head_ids",  # pure: reads a reply
-    "lanes.notes",  # pure: reads a counts frame's attrs
-    "lanes.measured_only",  # pure: what a script may read on this backend
-    "lanes.heads_unread",  # pure: reads a reply
-    "lanes.unread_head",  # pure: a note's text
+    "watching.heads",  # queues a read on the caller's pipeline (health's lane sample)
+    "watching.head_ids",  # pure: reads a reply
+    "watching.notes",  # pure: reads a counts frame's attrs
+    "watching.measured_only",  # pure: what a script may read on this backend
+    "watching.heads_unread",  # pure: reads a reply
+    "watching.unread_head",  # pure: a note's text
 }  # the claim gate both claims go through
 
 
@@ -135,11 +135,15 @@ def test_every_verb_is_classified_as_writing_or_reading() -> None:
     """A new public verb must be listed above, so it is tested read-only too."""
     verbs = {
         f"{m.__name__.rsplit('.', 1)[1]}.{n}"
-        for m in (admin, jobs, lanes, repeat, frames, triage)
+        for m in (admin, jobs, lanes, repeat, frames, triage, watching)
         for n, f in vars(m).items()
         if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")
     }
-    verbs |= {"frames.health", "frames.latency"}  # served by frames, computed in health
+    verbs |= {
+        "frames.health",
+        "frames.latency",
+        "frames.counts",
+    }  # served by frames, computed in health and counts
     assert verbs == set(WRITING) | set(READING) | NOT_VERBS
 
 

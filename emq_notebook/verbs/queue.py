@@ -7,7 +7,7 @@ from argparse import Namespace
 
 import pandas as pd
 
-from .. import admin, audit, frames, lanes
+from .. import admin, audit, frames, lanes, watching
 from ..decoding import shown_id, visible
 from ..errors import ActiveJobs, NotPaused, UsageProblem
 from ..grammar import duration, limit, whole_arg
@@ -25,12 +25,12 @@ from .session import BUDGET, QUEUE, YES, Session, budget_of, confirm
 def _queues(s: Session, ns: Namespace) -> pd.DataFrame:
     """A look that only watches (SPEC 11): its commands depend on the queues shown,
     never on their lanes; a queue of more lanes than one call sums shows its last whole
-    pass's lane backlog, said in a line (`lanes.notes`), unless `--exact`."""
+    pass's lane backlog, said in a line (`watching.notes`), unless `--exact`."""
     if ns.rescan:
         found = frames.queues(s.conn, rescan=True)
         s.say(f"rescanned {s.conn.label}: {len(found):,} queue{'' if len(found) == 1 else 's'}")
     frame = frames.counts(s.conn, watch=not ns.exact)
-    for q, note in lanes.notes(frame).items():
+    for q, note in watching.notes(frame).items():
         s.say(f"{q}: {note}")
     return frame
 

@@ -56,7 +56,7 @@ from collections.abc import Iterator
 import ipywidgets as w
 import pandas as pd
 
-from .. import frames, health, lanes, plots
+from .. import frames, health, plots, watching
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
@@ -307,8 +307,8 @@ class Dashboard(Panel):
         if counts.empty:
             return counts
         verdicts = frames.health(self.conn, counts=counts)
-        # the members health left unread (`lanes.HEADS_UNREAD`), said with the counts' notes
-        counts.attrs[lanes.HEADS_UNREAD] = verdicts.attrs.get(lanes.HEADS_UNREAD, {})
+        # the members health left unread (`watching.HEADS_UNREAD`), said with the counts' notes
+        counts.attrs[watching.HEADS_UNREAD] = verdicts.attrs.get(watching.HEADS_UNREAD, {})
         return counts.loc[verdicts.index].join(verdicts[["verdict", "why"]])
 
     def _summary_html(self, shown: pd.DataFrame) -> str:
@@ -333,9 +333,9 @@ class Dashboard(Panel):
 
     def _lane_notes(self) -> str:
         """A line for each queue whose pending count holds a lane backlog from a pass over
-        its lanes rather than this refresh (`lanes.watched`: a queue of many lanes is
+        its lanes rather than this refresh (`watching.watched`: a queue of many lanes is
         summed a page a refresh), at most `NOTES_SHOWN`."""
-        said = lanes.notes(self.read_counts)
+        said = watching.notes(self.read_counts)
         lines = [
             f"<div><small>pending of <b>{html.escape(printable(q))}</b>: {html.escape(note)}</small></div>"
             for q, note in list(said.items())[:NOTES_SHOWN]

@@ -19,7 +19,7 @@ import math
 import ipywidgets as w
 import pandas as pd
 
-from .. import frames, health, lanes
+from .. import frames, health, watching
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
@@ -140,8 +140,8 @@ def health_frame(h: pd.DataFrame) -> pd.DataFrame:
 
 def lane_notes_html(h: pd.DataFrame) -> str:
     """A line for each queue whose pending count holds a lane backlog from a pass over its
-    lanes rather than this refresh (`lanes.notes`), at most 5."""
-    said = list(lanes.notes(h).items())
+    lanes rather than this refresh (`watching.notes`), at most 5."""
+    said = list(watching.notes(h).items())
     lines = "".join(
         f"<div><small>pending of <b>{html.escape(printable(q))}</b>: {html.escape(note)}</small></div>"
         for q, note in said[:5]

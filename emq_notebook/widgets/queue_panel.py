@@ -21,7 +21,7 @@ import html
 import ipywidgets as w
 import pandas as pd
 
-from .. import admin, defaults, frames, lanes
+from .. import admin, defaults, frames, watching
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError, UnknownQueue
@@ -135,8 +135,8 @@ class QueuePanel(Panel):
         self.gone = False
         self.paused = bool(row.pop("paused"))
         self.snapshot = {k: int(v) for k, v in row.items()}
-        # a queue of many lanes: its pending count holds a pass's lane backlog (`lanes.watched`)
-        note = lanes.notes(counts).get(self.q, "")
+        # a queue of many lanes: its pending count holds a pass's lane backlog (`watching.watched`)
+        note = watching.notes(counts).get(self.q, "")
         said = f'<div style="color:#57606a"><small>pending: {html.escape(note)}</small></div>' if note else ""
         if self.owned:
             self.counts.value = chips(self.snapshot, self.paused) + said
