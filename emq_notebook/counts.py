@@ -20,8 +20,14 @@ _READS = (*STATES, "paused", "lanes", "repeatables")
 
 
 def counts(conn: Connection, queues_: list[str] | None = None, *, watch: bool = False) -> pd.DataFrame:
-    """queue x (pending, active, schedule, dead) counts plus paused, lanes, repeatables.
-    `pending` includes the lanes' backlogs.
+    """queue x (pending, active, schedule, dead) counts plus paused, lanes, repeatables:
+    `look(...).frame`, without the notes a view shows beside it. Reads only."""
+    return look(conn, queues_, watch=watch).frame
+
+
+def look(conn: Connection, queues_: list[str] | None = None, *, watch: bool = False) -> watching.Look:
+    """queue x (pending, active, schedule, dead) counts plus paused, lanes, repeatables,
+    and the notes a view shows beside them. `pending` includes the lanes' backlogs.
 
     With no names: every queue the directory knows (`frames.queues`); one found with no key
     left leaves the list and the frame. A named queue with no key at all (no meta
@@ -34,9 +40,9 @@ def counts(conn: Connection, queues_: list[str] | None = None, *, watch: bool = 
     dashboard's and health's: one call a queue, whatever its lanes; a queue of more than
     `watching.LANE_EXACT` lanes shows the total of its last whole pass over them, or while
     its first pass goes on the jobs counted so far). A queue whose figure is not this
-    read's whole sum, or that holds lanes no call could count, is in
-    `frame.attrs[watching.WATCHED]` ({queue: `watching.LaneCount`}; `watching.notes` says each in
-    words)."""
+    read's whole sum, or that holds lanes no call could count, has a note saying so
+    (`watching.LaneCount.note`); so has one holding a key of another type than its own
+    (another client's), counted as empty (`watching.unread_keys`)."""
     listed = queues_ is None
     names = conn.directory.queues() if queues_ is None else [check_name(q) for q in queues_]
     stamp = conn.directory.stamp()
@@ -48,7 +54,7 @@ def counts(conn: Connection, queues_: list[str] | None = None, *, watch: bool = 
         pipe.scard(queue_key(q, "groups"))
         pipe.zcard(queue_key(q, "repeat"))
     # a key of another type (another client's) stands as its error: counted as empty,
-    # said in attrs[watching.UNREAD], so one queue's bad key never blinds a look at all
+    # said in a note, so one queue's bad key never blinds a look at all
     replies = pipe.execute(raise_on_error=False) if names else []
     width = len(_READS)
     read = [dict(zip(_READS, replies[i * width : (i + 1) * width], strict=True)) for i in range(len(names))]
@@ -87,9 +93,14 @@ def counts(conn: Connection, queues_: list[str] | None = None, *, watch: bool = 
         )
     cols = ["queue", "pending", "active", "schedule", "dead", "paused", "lanes", "repeatables"]
     frame = pd.DataFrame.from_records(records, columns=cols).set_index("queue")
-    frame.attrs[watching.WATCHED] = {q: c for q, c in in_lanes.items() if c.note()}
-    frame.attrs[watching.UNREAD] = {q: keys for q, keys in unread.items() if keys and q in frame.index}
-    return frame
+    notes: dict[str, list[str]] = {}
+    for q, count in in_lanes.items():
+        if said := count.note():
+            notes.setdefault(q, []).append(said)
+    for q, keys in unread.items():
+        if keys and q in frame.index:
+            notes.setdefault(q, []).append(watching.unread_keys(keys))
+    return watching.Look(frame, notes, frame)
 
 
 # the key each of `_READS` reads, by its name in `queue_key`

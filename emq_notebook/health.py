@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from . import counts as counting
 from . import decoding, histogram, watching
 from .connector import Connection
-from .counts import counts as read_counts
 from .keyspace import base, check_name, latency_index_key, latency_key, metrics_key, queue_key
 
 LATENCY_COLUMNS = ["wait_p50", "wait_p95", "wait_p99", "run_p50", "run_p95", "run_p99", "n"]
@@ -143,6 +143,18 @@ def health(
     now_ms: int | None = None,
     counts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
+    """One row per queue, most urgent first: `look(...).frame`, without the notes a view
+    shows beside it. Reads only."""
+    return look(conn, queues, now_ms=now_ms, counts=counts).frame
+
+
+def look(
+    conn: Connection,
+    queues: list[str] | None = None,
+    *,
+    now_ms: int | None = None,
+    counts: pd.DataFrame | None = None,
+) -> watching.Look:
     """One row per queue, most urgent first (`by_severity`): the counts, `paused`,
     `oldest_pending_s`, `claimed_5m`, `completed_5m`, `failed_5m`,
     `failure_rate_5m`, `expired_leases`, `wait_p95_5m` (ms), `verdict` and `why`,
@@ -151,10 +163,11 @@ def health(
     `queues` None is every queue the connection's directory knows; a named queue
     with no key raises `UnknownQueue`. `counts` is `frames.counts` of these queues
     read already (a dashboard refresh reads them once for its overview, this and
-    its open panel); read here, they are a watching look's (`watch=True`: a queue of
-    many lanes shows the lane backlog of its last whole pass over them, said in the
-    frame's `attrs`, which this frame keeps). `now_ms` judges at another time than the server's clock (a
-    replay, a test).
+    its open panel); read here, they are a watching look's (`counts.look(watch=True)`:
+    a queue of many lanes shows the lane backlog of its last whole pass over them), and
+    their notes are the look's, with what it says of each member it left on the server
+    at the ends of a queue's sets (over `watching.HEAD_BYTES`). `now_ms` judges at
+    another time than the server's clock (a replay, a test).
 
     `oldest_pending_s` is how long the longest-waiting job of the backlog has
     waited, from rows, never ids: the later of a row's `created_at` and `due_at`
@@ -176,8 +189,10 @@ def health(
     command per queue to the node holding its slot), whatever the keys around.
     """
     now = conn.server_ms() if now_ms is None else int(now_ms)
+    notes: dict[str, list[str]] = {}
     if counts is None:
-        counts = read_counts(conn, queues, watch=True)
+        seen = counting.look(conn, queues, watch=True)
+        counts, notes = seen.frame, {q: list(said) for q, said in seen.notes.items()}
     elif queues is not None:
         counts = counts.loc[[check_name(q) for q in queues]]
     names = [str(q) for q in counts.index]
@@ -270,11 +285,10 @@ def health(
             "why": "object",
         }
     )
-    # what the counts say of lane backlogs a look did not sum whole (`watching.notes`)
-    typed.attrs[watching.WATCHED] = dict(counts.attrs.get(watching.WATCHED, {}))
-    # the members at the ends of the sets it left on the server (`watching.HEAD_BYTES`)
-    typed.attrs[watching.HEADS_UNREAD] = {q: e.unread for q, e in zip(names, ends, strict=True) if e.unread}
-    return by_severity(typed)
+    for q, e in zip(names, ends, strict=True):
+        if e.unread:
+            notes.setdefault(q, []).extend(e.unread)
+    return watching.Look(by_severity(typed), notes, counts)
 
 
 class _Ends:

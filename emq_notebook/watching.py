@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from .connector import Connection
 from .defaults import BYTE_BUDGET
 from .keyspace import base
@@ -249,28 +251,25 @@ def watched(conn: Connection, sizes: dict[str, int]) -> dict[str, LaneCount]:
     return out
 
 
-# where `frames.counts(watch=True)` leaves the lane counts a look did not sum whole: the
-# frame's `attrs[WATCHED]`, {queue: LaneCount}
-WATCHED = "lanes_watched"
-# where `frames.counts` leaves the keys of a queue it could not count (another type than
-# its own, written by another client): the frame's `attrs[UNREAD]`, {queue: [key, ...]}
-UNREAD = "keys_unread"
-# where health leaves the members at the ends of a queue's sets it did not read (over
-# `HEAD_BYTES`): the frame's `attrs[HEADS_UNREAD]`, {queue: [what `unread_head` says]}
-HEADS_UNREAD = "heads_unread"
+def unread_keys(keys: list[str]) -> str:
+    """What a look says of a queue's keys it could not count (another type than its own,
+    written by another client): "emq:{q}:dead holds another type: counted as empty"."""
+    return f"{', '.join(keys)} {'holds' if len(keys) == 1 else 'hold'} another type: counted as empty"
 
 
-def notes(frame: Any, now: float | None = None) -> dict[str, str]:
-    """{queue: what a view says beside its counts} for each queue of a counts frame
-    whose lane backlog a watching look did not sum whole (`LaneCount.note`), or which
-    holds a key of another type than its own, counted as empty (`UNREAD`), or a member at
-    the end of a set too long to read (`HEADS_UNREAD`)."""
-    attrs = getattr(frame, "attrs", {})
-    said = {q: count.note(now) for q, count in attrs.get(WATCHED, {}).items()}
-    for q, keys in attrs.get(UNREAD, {}).items():
-        unread = f"{', '.join(keys)} {'holds' if len(keys) == 1 else 'hold'} another type: counted as empty"
-        said[q] = f"{said[q]}; {unread}" if said.get(q) else unread
-    for q, heads_ in attrs.get(HEADS_UNREAD, {}).items():
-        unread = "; ".join(heads_)
-        said[q] = f"{said[q]}; {unread}" if said.get(q) else unread
-    return {q: note for q, note in said.items() if note}
+@dataclass(frozen=True)
+class Look:
+    """What a look that only watches answers: `frame`, one row a queue (`counts.look`'s
+    counts, `health.look`'s verdicts), `notes`, {queue: [what a view says beside its
+    row]} for each queue whose figures need a word (a lane backlog not summed whole in
+    this look: `LaneCount.note`; keys of another type counted as empty: `unread_keys`;
+    members left on the server at the ends of its sets: `unread_head`), and `counts`,
+    the counts frame it read (`frame` itself for `counts.look`)."""
+
+    frame: pd.DataFrame
+    notes: dict[str, list[str]]
+    counts: pd.DataFrame
+
+    def note(self, q: str) -> str:
+        """The queue's notes in one line ("" for none)."""
+        return "; ".join(self.notes.get(q, ()))

@@ -13,7 +13,8 @@ import redis
 from helpers import dump
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, frames, jobs, lanes, repeat, triage
+from emq_notebook import admin, audit, frames, jobs, lanes, repeat, triage, watching
+from emq_notebook import counts as counts_module
 from emq_notebook import health as health_module
 from emq_notebook.connector import Connection
 from emq_notebook.plots import VERDICT_COLOURS
@@ -118,15 +119,15 @@ def test_a_refresh_reads_the_counts_once_for_the_overview_its_verdicts_and_the_o
     d = Dashboard(conn, auto=False, queue=Q)
     try:
         reads: list = []
-        real = frames.counts
+        real = counts_module.look
 
         def counted(*args, **kw):
             reads.append(args[1:])
             return real(*args, **kw)
 
-        monkeypatch.setattr(frames, "counts", counted)
+        monkeypatch.setattr(counts_module, "look", counted)
         d.refresh()
-        assert reads == [()]  # one read of every queue, shared
+        assert reads == [(None,)]  # one read of every queue, shared
         assert "pending <b>2</b>" in d.parts["Overview"].counts.value
     finally:
         d.close()
@@ -745,18 +746,19 @@ def test_the_demo_stages_only_on_an_empty_server(conn):
 def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
     import pandas as pd
 
-    def health(c, queues=None, *, counts=None):
-        # the counts of the refresh, read once, are handed over
-        assert c is conn and queues is None and list(counts.index) == ["mail", "reports"]
-        return pd.DataFrame(
+    def look(c, queues=None, **kw):
+        # every queue's verdicts and the counts read with them, in one look
+        assert c is conn and queues is None
+        verdicts = pd.DataFrame(
             {
                 "verdict": ["paused", "failing"],
                 "why": ["paused by an operator", "3 of 3 failed in 5 minutes"],
             },
             index=pd.Index(["reports", "mail"], name="queue"),
         )
+        return watching.Look(verdicts, {}, frames.counts(c))
 
-    monkeypatch.setattr(frames, "health", health)
+    monkeypatch.setattr(health_module, "look", look)
     d = Dashboard(conn, auto=False)
     assert list(d.overview.index) == ["reports", "mail"]  # in the health frame's order
     shown = d.grid.data

@@ -3,8 +3,8 @@ a queue's sets (pending's head, the first job of its lowest priority, a lane's h
 schedule's due head, the newest dead) is never read by a watching look (health, a
 dashboard refresh, HealthView): no command answers a member's length and a read copies
 it whole (30 MB held Valkey 14 to 58 ms). On a private Valkey the look measures it first
-(MEMORY USAGE), leaves it on the server and says so (`watching.HEADS_UNREAD`,
-`watching.notes`); a score alone (the newest death, the due time, the lowest priority) is
+(MEMORY USAGE), leaves it on the server and says so (the look's notes,
+`health.look`); a score alone (the newest death, the due time, the lowest priority) is
 found without its member. On the embedded fakeredis (this process's own memory, no
 MEMORY command) the members are read as before. Counted (the bytes the server wrote to
 its clients), never timed: bench/big_heads.py has the time each held."""
@@ -49,14 +49,15 @@ def test_a_look_never_reads_a_huge_member_at_an_end_and_says_it(harm):
     hour ago, the newest dead 2 h ago. Before, each was read: 15 MB sent."""
     conn, srv = harm
     stage(conn)
-    h, out = bounded(lambda: written_out(conn, srv, lambda: frames.health(conn, [Q])), srv, what="health")
+    look, out = bounded(lambda: written_out(conn, srv, lambda: health.look(conn, [Q])), srv, what="health")
+    h = look.frame
     assert h.loc[Q, "schedule"] == 201 and h.loc[Q, "dead"] == 201 and h.loc[Q, "pending"] == 204
     # the due head's score is the oldest a sample knows: an hour
     assert 3_590 <= h.loc[Q, "oldest_pending_s"] <= 3_700
     assert h.loc[Q, "verdict"] == "stuck"
-    said = h.attrs[watching.HEADS_UNREAD].get(Q, [])
+    said = look.notes.get(Q, [])
     if srv is None:  # the embedded fake: no MEMORY command, its own memory; read as before
-        assert said == [] and watching.notes(h) == {}
+        assert said == []
         return
     assert out is not None and out < 1 << 20
     assert len(said) == 3, said
@@ -64,7 +65,6 @@ def test_a_look_never_reads_a_huge_member_at_an_end_and_says_it(harm):
     assert said[1].startswith(f"the first job of emq:{{{Q}}}:pending's lowest priority not read")
     assert said[2].startswith(f"the head of a lane of {Q} not read")
     assert all(f"over {watching.HEAD_BYTES:,} bytes" in s for s in said)
-    assert "not read" in watching.notes(h)[Q]
 
 
 def test_the_newest_dead_is_found_without_reading_it(harm):
@@ -171,6 +171,6 @@ def test_a_long_listpack_is_not_searched(harm):
     # one ZCOUNT: the schedule's overdue count
     assert c.info("commandstats").get("cmdstat_zcount", {}).get("calls", 0) == 1
     assert got[:5] == [None, None, None, None, None] and got[5] == "head"
-    h = bounded(lambda: frames.health(conn, [Q]), srv, what="health")
-    assert h.loc[Q, "pending"] == 20_001 and h.loc[Q, "dead"] == 20_001
-    assert h.attrs[watching.HEADS_UNREAD][Q][0].startswith(f"the head of emq:{{{Q}}}:pending not read")
+    look = bounded(lambda: health.look(conn, [Q]), srv, what="health")
+    assert look.frame.loc[Q, "pending"] == 20_001 and look.frame.loc[Q, "dead"] == 20_001
+    assert look.notes[Q][0].startswith(f"the head of emq:{{{Q}}}:pending not read")

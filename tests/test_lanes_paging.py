@@ -19,7 +19,7 @@ import pytest
 import redis
 from harm import bounded, sent
 
-from emq_notebook import admin, connector, frames, health, lanes, magics, triage, watching
+from emq_notebook import admin, connector, counts, frames, health, lanes, magics, triage, watching
 from emq_notebook.completion import Completer
 from emq_notebook.keyspace import base
 from emq_notebook.verbs import Session
@@ -347,9 +347,10 @@ def test_the_magics_lane_verb_reads_one_lane(conn, small_pages, capsys, ip):
 def test_counts_asked_for_are_exact_in_bounded_calls(conn, small_pages, monkeypatch):
     made(conn, tenants(300))
     commands, runs = spied(conn, monkeypatch)
-    c = frames.counts(conn, [Q])
+    look = counts.look(conn, [Q])
+    c = look.frame
     assert c.loc[Q, "pending"] == 600 and c.loc[Q, "lanes"] == 300
-    assert watching.notes(c) == {} and "SMEMBERS" not in commands and commands["ZCARD"] <= 5
+    assert look.notes == {} and "SMEMBERS" not in commands and commands["ZCARD"] <= 5
     sums = [int(reply[1]) for name, reply in runs if name == "lane_backlog"]
     assert sum(sums) == 300 and max(sums) <= watching.LANES_A_CALL + CHUNK
     # every queue listed (`%emq queues`): the same figures
@@ -367,9 +368,10 @@ def test_a_watching_look_sums_a_page_of_lanes_and_says_so(conn, small_pages):
     pipe.execute()
     looks = []
     for _ in range(60):
-        c = frames.counts(conn, [Q, "few"], watch=True)
-        looks.append((int(c.loc[Q, "pending"]), watching.notes(c).get(Q, "")))
-        assert c.loc["few", "pending"] == 2 and "few" not in watching.notes(c)  # few lanes: exact
+        look = counts.look(conn, [Q, "few"], watch=True)
+        c = look.frame
+        looks.append((int(c.loc[Q, "pending"]), look.note(Q)))
+        assert c.loc["few", "pending"] == 2 and "few" not in look.notes  # few lanes: exact
         if "as of a pass" in looks[-1][1]:
             break
     first, last = looks[0], looks[-1]
@@ -390,8 +392,7 @@ def test_the_views_say_when_a_figure_is_a_pass(conn, small_pages):
         assert "pending of <b>tenants</b>: at least: lanes counted so far" in d.summary.value
         assert "pending: at least: lanes counted so far" in d.parts["Overview"].counts.value
         assert "pending of <b>tenants</b>:" in view.summary.value
-        h = frames.health(conn, [Q])
-        assert Q in watching.notes(h)
+        assert Q in health.look(conn, [Q]).notes
     finally:
         d.close()
         view.close()
@@ -511,9 +512,10 @@ def test_a_key_of_another_type_is_counted_empty_and_said_never_blinding_the_look
     conn.client.set(P + "groups", "not a set")
     conn.client.set(P + "dead", "not a zset")
     for watch in (False, True):
-        c = frames.counts(conn, ["fine", Q], watch=watch)
+        look = counts.look(conn, ["fine", Q], watch=watch)
+        c = look.frame
         assert c.loc["fine", "pending"] == 1 and c.loc[Q, "pending"] == 1
         assert c.loc[Q, "lanes"] == 0 and c.loc[Q, "dead"] == 0
-        assert watching.notes(c) == {Q: f"{P}dead, {P}groups hold another type: counted as empty"}
+        assert look.notes == {Q: [f"{P}dead, {P}groups hold another type: counted as empty"]}
     # every queue listed, the dashboard's look: the other queues are read all the same
     assert frames.counts(conn, watch=True).loc["fine", "pending"] == 1

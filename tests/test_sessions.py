@@ -13,7 +13,19 @@ import pytest
 from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, footprint, frames, jobs, lanes, repeat, scripts, triage, watching
+from emq_notebook import (
+    admin,
+    counts,
+    footprint,
+    frames,
+    health,
+    jobs,
+    lanes,
+    repeat,
+    scripts,
+    triage,
+    watching,
+)
 from emq_notebook.connector import READING_COMMANDS
 from emq_notebook.errors import ReadOnly
 
@@ -81,6 +93,8 @@ READING = {
     "triage.errors": (lambda c: triage.errors(c, Q)["count"].to_dict(), {"boom": 1}),
     "frames.latency": (lambda c: int(frames.latency(c, Q)["n"].sum()), 2),
     "frames.health": (lambda c: frames.health(c, [Q]).loc[Q, "claimed_5m"], 2),
+    "counts.look": (lambda c: counts.look(c, [Q]).frame.loc[Q, "dead"], 1),
+    "health.look": (lambda c: health.look(c, [Q]).frame.loc[Q, "claimed_5m"], 2),
     # the stage's add_log and repeat.register are an operator's: their entries, newest
     # first (the enqueues and claims are a worker's)
     "frames.audit": (lambda c: list(frames.audit(c, Q).verb), ["repeat", "log"]),
@@ -103,7 +117,17 @@ NOT_VERBS = {
     "jobs.claim_transition",  # pure: a claim's transition name and keys
     "watching.heads",  # queues a read on the caller's pipeline (health's lane sample)
     "watching.head_ids",  # pure: reads a reply
-    "watching.notes",  # pure: reads a counts frame's attrs
+    "watching.unread_keys",  # pure: a note's text
+    "counts.counts",  # frames.counts (READING names it so)
+    "health.health",  # frames.health
+    "health.latency",  # frames.latency
+    "health.by_severity",  # pure: health's frame, ordered
+    "health.summary",  # pure: a line of a health frame
+    "health.report_lines",
+    "health.verdict_lines",
+    "health.ago",  # pure: a duration's words
+    "health.ms_text",
+    "health.judge",  # pure: a row's verdict and why
     "watching.measured_only",  # pure: what a script may read on this backend
     "watching.heads_unread",  # pure: reads a reply
     "watching.unread_head",  # pure: a note's text
@@ -135,7 +159,7 @@ def test_every_verb_is_classified_as_writing_or_reading() -> None:
     """A new public verb must be listed above, so it is tested read-only too."""
     verbs = {
         f"{m.__name__.rsplit('.', 1)[1]}.{n}"
-        for m in (admin, jobs, lanes, repeat, frames, triage, watching)
+        for m in (admin, jobs, lanes, repeat, frames, triage, watching, counts, health)
         for n, f in vars(m).items()
         if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")
     }
