@@ -144,7 +144,6 @@ class Dashboard(Panel):
         self.plotted_at = 0.0
         self.refreshes = 0
         self.overview = pd.DataFrame()
-        # the counts the last refresh read (their attrs say which lane backlogs are a pass's)
         # the last refresh's look: its counts and the notes beside them
         self.look = watching.Look(pd.DataFrame(), {}, pd.DataFrame())
         self.shown_frame = _overview_frame(pd.DataFrame())
