@@ -441,6 +441,8 @@ def judge(
       or `growing`: its backlog is held on purpose);
     - `idle`: nothing pending or in flight and no work for 5 minutes; else `ok`.
 
+    A queue holding dead jobs says how many whatever its verdict ("...; 2,600 dead").
+
     `last_claim_minute` is the latest minute with a claim when none fell in the
     window (None: no claim on record); `queue_age_s` is how long the queue has
     existed (NaN when unknown); `overdue` counts the scheduled jobs due more than
@@ -450,6 +452,8 @@ def judge(
     backlog = pending + overdue
     paused = row["paused"]
     held = "; paused by an operator" if paused else ""
+    # the dead jobs, named by a verdict about something else ("" for none)
+    and_dead = f"; {dead:,} dead" if dead else ""
     in_flight = f"{active:,} in flight"
     if expired:
         in_flight += f", {expired:,} of them past their lease"
@@ -473,16 +477,16 @@ def judge(
         backlog_old = math.isnan(waited) or waited >= STUCK_S
         if (backlog and backlog_old) or (expired and not backlog):
             what = _backlog(pending, overdue) if backlog else f"{expired:,} leases expired"
-            return "stuck", f"{what} and {quiet}; {in_flight}: are the workers running?"
+            return "stuck", f"{what} and {quiet}; {in_flight}{and_dead}: are the workers running?"
     if not paused and backlog > claimed:
         if claimed == 0:
             return "growing", (
                 f"{_backlog(pending, overdue)} and no claim in the last 5 min yet; "
-                f"the oldest waited {ago(waited) if not math.isnan(waited) else 'unknown'}"
+                f"the oldest waited {ago(waited) if not math.isnan(waited) else 'unknown'}{and_dead}"
             )
         return "growing", (
             f"{_backlog(pending, overdue)}, more than the {claimed:,} claimed in the last 5 min: "
-            f"the workers are not keeping up; wait p95 {ms_text(row['wait_p95_5m'])}"
+            f"the workers are not keeping up; wait p95 {ms_text(row['wait_p95_5m'])}{and_dead}"
         )
     if dead:
         newest = (

@@ -11,6 +11,8 @@ import random
 import pandas as pd
 import pytest
 import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ulid import ULID
 
 from emq_notebook import Worker, admin, frames, health, histogram, jobs
@@ -351,6 +353,57 @@ def test_a_queue_holding_dead_jobs_reads_dead_letters_never_ok_or_idle(conn):
     assert h["verdict"] == "dead_letters" and h["why"].endswith("; paused by an operator")
     # in the window, with most finished jobs failing, it is failing
     assert verdicts(conn).loc["bad", "verdict"] == "failing"
+
+
+def test_a_stuck_or_growing_queue_names_its_dead_letters(conn):
+    """Issue 43: a stuck queue with dead jobs said nothing of them in its reason."""
+    run_jobs(conn, "jam", 3, fail=2)
+    for i in range(5):
+        jobs.enqueue(conn, "jam", str(i))
+    later = (last_claim_minute(conn, "jam") + 1) * MIN + 7 * MIN + 10_000
+    h = verdicts(conn, now_ms=later).loc["jam"]
+    assert h["verdict"] == "stuck" and h["dead"] == 2
+    assert h["why"] == "5 pending and no claim for 7 min; 0 in flight; 2 dead: are the workers running?"
+    # in the window, 2 of 3 failed: failing, which names them as it did
+    h = verdicts(conn).loc["jam"]
+    assert h["verdict"] == "failing" and h["why"].endswith("; 2 dead")
+    run_jobs(conn, "busy", 6, fail=1)
+    for i in range(12):
+        jobs.enqueue(conn, "busy", str(i))
+    h = verdicts(conn).loc["busy"]
+    assert h["verdict"] == "growing" and h["why"].endswith("; 1 dead")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.tuples(*(st.integers(0, 3_000),) * 8),
+    paused=st.booleans(),
+    oldest=st.one_of(st.just(math.nan), st.floats(0, 10_000)),
+    last_claim=st.one_of(st.none(), st.integers(0, 30_000_000)),
+    overdue=st.integers(0, 50),
+)
+def test_every_verdict_names_the_dead_letters(counts, paused, oldest, last_claim, overdue):
+    """Whatever the verdict, a queue holding dead jobs says how many (issue 43)."""
+    pending, active, dead, claimed, completed, failed, expired, schedule = counts
+    row = {
+        "pending": pending,
+        "active": active,
+        "schedule": schedule,
+        "dead": dead,
+        "paused": paused,
+        "oldest_pending_s": oldest,
+        "claimed_5m": claimed,
+        "completed_5m": completed,
+        "failed_5m": failed,
+        "expired_leases": expired,
+        "wait_p95_5m": math.nan,
+    }
+    verdict, why = health.judge(row, 30_000_000 * MIN, last_claim, math.nan, overdue=overdue)
+    assert verdict in health.SEVERITY
+    if dead:
+        assert f"{dead:,} dead" in why, (verdict, why)
+    elif verdict != "failing":  # failing says "0 dead" too: its failures were retried
+        assert "dead" not in why, (verdict, why)
 
 
 def stage_every_verdict(conn) -> None:
