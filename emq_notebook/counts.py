@@ -1,22 +1,21 @@
 """How many jobs each queue holds: the four sets' sizes (pending with its lanes'
 backlog), its pause, its lanes and repeatables. `frames.counts` is `counts`; health
-builds on it. Reads only: a fixed handful of commands a queue, whatever its keys.
+builds on it. Reads only: one `@read_watch` call a queue (`watching.read`), whatever its
+keys.
 """
 
 from __future__ import annotations
 
 import difflib
-from typing import Any
 
 import pandas as pd
 
 from . import watching
 from .connector import Connection
 from .errors import UnknownQueue
-from .keyspace import STATES, check_name, queue_key
+from .keyspace import check_name
 
-# what `counts` reads of each queue, in this order
-_READS = (*STATES, "paused", "lanes", "repeatables")
+COLUMNS = ["pending", "active", "schedule", "dead", "paused", "lanes", "repeatables"]
 
 
 def counts(conn: Connection, queues_: list[str] | None = None, *, watch: bool = False) -> pd.DataFrame:
@@ -35,98 +34,57 @@ def look(conn: Connection, queues_: list[str] | None = None, *, watch: bool = Fa
 
     The lanes' backlogs are summed on the server, never by reading the set of known
     groups whole nor with a command per lane from here: exact, in as many bounded calls
-    as the lanes take (`watching.backlogs`: a queue of 100,000 lanes, 50 calls of a few
-    ms), or with `watch=True` as a look that only watches sums them (`watching.watched`, the
-    dashboard's and health's: one call a queue, whatever its lanes; a queue of more than
-    `watching.LANE_EXACT` lanes shows the total of its last whole pass over them, or while
-    its first pass goes on the jobs counted so far). A queue whose figure is not this
-    read's whole sum, or that holds lanes no call could count, has a note saying so
-    (`watching.LaneCount.note`); so has one holding a key of another type than its own
-    (another client's), counted as empty (`watching.unread_keys`)."""
+    as the lanes take (`watching.backlogs`), or with `watch=True` as a look that only
+    watches sums them (`watching.watched`, the dashboard's and health's: within the one
+    call a queue, whatever its lanes; a queue of more than `watching.LANE_EXACT` lanes
+    shows the total of its last whole pass over them, or while its first pass goes on
+    the jobs counted so far). A queue whose figure is not this read's whole sum, or that
+    holds lanes no call could count, has a note saying so (`watching.LaneCount.note`);
+    so has one holding a key of another type than its own (another client's), counted
+    as empty (`watching.unread_keys`), so one queue's bad key never blinds a look."""
     listed = queues_ is None
     names = conn.directory.queues() if queues_ is None else [check_name(q) for q in queues_]
     stamp = conn.directory.stamp()
-    pipe = conn.pipeline()
-    for q in names:
-        for state in STATES:
-            pipe.zcard(queue_key(q, state))
-        pipe.hexists(queue_key(q, "meta"), "paused")
-        pipe.scard(queue_key(q, "groups"))
-        pipe.zcard(queue_key(q, "repeat"))
-    # a key of another type (another client's) stands as its error: counted as empty,
-    # said in a note, so one queue's bad key never blinds a look at all
-    replies = pipe.execute(raise_on_error=False) if names else []
-    width = len(_READS)
-    read = [dict(zip(_READS, replies[i * width : (i + 1) * width], strict=True)) for i in range(len(names))]
-    unread = {q: _unread(q, r) for q, r in zip(names, read, strict=True)}
-    # the second round: whether a queue that counted nothing has its meta hash (every
-    # queue has one; no meta, nothing counted and no key unread: no key of it is left)
-    counted = [any(r.values()) or bool(unread[q]) for q, r in zip(names, read, strict=True)]
-    more = conn.pipeline()
-    for q, some in zip(names, counted, strict=True):
-        if not some:
-            more.exists(queue_key(q, "meta"))
-    answers = iter(more.execute() if not all(counted) else [])
-    for r, some in zip(read, counted, strict=True):
-        r["there"] = some or bool(next(answers))
-    gone = [q for q, r in zip(names, read, strict=True) if not r["there"]]
+    readings = watching.read(conn, names, lanes=watch)
+    return of(conn, readings, listed=listed, stamp=stamp)
+
+
+def of(conn: Connection, readings: list[watching.Reading], *, listed: bool, stamp: int) -> watching.Look:
+    """The counts look of `readings` (`watching.read` of the queues asked: `listed`, every
+    queue the directory knew at `stamp`; else named ones). A queue with no key left
+    leaves the directory; a named one raises `UnknownQueue`. A reading that did not step
+    the lanes' pass has its lanes summed exact here (`watching.backlogs`). Reads only."""
+    gone = [r.queue for r in readings if not r.there]
     conn.directory.forget(gone, since=stamp)
     if gone and not listed:
         raise _unknown(conn, gone)
+    kept = [r for r in readings if r.there]
     if not listed:
-        conn.directory.note_all(names)
-    kept = [(q, r) for q, r in zip(names, read, strict=True) if r["there"]]
-    in_lanes = _lane_counts(conn, {q: int(r["lanes"]) for q, r in kept if r["lanes"]}, watch)
-    records = []
-    for q, r in kept:
-        records.append(
+        conn.directory.note_all(r.queue for r in kept)
+    in_lanes = {r.queue: r.lanes for r in kept if r.lanes is not None}
+    exact = {r.queue: r.sizes["lanes"] for r in kept if r.lanes is None and r.sizes["lanes"]}
+    for q, walked in watching.backlogs(conn, exact).items():
+        in_lanes[q] = watching.LaneCount(walked.jobs, exact[q], counted=walked.lanes, skipped=walked.skipped)
+    frame = pd.DataFrame.from_records(
+        [
             {
-                "queue": q,
-                "pending": r["pending"] + (in_lanes[q].jobs if q in in_lanes else 0),
-                "active": r["active"],
-                "schedule": r["schedule"],
-                "dead": r["dead"],
-                "paused": bool(r["paused"]),
-                "lanes": r["lanes"],
-                "repeatables": r["repeatables"],
+                "queue": r.queue,
+                **r.sizes,
+                "pending": r.sizes["pending"] + (in_lanes[r.queue].jobs if r.queue in in_lanes else 0),
+                "paused": bool(r.sizes["paused"]),
             }
-        )
-    cols = ["queue", "pending", "active", "schedule", "dead", "paused", "lanes", "repeatables"]
-    frame = pd.DataFrame.from_records(records, columns=cols).set_index("queue")
+            for r in kept
+        ],
+        columns=["queue", *COLUMNS],
+    ).set_index("queue")
     notes: dict[str, list[str]] = {}
     for q, count in in_lanes.items():
         if said := count.note():
             notes.setdefault(q, []).append(said)
-    for q, keys in unread.items():
-        if keys and q in frame.index:
-            notes.setdefault(q, []).append(watching.unread_keys(keys))
+    for r in kept:
+        if r.unread:
+            notes.setdefault(r.queue, []).append(watching.unread_keys(r.unread))
     return watching.Look(frame, notes, frame)
-
-
-# the key each of `_READS` reads, by its name in `queue_key`
-_READ_KEYS = {**{s: s for s in STATES}, "paused": "meta", "lanes": "groups", "repeatables": "repeat"}
-
-
-def _unread(q: str, read: dict[str, Any]) -> list[str]:
-    """The keys of `read` (one queue's counts) whose reply was an error (a key of
-    another type), each count set to 0; answers their names."""
-    keys = []
-    for name, value in read.items():
-        if isinstance(value, Exception):
-            read[name] = 0
-            keys.append(queue_key(q, _READ_KEYS[name]))
-    return keys
-
-
-def _lane_counts(conn: Connection, sizes: dict[str, int], watch: bool) -> dict[str, watching.LaneCount]:
-    """The lane backlog of each queue of `sizes` ({queue: its lanes}): as a watching look
-    sums it, or exact (every lane, `watching.backlogs`)."""
-    if watch:
-        return watching.watched(conn, sizes)
-    walked = watching.backlogs(conn, sizes)
-    return {
-        q: watching.LaneCount(b.jobs, sizes[q], counted=b.lanes, skipped=b.skipped) for q, b in walked.items()
-    }
 
 
 def _unknown(conn: Connection, gone: list[str]) -> UnknownQueue:

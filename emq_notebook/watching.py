@@ -12,10 +12,11 @@ showing the last whole pass's figure, marked as such, meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ import pandas as pd
 
 from .connector import Connection
 from .defaults import BYTE_BUDGET
-from .keyspace import base
+from .keyspace import base, queue_key
 
 # lanes one `@lane_backlog` call sums at most (bench/lanes_watch.py measures a call)
 LANES_A_CALL = 1000
@@ -62,11 +63,8 @@ class Backlog:
         return list(reply[4:])
 
 
-def _step(conn: Connection, q: str, cursor: str, most: int, pipe: Any, heads: int = 0) -> None:
-    asked: list[Any] = [cursor, most, BYTE_BUDGET, heads]
-    if heads:
-        asked += [HEAD_BYTES, measured_only(conn)]
-    conn.run("lane_backlog", [base(q)], asked, verb="lanes", pipeline=pipe)
+def _step(conn: Connection, q: str, cursor: str, most: int, pipe: Any) -> None:
+    conn.run("lane_backlog", [base(q)], [cursor, most, BYTE_BUDGET, 0], verb="lanes", pipeline=pipe)
 
 
 def measured_only(conn: Connection) -> str:
@@ -100,21 +98,8 @@ def backlog(conn: Connection, q: str) -> int:
     return backlogs(conn, [q])[q].jobs
 
 
-def heads(conn: Connection, q: str, most: int, lanes_: int, pipe: Any) -> None:
-    """Queue on `pipe` one `@lane_backlog` call from the set's start: at most `lanes_`
-    lanes examined, answering the id of the first job of each of the first `most` with a
-    backlog (`head_ids` reads them from its reply), each measured first and read only
-    within `HEAD_BYTES` (`heads_unread`: those left on the server). Health's lane sample."""
-    _step(conn, q, "0", lanes_, pipe, most)
-
-
-def head_ids(reply: list | None) -> list[str]:
-    """The heads' ids a `@lane_backlog` reply holds (none for no reply)."""
-    return [h for h in reply[4:] if isinstance(h, str)] if reply else []
-
-
 def heads_unread(reply: list | None) -> list[int]:
-    """The bytes of each head a `@lane_backlog` reply left unread, as measured (over
+    """The bytes of each head a `@lane_backlog` reply (with heads) left unread, as measured (over
     `HEAD_BYTES`; -1: not measurable)."""
     return [int(h) for h in reply[4:] if isinstance(h, int)] if reply else []
 
@@ -176,6 +161,26 @@ class _Pass:
         self.last: Backlog | None = None
         self.ended: float | None = None
 
+    def carry(self, reply: list, lanes: int, now: float) -> LaneCount:
+        """One step's reply (`@lane_backlog`'s, from `self.now.cursor`) summed in: the
+        queue's lane backlog as the look shows it (`watched`)."""
+        fresh = self.now.cursor == "0"
+        self.now.add(reply)
+        if self.now.cursor == "0":
+            done, self.now = self.now, Backlog()
+            self.last, self.ended = done, now
+            if fresh:  # walked whole in this look
+                return LaneCount(done.jobs, lanes, counted=done.lanes, skipped=done.skipped)
+        if self.last is not None:
+            last = self.last
+            return LaneCount(
+                last.jobs, lanes, exact=False, counted=last.lanes, as_of=self.ended, skipped=last.skipped
+            )
+        walked = self.now
+        return LaneCount(
+            walked.jobs, lanes, exact=False, counted=walked.lanes, partial=True, skipped=walked.skipped
+        )
+
 
 class _Passes:
     """The passes of the queues of one server as this process watches them (one per
@@ -208,46 +213,89 @@ def watched(conn: Connection, sizes: dict[str, int]) -> dict[str, LaneCount]:
     dashboard left open costs the server the same at 1,000 lanes and at a million: a
     pass over a million lanes takes 1,000 looks. Reads only."""
     passes = _passes_of(conn)
-    out: dict[str, LaneCount] = {}
+    out = {q: LaneCount(0, 0) for q, n in sizes.items() if not n}
+    for q in out:
+        passes.queues.pop(q, None)
     asked = [q for q, n in sizes.items() if n]
-    for q in sizes:
-        if not sizes[q]:
-            out[q] = LaneCount(0, 0)
-            passes.queues.pop(q, None)
     if not asked:
         return out
     with passes.lock:
         pipe = conn.pipeline()
         for q in asked:
-            p = passes.queues.setdefault(q, _Pass())
-            _step(conn, q, p.now.cursor, LANE_EXACT, pipe)
+            _step(conn, q, passes.queues.setdefault(q, _Pass()).now.cursor, LANE_EXACT, pipe)
         replies = pipe.execute()
         now = time.time()
         for q, reply in zip(asked, replies, strict=True):
-            p = passes.queues[q]
-            fresh = p.now.cursor == "0"
-            p.now.add(reply)
-            if p.now.cursor == "0":
-                done, p.now = p.now, Backlog()
-                if fresh:  # walked whole in this look
-                    out[q] = LaneCount(done.jobs, sizes[q], counted=done.lanes, skipped=done.skipped)
-                    p.last, p.ended = done, now
-                    continue
-                p.last, p.ended = done, now
-            if p.last is not None:
-                last = p.last
-                out[q] = LaneCount(
-                    last.jobs, sizes[q], exact=False, counted=last.lanes, as_of=p.ended, skipped=last.skipped
-                )
-            else:
-                out[q] = LaneCount(
-                    p.now.jobs,
-                    sizes[q],
-                    exact=False,
-                    counted=p.now.lanes,
-                    partial=True,
-                    skipped=p.now.skipped,
-                )
+            out[q] = passes.queues[q].carry(reply, sizes[q], now)
+    return out
+
+
+# -- one call a queue: what a look reads -------------------------------------------------
+
+# the most fields of a hash a look reads whole (`@read_watch`): a minute's wait histogram
+# (one field a 10% step of ms, about 200 at most) and the claim minutes (a day: 1,440)
+HASH_FIELDS = 4096
+# what `@read_watch` counts, in its order; "there" is whether the meta hash is
+_COUNTED = ("pending", "active", "schedule", "dead", "paused", "lanes", "repeatables")
+# the key each count reads, by its name in `queue_key`
+_COUNTED_KEYS = ("pending", "active", "schedule", "dead", "meta", "groups", "repeat")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one `@read_watch` call read of a queue: the server's time `now` (ms),
+    `sizes` (the sets' sizes, pending without its lanes, `paused` 1 or 0, `lanes`,
+    `repeatables`; 0 for a key of another type), `unread` (those keys, by name),
+    `there` (some key of the queue is left), `lanes` (its lane backlog as this look
+    shows it, when the look stepped the lanes' pass) and `health` (what health asked,
+    as the script answers it; empty when it asked nothing)."""
+
+    queue: str
+    now: int
+    sizes: dict[str, int]
+    unread: list[str]
+    there: bool
+    lanes: LaneCount | None
+    health: list
+
+
+def read(
+    conn: Connection,
+    queues: list[str],
+    *,
+    lanes: bool,
+    now_ms: int | None = None,
+    asked: Sequence[Any] = (),
+) -> list[Reading]:
+    """Each queue of `queues` as ONE `@read_watch` call reads it, all in one pipeline: a
+    round trip to each server, and on a cluster to every primary at once (redis-py's
+    cluster pipeline writes each primary its commands before it reads any reply), each
+    call on the primary holding its queue. `lanes`: the look steps each queue's pass over
+    its lanes (`watched`: at most `LANE_EXACT` lanes a call). `asked`: what health reads
+    of each queue besides (the script's ARGV from its 5th; none: the counts only).
+    `now_ms` None is each server's own clock. Reads only."""
+    passes = _passes_of(conn)
+    now = "" if now_ms is None else int(now_ms)
+    with passes.lock if lanes else contextlib.nullcontext():
+        pipe = conn.pipeline()
+        for q in queues:
+            cursor = passes.queues.setdefault(q, _Pass()).now.cursor if lanes else ""
+            argv = [now, cursor, LANE_EXACT, BYTE_BUDGET, *(asked or ("",))]
+            conn.run("read_watch", [base(q)], argv, verb="watch", pipeline=pipe)
+        replies = pipe.execute() if queues else []
+        stepped = time.time()
+        out = []
+        for q, (at, counted, step, health) in zip(queues, replies, strict=True):
+            sizes = {k: (0 if n is None else int(n)) for k, n in zip(_COUNTED, counted, strict=False)}
+            unread = [queue_key(q, key) for key, n in zip(_COUNTED_KEYS, counted, strict=False) if n is None]
+            lane_count = None
+            if lanes and sizes["lanes"]:
+                lane_count = passes.queues[q].carry(step, sizes["lanes"], stepped)
+            elif lanes:
+                passes.queues.pop(q, None)
+                lane_count = LaneCount(0, 0)
+            there = bool(counted[7]) or any(sizes.values()) or bool(unread)
+            out.append(Reading(q, int(at), sizes, unread, there, lane_count, health))
     return out
 
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ulid import ULID
 
-from emq_notebook import Worker, admin, frames, health, histogram, jobs
+from emq_notebook import Worker, admin, frames, health, histogram, jobs, watching
 from emq_notebook.errors import UnknownQueue
 from emq_notebook.health import HEALTH_COLUMNS, LATENCY_COLUMNS
 
@@ -248,9 +248,10 @@ def spy_commands(monkeypatch) -> list[tuple]:
 
 
 def test_health_reads_two_time_fields_of_a_bounded_sample_of_rows(conn, monkeypatch):
-    """The only row reads are one `@read_rows` call a queue of `created_at` and `due_at`,
-    of the head of pending, the first job of its lowest priority and the head of each
-    lane, never a payload, whatever the backlog (the cost is the same at a million jobs)."""
+    """The only row reads are `created_at` and `due_at`, inside the one `@read_watch` call
+    a queue, of the head of pending, the first job of its lowest priority and the head of
+    each lane, never a payload, whatever the backlog (the cost is the same at a million
+    jobs)."""
     run_jobs(conn, "big", 3, fail=1)
     for i in range(40):
         jobs.enqueue(conn, "big", str(i), id=f"j_{i:03d}", priority=i % 3)
@@ -270,15 +271,19 @@ def test_health_reads_two_time_fields_of_a_bounded_sample_of_rows(conn, monkeypa
     monkeypatch.undo()
     assert h.loc["big", "dead"] == 1 and sent
     assert [a for a in sent if any(":job:" in str(x) for x in a)] == []  # no row read by name
-    # the lanes are walked by `@lane_backlog` (their sizes and heads, no row), the ends of
-    # pending, the schedule and the dead set read by `@read_ends` (ids and scores, no row)
-    assert {name for name, _, _ in runs} == {"read_rows", "lane_backlog", "read_ends"}
-    rows_read = [(name, keys, args) for name, keys, args in runs if name == "read_rows"]
-    assert [(name, keys, args[:4]) for name, keys, args in rows_read] == [
-        ("read_rows", ["emq:{big}:"], [2, health.TIME_BYTES, "created_at", "due_at"])
-    ]
-    rows = sorted(rows_read[0][2][4:])
-    assert rows == ["j_002", "j_003", "j_acme", "j_globex"]  # heads of priority 0 and 2, of each lane
+    # one call a queue: its counts, its lanes' sizes and heads, the ends of pending, the
+    # schedule and the dead set (ids and scores), the sample's two times
+    assert [(name, keys) for name, keys, _ in runs] == [("read_watch", ["emq:{big}:"])]
+    (read,) = watching.read(conn, ["big"], lanes=False, asked=health._asked(conn))
+    ends, heads, times = read.health[5], read.health[6], read.health[7]
+    sampled = [m for m in dict.fromkeys([*ends[:2], *heads[4:]]) if isinstance(m, str)]
+    assert sorted(sampled) == [
+        "j_002",
+        "j_003",
+        "j_acme",
+        "j_globex",
+    ]  # heads of priority 0 and 2, of each lane
+    assert len(times) == 4 and all(created.isdigit() and due is None for created, due in times)
 
 
 # -- issue 28, items 10-12: health says the right thing ------------------------------

@@ -115,8 +115,8 @@ NOT_VERBS = {
     "jobs.gated_claim",
     "jobs.claim_calls",  # the claims' bounded calls (jobs.claim, lanes.claim, the Worker)
     "jobs.claim_transition",  # pure: a claim's transition name and keys
-    "watching.heads",  # queues a read on the caller's pipeline (health's lane sample)
-    "watching.head_ids",  # pure: reads a reply
+    "watching.read",  # the looks' one read (counts.look, health.look)
+    "counts.of",  # builds counts.look's answer from what watching.read read
     "watching.unread_keys",  # pure: a note's text
     "counts.counts",  # frames.counts (READING names it so)
     "health.health",  # frames.health
