@@ -193,6 +193,22 @@ def test_stuck_says_the_quiet_time_from_the_minute_of_the_last_claim(conn):
     assert "0 in flight" in h["why"]
 
 
+def test_the_last_claim_is_found_hours_and_days_back(conn, monkeypatch):
+    """The minute of the last claim, an hour of minutes a read back a day, then by the
+    hash's names; past `watching.HASH_FIELDS` names, the day's bound (a lower bound)."""
+    run_jobs(conn, "jam", 2)
+    for i in range(5):
+        jobs.enqueue(conn, "jam", str(i))
+    end = (last_claim_minute(conn, "jam") + 1) * MIN
+    for after, said in ((3 * 60 * MIN, "3 h"), (3 * 1440 * MIN, "3 d")):
+        h = verdicts(conn, now_ms=end + after + 10_000).loc["jam"]
+        assert h["verdict"] == "stuck", h["why"]
+        assert h["why"].startswith(f"5 pending and no claim for {said};"), h["why"]
+    monkeypatch.setattr(watching, "HASH_FIELDS", 0)
+    h = verdicts(conn, now_ms=end + 3 * 1440 * MIN + 10_000).loc["jam"]
+    assert h["why"].startswith("5 pending and no claim for 24 h;"), h["why"]
+
+
 def test_stuck_with_expired_leases_and_nobody_putting_them_back(conn):
     jobs.enqueue(conn, "gone", "x")
     jobs.claim(conn, "gone", 1_000)
