@@ -136,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     if not rest or (len(rest) == 1 and rest[0] in ("-h", "--help", "help")):
         say(shell_help())
         return 0
+    if rest[0] in verbs.monitor.SHELL:  # their own read-only connection and exits (Nagios codes)
+        return verbs.monitor.shell(ShellSession(say=say), opts, rest)
     try:
         session = ShellSession(say=say, settings=settings.load())
         ns = grammar.parse(rest)
