@@ -535,9 +535,10 @@ def check(
     A problem is a queue whose health verdict is one of `critical_verdicts` (CRITICAL)
     or of `verdicts` (WARNING), that holds more than `critical_dead_above` dead jobs
     (CRITICAL) or `dead_above` (WARNING), or whose oldest pending job has waited more
-    than `critical_age_above_s` seconds (CRITICAL) or `age_above_s` (WARNING). The status is the worst problem's, OK when none. A verdict that is not
-    one of health's is refused (`BadInput`), as is a negative threshold; a named queue
-    with no key raises `UnknownQueue`. Reads only (`frames.health`)."""
+    than `critical_age_above_s` seconds (CRITICAL) or `age_above_s` (WARNING). The
+    status is the worst problem's, OK when none. A verdict that is not one of health's
+    is refused (`BadInput`), as is a negative threshold; a named queue with no key
+    raises `UnknownQueue`. Reads only (`frames.health`)."""
     verdicts, critical_verdicts = tuple(verdicts), tuple(critical_verdicts)
     for v in (*verdicts, *critical_verdicts):
         if v not in health.SEVERITY:
@@ -571,7 +572,7 @@ def check(
                     str(q),
                     status,
                     "age",
-                    f"the oldest pending job has waited {health.ago(age)}, more than {health.ago(above)}",
+                    f"the oldest pending job has waited {health.ago(age)}, more than {_threshold(above)}",
                 )
             )
     problems.sort(key=lambda p: -STATUSES.index(p.status))
@@ -587,6 +588,14 @@ def _crossed(value: float, critical: float | None, warning: float | None) -> tup
     return None
 
 
+def _threshold(seconds: float) -> str:
+    """A threshold as it was given: 1 h, 30 min, 45 s."""
+    for size, unit in ((3600, "h"), (60, "min")):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
+
+
 def _worst(problems: list[Problem]) -> str:
     return max((p.status for p in problems), key=STATUSES.index, default="OK")
 
@@ -599,9 +608,13 @@ def _summary(h: pd.DataFrame, problems: list[Problem], conn: Connection) -> str:
     if h.empty:
         return f"no queue on {conn.label}"
     if not problems:
-        return f"{len(h):,} queues, no problem: {health.summary(h)}"
+        return f"{_many(len(h), 'queue')}, no problem: {health.summary(h)}"
     bad = list(dict.fromkeys(p.queue for p in problems))
     named = ", ".join(bad[:NAMED]) + (f" and {len(bad) - NAMED:,} more" if len(bad) > NAMED else "")
-    counted = [f"{sum(p.status == s for p in problems):,} {s.lower()}" for s in ("CRITICAL", "WARNING")]
-    said = ", ".join(c for c in counted if not c.startswith("0 "))
-    return f"{len(bad):,} of {len(h):,} queues with problems ({said}): {named}"
+    counted = [(sum(p.status == s for p in problems), s.lower()) for s in ("CRITICAL", "WARNING")]
+    said = ", ".join(f"{n:,} {s}" for n, s in counted if n)
+    return f"{_many(len(problems), 'problem')} in {len(bad):,} of {_many(len(h), 'queue')} ({said}): {named}"
+
+
+def _many(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"

@@ -68,7 +68,7 @@ def listen(text: str) -> tuple[str, int]:
 
 @verb(
     "check",
-    "a Nagios-style check: EMQ OK|WARNING|CRITICAL|UNKNOWN - ..., a line a problem; exit 0|1|2|3",
+    "a Nagios-style check: EMQ OK|WARNING|CRITICAL|UNKNOWN, exit 0|1|2|3",
     arg("queue", many=True, metavar="QUEUE", help="the queues to check (default: every queue)"),
     opt("--dead-above", type=dead_count, metavar="N", help="WARNING when a queue holds more than N dead"),
     opt("--age-above", type=duration, help="WARNING when the oldest pending job waited longer, e.g. 30m"),
@@ -107,7 +107,7 @@ def _check(s: Session, ns: Namespace) -> monitor.Check:
 
 @verb(
     "exporter",
-    "the Prometheus exporter: /metrics of every queue (the shell: until SIGTERM or Ctrl-C)",
+    "the Prometheus exporter: serves /metrics (the shell: until SIGTERM)",
     opt(
         "--listen",
         type=listen,
