@@ -36,6 +36,7 @@ The metrics (SPEC 13), label `queue` on every one but `emq_up` and
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import math
@@ -53,19 +54,15 @@ from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from . import frames, health, histogram, lanes
+from . import defaults, frames, health, histogram, lanes
 from .connector import Connection
 from .errors import BadInput
 from .keyspace import STATES, base
 
 log = logging.getLogger(__name__)
 
-# where `emq exporter` listens unless told (Prometheus' registry of exporter ports: 9808)
-HOST, PORT = "127.0.0.1", 9808
-# how long the exporter's and the check's connection waits on one read or connect
-# (seconds): a stalled server costs a scrape this, then answers emq_up 0; under the
-# 10 s a Nagios-compatible monitor gives a check before it kills it
-TIMEOUT_S = 5.0
+HOST, PORT = defaults.EXPORTER_HOST, defaults.EXPORTER_PORT
+TIMEOUT_S = defaults.MONITOR_TIMEOUT_S
 # the most minutes back a scrape reads again (a pause between scrapes longer than this
 # loses the counts between; lua/read_monitor.lua takes at most 64)
 CATCH_UP_MINUTES = 15
@@ -76,8 +73,7 @@ HASH_BYTES = 65_536
 # the histograms' exposed bounds (ms): each becomes the upper end of the histograms' own
 # bucket at or below it (`_bound`), so its cumulative count is exact
 BOUNDS_MS = (10, 50, 100, 500, 1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 1_800_000)
-CHECK_VERDICTS = ("failing", "stuck", "growing")
-CRITICAL_VERDICTS = ("failing",)
+CHECK_VERDICTS, CRITICAL_VERDICTS = defaults.CHECK_VERDICTS, defaults.CHECK_CRITICAL_VERDICTS
 # Nagios plugin exit codes, by status
 STATUSES = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
 
@@ -153,10 +149,12 @@ def _folded(flat: Any) -> _Hist | None:
     exposed bounds; None for one it did not read (-1)."""
     if not isinstance(flat, list):
         return None
+    if not flat:
+        return _EMPTY
     slots = [0] * (len(_LAST) + 1)
     total = 0.0
     for b, n in histogram.parse(dict(zip(flat[0::2], flat[1::2], strict=False))).items():
-        slots[next((i for i, last in enumerate(_LAST) if b <= last), len(_LAST))] += n
+        slots[bisect.bisect_left(_LAST, b)] += n
         total += n * histogram.value(b)
     return tuple(slots), total
 
@@ -204,6 +202,9 @@ class _Queue:
             if before is None:
                 fresh = self.last is not None and m > self.last
                 before = [0, 0, _EMPTY, _EMPTY] if fresh else [None] * 4
+            if read == before:  # the usual minute: nothing new since the last read
+                kept[m] = before
+                continue
             kept[m] = [self._count(k, now, was) for k, now, was in zip(_KINDS, read, before, strict=True)]
         self.minutes, self.last = kept, first + len(completed) - 1
 
@@ -211,7 +212,7 @@ class _Queue:
         """Add what `kind` gained from `was` to `now`; answers what to keep of it."""
         if now is None:
             return was
-        if was is None:
+        if was is None or now == was:
             return now
         if kind in ("completed", "failed"):
             setattr(self, kind, getattr(self, kind) + _gain(now, was))
@@ -293,23 +294,27 @@ class Collector:
         for q in names:
             if q in look.replies:
                 self._queues[q].add(look.first[q], look.replies[q])
-        rows = h.to_dict("index")
+        # the frame's columns as plain lists (a row at a time through pandas is slow)
+        col = {c: h[c].tolist() for c in (*STATES, "paused", "oldest_pending_s", "verdict")}
         yield _gauge(
             "emq_jobs",
             _DOC["jobs"],
-            [([q, s], float(rows[q][s])) for q in names for s in STATES],
+            [([q, s], float(col[s][i])) for i, q in enumerate(names) for s in STATES],
             ("queue", "state"),
         )
-        yield _gauge("emq_queue_paused", _DOC["paused"], [([q], float(rows[q]["paused"])) for q in names])
+        yield _gauge(
+            "emq_queue_paused", _DOC["paused"], [([q], float(col["paused"][i])) for i, q in enumerate(names)]
+        )
         ages = []
-        for q in names:
-            ages.append(([q, "pending"], _pending_age(rows[q])))
-            ages.append(([q, "dead"], _dead_age(rows[q], look.replies.get(q), look.now_ms)))
+        for i, q in enumerate(names):
+            waited = _pending_age(col["oldest_pending_s"][i], col["pending"][i])
+            ages.append(([q, "pending"], waited))
+            ages.append(([q, "dead"], _dead_age(col["dead"][i], look.replies.get(q), look.now_ms)))
         yield _gauge("emq_oldest_job_age_seconds", _DOC["oldest"], ages, ("queue", "state"))
         yield _gauge(
             "emq_queue_verdict",
             _DOC["verdict"],
-            [([q, v], float(rows[q]["verdict"] == v)) for q in names for v in health.SEVERITY],
+            [([q, v], float(col["verdict"][i] == v)) for i, q in enumerate(names) for v in health.SEVERITY],
             ("queue", "verdict"),
         )
         for name, kind in (("emq_jobs_completed", "completed"), ("emq_jobs_failed", "failed")):
@@ -349,15 +354,16 @@ def _buckets(slots: list[int]) -> list[tuple[str, float]]:
     return out
 
 
-def _pending_age(row: dict) -> float:
-    age = float(row["oldest_pending_s"])
-    if math.isnan(age) and not row["pending"]:
-        return 0.0
-    return age
+def _pending_age(oldest_s: float, pending: int) -> float:
+    """Health's `oldest_pending_s`; 0 when there is no backlog to measure."""
+    age = float(oldest_s)
+    return 0.0 if math.isnan(age) and not pending else age
 
 
-def _dead_age(row: dict, reply: Any, now_ms: int) -> float:
-    if not row["dead"]:
+def _dead_age(dead: int, reply: Any, now_ms: int) -> float:
+    """Seconds since the oldest dead job died (`@read_monitor`'s first answer); 0 when
+    none is dead, NaN when its score could not be read."""
+    if not dead:
         return 0.0
     oldest = reply[0] if reply else None
     return math.nan if oldest is None else max(0.0, (now_ms - int(oldest)) / 1000)
@@ -365,6 +371,20 @@ def _dead_age(row: dict, reply: Any, now_ms: int) -> float:
 
 def _line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+
+
+def samples(c: Collector) -> pd.DataFrame:
+    """One scrape of `c` as a frame, a row a sample, as Prometheus would store it:
+    `metric` (the sample's name: `emq_jobs`, `emq_job_wait_seconds_bucket`), `queue`,
+    `label` (its other labels as `name=value`: `state=dead`, `le=0.49`; "" for none) and
+    `value`. For a notebook; it reads the server as a scrape does."""
+    rows = []
+    for family in c.collect():
+        for s in family.samples:
+            labels = dict(s.labels)
+            q = labels.pop("queue", "")
+            rows.append((s.name, q, ",".join(f"{k}={v}" for k, v in labels.items()), s.value))
+    return pd.DataFrame(rows, columns=["metric", "queue", "label", "value"])
 
 
 def collector(conn: Connection) -> Collector:
@@ -423,7 +443,9 @@ def serve(conn: Connection, host: str = HOST, port: int = PORT) -> Exporter:
     """Serve the metrics of `conn`'s server at http://HOST:PORT/metrics from a thread of
     this process, with the exporter process's own (`process_*`); answers the running
     `Exporter` (port 0: a free port, `Exporter.port` says which). A listening address
-    that cannot be bound raises `BadInput`."""
+    that cannot be bound raises `BadInput`. The text goes uncompressed, whatever the
+    scraper accepts: prometheus_client gzips at level 9, which cost a scrape of 1,000
+    queues more than its read of the server's sets (bench/README.md)."""
     registry = CollectorRegistry(auto_describe=False)
     made = collector(conn)
     registry.register(made)
@@ -434,7 +456,8 @@ def serve(conn: Connection, host: str = HOST, port: int = PORT) -> Exporter:
         address_family = family
 
     try:
-        httpd = make_server(host, port, make_wsgi_app(registry), Server, handler_class=_Quiet)
+        app = make_wsgi_app(registry, disable_compression=True)
+        httpd = make_server(host, port, app, Server, handler_class=_Quiet)
     except OSError as exc:
         raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     thread = threading.Thread(target=httpd.serve_forever, name="emq-exporter", daemon=True)

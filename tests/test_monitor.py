@@ -508,7 +508,7 @@ def test_emq_exporter_serves_until_sigterm_or_sigint(valkey, stop):
         text=True,
     )
     try:
-        first = p.stdout.readline()
+        first = p.stderr.readline()
         assert first.startswith("emq exporter: serving http://127.0.0.1:") and "read-only" in first
         where = first.split("serving ", 1)[1].split(" ", 1)[0]
         got = samples(urllib.request.urlopen(where, timeout=30).read().decode())
@@ -517,7 +517,7 @@ def test_emq_exporter_serves_until_sigterm_or_sigint(valkey, stop):
         out, err = p.communicate(timeout=60)
     finally:
         p.kill()
-    assert p.returncode == 0 and out == "emq exporter: stopped\n" and err == ""
+    assert p.returncode == 0 and out == "" and err == "emq exporter: stopped\n"
 
 
 def test_emq_exporter_that_cannot_listen_exits_2_with_one_line(valkey):

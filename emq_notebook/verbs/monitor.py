@@ -2,13 +2,14 @@
 queues, and `exporter`, the Prometheus exporter. Both read only.
 
 In the shell (`shell`, which `emq check` and `emq exporter` go through) each opens a
-read-only connection of its own, every read and connect bounded by `monitor.TIMEOUT_S`,
+read-only connection of its own, every read and connect bounded by
+`defaults.MONITOR_TIMEOUT_S`,
 to `--url` or `EMQ_URL` (no throwaway in-process server unless `--embedded` says so:
 an empty server would check OK). `emq check` prints its first line `EMQ <STATUS> -
 <summary>`, then a line a problem (or one line of JSON), and exits with the Nagios
 code: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN -- the server unreachable or the
 arguments bad, said in that one line. `emq exporter` serves /metrics until SIGTERM or
-SIGINT, then exits 0.
+SIGINT, then exits 0 (its lines, where it listens and that it stopped, on stderr).
 
 What is WARNING and what CRITICAL, plainly: a queue whose verdict is named by
 `--critical-verdicts` (default failing) is CRITICAL, by `--verdicts` (default failing,
@@ -27,8 +28,9 @@ import argparse
 import os
 import sys
 from argparse import Namespace
+from typing import TYPE_CHECKING
 
-from .. import grammar, health, monitor, settings
+from .. import defaults, grammar, health, settings
 from ..audit import failure_line
 from ..connector import connect
 from ..decoding import visible
@@ -36,6 +38,9 @@ from ..errors import EMQError, UsageProblem
 from ..grammar import duration, whole_arg
 from ..registry import arg, opt, verb
 from .session import Session, execute
+
+if TYPE_CHECKING:
+    from .. import monitor
 
 # the verbs `emq` runs through `shell`: their own connection and exits
 SHELL = ("check", "exporter")
@@ -54,12 +59,21 @@ def verdict_list(text: str) -> tuple[str, ...]:
     return named
 
 
+def _listed(verdicts: tuple[str, ...]) -> str:
+    return ",".join(verdicts)
+
+
+_LISTEN = f"{defaults.EXPORTER_HOST}:{defaults.EXPORTER_PORT}"
+
+
 def dead_count(text: str) -> int:
     """A number of dead jobs, 0 or more."""
     return 0 if text.strip() == "0" else whole_arg(text)
 
 
 def listen(text: str) -> tuple[str, int]:
+    from .. import monitor
+
     try:
         return monitor.listen_address(text)
     except EMQError as exc:
@@ -75,22 +89,24 @@ def listen(text: str) -> tuple[str, int]:
     opt(
         "--verdicts",
         type=verdict_list,
-        default=monitor.CHECK_VERDICTS,
+        default=defaults.CHECK_VERDICTS,
         metavar="LIST",
-        help=f"the verdicts that are problems (default {','.join(monitor.CHECK_VERDICTS)}; none: no verdict)",
+        help=f"the verdicts that are problems (default {_listed(defaults.CHECK_VERDICTS)}; none: none)",
     ),
     opt("--critical-dead-above", type=dead_count, metavar="N", help="CRITICAL when more than N dead"),
     opt("--critical-age-above", type=duration, help="CRITICAL when the oldest pending job waited longer"),
     opt(
         "--critical-verdicts",
         type=verdict_list,
-        default=monitor.CRITICAL_VERDICTS,
+        default=defaults.CHECK_CRITICAL_VERDICTS,
         metavar="LIST",
-        help=f"the verdicts that are CRITICAL, not WARNING (default {','.join(monitor.CRITICAL_VERDICTS)})",
+        help=f"the verdicts that are CRITICAL (default {_listed(defaults.CHECK_CRITICAL_VERDICTS)})",
     ),
     opt("--json", action="store_true", help="the result as one line of JSON"),
 )
 def _check(s: Session, ns: Namespace) -> monitor.Check:
+    from .. import monitor  # prometheus_client, loaded by the first check or exporter
+
     result = monitor.check(
         s.conn,
         ns.queue or None,
@@ -111,16 +127,15 @@ def _check(s: Session, ns: Namespace) -> monitor.Check:
     opt(
         "--listen",
         type=listen,
-        default=(monitor.HOST, monitor.PORT),
+        default=(defaults.EXPORTER_HOST, defaults.EXPORTER_PORT),
         metavar="HOST:PORT",
-        help=f"where to listen (default {monitor.HOST}:{monitor.PORT}; port 0: any free port)",
+        help=f"where to listen (default {_LISTEN}; port 0: any free port)",
     ),
 )
-def _exporter(s: Session, ns: Namespace) -> monitor.Exporter | None:
+def _exporter(s: Session, ns: Namespace) -> monitor.Exporter:
+    from .. import monitor
+
     host, port = ns.listen
-    if s.surface == "shell":
-        monitor.run(s.conn, host, port, say=lambda line: s.say(line))
-        return None
     exporter = monitor.serve(s.conn, host, port)
     s.say(f"serving {exporter.url} for {s.conn.describe()} from this kernel; .stop() ends it")
     return exporter
@@ -132,6 +147,8 @@ def shell(session: Session, opts: Namespace, words: list[str]) -> int:
     the exit status: the check's Nagios code (3, one line, for anything that kept it
     from looking), the exporter's 0 once stopped, or 2 with its line on stderr when it
     could not start."""
+    from .. import monitor
+
     checking = words[0] == "check"
     try:
         ns = grammar.parse(words)
@@ -154,9 +171,11 @@ def shell(session: Session, opts: Namespace, words: list[str]) -> int:
             socket_connect_timeout=monitor.TIMEOUT_S,
         )
         if not checking:
-            # its lines as they come (a supervisor reads where it listens), not held
+            # its lines on stderr as they come (stdout stays the caller's), not held
             host, port = ns.listen
-            monitor.run(session.conn, host, port, say=lambda line: print(visible(line), flush=True))
+            monitor.run(
+                session.conn, host, port, say=lambda line: print(visible(line), file=sys.stderr, flush=True)
+            )
             return 0
         result: monitor.Check = execute(session, ns)
     except Exception as exc:  # for the check, anything that kept it from looking is UNKNOWN
