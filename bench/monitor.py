@@ -6,8 +6,8 @@ Each queue holds a little of everything a scrape reads: 5 jobs enqueued, 2 compl
 1 failed into dead, 1 in flight, 1 pending (so its counters, both latency histograms
 and the oldest dead age have something to read). Each side has an exporter of its own
 in this process (`monitor.serve` on 127.0.0.1, a read-only connection); a scrape is an
-HTTP GET of /metrics (asking for gzip, as Prometheus does: the exporter answers plain text), timed
-whole; a job goes through every queue after the first scrape, so each shows both its
+HTTP GET of /metrics asking what Prometheus asks (OpenMetrics, gzip: the exporter answers
+uncompressed), timed whole; a job goes through every queue after the first scrape, so each shows both its
 latency histograms. The sides
 alternate, `--repeat` times; each side's best counts. Its split is printed too: the read
 of the server (`emq_scrape_duration_seconds`: health, then one `@read_monitor` call a
@@ -45,6 +45,11 @@ from emq_notebook.keyspace import base, job_key, queue_key
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 TARGET_MS = 300.0
+# what Prometheus 2.42 (Debian's) asks a target for: OpenMetrics first
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+    "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
 
 
 def args() -> argparse.Namespace:
@@ -105,7 +110,7 @@ def traffic(conn: emq.Connection, names: list[str]) -> None:
 
 def get(url: str) -> tuple[float, float, int]:
     """(seconds, the read's seconds as the scrape says it, bytes of text) of one scrape."""
-    request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+    request = urllib.request.Request(url, headers={"Accept": PROMETHEUS_ACCEPT, "Accept-Encoding": "gzip"})
     t = time.perf_counter()
     with urllib.request.urlopen(request, timeout=120) as reply:
         body = reply.read()

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import urllib.request
 
 import pytest
@@ -23,7 +24,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, grammar, health, histogram, jobs, monitor
+from emq_notebook import admin, frames, grammar, health, histogram, jobs, local_valkey, monitor
 from emq_notebook.completion import Completer
 from emq_notebook.errors import BadInput, UnknownQueue
 from emq_notebook.keyspace import base, latency_index_key, latency_key, metrics_key, queue_key
@@ -270,6 +271,40 @@ def test_a_stalled_server_answers_up_0_in_the_socket_timeout_then_counts_on(priv
     back = scrape(c)
     assert at(back, "emq_up") == 1
     assert at(back, "emq_jobs_completed_total", queue="mail") == 2
+
+
+def test_a_server_that_stalls_mid_scrape_answers_up_0_in_the_socket_timeout(monkeypatch):
+    """`DEBUG SLEEP` sent by another client after health's reads and before the
+    monitor's own: the scrape answers emq_up 0 within the socket timeout, not after the
+    server wakes."""
+    srv = local_valkey.start(save="", appendonly="no", config={"enable-debug-command": "yes"})
+    try:
+        url = f"redis://127.0.0.1:{srv.port}/0"
+        conn = emq.connect(url, socket_timeout=1, socket_connect_timeout=1)
+        jobs.enqueue(conn, "mail", "{}")
+        c = monitor.collector(conn)
+        assert at(scrape(c), "emq_up") == 1
+        real = frames.health
+        sleeper = redis.Redis(port=srv.port)
+        prober = redis.Redis(port=srv.port, socket_timeout=0.2)
+
+        def then_stall(*args, **kw):
+            answer = real(*args, **kw)
+            threading.Thread(
+                target=sleeper.execute_command, args=("DEBUG", "SLEEP", "20"), daemon=True
+            ).start()
+            for _ in range(100):  # until the server no longer answers a PING
+                try:
+                    prober.ping()
+                except redis.TimeoutError:
+                    break
+            return answer
+
+        monkeypatch.setattr(frames, "health", then_stall)
+        got = bounded(lambda: scrape(c), seconds=15, what="a scrape of a server asleep for 20 s")
+        assert at(got, "emq_up") == 0
+    finally:
+        srv.terminate()
 
 
 def test_read_monitor_measures_what_another_node_wrote_before_it_reads_it(harm):
