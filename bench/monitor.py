@@ -37,6 +37,7 @@ import urllib.request
 from pathlib import Path
 
 import redis
+from common import commandstats as commands
 from common import server, shared_cpu_flag
 
 import emq_notebook as emq
@@ -122,15 +123,6 @@ def get(url: str) -> tuple[float, float, int]:
     if read is None or up is None or float(up.group(1)) != 1:
         raise SystemExit(f"the scrape of {url} did not read its server: {text[-500:]}")
     return took, float(read.group(1)), len(text)
-
-
-def commands(clients: list[redis.Redis]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for c in clients:
-        for name, v in c.info("commandstats").items():
-            key = name.removeprefix("cmdstat_")
-            out[key] = out.get(key, 0) + int(v["calls"])
-    return out
 
 
 class Side:

@@ -42,23 +42,16 @@ if not (PROMETHEUS.exists() and PROMTOOL.exists()):
     pytest.skip("no /usr/bin/prometheus: apt-get install -y prometheus", allow_module_level=True)
 
 
+def promtool(*args: str) -> subprocess.CompletedProcess:
+    """`promtool ARGS` in deploy/prometheus, its output as text."""
+    return subprocess.run([str(PROMTOOL), *args], cwd=RULES, capture_output=True, text=True, timeout=60)
+
+
 def test_the_shipped_rules_pass_promtool_check_and_test():
-    checked = subprocess.run(
-        [str(PROMTOOL), "check", "rules", "emq-alerts.yml"],
-        cwd=RULES,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    checked = promtool("check", "rules", "emq-alerts.yml")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "SUCCESS: 7 rules found" in checked.stdout
-    tested = subprocess.run(
-        [str(PROMTOOL), "test", "rules", "emq-alerts.test.yml"],
-        cwd=RULES,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    tested = promtool("test", "rules", "emq-alerts.test.yml")
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "SUCCESS" in tested.stdout
 

@@ -28,7 +28,7 @@ import argparse
 import os
 import sys
 from argparse import Namespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import defaults, grammar, health, settings
 from ..audit import failure_line
@@ -59,8 +59,10 @@ def verdict_list(text: str) -> tuple[str, ...]:
     return named
 
 
-def _listed(verdicts: tuple[str, ...]) -> str:
-    return ",".join(verdicts)
+def verdicts_option(flag: str, default: tuple[str, ...], what: str) -> Any:
+    """A `--...verdicts LIST` option of `check`."""
+    said = f"{what} (default {','.join(default)}; none: none)"
+    return opt(flag, type=verdict_list, default=default, metavar="LIST", help=said)
 
 
 _LISTEN = f"{defaults.EXPORTER_HOST}:{defaults.EXPORTER_PORT}"
@@ -86,21 +88,11 @@ def listen(text: str) -> tuple[str, int]:
     arg("queue", many=True, metavar="QUEUE", help="the queues to check (default: every queue)"),
     opt("--dead-above", type=dead_count, metavar="N", help="WARNING when a queue holds more than N dead"),
     opt("--age-above", type=duration, help="WARNING when the oldest pending job waited longer, e.g. 30m"),
-    opt(
-        "--verdicts",
-        type=verdict_list,
-        default=defaults.CHECK_VERDICTS,
-        metavar="LIST",
-        help=f"the verdicts that are problems (default {_listed(defaults.CHECK_VERDICTS)}; none: none)",
-    ),
+    verdicts_option("--verdicts", defaults.CHECK_VERDICTS, "the verdicts that are problems"),
     opt("--critical-dead-above", type=dead_count, metavar="N", help="CRITICAL when more than N dead"),
     opt("--critical-age-above", type=duration, help="CRITICAL when the oldest pending job waited longer"),
-    opt(
-        "--critical-verdicts",
-        type=verdict_list,
-        default=defaults.CHECK_CRITICAL_VERDICTS,
-        metavar="LIST",
-        help=f"the verdicts that are CRITICAL (default {_listed(defaults.CHECK_CRITICAL_VERDICTS)})",
+    verdicts_option(
+        "--critical-verdicts", defaults.CHECK_CRITICAL_VERDICTS, "the verdicts that are CRITICAL"
     ),
     opt("--json", action="store_true", help="the result as one line of JSON"),
 )
