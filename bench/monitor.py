@@ -11,8 +11,9 @@ uncompressed), timed whole; a job goes through every queue after the first scrap
 latency histograms. The sides
 alternate, `--repeat` times; each side's best counts. Its split is printed too: the read
 of the server (`emq_scrape_duration_seconds`: health, then one `@read_monitor` call a
-queue) and the rest (the exposition by prometheus_client and HTTP). The commands of a
-scrape are counted by the servers (`INFO commandstats`; no SCAN in a scrape).
+queue; `frames.health` alone is timed beside it) and the rest (the exposition by
+prometheus_client and HTTP). The commands of a scrape are counted by the servers (`INFO
+commandstats`; no SCAN in a scrape).
 
 The memory run: `emq exporter` in a process of its own on another private Valkey with
 `--memory-queues` queues (default 100), scraped `--scrapes` times while jobs come and go
@@ -41,7 +42,7 @@ from common import commandstats as commands
 from common import server, shared_cpu_flag
 
 import emq_notebook as emq
-from emq_notebook import admin, jobs, monitor
+from emq_notebook import admin, frames, jobs, monitor
 from emq_notebook.keyspace import base, job_key, queue_key
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
@@ -130,6 +131,9 @@ class Side:
         self.name, self.clients = name, clients
         conn = emq.connect(url, read_only=True, socket_timeout=monitor.TIMEOUT_S)
         self.exporter = monitor.serve(conn, "127.0.0.1", 0)
+        # health alone, on a connection of its own: the share of the read that is health's
+        self.watcher = emq.connect(url, read_only=True)
+        self.health: list[float] = []
         self.times: list[float] = []
         self.reads: list[float] = []
         self.size = 0
@@ -145,6 +149,11 @@ class Side:
         self.times.append(took)
         self.reads.append(read)
 
+    def look(self) -> None:
+        t = time.perf_counter()
+        frames.health(self.watcher)
+        self.health.append(time.perf_counter() - t)
+
     def line(self, queues: int) -> str:
         best = min(self.times)
         read = self.reads[self.times.index(best)]
@@ -155,7 +164,8 @@ class Side:
         rest = (best - read) * 1000
         return (
             f"{self.name}: scrape of {queues:,} queues {best * 1000:.0f} ms (best of {len(self.times)}, "
-            f"median {median:.0f}): read {read * 1000:.0f} ms, exposition and HTTP {rest:.0f} ms; "
+            f"median {median:.0f}): read {read * 1000:.0f} ms (frames.health alone, best: "
+            f"{min(self.health) * 1000:.0f} ms), exposition and HTTP {rest:.0f} ms; "
             f"{self.size / 1e6:.1f} MB of text; {total:,} commands ({total / queues:.1f} a queue), "
             f"SCAN {sent.get('scan', 0)}: {top}"
         )
@@ -181,6 +191,7 @@ def side_by_side(opts: argparse.Namespace) -> float:
             ]
             for side in sides:
                 side.scrape()  # the first look finds the queues (one sweep); not counted
+                frames.health(side.watcher)
                 side.times.clear()
                 side.reads.clear()
             # a job through every queue since: each scrape now shows both histograms of each
@@ -189,6 +200,7 @@ def side_by_side(opts: argparse.Namespace) -> float:
             for r in range(opts.repeat):
                 for side in sides:
                     side.scrape(count=r == 0)
+                    side.look()
             for side in sides:
                 print(side.line(opts.queues), flush=True)
                 side.exporter.stop()
