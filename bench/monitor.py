@@ -135,13 +135,18 @@ class Side:
         self.watcher = emq.connect(url, read_only=True)
         self.health: list[float] = []
         self.times: list[float] = []
+        # this process's CPU time a scrape (the exporter's threads, and the GET's own):
+        # what a scrape costs when nothing else wants the CPUs
+        self.cpu: list[float] = []
         self.reads: list[float] = []
         self.size = 0
         self.sent: dict[str, int] = {}
 
     def scrape(self, count: bool = False) -> None:
         before = commands(self.clients) if count else {}
+        cpu = time.process_time()
         took, read, self.size = get(self.exporter.url)
+        self.cpu.append(time.process_time() - cpu)
         if count:
             after = commands(self.clients)
             self.sent = {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
@@ -164,7 +169,8 @@ class Side:
         rest = (best - read) * 1000
         return (
             f"{self.name}: scrape of {queues:,} queues {best * 1000:.0f} ms (best of {len(self.times)}, "
-            f"median {median:.0f}): read {read * 1000:.0f} ms (frames.health alone, best: "
+            f"median {median:.0f}; CPU {min(self.cpu) * 1000:.0f} ms): read {read * 1000:.0f} ms "
+            "(frames.health alone, best: "
             f"{min(self.health) * 1000:.0f} ms), exposition and HTTP {rest:.0f} ms; "
             f"{self.size / 1e6:.1f} MB of text; {total:,} commands ({total / queues:.1f} a queue), "
             f"SCAN {sent.get('scan', 0)}: {top}"
@@ -191,6 +197,7 @@ def side_by_side(opts: argparse.Namespace) -> float:
             ]
             for side in sides:
                 side.scrape()  # the first look finds the queues (one sweep); not counted
+                side.cpu.clear()
                 frames.health(side.watcher)
                 side.times.clear()
                 side.reads.clear()
