@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 import redis
 from harm import bounded
-from helpers import minute_now
+from helpers import minute_now, open_conn
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -88,6 +88,27 @@ def test_a_scrape_shows_each_queue_as_the_server_holds_it(conn):
     assert at(got, "emq_oldest_job_age_seconds", queue="mail", state="dead") >= 0
     assert at(got, "emq_oldest_job_age_seconds", queue="held", state="dead") == 0
     assert at(got, "emq_up") == 1 and at(got, "emq_scrape_duration_seconds") > 0
+
+
+def test_a_scrape_of_a_cluster_reads_each_queue_on_its_primary(cluster):
+    conn = open_conn("cluster", cluster)
+    stage(conn)
+    names = [f"q{i}" for i in range(12)]  # spread over the three primaries' slots
+    for q in names:
+        jobs.enqueue(conn, q, "{}", max_attempts=1)
+    c = monitor.collector(emq.connect(cluster.url, read_only=True))
+    first = scrape(c)
+    counts = frames.counts(conn)
+    for q in counts.index:
+        for state in ("pending", "active", "schedule", "dead"):
+            assert at(first, "emq_jobs", queue=q, state=state) == counts.loc[q, state]
+    for q in names:
+        jobs.complete(conn, q, jobs.claim(conn, q, 60_000).id)
+    got = scrape(c)
+    assert all(at(got, "emq_jobs_completed_total", queue=q) == 1 for q in names)
+    assert all(at(got, "emq_job_run_seconds_count", queue=q) == 1 for q in names)
+    assert at(got, "emq_oldest_job_age_seconds", queue="mail", state="dead") >= 0
+    assert monitor.check(conn, ["mail"]).status == "CRITICAL"
 
 
 def test_the_oldest_dead_age_is_read_from_the_dead_sets_lowest_score(conn):
