@@ -127,9 +127,10 @@ class Completer:
             return [n for n in [*names, "--help"] if n.startswith(prefix)]
         _opts, pos, _asked = grammar._place(v, after)
         slots = v.positionals
-        if len(pos) >= len(slots):
+        if len(pos) >= len(slots) and not (slots and slots[-1].many):
             return []
-        return [c for c in self._slot(v, slots[len(pos)], pos, prefix) if c.startswith(prefix)]
+        slot = slots[min(len(pos), len(slots) - 1)]
+        return [c for c in self._slot(v, slot, pos, prefix) if c.startswith(prefix)]
 
     def _slot(self, v: registry.Verb, slot: registry.Arg, pos: list[str], prefix: str = "") -> list[str]:
         if "choices" in slot.kwargs:

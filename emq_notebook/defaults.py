@@ -83,3 +83,15 @@ AUDIT_KEEP = 10_000
 RESCAN_EVERY_S = 60.0
 # keys one SCAN call examines: about 1 ms of Valkey's time (bench/watch.py)
 SCAN_COUNT = 10_000
+
+# -- the monitor (monitor.py: `emq exporter`, `emq check`) -----------------------------
+# where `emq exporter` listens unless told (9808: its number in Prometheus' list of
+# exporter ports)
+EXPORTER_HOST, EXPORTER_PORT = "127.0.0.1", 9808
+# how long the exporter's and the check's connection waits on one read or connect
+# (seconds): a stalled server costs a scrape this, then answers emq_up 0; under the 10 s
+# a Nagios-compatible monitor gives a check before it kills it
+MONITOR_TIMEOUT_S = 5.0
+# the verdicts `emq check` counts as problems unless told, and those of them CRITICAL
+CHECK_VERDICTS = ("failing", "stuck", "growing")
+CHECK_CRITICAL_VERDICTS = ("failing",)

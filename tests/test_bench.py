@@ -35,6 +35,10 @@ OTHER = {
         "worst call before/now: ",
     ),
     "hostile_claims.py": (["--scale", "0.01", "--repeat", "1"], "worst call against 20 ms: "),
+    "monitor.py": (
+        ["--queues", "20", "--repeat", "1", "--scrapes", "20", "--memory-queues", "3"],
+        "worst scrape of 20 queues: ",
+    ),
 }
 
 
