@@ -1,0 +1,48 @@
+-- @move_clear -- end a batch's jobs in the source once the target has answered: delete
+-- those the target holds, put back those it refused, clear their journal entries
+-- (extension; transfer.move_jobs, step 3 of 3).
+-- KEYS[1] = the queue base root
+-- ARGV[1] = the batch; ARGV[2] = the owner; then pairs: an id and its word ('moved' or
+--   'same': the target holds it, its row, :logs and :lock here deleted and its dedup key
+--   given back; any other: it stays, back in its set at its score, or, its row gone, only
+--   its entry cleared)
+-- returns {deleted, put back, entries not there (cleared by an earlier call), 1 when the
+-- batch is done (its journal entry gone) else 0}; {'lost'} when another owner holds the
+-- batch now (nothing written).
+-- Bounded by its ids: transfer.move_jobs sends the ids of one batch, at most `budget`.
+--@include common
+--@include lanes
+local base, batch = KEYS[1], ARGV[1]
+local journal, jobs = base .. 'moving', base .. 'moving:' .. batch
+local entry = redis.call('HGET', journal, batch)
+if entry and string.match(entry, '^(%S+)') ~= ARGV[2] then return {'lost'} end
+local deleted, back, absent = 0, 0, 0
+for i = 3, #ARGV, 2 do
+  local id, word = ARGV[i], ARGV[i + 1]
+  local held = redis.call('HGET', jobs, id)
+  local state, score = string.match(held or '', '^(%S+) (%S+)$')
+  local jk = base .. 'job:' .. id
+  if not state then
+    absent = absent + 1
+  elseif word == 'moved' or word == 'same' then
+    local dedup = redis.pcall('HGET', jk, 'dedup')
+    if type(dedup) == 'string' then release_dedup(base, dedup, id) end
+    del_job(base, id)
+    deleted = deleted + 1
+  elseif redis.pcall('HLEN', jk) ~= 0 then
+    if state == 'pending' then
+      local g = redis.pcall('HGET', jk, 'group')
+      make_ready(base, id, type(g) == 'string' and g or nil, score)
+    else
+      redis.call('ZADD', base .. state, score, id)
+    end
+    back = back + 1
+  end
+  if state then redis.call('HDEL', jobs, id) end
+end
+local done = 0
+if redis.call('EXISTS', jobs) == 0 then
+  redis.call('HDEL', journal, batch)
+  done = 1
+end
+return {deleted, back, absent, done}

@@ -1,0 +1,67 @@
+-- @read_whole_rows -- every field of a batch of job rows, each measured before its bytes
+-- are copied; reads only (extension: what an export writes and a move carries).
+--@readonly
+-- A row's names are listed only when one MEMORY USAGE measures the row whole
+-- within the call's bytes (reads.lua `row_within`: a row of at most MEASURED_FIELDS
+-- fields), or, with ARGV[3], where no MEMORY USAGE answers (the in-process server no
+-- other client shares). Any other row is read by the names the caller sends, and its
+-- field count tells the caller whether it holds others.
+-- KEYS[1] = the queue base root
+-- ARGV[1] = bytes at most; ARGV[2] = the longest field read here (bytes); ARGV[3] = '1'
+--   to list a row's names unmeasured where MEMORY USAGE is not there, else ''; ARGV[4] =
+--   n; ARGV[5 .. n+4] = the names read of a row not listed; then the ids
+-- returns one reply per id, for the first ids (the call ends once its bytes are spent,
+-- after one id at least: the caller sends the rest again): -1 for no row; 0 for a key of
+-- another type; else {field count, 1 when every name is listed (else 0), name, value,
+-- ...}: a value is the field's bytes, or its length (a number) when over ARGV[2] or past
+-- the call's bytes (the call's first field within ARGV[2] is always read)
+--@include reads
+local base, bytes, longest = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+local unmeasured, n = ARGV[3] == '1', tonumber(ARGV[4])
+local known = {unpack(ARGV, 5, n + 4)}
+local out, spent = {}, 0
+
+-- the names to read of row `jk` of `count` fields, and 1 when they are all of them; nil
+-- when the row would take the call past its bytes (not the call's first row)
+local function names_of(jk, count)
+  if count > MEASURED_FIELDS then return known, 0 end
+  local size = redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
+  if type(size) == 'number' then
+    size = size + NUMBER_SLACK * count
+    if size > bytes then return known, 0 end
+    if #out > 0 and spent + size > bytes then return nil end
+    return redis.call('HKEYS', jk), 1
+  end
+  if unmeasured then return redis.call('HKEYS', jk), 1 end
+  return known, 0
+end
+
+for i = n + 5, #ARGV do
+  if spent >= bytes and #out > 0 then break end
+  local jk = base .. 'job:' .. ARGV[i]
+  local count = redis.pcall('HLEN', jk)
+  if type(count) ~= 'number' then
+    out[#out + 1] = 0
+  elseif count == 0 then
+    out[#out + 1] = -1
+  else
+    local names, listed = names_of(jk, count)
+    if not names then break end
+    local row = {count, listed}
+    for _, name in ipairs(names) do
+      local size = redis.call('HSTRLEN', jk, name)
+      local value = size
+      spent = spent + #name
+      if size <= longest and (spent + size <= bytes or (#out == 0 and #row == 2)) then
+        value = redis.call('HGET', jk, name)
+        if value then spent = spent + size end
+      end
+      if value then
+        row[#row + 1] = name
+        row[#row + 1] = value
+      end
+    end
+    out[#out + 1] = row
+  end
+end
+return out
