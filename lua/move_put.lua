@@ -6,9 +6,9 @@
 --   log lines
 -- returns one word per job, in order: 'moved' (written, now or by an earlier call of the
 -- same batch: the arrived set says so, whatever became of it since); 'same' (the target
--- holds a row of that id with exactly these fields: nothing written); 'conflict' (it
--- holds another job, or a key of another type, under that id: nothing written). ERR,
--- nothing written, for a job list that is not whole jobs.
+-- holds a row of that id with exactly these fields, and exactly these log lines: nothing
+-- written); 'conflict' (it holds another job, or a key of another type, under that id:
+-- nothing written). ERR, nothing written, for a job list that is not whole jobs.
 -- Bounded by its jobs: transfer.move_jobs sends at most `budget` jobs and about
 -- defaults.BYTE_BUDGET bytes of fields and lines a call (a larger job alone in its call).
 --@include common
@@ -30,12 +30,20 @@ while at <= #ARGV do
   at = at + 4 + 2 * n + m
 end
 
--- true when row `jk` holds exactly the fields `fields` (name/value pairs)
-local function same_row(jk, fields)
+-- true when row `jk` holds exactly the fields `fields` (name/value pairs) and its
+-- :logs exactly the lines `lines`
+local function same_job(jk, fields, lines)
   if redis.pcall('HLEN', jk) ~= #fields / 2 then return false end
   for k = 1, #fields, 2 do
     if redis.call('HSTRLEN', jk, fields[k]) ~= #fields[k + 1] then return false end
     if redis.call('HGET', jk, fields[k]) ~= fields[k + 1] then return false end
+  end
+  if redis.pcall('LLEN', jk .. ':logs') ~= #lines then return false end
+  for s = 1, #lines, 1000 do
+    local held = redis.call('LRANGE', jk .. ':logs', s - 1, math.min(s + 998, #lines - 1))
+    for k = 1, #held do
+      if held[k] ~= lines[s + k - 1] then return false end
+    end
   end
   return true
 end
@@ -47,7 +55,7 @@ for i, job in ipairs(jobs) do
   if redis.call('SISMEMBER', arrived, id) == 1 then
     words[i] = 'moved'
   elseif redis.call('EXISTS', jk) == 1 then
-    words[i] = same_row(jk, job[3]) and 'same' or 'conflict'
+    words[i] = same_job(jk, job[3], lines[i]) and 'same' or 'conflict'
   else
     -- a :logs list left with no row (another client's) is not this job's
     redis.call('UNLINK', jk .. ':logs')
