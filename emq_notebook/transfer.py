@@ -340,8 +340,8 @@ LEFT_SHOWN = 100
 
 @contract(
     "export",
-    script="@find / @read_whole_rows",
-    precondition="none; a read, in bounded calls",
+    script="@read_whole_rows",
+    precondition="none; a read, in bounded calls (the jobs found by triage.find's)",
     replies="int — the jobs written (`.path`, `.left`: those found and not written, and why)",
     native="none, read-only scripts (FCALL_RO with the function executor)",
 )

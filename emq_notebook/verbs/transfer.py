@@ -96,7 +96,7 @@ def _import(s: Session, ns: Namespace) -> transfer.Imported:
         return would
     confirm(s, ns, checked.count, "import")
     paced = _Paced(s.progress(f"import {q}", checked.count), checked.count)
-    done = transfer.import_jobs(s.conn, q, path, state=ns.state, progress=paced)
+    done = transfer.import_file(s.conn, q, path, state=ns.state, digest=checked.digest, progress=paced)
     paced.end()
     s.say(f"imported into {q}: {done.added:,} added, {done.skipped:,} skipped (ids held already)")
     return done
