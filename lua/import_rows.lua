@@ -7,8 +7,9 @@
 -- returns one word per job, in order: 'added'; 'skipped' when a key of that id is there
 -- already (nothing written for it). ERR, nothing written, for another state, a job list
 -- that is not whole jobs, or a priority or time that is not a whole number.
--- Bounded by its jobs: transfer.import_jobs sends at most `budget` jobs and about
--- defaults.BYTE_BUDGET bytes a call (a larger row alone in its call).
+-- Publishes one `imported` event a call, its count. Bounded by its jobs:
+-- transfer.import_jobs sends at most `budget` jobs and about defaults.BYTE_BUDGET bytes
+-- a call (a larger row alone in its call).
 --@include common
 --@include lanes
 --@include put_row
@@ -33,16 +34,19 @@ for _, job in ipairs(jobs) do
   if not whole_of(score) then return redis.error_reply('ERR a score is a whole number, not ' .. score) end
   job[2] = score
 end
-local words = {}
+local words, members, added = {}, {}, 0
 for i, job in ipairs(jobs) do
   if redis.call('EXISTS', base .. 'job:' .. job[1]) == 1 then
     words[i] = 'skipped'
   else
-    put_job(base, job, state, job[2])
-    emit_job(base, 'imported', job[1], job[4] or nil)
-    words[i] = 'added'
+    put_job(base, job, state, job[2], members)
+    words[i], added = 'added', added + 1
   end
 end
--- every queue has a meta hash, so queues are found by their meta key
-redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
+add_members(base .. state, members)
+if added > 0 then
+  -- every queue has a meta hash, so queues are found by their meta key
+  redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
+  emit(base, {event = 'imported', count = added})
+end
 return words

@@ -9,8 +9,9 @@
 -- holds a row of that id with exactly these fields, and exactly these log lines: nothing
 -- written); 'conflict' (it holds another job, or a key of another type, under that id:
 -- nothing written). ERR, nothing written, for a job list that is not whole jobs.
--- Bounded by its jobs: transfer.move_jobs sends at most `budget` jobs and about
--- defaults.BYTE_BUDGET bytes of fields and lines a call (a larger job alone in its call).
+-- Publishes one `moved_in` event a call, its count. Bounded by its jobs:
+-- transfer.move_jobs sends at most `budget` jobs and about defaults.BYTE_BUDGET bytes of
+-- fields and lines a call (a larger job alone in its call).
 --@include common
 --@include lanes
 --@include put_row
@@ -48,7 +49,7 @@ local function same_job(jk, fields, lines)
   return true
 end
 
-local words = {}
+local words, arrivals, members = {}, {}, {}
 for i, job in ipairs(jobs) do
   local id = job[1]
   local jk = base .. 'job:' .. id
@@ -59,15 +60,22 @@ for i, job in ipairs(jobs) do
   else
     -- a :logs list left with no row (another client's) is not this job's
     redis.call('UNLINK', jk .. ':logs')
-    put_job(base, job, state, job[2])
+    put_job(base, job, state, job[2], members)
     for s = 1, #lines[i], 1000 do
       redis.call('RPUSH', jk .. ':logs', unpack(lines[i], s, math.min(s + 999, #lines[i])))
     end
-    redis.call('SADD', arrived, id)
-    emit_job(base, 'moved_in', id, job[4] or nil)
+    arrivals[#arrivals + 1] = id
     words[i] = 'moved'
   end
 end
-redis.call('PEXPIRE', arrived, keep)
-redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now_ms()))
+-- the set and the arrived set once for the call, in slices unpack takes
+add_members(base .. state, members)
+for s = 1, #arrivals, 1000 do
+  redis.call('SADD', arrived, unpack(arrivals, s, math.min(s + 999, #arrivals)))
+end
+if #arrivals > 0 then
+  redis.call('PEXPIRE', arrived, keep)
+  redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now_ms()))
+  emit(base, {event = 'moved_in', count = #arrivals})
+end
 return words

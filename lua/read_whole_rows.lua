@@ -1,11 +1,12 @@
 -- @read_whole_rows -- every field of a batch of job rows, each measured before its bytes
 -- are copied; reads only (extension: what an export writes and a move carries).
 --@readonly
--- A row's names are listed only when one MEMORY USAGE measures the row whole
--- within the call's bytes (reads.lua `row_within`: a row of at most MEASURED_FIELDS
--- fields), or, with ARGV[3], where no MEMORY USAGE answers (the in-process server no
--- other client shares). Any other row is read by the names the caller sends, and its
--- field count tells the caller whether it holds others.
+-- A row is read whole (one HGETALL) only when one MEMORY USAGE measures it, names and
+-- values, within the call's bytes left (as reads.lua `row_within`: a row of at most
+-- MEASURED_FIELDS fields), or, with ARGV[3], where no MEMORY USAGE answers (the
+-- in-process server no other client shares). Any other row is read by the names the
+-- caller sends, each field measured (HSTRLEN) first, and its field count tells the
+-- caller whether it holds others.
 -- KEYS[1] = the queue base root
 -- ARGV[1] = bytes at most; ARGV[2] = the longest field read here (bytes); ARGV[3] = '1'
 --   to list a row's names unmeasured where MEMORY USAGE is not there, else ''; ARGV[4] =
@@ -21,19 +22,42 @@ local unmeasured, n = ARGV[3] == '1', tonumber(ARGV[4])
 local known = {unpack(ARGV, 5, n + 4)}
 local out, spent = {}, 0
 
--- the names to read of row `jk` of `count` fields, and 1 when they are all of them; nil
--- when the row would take the call past its bytes (not the call's first row)
-local function names_of(jk, count)
-  if count > MEASURED_FIELDS then return known, 0 end
+-- row `jk` of `count` fields whole, by one HGETALL, when one MEMORY USAGE measures it
+-- within the call's bytes (or, with ARGV[3], where none answers): its name/value pairs;
+-- nil when it is read by names instead; false when it would take the call past its
+-- bytes (not the call's first row: the caller sends it again)
+local function whole_row(jk, count)
+  if count > MEASURED_FIELDS then return nil end
   local size = redis.pcall('MEMORY', 'USAGE', jk, 'SAMPLES', '0')
-  if type(size) == 'number' then
-    size = size + NUMBER_SLACK * count
-    if size > bytes then return known, 0 end
-    if #out > 0 and spent + size > bytes then return nil end
-    return redis.call('HKEYS', jk), 1
+  if type(size) ~= 'number' then
+    if unmeasured then return redis.call('HGETALL', jk) end
+    return nil
   end
-  if unmeasured then return redis.call('HKEYS', jk), 1 end
-  return known, 0
+  size = size + NUMBER_SLACK * count
+  if size > bytes then return nil end
+  if #out > 0 and spent + size > bytes then return false end
+  spent = spent + size
+  return redis.call('HGETALL', jk)
+end
+
+-- row `jk` read by the names the caller sent, each measured before it is read: the
+-- pairs of those it holds, a value over `longest` or past the call's bytes as its length
+local function named_row(jk)
+  local pairs_ = {}
+  for _, name in ipairs(known) do
+    local size = redis.call('HSTRLEN', jk, name)
+    local value = size
+    spent = spent + #name
+    if size <= longest and (spent + size <= bytes or (#out == 0 and #pairs_ == 0)) then
+      value = redis.call('HGET', jk, name)
+      if value then spent = spent + size end
+    end
+    if value then
+      pairs_[#pairs_ + 1] = name
+      pairs_[#pairs_ + 1] = value
+    end
+  end
+  return pairs_
 end
 
 for i = n + 5, #ARGV do
@@ -45,22 +69,10 @@ for i = n + 5, #ARGV do
   elseif count == 0 then
     out[#out + 1] = -1
   else
-    local names, listed = names_of(jk, count)
-    if not names then break end
-    local row = {count, listed}
-    for _, name in ipairs(names) do
-      local size = redis.call('HSTRLEN', jk, name)
-      local value = size
-      spent = spent + #name
-      if size <= longest and (spent + size <= bytes or (#out == 0 and #row == 2)) then
-        value = redis.call('HGET', jk, name)
-        if value then spent = spent + size end
-      end
-      if value then
-        row[#row + 1] = name
-        row[#row + 1] = value
-      end
-    end
+    local whole = whole_row(jk, count)
+    if whole == false then break end
+    local row = {count, whole and 1 or 0}
+    for _, v in ipairs(whole or named_row(jk)) do row[#row + 1] = v end
     out[#out + 1] = row
   end
 end

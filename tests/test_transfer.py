@@ -597,3 +597,43 @@ def test_move_completes_queue_names_and_export_paths(conn, tmp_path):
     assert "mailers" in words("move mailers --to ")
     assert words(f"export mailers --to {tmp_path}/de") == [f"{tmp_path}/dead.jsonl"]
     assert "pending" in words("move mailers --state ")
+
+
+# -- docs/transfer.md, as written --------------------------------------------------------------
+
+
+@pytest.fixture
+def session_on(conn, monkeypatch, ip, tmp_path):
+    from as_written import default_server
+
+    from emq_notebook import magics
+
+    default_server(conn, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    magics.SESSION.connections.clear()
+    magics.SESSION.current = None
+    yield conn
+    magics.SESSION.connections.clear()
+    magics.SESSION.current = None
+
+
+def test_the_docs_section_runs_as_written(ip, session_on, capfd):
+    from as_written import typed
+    from documentation import block
+
+    lines = [ln for ln in block("Export, import and move").strip().splitlines() if ln.strip()]
+    checked = 0
+    for line in lines:
+        result, out, comment = typed(ip, capfd, line)
+        assert result.error_before_exec is None and result.error_in_exec is None, (line, out)
+        if comment.startswith(("exported", "dry run", "moved", "imported", "move mailers")):
+            assert comment in out, (line, out)
+            checked += 1
+        elif comment:
+            assert repr(result.result) == comment, (line, result.result)
+            checked += 1
+    assert checked == 9
+    conn = session_on
+    assert where(conn, "j_2", (SRC, DST)) == [SRC] and where(conn, "j_3", (SRC, DST)) == [DST]
+    assert admin.is_paused(conn, DST)
+    assert sorted(conn.client.zrange(queue_key("mailers.replay", "dead"), 0, -1)) == ["j_2", "j_3"]

@@ -22,13 +22,23 @@ local function sent_jobs(argv, from)
 end
 
 -- write job `job` (a `sent_jobs` entry) into queue `base` as `state` at `score`: its row,
--- one HSET of the fields sent; then its set (a pending job its lane when grouped)
-local function put_job(base, job, state, score)
+-- one HSET of the fields sent; a pending job then goes to its lane when grouped, else to
+-- the flat set; a job of another state is added to `members` (score, id) for the
+-- caller's one ZADD (`add_members`)
+local function put_job(base, job, state, score, members)
   local id = job[1]
   redis.call('HSET', base .. 'job:' .. id, unpack(job[3]))
   if state == 'pending' then
     make_ready(base, id, job[4] or nil, score)
   else
-    redis.call('ZADD', base .. state, score, id)
+    members[#members + 1] = score
+    members[#members + 1] = id
+  end
+end
+
+-- the members a call collected (`put_job`) added to sorted set `set`, in slices unpack takes
+local function add_members(set, members)
+  for s = 1, #members, 1000 do
+    redis.call('ZADD', set, unpack(members, s, math.min(s + 999, #members)))
   end
 end
