@@ -864,27 +864,25 @@ class _Mover:
                 by_state.setdefault(entries[job_id][0], []).append(job_id)
         for state, ids in by_state.items():
             words.update(self._put(batch, target, state, ids, entries, rows))
-        lost = done = False
-        pairs = list(words.items())
-        for start in range(0, len(pairs), self.budget):
-            argv = [batch, self.owner, *(p for pair in pairs[start : start + self.budget] for p in pair)]
+        # at least one call, so a batch whose jobs all left the journal is cleared too
+        pairs, done = list(words.items()), False
+        for start in range(0, max(1, len(pairs)), self.budget):
+            chunk = pairs[start : start + self.budget]
+            argv = [batch, self.owner, *(p for pair in chunk for p in pair)]
             reply = self.conn.run("move_clear", [base(self.source)], argv, verb="move", queue=self.source)
-            if reply[0] == "lost":
-                lost = True
+            if reply[0] == "lost":  # another client holds the batch now: it says what came of the rest
                 break
-            done = bool(reply[3])
+            done = bool(reply[0])
+            for (job_id, word), said in zip(chunk, reply[1:], strict=True):
+                if said == "deleted":
+                    self.ids.append(job_id)
+                    self.same += word == "same"
+                    self.into[target] += 1
+                    self.into_ids.setdefault(target, []).append(job_id)
+                elif said != "absent":  # another call ended it, and says so
+                    self.stayed[job_id] = word
         if done:
             self.conn.command("UNLINK", arrived_key(target, batch))
-        if lost:  # another client holds the batch now: it says what came of its jobs
-            return
-        for job_id, word in words.items():
-            if word in IN_TARGET:
-                self.ids.append(job_id)
-                self.same += word == "same"
-                self.into[target] += 1
-                self.into_ids.setdefault(target, []).append(job_id)
-            else:
-                self.stayed[job_id] = word
 
     def _put(
         self,
@@ -1046,7 +1044,8 @@ def _move_pages(
     `mover`, `limit` counts the jobs it moved, else the ids offered."""
 
     def wanted() -> int:
-        done = len(mover.ids) if mover is not None else offered
+        # a mover's jobs of earlier batches it finished are not this call's
+        done = len(mover.ids) - mover.finished if mover is not None else offered
         return budget if limit is None else min(budget, limit - done)
 
     offered = 0

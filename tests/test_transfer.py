@@ -515,6 +515,78 @@ def test_two_operators_moving_the_same_signature_at_once_move_each_job_once(conn
         assert consistency_problems(conn, q) == []
 
 
+def test_two_operators_moving_into_the_same_target_at_once_move_each_job_once(conn, connect_as):
+    ids = [f"j{i}" for i in range(40)]
+    dead(conn, SRC, ids)
+    rows = {i: row(conn, SRC, i) for i in ids}
+    moved: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: moved.append(transfer.move_jobs(connect_as(), SRC, DST, budget=2)))
+        for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(moved) == len(ids)
+    for i in ids:
+        assert where(conn, i, (SRC, DST)) == [DST] and row(conn, DST, i) == rows[i]
+    assert consistency_problems(conn, SRC) == consistency_problems(conn, DST) == []
+
+
+def test_a_batch_taken_over_from_a_client_still_alive_is_moved_once(conn):
+    """An operator takes over (`take_over`) a batch whose client is stalled, not dead,
+    between its step 2 and 3: the stalled client's step 3 finds the batch another's and
+    writes nothing; every job ends in the target once."""
+    rows = scene(conn, 4, {})
+    stalled, resume = threading.Event(), threading.Event()
+    slow = conn.with_executor("script")
+    run = slow.run
+
+    def stalling(name, *a, **kw):
+        reply = run(name, *a, **kw)
+        if name == "move_put" and not stalled.is_set():
+            stalled.set()
+            resume.wait(30)
+        return reply
+
+    slow.run = stalling
+    result: list[transfer.MoveResult] = []
+    first = threading.Thread(target=lambda: result.append(transfer.move_jobs(slow, SRC, DST, budget=2)))
+    first.start()
+    assert stalled.wait(30)
+    taken = transfer.finish_moves(conn.with_executor("script"), SRC, take_over=True)
+    resume.set()
+    first.join()
+    assert taken.finished == 2 and result[0].moved == 2
+    check_exactly_once(conn, rows, {})
+
+
+def test_a_journal_entry_whose_jobs_are_gone_is_cleared(conn):
+    dead(conn, SRC, ["j_1"])
+    batch = new_batch()
+    conn.run("move_take", [base(SRC)], ["dead", batch, "gone", 0, DST, "j_1"])
+    conn.client.delete(queue_key(SRC, "moving:" + batch), job_key(SRC, "j_1"))  # another client's hand
+    assert transfer.finish_moves(conn, SRC).moved == 0
+    assert not conn.client.exists(moving_key(SRC))
+
+
+def test_a_limit_counts_this_calls_jobs_not_those_it_finished(conn):
+    dead(conn, SRC, [f"j{i}" for i in range(5)])
+    conn.run("move_take", [base(SRC)], ["dead", new_batch(), "gone", 0, DST, "j0", "j1"])
+    moved = transfer.move_jobs(conn, SRC, DST, limit=2)
+    assert (moved.moved, moved.finished) == (4, 2)
+    assert conn.client.zcard(queue_key(SRC, "dead")) == 1
+
+
+def test_each_executor_moves_and_reads_the_same(ex, tmp_path):
+    dead(ex, SRC, ["j_1", "j_2"])
+    assert transfer.export_jobs(ex, SRC, tmp_path / "d.jsonl") == 2
+    assert transfer.move_jobs(ex, SRC, DST).ids == ["j_1", "j_2"]
+    assert transfer.import_jobs(ex, SRC, tmp_path / "d.jsonl", state="dead").skipped == 0
+    assert consistency_problems(ex, SRC) == consistency_problems(ex, DST) == []
+
+
 # -- a server restarted from its AOF in the middle of a move -----------------------------------
 
 
