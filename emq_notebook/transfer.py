@@ -45,6 +45,7 @@ meanwhile run and deleted once more: the one case this design does not close.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import json
@@ -1004,8 +1005,7 @@ def move_jobs(
     conn.refuse_writes(f"move {source}")
     mover = _Mover(conn, source, budget, take_over)
     args = {"target": target, "state": state, "error": error, "ids": chosen, "limit": limit, "pause": pause}
-    failed: BaseException | None = None
-    try:
+    with _recording(conn, mover, args | {"source": source}, also=target):
         mover.finish()
         if pause and not conn.command("EXISTS", queue_key(target, "meta")):
             admin.pause(conn, target)
@@ -1019,15 +1019,7 @@ def move_jobs(
             batches += 1
             if progress:
                 progress(batches, len(mover.ids))
-    except BaseException as exc:
-        failed = exc
-        raise
-    finally:
-        result = mover.result()
-        audit.touch(result.moved, result.ids)
-        for queue in sorted(mover.into.keys() | {target}):
-            _record_beside(conn, queue, args | {"source": source}, failed, mover.into_ids.get(queue, []))
-    return result
+    return mover.result()
 
 
 def _move_pages(
@@ -1074,6 +1066,25 @@ def _move_pages(
             return
 
 
+@contextlib.contextmanager
+def _recording(
+    conn: Connection, mover: _Mover, args: dict[str, Any], also: str | None = None
+) -> Iterator[None]:
+    """Around a call's moves: the jobs moved said to the source's record (its recorder
+    writes it), and each target's entry written beside it (`also`: a target named
+    whatever came of it), whatever the call ended with."""
+    failed: BaseException | None = None
+    try:
+        yield
+    except BaseException as exc:
+        failed = exc
+        raise
+    finally:
+        audit.touch(len(mover.ids), mover.ids)
+        for queue in sorted(mover.into.keys() | ({also} if also else set())):
+            _record_beside(conn, queue, args, failed, mover.into_ids.get(queue, []))
+
+
 def _record_beside(
     conn: Connection, queue: str, args: dict[str, Any], failed: BaseException | None, ids: list[str]
 ) -> None:
@@ -1114,18 +1125,9 @@ def finish_moves(
     checks.move_budget(budget)
     conn.refuse_writes(f"move {source}")
     mover = _Mover(conn, source, budget, take_over)
-    failed: BaseException | None = None
-    try:
+    with _recording(conn, mover, {"source": source, "finish": True}):
         mover.finish()
-    except BaseException as exc:
-        failed = exc
-        raise
-    finally:
-        result = mover.result()
-        audit.touch(result.moved, result.ids)
-        for queue in sorted(mover.into):
-            _record_beside(conn, queue, {"source": source, "finish": True}, failed, mover.into_ids[queue])
-    return result
+    return mover.result()
 
 
 def _would_move(

@@ -19,6 +19,9 @@ import pytest
 from helpers import WITH_CLUSTER, consistency_problems, dump, keys_of, server_url
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_faults import restart
+from test_faults import server as aof_server  # noqa: F401 (a fixture: Valkey with AOF, fsync always)
+from test_triage_readme import session_on as magic_on  # noqa: F401 (a fixture: %emq connect: `conn`)
 
 import emq_notebook as emq
 from emq_notebook import admin, audit, cli, grammar, jobs, transfer, verbs
@@ -590,24 +593,16 @@ def test_each_executor_moves_and_reads_the_same(ex, tmp_path):
 # -- a server restarted from its AOF in the middle of a move -----------------------------------
 
 
-@pytest.fixture
-def aof_server(tmp_path):
-    from emq_notebook import local_valkey
-
-    srv = local_valkey.start(data_dir=tmp_path, save="", appendonly="yes", appendfsync="always")
-    yield srv
-    if srv.is_running():
-        srv.stop()
-
-
 @pytest.mark.fault
 @pytest.mark.parametrize("k", [3, 5, 6, 7, 9, 12])
-def test_a_move_cut_by_a_server_restart_is_finished_by_the_next_call(aof_server, k):
+def test_a_move_cut_by_a_server_restart_is_finished_by_the_next_call(request, k):
+    """A Valkey keeping every write it acknowledged (AOF, fsync always; test_faults'
+    `server`) SIGKILLed after the move's k-th call, and started again on its data."""
     import signal
 
-    from test_faults import restart
+    srv = request.getfixturevalue("aof_server")
 
-    conn = emq.connect(f"redis://127.0.0.1:{aof_server.port}/0")
+    conn = emq.connect(f"redis://127.0.0.1:{srv.port}/0")
     rows = scene(conn, 7, {"j1": "same", "j3": "other"})
     calls = [0]
     run = conn.run
@@ -616,14 +611,14 @@ def test_a_move_cut_by_a_server_restart_is_finished_by_the_next_call(aof_server,
         reply = run(*a, **kw)
         calls[0] += 1
         if calls[0] == k:
-            os.kill(aof_server._process.pid, signal.SIGKILL)
+            os.kill(srv._process.pid, signal.SIGKILL)
         return reply
 
     conn.run = counted
     with pytest.raises(emq.WireError):
         transfer.move_jobs(conn, SRC, DST, budget=2)
     conn.run = run
-    restart(aof_server)
+    restart(srv)
     transfer.move_jobs(conn, SRC, DST, budget=2)  # the same client: its batch at once
     check_exactly_once(conn, rows, {"j1": "same", "j3": "other"})
 
@@ -674,24 +669,12 @@ def test_move_completes_queue_names_and_export_paths(conn, tmp_path):
 # -- docs/transfer.md, as written --------------------------------------------------------------
 
 
-@pytest.fixture
-def session_on(conn, monkeypatch, ip, tmp_path):
-    from as_written import default_server
-
-    from emq_notebook import magics
-
-    default_server(conn, monkeypatch)
-    monkeypatch.chdir(tmp_path)
-    magics.SESSION.connections.clear()
-    magics.SESSION.current = None
-    yield conn
-    magics.SESSION.connections.clear()
-    magics.SESSION.current = None
-
-
-def test_the_docs_section_runs_as_written(ip, session_on, capfd):
+def test_the_docs_section_runs_as_written(ip, backend, request, capfd, monkeypatch, tmp_path):
     from as_written import typed
     from documentation import block
+
+    conn = request.getfixturevalue("magic_on")
+    monkeypatch.chdir(tmp_path)  # the file it exports
 
     lines = [ln for ln in block("Export, import and move").strip().splitlines() if ln.strip()]
     checked = 0
@@ -705,7 +688,6 @@ def test_the_docs_section_runs_as_written(ip, session_on, capfd):
             assert repr(result.result) == comment, (line, result.result)
             checked += 1
     assert checked == 9
-    conn = session_on
     assert where(conn, "j_2", (SRC, DST)) == [SRC] and where(conn, "j_3", (SRC, DST)) == [DST]
     assert admin.is_paused(conn, DST)
     assert sorted(conn.client.zrange(queue_key("mailers.replay", "dead"), 0, -1)) == ["j_2", "j_3"]
