@@ -16,8 +16,8 @@ Records. A value is text as the row holds it; one holding bytes that are not UTF
 gives the row back byte for byte. A field name that is not UTF-8 is written escaped
 (`"\\udcff"`), which Python reads back as the same byte. The row's `state` field is the
 record's `state` (the set the job was found in); a row holding a field named `id` or
-`at`, a field no read copies (over `defaults.MAX_WHOLE_FIELD`), or fields not read
-(over `jobs.ROW_FIELDS`... see `read_rows`) is left out of an export and said so.
+`at`, a field no read copies (over `defaults.MAX_WHOLE_FIELD`), or fields the server
+could not measure before listing them (`read_rows`) is left out of an export and said so.
 
 A move, batch by batch (`budget` jobs a batch), each step one bounded call:
 1. in the source's slot (`@move_take`): the batch leaves its state set for the journal
@@ -37,9 +37,13 @@ Any later call (a move, or `finish_moves`) first finishes what the journal holds
 own batches at once, another owner's once that owner's lease has passed (a client
 killed, a kernel restarted), or at once with `take_over=True` (the operator knows that
 client is gone). Killed at any point, a re-run leaves every job in exactly one of the two
-queues with its id and fields. A batch taken over while its owner still lived (stalled
-longer than the lease between its step 2 and 3) could write a job the target had
-meanwhile run and deleted once more: the one case this design does not close.
+queues with its id and fields. What this does not close: an owner still alive that
+stalls longer than its lease after reading a batch's rows and before writing them (step
+2), while another client takes the batch over and finishes it and a worker of the target
+runs and deletes one of its jobs: the stalled owner's write then adds that job again.
+And it rests on each server keeping what it acknowledged (AOF with `appendfsync always`,
+or no restart): a restart that forgets the last writes of one slot and not the other's
+(`everysec`, a failover to a replica behind its primary) can forget a step.
 """
 
 from __future__ import annotations
