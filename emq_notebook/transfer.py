@@ -367,10 +367,14 @@ def export_jobs(
     limit: int | None = None,
     progress: Progress | None = None,
     budget: int = DEFAULT_BUDGET,
+    payload: str | None = None,
+    signature: str | None = None,
 ) -> Exported:
     """Write the jobs of `state`'s set (those whose `last_error` matches the glob `error`,
     or all; at most `limit`) to `path`, one record a job (the module's docstring says a
-    record), in set order; answers the count written (`Exported`).
+    record), in set order; answers the count written (`Exported`). `payload` (a glob) and
+    `signature` (an error signature, as `triage.errors` names it) narrow it as
+    `triage.find` does (extension: what a dead-letter panel's preview shows).
 
     A read: allowed on a read-only session, recorded nowhere. Paged: a `triage.find` page
     of `PAGE` jobs (each call examining at most `budget` members), then their rows
@@ -392,7 +396,7 @@ def export_jobs(
     written, pages, left_count = 0, 0, 0
     left: dict[str, str] = {}
     try:
-        for page, scores in _pages(conn, q, state, error, limit, budget):
+        for page, scores in _pages(conn, q, state, (error, payload, signature), limit, budget):
             rows = read_rows(conn, q, [i for i in page if not admin._foreign(i)], MAX_WHOLE_FIELD)
             for job_id, score in zip(page, scores, strict=True):
                 row = rows.get(job_id, "foreign_id")
@@ -422,15 +426,26 @@ def _unwritable(fields: dict[str, str]) -> str:
 
 
 def _pages(
-    conn: Connection, q: str, state: str, error: str | None, limit: int | None, budget: int
+    conn: Connection, q: str, state: str, filters: tuple[str | None, ...], limit: int | None, budget: int
 ) -> Iterator[tuple[list[str], list[float | None]]]:
-    """The jobs of `state` matching `error`, a page at a time: their ids (foreign ones
-    left out: `keyspace.check_server_id`) and, for a timed set, their scores."""
+    """The jobs of `state` that `filters` (`triage.find`'s error, payload and signature)
+    match, a page at a time: their ids and, for a timed set, their scores."""
+    error, payload, signature = filters
     place: triage.Place | None = None
     found = 0
     while limit is None or found < limit:
         want = PAGE if limit is None else min(PAGE, limit - found)
-        frame = triage.find(conn, q, state=state, error=error, limit=want, budget=budget, after=place)
+        frame = triage.find(
+            conn,
+            q,
+            state=state,
+            error=error,
+            payload=payload,
+            signature=signature,
+            limit=want,
+            budget=budget,
+            after=place,
+        )
         if not len(frame):
             return
         ids = list(frame.index)

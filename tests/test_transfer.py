@@ -145,6 +145,16 @@ def test_export_filters_limits_and_reads_on_a_read_only_session(conn, backend, r
     assert ids == ["j_1", "j_2"]
 
 
+def test_export_narrows_by_payload_and_signature_as_find_does(conn, tmp_path):
+    dead(conn, SRC, ["j_1"], error="SMTP 553: bad recipient 'a'", payload='{"to": "a"}')
+    dead(conn, SRC, ["j_2"], error="SMTP 553: bad recipient 'b'", payload='{"to": "b"}')
+    dead(conn, SRC, ["j_3"], error="timeout after 30s", payload='{"to": "a"}')
+    sig = emq.triage.signature("SMTP 553: bad recipient 'a'")
+    assert transfer.export_jobs(conn, SRC, tmp_path / "s.jsonl", signature=sig) == 2
+    assert transfer.export_jobs(conn, SRC, tmp_path / "p.jsonl", payload='*"a"*', signature=sig) == 1
+    assert json.loads((tmp_path / "p.jsonl").read_text())["id"] == "j_1"
+
+
 def test_a_row_a_record_cannot_hold_is_left_out_and_said(conn, tmp_path):
     dead(conn, SRC, ["j_1", "j_2"])
     conn.client.hset(job_key(SRC, "j_1"), "id", "mine")  # a field named as a record's key
