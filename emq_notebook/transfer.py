@@ -813,6 +813,8 @@ class _Mover:
         self.busy: list[tuple[str, int, str]] = []
         self.into: Counter[str] = Counter()
         self.into_ids: dict[str, list[str]] = {}
+        # targets to pause before the first job is written into them, when they are new
+        self.pause_new: set[str] = set()
 
     def result(self) -> MoveResult:
         return MoveResult(self.ids, self.same, self.finished, self.stayed, self.busy)
@@ -882,6 +884,11 @@ class _Mover:
         """Steps 2 and 3 of a batch held by this call: its rows read from the source and
         written to the target (`@move_put`), then cleared here (`@move_clear`)."""
         rows = read_rows(self.conn, self.source, list(entries), MAX_PAYLOAD, logs=True)
+        if target in self.pause_new:
+            # a new target is paused before its first job is written (the put makes its meta)
+            self.pause_new.discard(target)
+            if not self.conn.command("EXISTS", queue_key(target, "meta")):
+                admin.pause(self.conn, target)
         words: dict[str, str] = {i: r for i, r in rows.items() if isinstance(r, str)}
         by_state: dict[str, list[str]] = {}
         for job_id, row in rows.items():
@@ -1000,7 +1007,8 @@ def move_jobs(
 
     First, what the source's journal holds is finished (`finish_moves`; `take_over`
     as there). A target with no meta hash yet (a new queue, e.g. `mailers.quarantine`)
-    is paused first, unless `pause=False`. Bounded calls of at most `budget` jobs
+    is paused before the first job is written into it, unless `pause=False` (a move
+    that finds nothing to move creates no queue). Bounded calls of at most `budget` jobs
     (`defaults.ID_BUDGET`; `defaults.MAX_MOVE_BUDGET` at most) and about `BYTE_BUDGET`
     bytes each; `progress(batches, moved)` after each batch. Recorded in the source's
     stream, and in the target's beside it.
@@ -1026,8 +1034,8 @@ def move_jobs(
     args = {"target": target, "state": state, "error": error, "ids": chosen, "limit": limit, "pause": pause}
     with _recording(conn, mover, args | {"source": source}, also=target):
         mover.finish()
-        if pause and not conn.command("EXISTS", queue_key(target, "meta")):
-            admin.pause(conn, target)
+        if pause:
+            mover.pause_new.add(target)
         batches = 0
         for page in _move_pages(conn, source, state, error, chosen, limit, budget, mover):
             stayed = {i: "foreign_id" for i in page if admin._foreign(i)}

@@ -293,6 +293,12 @@ def test_a_move_is_audited_in_both_queues_streams(conn):
     assert json.loads(conn.client.xrange(audit_key(DST))[-1][1]["args"])["source"] == SRC
 
 
+def test_a_move_that_finds_nothing_creates_no_queue(conn):
+    dead(conn, SRC, ["j_1"], error="timeout")
+    assert transfer.move_jobs(conn, SRC, DST, error="SMTP*") == 0
+    assert keys_of(conn, DST) == []
+
+
 def test_no_pause_and_an_existing_target_keep_their_gate(conn):
     dead(conn, SRC, ["j_1", "j_2"])
     transfer.move_jobs(conn, SRC, "other", ids=["j_1"], pause=False)
