@@ -681,6 +681,7 @@ def import_file(
     """`import_jobs` past its checks: the file's jobs written, recorded once with its
     `digest` (`check_file`'s) among the args. A file changed since it was checked (its
     digest differs once read again) raises `BadInput` after the jobs read went in."""
+    conn.refuse_writes(f"import {q}")
     added: list[str] = []
     skipped = calls = 0
     digest_now = hashlib.sha256()
