@@ -143,8 +143,11 @@ def read_rows(conn: Connection, q: str, ids: list[str], cap: int, logs: bool = F
     call, no field over `BYTE_BUDGET` copied in a script); a field over that is read by a
     plain HGET up to `cap` bytes. Answers id -> `Row`, or the word saying why not:
     `gone` (no row), `bad_row` (a key of another type), `too_large` (a field over `cap`
-    bytes, or a row over `cap` in all), `unread` (a row of more fields than are measured,
-    holding fields other than the job's own: `jobs.JOB_FIELDS`). With `logs`, each row's
+    bytes, or a row over `cap` in all), `unread` (a row holding fields other than the
+    job's own, `jobs.JOB_FIELDS`, that the server could not measure whole before listing
+    its names: of more than 64 fields, over `BYTE_BUDGET`, or on a server or for an ACL
+    user without MEMORY USAGE; the in-process server lists any row of up to 64 fields,
+    as no other client shares it). With `logs`, each row's
     `:logs` lines too, read in pages (`jobs.read_logs`): more than `MOVE_LOG_LINES`
     lines, or over `BYTE_BUDGET` bytes of them, is `logs_long`."""
     out: dict[str, Row | str] = {}
