@@ -501,6 +501,44 @@ def test_a_move_killed_after_each_of_its_calls_in_turn_is_finished(conn):
     assert 10 < total < 200
 
 
+@given(k1=st.integers(1, 30), k2=st.integers(1, 30), budget=st.integers(1, 3))
+@settings(max_examples=25, deadline=None)
+def test_a_move_and_the_call_finishing_it_both_killed_are_finished_by_a_third(k1, k2, budget):
+    """The finishing call is cut too: a third call still leaves every job in one queue
+    (in this process, on the embedded server: the data is what is checked)."""
+    conn = emq.connect(embedded="fake")
+    conn.client.flushall()
+    held = {"j1": "other"}
+    rows = scene(conn, 5, held)
+    for k in (k1, k2):
+        try:
+            transfer.move_jobs(cut_in_process(conn, k), SRC, DST, budget=budget, take_over=True)
+        except Killed:
+            pass
+    transfer.move_jobs(conn.with_executor("script"), SRC, DST, budget=budget, take_over=True)
+    check_exactly_once(conn, rows, held)
+
+
+def test_jobs_a_move_cannot_carry_whole_stay_where_they_are(conn):
+    dead(conn, SRC, ["big", "ok", "typed"])
+    conn.client.hset(job_key(SRC, "big"), "note", "x" * (5 << 20))  # over MAX_PAYLOAD
+    foreign = ["other:logs", "y" * 70_000]  # ids no verb addresses (another node's)
+    conn.client.zadd(queue_key(SRC, "dead"), {i: 1 for i in foreign})
+    conn.client.delete(job_key(SRC, "typed"))
+    conn.client.set(job_key(SRC, "typed"), "a string where a row should be")
+    before = {i: score(conn, SRC, "dead", i) for i in ("big", "typed", *foreign)}
+    moved = transfer.move_jobs(conn, SRC, DST, ids=["big", "ok", "typed", *foreign])
+    assert moved.ids == ["ok"]
+    # a row over the bound: too_large where the server lists it, unread where it cannot
+    # measure it whole to list its extra field (read by the job's own names)
+    assert moved.stayed.pop("big") in ("too_large", "unread")
+    assert moved.stayed == {foreign[0]: "foreign_id", foreign[1]: "foreign_id", "typed": "bad_row"}
+    assert {i: score(conn, SRC, "dead", i) for i in before} == before
+    assert [k for k in keys_of(conn, SRC) if ":moving" in k] == []
+    # a search finds none of the three that stayed but the big row, and moves nothing more
+    assert transfer.move_jobs(conn, SRC, DST).stayed.keys() <= {"big"}
+
+
 def test_a_later_call_leaves_a_live_clients_batch_to_it(conn):
     rows = scene(conn, 3, {})
     conn.run("move_take", [base(SRC)], ["dead", new_batch(), "alive", 60_000, DST, "j0", "j1"])
