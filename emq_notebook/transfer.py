@@ -342,6 +342,9 @@ class Exported(int):
         self.path, self.left, self.left_count = path, left, left_count
         return self
 
+    def __repr__(self) -> str:
+        return f"Exported({int(self)} to {self.path!r}, left out {self.left_count})"
+
     def lines(self) -> list[str]:
         """What was left out, a line: "2 jobs left out: j_1 (too_large), j_2 (gone)"."""
         if not self.left_count:
@@ -622,6 +625,10 @@ class Imported(int):
         self.added, self.skipped, self.digest, self.dry_run = added, skipped, digest, dry_run
         return self
 
+    def __repr__(self) -> str:
+        would = ", dry run" if self.dry_run else ""
+        return f"Imported(added {self.added}, skipped {self.skipped}{would})"
+
 
 def import_jobs(
     conn: Connection,
@@ -785,6 +792,11 @@ class MoveResult(int):
         self.moved, self.ids, self.same, self.finished = len(ids), ids, same, finished
         self.stayed, self.busy, self.dry_run = stayed or {}, busy or [], dry_run
         return self
+
+    def __repr__(self) -> str:
+        would = ", dry run" if self.dry_run else ""
+        said = f"moved {self.moved}, same {self.same}, stayed {len(self.stayed)}, busy {len(self.busy)}"
+        return f"MoveResult({said}{would})"
 
     def lines(self) -> list[str]:
         """What stayed and what waits, a line each, for a person."""
