@@ -64,6 +64,17 @@ MAX_WHOLE_FIELD = 8 << 20
 # the longest glob a search takes (characters): matching costs text length x glob length
 MAX_GLOB = 1000
 
+# -- export, import and move (transfer.py) ------------------------------------
+# how long a move's batch belongs to the call that took it: a later call finishes it once
+# this has passed since its owner last held it (or when told its owner is gone)
+MOVE_LEASE_MS = 30_000
+# how long a target keeps the ids a batch wrote into it (`emq:{q}:arrived:<batch>`, a set
+# deleted when the batch ends): a batch written again within it writes no job twice
+ARRIVED_MS = 86_400_000
+# the most log lines a move carries with a job (and at most BYTE_BUDGET bytes of them):
+# a job with more stays where it is, said so
+MOVE_LOG_LINES = 10_000
+
 # -- the operator's settings' defaults (settings.py: each a `%config EMQMagics.<name>`) --
 # how a connection runs the transitions: EVALSHA of the scripts, FCALL of the function
 # library, or the EMQ.* commands of a module-loaded node

@@ -299,7 +299,8 @@ def _usage_word(a: Arg) -> str:
         return {"?": f"[{meta}]", "+": f"{meta}..."}.get(str(a.kwargs.get("nargs")), str(meta))
     if "choices" in a.kwargs:
         return f"[{a.names[0]} {'|'.join(a.kwargs['choices'])}]"
-    return f"[{a.names[0]}]" if meta is None else f"[{a.names[0]} {meta}]"
+    word = a.names[0] if meta is None else f"{a.names[0]} {meta}"
+    return word if a.kwargs.get("required") else f"[{word}]"
 
 
 def usage(verb: str) -> str:

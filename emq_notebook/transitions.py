@@ -149,6 +149,13 @@ TABLE: dict[str, Transition] = {
         Transition("repeat_tick"),
         Transition("find"),
         Transition("errors"),
+        # export, import and move (transfer.py)
+        Transition("read_whole_rows"),
+        Transition("import_rows"),
+        Transition("move_take"),
+        Transition("move_put"),
+        Transition("move_hold"),
+        Transition("move_clear"),
     )
 }
 
