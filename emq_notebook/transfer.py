@@ -677,6 +677,7 @@ def import_jobs(
     "publishes `imported`",
     replies="Imported — int, the jobs added; .added, .skipped (ids held already), .digest",
     native="none, a script only",
+    bulk=True,
 )
 def import_file(
     conn: Connection,
@@ -699,20 +700,19 @@ def import_file(
         for block in iter(lambda: raw.read(1 << 20), b""):
             digest_now.update(block)
     for chunk in _import_chunks(records(path), budget):
+        audit.started()
         argv: list[Any] = [state]
         for job in chunk:
             fields = {**job.fields, "state": state}
             argv += [job.id, job.at, len(fields), *(p for pair in fields.items() for p in pair)]
         words = conn.run("import_rows", [base(q)], argv, verb="import", queue=q)
-        for job, word in zip(chunk, words, strict=True):
-            if word == "added":
-                added.append(job.id)
-            else:
-                skipped += 1
+        now = [job.id for job, word in zip(chunk, words, strict=True) if word == "added"]
+        audit.changed(len(now), now)
+        added += now
+        skipped += len(chunk) - len(now)
         calls += 1
         if progress:
             progress(calls, len(added) + skipped)
-    audit.touch(len(added), added)
     if "sha256:" + digest_now.hexdigest() != digest:
         raise BadInput(
             f"{path} changed while it was imported: {len(added):,} jobs added from it as it was read"
@@ -997,6 +997,7 @@ def check_move(source: str, target: str, state: str) -> None:
     "set written in the target, then deleted in the source; publishes `moved_in` on the target",
     replies="MoveResult — int, the jobs moved; .ids, .stayed ({id: why}), .busy",
     native="none, scripts only",
+    bulk=True,
 )
 def move_jobs(
     conn: Connection,
@@ -1117,13 +1118,14 @@ def _recording(
     writes it), and each target's entry written beside it (`also`: a target named
     whatever came of it), whatever the call ended with."""
     failed: BaseException | None = None
+    audit.started()
     try:
         yield
     except BaseException as exc:
         failed = exc
         raise
     finally:
-        audit.touch(len(mover.ids), mover.ids)
+        audit.changed(len(mover.ids), mover.ids)
         for queue in sorted(mover.into.keys() | ({also} if also else set())):
             _record_beside(conn, queue, args, failed, mover.into_ids.get(queue, []))
 
@@ -1154,7 +1156,7 @@ def _record_beside(
         )
 
 
-@contract("move", writes=True, queue="source")
+@contract("move", writes=True, queue="source", bulk=True)
 def finish_moves(
     conn: Connection, source: str, *, take_over: bool = False, budget: int = ID_BUDGET
 ) -> MoveResult:

@@ -234,7 +234,9 @@ def test_an_import_is_audited_once_with_the_files_digest(conn, tmp_path):
     path = lines_file(tmp_path, [{"id": i, "payload": "{}"} for i in ("a", "b", "c")])
     with audit.because("INC-7 replay"):
         transfer.import_jobs(conn, "copy", path, state="dead")
-    [(_, entry)] = conn.client.xrange(audit_key("copy"))
+    # a bulk verb: its started entry, then its closing one (SPEC 12)
+    [(_, began), (_, entry)] = conn.client.xrange(audit_key("copy"))
+    assert (began["verb"], began["outcome"]) == ("import", "started")
     digest = transfer.check_file(path).digest
     assert json.loads(entry["args"])["digest"] == digest and digest.startswith("sha256:")
     assert (entry["verb"], entry["outcome"], entry["count"], entry["reason"]) == (
@@ -286,8 +288,14 @@ def test_a_move_is_audited_in_both_queues_streams(conn):
     dead(conn, SRC, ["j_1", "j_2"])
     with audit.because("INC-9 quarantine"):
         transfer.move_jobs(conn, SRC, DST)
+    [began] = [e for _, e in conn.client.xrange(audit_key(SRC)) if e["outcome"] == "started"]
+    assert began["verb"] == "move"
     for q in (SRC, DST):
-        [entry] = [e for _, e in conn.client.xrange(audit_key(q)) if e["verb"] == "move"]
+        [entry] = [
+            e
+            for _, e in conn.client.xrange(audit_key(q))
+            if e["verb"] == "move" and e["outcome"] != "started"
+        ]
         assert (entry["outcome"], entry["count"], entry["reason"]) == ("done", "2", "INC-9 quarantine")
         assert json.loads(entry["ids"])["first"] == ["j_1", "j_2"]
     assert json.loads(conn.client.xrange(audit_key(DST))[-1][1]["args"])["source"] == SRC
