@@ -91,12 +91,14 @@ def contract(
     native: str = "",
     single: bool = False,
     bulk: bool = False,
+    queue: str = "q",
 ) -> Callable[[F], F]:
     """Declare the decorated function as run by the `%emq` verb `verb`; with `script`,
     its catalogue entry too (appended to its docstring). `writes`: every call is
     recorded (`audit.audited`; a parameter `job_id` names the one job it touches);
     `single`: it runs one transition, whose call writes the record (one round trip);
-    `bulk`: it runs many calls, recorded by a `started` entry and a closing one."""
+    `bulk`: it runs many calls, recorded by a `started` entry and a closing one.
+    `queue`: the parameter naming the queue whose stream records it (`q` unless named)."""
 
     def declare(fn: F) -> F:
         name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
@@ -110,7 +112,7 @@ def contract(
             from . import audit
 
             job = "job_id" if "job_id" in inspect.signature(fn).parameters else None
-            fn = audit.audited(verb, job=job, single=single, bulk=bulk)(fn)
+            fn = audit.audited(verb, queue=queue, job=job, single=single, bulk=bulk)(fn)
         OPERATIONS[name] = Operation(name, verb, writes, fn, single, bulk)
         return fn
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,13 +25,18 @@ from emq_notebook import (
     lanes,
     repeat,
     scripts,
+    transfer,
     triage,
     watching,
 )
 from emq_notebook.connector import READING_COMMANDS
 from emq_notebook.errors import ReadOnly
+from emq_notebook.keyspace import job_key
 
 Q = "mail"
+# an export file of one job, for the import verbs
+EXPORT = Path(tempfile.mkdtemp(prefix="emq-sessions-")) / "one.jsonl"
+EXPORT.write_text('{"id": "j_imported", "payload": "{}"}\n')
 NOWHERE = "redis://127.0.0.1:1/0"  # nothing listens on port 1
 
 # Every writing verb of the operator plane, called as an operator would call it.
@@ -63,6 +70,10 @@ WRITING = {
     "repeat.unregister": lambda c: repeat.unregister(c, Q, "nightly"),
     "repeat.tick": lambda c: repeat.tick(c, Q),
     "repeat.run_now": lambda c: repeat.run_now(c, Q, "nightly"),
+    "transfer.move_jobs": lambda c: transfer.move_jobs(c, Q, f"{Q}.quarantine"),
+    "transfer.finish_moves": lambda c: transfer.finish_moves(c, Q),
+    "transfer.import_jobs": lambda c: transfer.import_jobs(c, Q, EXPORT),
+    "transfer.import_file": lambda c: transfer.import_file(c, Q, str(EXPORT), state="dead", digest=""),
 }
 # Every reading verb, with what it must see of the staged queue.
 READING = {
@@ -98,6 +109,12 @@ READING = {
     # the stage's add_log and repeat.register are an operator's: their entries, newest
     # first (the enqueues and claims are a worker's)
     "frames.audit": (lambda c: list(frames.audit(c, Q).verb), ["repeat", "log"]),
+    "jobs.read_logs": (lambda c: jobs.read_logs(c, Q, "j_pending", job_key(Q, "j_pending")), ["first"]),
+    "transfer.export_jobs": (lambda c: int(transfer.export_jobs(c, Q, EXPORT.with_name("ro.jsonl"))), 1),
+    "transfer.read_rows": (
+        lambda c: transfer.read_rows(c, Q, ["j_pending"], 99)["j_pending"].fields["payload"],
+        '{"p": 1}',
+    ),
 }
 NOT_VERBS = {
     "admin.check_budget",
@@ -131,6 +148,14 @@ NOT_VERBS = {
     "watching.measured_only",  # pure: what a script may read on this backend
     "watching.heads_unread",  # pure: reads a reply
     "watching.unread_head",  # pure: a note's text
+    "transfer.suffix_of",  # pure: a file's format
+    "transfer.record",
+    "transfer.parquet_schema",
+    "transfer.check_record",  # pure: a record checked, no server
+    "transfer.records",
+    "transfer.check_file",
+    "transfer.row_bytes",
+    "transfer.check_move",
 }  # the claim gate both claims go through
 
 
@@ -159,7 +184,7 @@ def test_every_verb_is_classified_as_writing_or_reading() -> None:
     """A new public verb must be listed above, so it is tested read-only too."""
     verbs = {
         f"{m.__name__.rsplit('.', 1)[1]}.{n}"
-        for m in (admin, jobs, lanes, repeat, frames, triage, watching, counts, health)
+        for m in (admin, jobs, lanes, repeat, frames, triage, transfer, watching, counts, health)
         for n, f in vars(m).items()
         if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")
     }

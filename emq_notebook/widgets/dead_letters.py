@@ -7,7 +7,11 @@ the server in bounded calls), each with its count and when it was last seen, in 
 viewer's zone; one may be chosen. Preview states how many dead jobs match (and sample
 ids) and keeps their ids; Reprocess previewed (at an optional rate) and Remove
 previewed act on those ids only, so a job that died after the preview is not
-touched. The selection list acts on the jobs picked by hand. Every write is a verb
+touched. Move previewed to… moves exactly those ids to another queue (a quarantine,
+`transfer.move_jobs`: each once; a new target is created paused), its question stating
+what a dry run of it answers; Export previewed writes the jobs the preview's filter and
+signature match to a file (`transfer.export_jobs`, a read) and shows its path. The
+selection list acts on the jobs picked by hand. Every write is a verb
 whose answer, refusal or error is shown on the status line; on a read-only
 connection the writing buttons are greyed out.
 
@@ -31,7 +35,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from .. import admin, defaults, triage
+from .. import admin, defaults, transfer, triage
 from ..connector import Connection
 from ..decoding import visible
 from ..errors import EMQError
@@ -106,6 +110,14 @@ class DeadLetterPanel(Panel):
             description="Remove previewed…", button_style="danger", layout=_whole()
         )
         self.remove_preview_button.on_click(lambda _: self.remove_previewed())
+        self.target = w.Text(placeholder=f"{q}.quarantine", description="move to")
+        self.move_preview_button = w.Button(description="Move previewed to…", layout=_whole())
+        self.move_preview_button.on_click(lambda _: self.move_previewed())
+        self.export_path = w.Text(placeholder=f"{q}-dead.jsonl", description="export to")
+        self.export_button = w.Button(
+            description="Export previewed", tooltip=".jsonl, .jsonl.gz or .parquet", layout=_whole()
+        )
+        self.export_button.on_click(lambda _: self.export_previewed())
 
         self.select = w.SelectMultiple(options=[], rows=10, layout=w.Layout(width="100%"))
         self.select.observe(lambda _: self._gate(), names="value")
@@ -131,6 +143,7 @@ class DeadLetterPanel(Panel):
         self.writes(
             self.reprocess_preview_button,
             self.remove_preview_button,
+            self.move_preview_button,
             self.reprocess_button,
             self.remove_button,
             self.reprocess_all_button,
@@ -143,6 +156,7 @@ class DeadLetterPanel(Panel):
             self.signature,
             _row([self.preview_button, self.rate, self.reprocess_preview_button, self.remove_preview_button]),
             self.preview_view,
+            _row([self.target, self.move_preview_button, self.export_path, self.export_button]),
             self.select,
             _row([self.select_all_button, self.reprocess_button, self.remove_button]),
             _row([self.reprocess_all_button, self.budget]),
@@ -219,6 +233,8 @@ class DeadLetterPanel(Panel):
         self.reprocess_button.description = counted("Reprocess", selected, "selected")
         self.remove_button.description = counted("Remove", selected, "selected…")
         self.reprocess_all_button.description = counted("Reprocess all", self.total) + "…"
+        self.move_preview_button.description = counted("Move", previewed, "previewed to…")
+        self.export_button.description = counted("Export", previewed, "previewed")
         working = "a bulk action is running" if self.working else None
         nothing = {
             self.reprocess_preview_button: "nothing previewed (Preview first)" if not previewed else None,
@@ -226,6 +242,8 @@ class DeadLetterPanel(Panel):
             self.reprocess_button: "nothing selected" if not selected else None,
             self.remove_button: "nothing selected" if not selected else None,
             self.reprocess_all_button: f"no dead jobs in {visible(self.q)}" if not self.total else None,
+            self.move_preview_button: "nothing previewed (Preview first)" if not previewed else None,
+            self.export_button: "nothing previewed (Preview first)" if not previewed else None,
         }
         for button, why in nothing.items():
             self.off(button, working or why)
@@ -233,11 +251,15 @@ class DeadLetterPanel(Panel):
     def facts(self) -> list[tuple[str, object]]:
         return [("previewed", len(self.previewed))]
 
+    def _chosen(self) -> str | None:
+        """The signature chosen in the dropdown, None for every signature."""
+        chosen = self.signature.value
+        return None if chosen == EVERY else self._signatures.get(chosen, chosen)
+
     def preview(self) -> None:
         """Find the dead jobs the filter and the chosen signature match; keep their ids and
         show their count and samples. Nothing is written."""
-        chosen = self.signature.value
-        sig = None if chosen == EVERY else self._signatures.get(chosen, chosen)
+        sig = self._chosen()
         try:
             found = triage.find(
                 self.conn,
@@ -321,6 +343,78 @@ class DeadLetterPanel(Panel):
                 note="Their rows and logs are deleted.",
                 always=True,
             )
+        )
+
+    def move_previewed(self) -> Any:
+        """Move exactly the previewed ids to the queue named (`<queue>.quarantine` when the
+        box is empty; a new one is created paused), each once: the question (above
+        `confirm_above`) states what a dry run of the move answers; nothing moves before
+        Confirm."""
+        if not self.writable("move") or not self.previewed:
+            return None
+        ids, target = list(self.previewed), self.target.value.strip() or f"{self.q}.quarantine"
+        try:
+            would = transfer.move_jobs(self.conn, self.q, target, ids=ids, dry_run=True)
+        except EMQError as exc:
+            self.say(f"error: {exc}", "error")
+            return None
+        stays = f" {len(ids) - would.moved:,} would stay ({_tally(Counter(would.stayed.values()))})."
+        new = "" if self.conn.command("EXISTS", queue_key(target, "meta")) else " (a new queue, paused)"
+        return self.confirmation.guard(
+            Question(
+                "Move",
+                len(ids),
+                f"previewed dead jobs of {self.q} to {target}",
+                lambda n: self._move(ids, target),
+                note=f"{would.moved:,} would move{new}." + (stays if would.stayed else ""),
+            ),
+            self.confirm_above,
+        )
+
+    def _move(self, ids: list[str], target: str) -> Any:
+        if ids == self.previewed:
+            self._consume_preview()
+        return self._working(
+            f"moving to {visible(target)}",
+            len(ids),
+            lambda: self.attempt(
+                transfer.move_jobs,
+                self.conn,
+                self.q,
+                target,
+                ids=ids,
+                progress=lambda calls, n: self.progress.step(n),
+                done=lambda r: (
+                    f"moved {r.moved:,} jobs to {target}"
+                    + (
+                        f"; {len(r.stayed):,} stayed ({_tally(Counter(r.stayed.values()))})"
+                        if r.stayed
+                        else ""
+                    )
+                ),
+            ),
+        )
+
+    def export_previewed(self) -> Any:
+        """Write the jobs the preview's filter and signature match (found again, as they
+        are now) to the file named (`<queue>-dead.jsonl` when the box is empty), and show
+        its path. A read: it works on a read-only connection."""
+        if not self.previewed:
+            return None
+        path = self.export_path.value.strip() or f"{self.q}-dead.jsonl"
+        return self._working(
+            "exporting",
+            len(self.previewed),
+            lambda: self.attempt(
+                transfer.export_jobs,
+                self.conn,
+                self.q,
+                path,
+                signature=self._chosen(),
+                error=self._glob("error"),
+                payload=self._glob("payload"),
+                done=lambda n: f"exported {n:,} jobs to {n.path}",
+            ),
         )
 
     def _reprocess(self, ids: list[str], rate: float | None, what: str) -> Any:
