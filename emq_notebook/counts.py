@@ -42,11 +42,16 @@ def look(conn: Connection, queues_: list[str] | None = None, *, watch: bool = Fa
     holds lanes no call could count, has a note saying so (`watching.LaneCount.note`);
     so has one holding a key of another type than its own (another client's), counted
     as empty (`watching.unread_keys`), so one queue's bad key never blinds a look."""
-    listed = queues_ is None
-    names = conn.directory.queues() if queues_ is None else [check_name(q) for q in queues_]
-    stamp = conn.directory.stamp()
+    names, stamp = named(conn, queues_)
     readings = watching.read(conn, names, lanes=watch)
-    return of(conn, readings, listed=listed, stamp=stamp)
+    return of(conn, readings, listed=queues_ is None, stamp=stamp)
+
+
+def named(conn: Connection, queues: list[str] | None) -> tuple[list[str], int]:
+    """The queues a look reads (None: every queue the directory knows; else these, each
+    name checked) and a stamp taken before the read (`of`'s)."""
+    names = conn.directory.queues() if queues is None else [check_name(q) for q in queues]
+    return names, conn.directory.stamp()
 
 
 def of(conn: Connection, readings: list[watching.Reading], *, listed: bool, stamp: int) -> watching.Look:

@@ -155,24 +155,27 @@ def look(
     Reads: ONE `@read_watch` call a queue, all in one pipeline (`watching.read`: a round
     trip to each primary of a cluster, all at once), whatever the keys around.
     """
-    asked = _asked(conn)
     if counts is None:
-        listed = queues is None
-        names = conn.directory.queues() if queues is None else [check_name(q) for q in queues]
-        stamp = conn.directory.stamp()
-        readings = watching.read(conn, names, lanes=True, now_ms=now_ms, asked=asked)
-        seen = counting.of(conn, readings, listed=listed, stamp=stamp)
-        counts, notes = seen.frame, {q: list(said) for q, said in seen.notes.items()}
-        readings = [r for r in readings if r.there]
-    else:
-        if queues is not None:
-            counts = counts.loc[[check_name(q) for q in queues]]
-        notes = {}
-        names = [str(q) for q in counts.index]
-        readings = watching.read(conn, names, lanes=False, now_ms=now_ms, asked=asked)
+        names, stamp = counting.named(conn, queues)
+        readings = watching.read(conn, names, lanes=True, now_ms=now_ms, asked=asked(conn))
+        return of(readings, counting.of(conn, readings, listed=queues is None, stamp=stamp))
+    if queues is not None:
+        counts = counts.loc[[check_name(q) for q in queues]]
+    names = [str(q) for q in counts.index]
+    readings = watching.read(conn, names, lanes=False, now_ms=now_ms, asked=asked(conn))
+    return of(readings, watching.Look(counts, {}, counts))
+
+
+def of(readings: list[watching.Reading], seen: watching.Look) -> watching.Look:
+    """The health look of `readings` (`watching.read`, asked `asked(conn)`), of the queues
+    of `seen` (their counts look: its frame's sizes and its notes) alone."""
+    counts = seen.frame
     sizes = counts.to_dict("index")
+    notes = {q: list(said) for q, said in seen.notes.items()}
     records = []
     for r in readings:
+        if r.queue not in sizes:
+            continue
         q, c, now = r.queue, sizes[r.queue], r.now
         claimed, completed, failed, waits, expired, ends_read, heads, times, quiet, created = r.health
         ends = _Ends.of(q, ends_read, heads)
@@ -225,7 +228,7 @@ def look(
     return watching.Look(by_severity(typed), notes, counts)
 
 
-def _asked(conn: Connection) -> list[Any]:
+def asked(conn: Connection) -> list[Any]:
     """What health asks `@read_watch` of each queue besides its counts (ARGV[5] on)."""
     return [
         "1",

@@ -16,7 +16,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,8 +247,9 @@ class Reading:
     `sizes` (the sets' sizes, pending without its lanes, `paused` 1 or 0, `lanes`,
     `repeatables`; 0 for a key of another type), `unread` (those keys, by name),
     `there` (some key of the queue is left), `lanes` (its lane backlog as this look
-    shows it, when the look stepped the lanes' pass) and `health` (what health asked,
-    as the script answers it; empty when it asked nothing)."""
+    shows it, when the look stepped the lanes' pass), `health` (what health asked, as
+    the script answers it; empty when it asked nothing) and `scraped` (what a scrape
+    asked besides, as `@read_monitor` answers it; None when it asked nothing)."""
 
     queue: str
     now: int
@@ -257,6 +258,7 @@ class Reading:
     there: bool
     lanes: LaneCount | None
     health: list
+    scraped: Any = None
 
 
 def read(
@@ -266,26 +268,28 @@ def read(
     lanes: bool,
     now_ms: int | None = None,
     asked: Sequence[Any] = (),
+    also: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[Reading]:
     """Each queue of `queues` as ONE `@read_watch` call reads it, all in one pipeline: a
     round trip to each server, and on a cluster to every primary at once (redis-py's
     cluster pipeline writes each primary its commands before it reads any reply), each
     call on the primary holding its queue. `lanes`: the look steps each queue's pass over
     its lanes (`watched`: at most `LANE_EXACT` lanes a call). `asked`: what health reads
-    of each queue besides (the script's ARGV from its 5th; none: the counts only).
-    `now_ms` None is each server's own clock. Reads only."""
+    of each queue besides (the script's ARGV from its 5th; none: the counts only), and
+    `also`, a scrape's, of each queue after that (ARGV[14] on). `now_ms` None is each
+    server's own clock. Reads only."""
     passes = _passes_of(conn)
     now = "" if now_ms is None else int(now_ms)
     with passes.lock if lanes else contextlib.nullcontext():
         pipe = conn.pipeline()
         for q in queues:
             cursor = passes.queues.setdefault(q, _Pass()).now.cursor if lanes else ""
-            argv = [now, cursor, LANE_EXACT, BYTE_BUDGET, *(asked or ("",))]
+            argv = [now, cursor, LANE_EXACT, BYTE_BUDGET, *(asked or ("",)), *(also or {}).get(q, ())]
             conn.run("read_watch", [base(q)], argv, verb="watch", pipeline=pipe)
         replies = pipe.execute() if queues else []
         stepped = time.time()
         out = []
-        for q, (at, counted, step, health) in zip(queues, replies, strict=True):
+        for q, (at, counted, step, health, *scraped) in zip(queues, replies, strict=True):
             sizes = {k: (0 if n is None else int(n)) for k, n in zip(_COUNTED, counted, strict=False)}
             unread = [queue_key(q, key) for key, n in zip(_COUNTED_KEYS, counted, strict=False) if n is None]
             lane_count = None
@@ -295,7 +299,7 @@ def read(
                 passes.queues.pop(q, None)
                 lane_count = LaneCount(0, 0)
             there = bool(counted[7]) or any(sizes.values()) or bool(unread)
-            out.append(Reading(q, int(at), sizes, unread, there, lane_count, health))
+            out.append(Reading(q, int(at), sizes, unread, there, lane_count, health, *scraped))
     return out
 
 

@@ -8,8 +8,10 @@
 --   long past its due time a scheduled job is overdue (ms); ARGV[8] = the longest member
 --   read (bytes); ARGV[9] = '1' to read only members measured within it (a server);
 --   ARGV[10] = lane heads sampled at most; ARGV[11] = lanes examined for them; ARGV[12] =
---   the longest time field read (bytes); ARGV[13] = the most fields of a hash read whole
--- returns {now, counts, step, health}: counts {pending, active, schedule, dead, paused,
+--   the longest time field read (bytes); ARGV[13] = the most fields of a hash read whole;
+--   ARGV[14..17] (optional, a scrape's) = the first and last minute, the most fields and
+--   bytes of a latency hash read: @read_monitor's ARGV[1], [2], [4], [5]
+-- returns {now, counts, step, health, scraped}: counts {pending, active, schedule, dead, paused,
 --   lanes, repeatables, meta}, each nil for a key of another type (meta 1 when the meta
 --   hash is there); step the lanes' step as @lane_backlog answers it ({}: none); health
 --   ({}: the counts only) {claimed, completed, failed: the window's sums; waits: each
@@ -20,9 +22,11 @@
 --   band, the lanes' heads), nil where absent or over ARGV[12] bytes; last_claim: the
 --   latest minute with a claim, and created: the meta's created_at, both nil unless
 --   nothing was claimed in the window and there is work}. A claim further back than a
---   day in a hash of more than ARGV[13] minutes answers the day's bound.
+--   day in a hash of more than ARGV[13] minutes answers the day's bound. scraped: as
+--   @read_monitor answers (false for minutes past its bound), with ARGV[14..17] only.
 --@include queue_ends
 --@include lane_sum
+--@include monitor_minutes
 local base, bytes = KEYS[1], tonumber(ARGV[4])
 local now = tonumber(ARGV[1])
 if not now then
@@ -135,5 +139,7 @@ if claimed == 0 and ((counts[1] or 0) > 0 or lanes > 0 or (ends[3] or 0) > 0 or 
   quiet = last_claim(base .. 'metrics:claimed')
   created = time_field(base .. 'meta', 'created_at')
 end
+local scraped = ARGV[14] and monitor_minutes(base, whole_of(ARGV[14]), whole_of(ARGV[15]), measured_only,
+  tonumber(ARGV[16]), tonumber(ARGV[17]))
 return {now, counts, step, {claimed, window('completed'), window('failed'), waits, expired, ends, heads,
-  times, quiet, created}}
+  times, quiet, created}, scraped}

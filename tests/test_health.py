@@ -290,7 +290,7 @@ def test_health_reads_two_time_fields_of_a_bounded_sample_of_rows(conn, monkeypa
     # one call a queue: its counts, its lanes' sizes and heads, the ends of pending, the
     # schedule and the dead set (ids and scores), the sample's two times
     assert [(name, keys) for name, keys, _ in runs] == [("read_watch", ["emq:{big}:"])]
-    (read,) = watching.read(conn, ["big"], lanes=False, asked=health._asked(conn))
+    (read,) = watching.read(conn, ["big"], lanes=False, asked=health.asked(conn))
     ends, heads, times = read.health[5], read.health[6], read.health[7]
     sampled = [m for m in dict.fromkeys([*ends[:2], *heads[4:]]) if isinstance(m, str)]
     assert sorted(sampled) == [

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, grammar, health, histogram, jobs, local_valkey, monitor
+from emq_notebook import admin, frames, grammar, health, histogram, jobs, local_valkey, monitor, watching
 from emq_notebook.completion import Completer
 from emq_notebook.connector import sent_once
 from emq_notebook.errors import BadInput, UnknownQueue
@@ -296,9 +296,9 @@ def test_a_stalled_server_answers_up_0_in_the_socket_timeout_then_counts_on(priv
 
 
 def test_a_server_that_stalls_mid_scrape_answers_up_0_in_the_socket_timeout(monkeypatch):
-    """`DEBUG SLEEP` sent by another client after health's reads and before the
-    monitor's own: the scrape answers emq_up 0 within the socket timeout, not after the
-    server wakes."""
+    """`DEBUG SLEEP` sent by another client after the scrape read the server's time and
+    before its one read of the queues: the scrape answers emq_up 0 within the socket
+    timeout, not after the server wakes."""
     srv = local_valkey.start(save="", appendonly="no", config={"enable-debug-command": "yes"})
     try:
         url = f"redis://127.0.0.1:{srv.port}/0"
@@ -306,7 +306,7 @@ def test_a_server_that_stalls_mid_scrape_answers_up_0_in_the_socket_timeout(monk
         jobs.enqueue(conn, "mail", "{}")
         c = monitor.collector(conn)
         assert at(scrape(c), "emq_up") == 1
-        real = frames.health
+        real = watching.read
         # sent once: a server stopped under it is never sent it again (another took its port)
         sleeper = redis.Redis(port=srv.port, retry=sent_once())
         prober = redis.Redis(port=srv.port, socket_timeout=0.2, retry=sent_once())
@@ -314,17 +314,16 @@ def test_a_server_that_stalls_mid_scrape_answers_up_0_in_the_socket_timeout(monk
             target=with_suppressed, args=(sleeper.execute_command, "DEBUG", "SLEEP", "20")
         )
 
-        def then_stall(*args, **kw):
-            answer = real(*args, **kw)
+        def stalled(*args, **kw):
             asleep.start()
             for _ in range(100):  # until the server no longer answers a PING
                 try:
                     prober.ping()
                 except redis.TimeoutError:
                     break
-            return answer
+            return real(*args, **kw)
 
-        monkeypatch.setattr(frames, "health", then_stall)
+        monkeypatch.setattr(watching, "read", stalled)
         got = bounded(lambda: scrape(c), seconds=15, what="a scrape of a server asleep for 20 s")
         assert at(got, "emq_up") == 0
     finally:

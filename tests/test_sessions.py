@@ -134,6 +134,9 @@ NOT_VERBS = {
     "jobs.claim_transition",  # pure: a claim's transition name and keys
     "watching.read",  # the looks' one read (counts.look, health.look)
     "counts.of",  # builds counts.look's answer from what watching.read read
+    "counts.named",  # the names a look reads (the directory's, or checked)
+    "health.of",  # builds health.look's answer from what watching.read read
+    "health.asked",  # pure: what health asks @read_watch
     "watching.unread_keys",  # pure: a note's text
     "counts.counts",  # frames.counts (READING names it so)
     "health.health",  # frames.health
