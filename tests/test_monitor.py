@@ -24,7 +24,18 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, grammar, health, histogram, jobs, local_valkey, monitor, watching
+from emq_notebook import (
+    admin,
+    connector,
+    frames,
+    grammar,
+    health,
+    histogram,
+    jobs,
+    local_valkey,
+    monitor,
+    watching,
+)
 from emq_notebook.completion import Completer
 from emq_notebook.connector import sent_once
 from emq_notebook.errors import BadInput, UnknownQueue
@@ -88,6 +99,35 @@ def test_a_scrape_shows_each_queue_as_the_server_holds_it(conn):
     assert at(got, "emq_oldest_job_age_seconds", queue="mail", state="dead") >= 0
     assert at(got, "emq_oldest_job_age_seconds", queue="held", state="dead") == 0
     assert at(got, "emq_up") == 1 and at(got, "emq_scrape_duration_seconds") > 0
+
+
+def test_a_scrape_is_the_watching_look_one_call_a_queue(conn, monkeypatch):
+    """One read path (issue 43): a scrape reads the server's time, then ONE `@read_watch`
+    call a queue in one pipeline, the call a dashboard refresh and health make; no other
+    script and no other pipeline."""
+    stage(conn)
+    c = monitor.collector(conn)
+    scrape(c)  # the first look finds the queues
+    runs: list[str] = []
+    real_run = conn.run
+
+    def run(name, keys, args=(), **kw):
+        runs.append(name)
+        return real_run(name, keys, args, **kw)
+
+    executed: list[int] = []
+    real_execute = connector.Pipeline.execute
+
+    def execute(self, *a, **kw):
+        replies = real_execute(self, *a, **kw)
+        executed.append(len(replies))
+        return replies
+
+    monkeypatch.setattr(conn, "run", run)
+    monkeypatch.setattr(connector.Pipeline, "execute", execute)
+    got = scrape(c)
+    assert at(got, "emq_up") == 1
+    assert runs == ["read_watch", "read_watch"] and executed == [2]
 
 
 def test_a_scrape_of_a_cluster_reads_each_queue_on_its_primary(cluster):
