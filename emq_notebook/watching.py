@@ -235,7 +235,7 @@ def watched(conn: Connection, sizes: dict[str, int]) -> dict[str, LaneCount]:
 # the most fields of a hash a look reads whole (`@read_watch`): a minute's wait histogram
 # (one field a 10% step of ms, about 200 at most) and the claim minutes (a day: 1,440)
 HASH_FIELDS = 4096
-# what `@read_watch` counts, in its order; "there" is whether the meta hash is
+# what `@read_watch` counts, in its order (its eighth count: whether the meta hash is there)
 _COUNTED = ("pending", "active", "schedule", "dead", "paused", "lanes", "repeatables")
 # the key each count reads, by its name in `queue_key`
 _COUNTED_KEYS = ("pending", "active", "schedule", "dead", "meta", "groups", "repeat")
@@ -276,7 +276,7 @@ def read(
     call on the primary holding its queue. `lanes`: the look steps each queue's pass over
     its lanes (`watched`: at most `LANE_EXACT` lanes a call). `asked`: what health reads
     of each queue besides (the script's ARGV from its 5th; none: the counts only), and
-    `also`, a scrape's, of each queue after that (ARGV[14] on). `now_ms` None is each
+    with it `also`, what a scrape reads of each queue after that (ARGV[14] on). `now_ms` None is each
     server's own clock. Reads only."""
     passes = _passes_of(conn)
     now = "" if now_ms is None else int(now_ms)
