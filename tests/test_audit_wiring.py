@@ -76,17 +76,17 @@ ROWS: dict[str, Row] = {
         f"obliterate {Q} --budget 1",
         3,
     ),
-    "admin.reprocess_dead": Row(
+    "moves.reprocess_dead": Row(
         lambda c: dead(c, "a", "b"), lambda c: admin.reprocess_dead(c, Q), f"reprocess {Q} --all", 2
     ),
-    "admin.reprocess_jobs": Row(
+    "moves.reprocess_jobs": Row(
         lambda c: dead(c, "a", "b"),
         lambda c: admin.reprocess_jobs(c, Q, ["a", "b"]),
         f"reprocess {Q} --error boom*",
         2,
         ["a", "b"],
     ),
-    "admin.remove_jobs": Row(
+    "moves.remove_jobs": Row(
         lambda c: dead(c, "a", "b"),
         lambda c: admin.remove_jobs(c, Q, ["a", "b"]),
         f"remove {Q} --error boom*",

@@ -13,7 +13,7 @@ import pytest
 from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, footprint, frames, jobs, lanes, repeat, scripts, triage
+from emq_notebook import admin, footprint, frames, jobs, lanes, moves, repeat, scripts, triage
 from emq_notebook.connector import READING_COMMANDS
 from emq_notebook.errors import ReadOnly
 
@@ -27,9 +27,9 @@ WRITING = {
     "admin.drain": lambda c: admin.drain(c, Q, include_schedule=True),
     "admin.obliterate": lambda c: admin.obliterate(c, Q, force=True),
     "admin.obliterate_all": lambda c: admin.obliterate_all(c, Q, force=True),
-    "admin.reprocess_dead": lambda c: admin.reprocess_dead(c, Q),
-    "admin.remove_jobs": lambda c: admin.remove_jobs(c, Q, ["j_pending", "j_dead"]),
-    "admin.reprocess_jobs": lambda c: admin.reprocess_jobs(c, Q, ["j_dead"]),
+    "moves.reprocess_dead": lambda c: admin.reprocess_dead(c, Q),
+    "moves.remove_jobs": lambda c: admin.remove_jobs(c, Q, ["j_pending", "j_dead"]),
+    "moves.reprocess_jobs": lambda c: admin.reprocess_jobs(c, Q, ["j_dead"]),
     "jobs.enqueue": lambda c: jobs.enqueue(c, Q, "{}", id="j_new"),
     "jobs.enqueue_many": lambda c: jobs.enqueue_many(c, Q, ["{}", "{}"]),
     "jobs.claim": lambda c: jobs.claim(c, Q, 60_000),
@@ -86,10 +86,9 @@ READING = {
     "frames.audit": (lambda c: list(frames.audit(c, Q).verb), ["repeat", "log"]),
 }
 NOT_VERBS = {
-    "admin.check_budget",
     "jobs.claimed",
     "jobs.check_lease",  # a check and a reply decoder
-    "admin.job_ids",
+    "moves.job_ids",
     "triage.signature",
     "triage.glob_spec",  # pure: no server
     "triage.long_error_signature",  # pure: the signature errors() gives a last_error over the bound
@@ -135,7 +134,7 @@ def test_every_verb_is_classified_as_writing_or_reading() -> None:
     """A new public verb must be listed above, so it is tested read-only too."""
     verbs = {
         f"{m.__name__.rsplit('.', 1)[1]}.{n}"
-        for m in (admin, jobs, lanes, repeat, frames, triage)
+        for m in (admin, moves, jobs, lanes, repeat, frames, triage)
         for n, f in vars(m).items()
         if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")
     }
