@@ -28,11 +28,11 @@ import io
 import time
 from collections.abc import Callable, Iterator
 from statistics import median_high as median
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 from common import args, connect, fill, ratio_line, server
 
-from emq_notebook import admin, audit, grammar, jobs, scripts, verbs
+from emq_notebook import admin, audit, connector, grammar, jobs, scripts, verbs
 from emq_notebook.keyspace import audit_key, base, job_key, queue_key
 from emq_notebook.magics import NotebookSession
 
@@ -218,8 +218,6 @@ def where(conn, n: int, verb: str = "pause") -> dict[str, float]:
     of each. Each step adds one part: the twin on the wire (no toolkit code), the
     toolkit's verb bare, the verb sending its transition as the twin with the entry made
     once, the verb recorded (the recorder's own Python: the entry's fields, each call)."""
-    from emq_notebook.connector import Beside
-
     stream = audit_key("ops")
     if verb == "pause":
         name, keys, argv = "pause", [queue_key("ops", "meta")], [base("ops")]
@@ -234,7 +232,10 @@ def where(conn, n: int, verb: str = "pause") -> dict[str, float]:
     bare = recorded.__wrapped__
 
     def as_twin() -> None:
-        Beside(conn, stream, lambda gone: entry).carrying(bare, *call)
+        made = SimpleNamespace(
+            conn=conn, key=stream, sent=False, entry=None, failure=None, tail=lambda gone: entry
+        )
+        connector.carrying(made, bare, *call)
 
     ways: dict[str, Callable[[], object]] = {
         "EVALSHA of the script (redis-py)": lambda: bare_script(keys=keys, args=argv),
@@ -259,7 +260,7 @@ def main() -> None:
     surfaces = SURFACES
     with server(shared_cpu=a.shared_cpu) as srv:
         conn = connect(srv)
-        audit.name_client(conn)
+        connector.name_client(conn)
         b = Bench(conn, a.jobs)
         runs: dict[tuple[str, str], list[tuple[float, float]]] = {
             (name, s): [] for name in SINGLE for s in surfaces

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import audit, checks
+from . import audit, checks, lanes
 from .catalogue import contract
 from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_BUDGET
+from .jobs import is_paused
 from .keyspace import base, queue_key
 from .moves import Moved, Progress, remove_jobs, reprocess_dead, reprocess_jobs
 
@@ -62,11 +63,6 @@ def pause(conn: Connection, q: str) -> None:
 def resume(conn: Connection, q: str) -> None:
     """Open the claim gate: HDEL meta paused. Idempotent; never refuses."""
     conn.run("resume", [queue_key(q, "meta")], [base(q)], verb="resume", queue=q)
-
-
-def is_paused(conn: Connection, q: str) -> bool:
-    """One HGET of the paused field; any value means paused. A wire fault raises `WireError`."""
-    return conn.command("HGET", queue_key(q, "meta"), "paused") is not None
 
 
 @contract(
@@ -210,8 +206,6 @@ def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
 
 def _count(conn: Connection, q: str, states: Iterable[str], exact: bool = True) -> int:
     """The jobs of `states`' sets, a lane's backlog counted as pending. Reads only."""
-    from . import lanes  # here: lanes imports jobs, which imports this module
-
     pipe = conn.pipeline()
     for state in states:
         pipe.zcard(queue_key(q, state))

@@ -25,12 +25,15 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import functools
+import getpass
 import os
 import re
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import redis
 from redis.backoff import NoBackoff
@@ -97,41 +100,41 @@ READING_COMMANDS = frozenset(
 )
 
 
-class Beside:
-    """An audit entry that a recorded one-transition verb's own transition writes, in the
-    same call (`audit.Record.within`, which is one): while `carrying(call)` runs, the
-    first transition run on `conn` (not queued on a pipeline; not a native command,
-    which has no twin) goes as its audited twin (`scripts.audited`), with `key` (the
-    queue's audit stream) one more KEY and `tail(gone)` (the entry's values, packed) one
-    more ARGV, last; `gone` is True when the transition's -1 reply means Gone.
+class Carried(Protocol):
+    """An entry a one-transition verb's own call writes beside it (the audit's `Record`):
+    while `carrying(entry, call)` runs, the first transition run on `entry.conn` (not
+    queued on a pipeline; not a native command, which has no twin) goes as its audited
+    twin (`scripts.audited`), with `key` one more KEY and `tail(gone)` one more ARGV,
+    last (`gone`: the transition's -1 reply means Gone). After the call the connection
+    has set `sent` (the twin went out), `entry` (its stream id) and `failure` (why it
+    was not written)."""
 
-    After the call: `sent` (the twin went out: the entry is written with the
-    transition or not at all, even when the reply is lost), `entry` (its stream id)
-    and `failure` (why it could not be written)."""
+    conn: Connection
+    key: str
+    sent: bool
+    entry: Any
+    failure: str | None
 
-    def __init__(self, conn: Connection, key: str, tail: Callable[[bool], bytes]):
-        self.conn, self.key, self.tail = conn, key, tail
-        self.sent = False
-        self.entry: Any = None
-        self.failure: str | None = None
+    def tail(self, gone: bool) -> bytes: ...
 
-    def carrying(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
-        """`call(*a, **kw)`, its first transition carrying this entry."""
-        token = _beside.set(self)
-        try:
-            return call(*a, **kw)
-        finally:
-            _beside.reset(token)
+
+def carrying(entry: Carried, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
+    """`call(*a, **kw)`, its first transition carrying `entry`."""
+    token = _carried.set(entry)
+    try:
+        return call(*a, **kw)
+    finally:
+        _carried.reset(token)
 
 
 # what `_run_beside` answers when the server refused the twin before running it
 _NOT_RUN = object()
 
-# the entry the next transition run on its connection writes beside it (`Beside`)
-_beside: contextvars.ContextVar[Beside | None] = contextvars.ContextVar("emq_beside", default=None)
+# the entry the next transition run on its connection writes beside it
+_carried: contextvars.ContextVar[Carried | None] = contextvars.ContextVar("emq_carried", default=None)
 
 
-def _tail_of(entry: Beside, t: transitions.Transition) -> bytes | None:
+def _tail_of(entry: Carried, t: transitions.Transition) -> bytes | None:
     """The entry packed for transition `t`'s twin; None when it cannot be built (an
     argument whose text fails): the transition then goes bare, and the recorder writes
     the entry after it or notes why not, as for a transition without a twin."""
@@ -343,7 +346,7 @@ class Connection:
             pipeline.queue_run(how, body, wire_keys, wire_args, t.reply, call)
             return None
         self.writes_sent += writes
-        entry = _beside.get()
+        entry = _carried.get()
         if entry is not None and entry.conn is self and not entry.sent and how != "native":
             tail = _tail_of(entry, t)
             if tail is not None:
@@ -365,7 +368,7 @@ class Connection:
 
     def _run_beside(
         self,
-        entry: Beside,
+        entry: Carried,
         how: str,
         body: str,
         t: transitions.Transition,
@@ -673,14 +676,73 @@ def _normalise(url: str) -> str:
     return re.sub(r"^valkey(s?)://", r"redis\1://", url, flags=re.I)
 
 
-def _named(conn: Connection) -> Connection:
-    """`conn`, named to its server (`audit.name_client`: `CLIENT LIST` shows who is
-    connected from where). A server not reachable yet leaves it unnamed: its first
-    command says why."""
-    from . import audit
+# -- a connection names itself to the server (`CLIENT LIST` shows who is connected from where)
 
+# each part of a client name (who, the connection's name) is cut to this many characters
+NAME_PART = 200
+
+
+def who() -> str:
+    """The JupyterHub user (`JUPYTERHUB_USER`) when set, else `user@host` of this process.
+    Self-reported: the server cannot check it."""
+    return os.environ.get("JUPYTERHUB_USER") or user_at_host()
+
+
+@functools.cache
+def user_at_host() -> str:
+    """`user@host` of this process, asked once."""
+    try:
+        user = getpass.getuser()
+    except Exception:  # no login name and no passwd entry (a bare container)
+        user = f"uid{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def _word(text: str) -> str:
+    """`text` as one CLIENT SETNAME word: each character outside `!`..`~` becomes `_`."""
+    return "".join(c if "!" <= c <= "~" else "_" for c in text) or "_"
+
+
+def client_name(conn: Connection) -> str:
+    """`emq_notebook:<who>:<conn>`, one word (`CLIENT SETNAME` refuses spaces), each
+    part `clipped` to `NAME_PART` characters."""
+    parts = (who(), conn.name or "unnamed")
+    return "emq_notebook:" + ":".join(_word(decoding.clipped(p, NAME_PART)) for p in parts)
+
+
+def _pools(client: Any) -> list[Any]:
+    if hasattr(client, "get_nodes"):  # a cluster: each node's own pool
+        return [n.redis_connection.connection_pool for n in client.get_nodes() if n.redis_connection]
+    pool = getattr(client, "connection_pool", None)
+    return [pool] if pool is not None else []
+
+
+def name_client(conn: Connection) -> str:
+    """`CLIENT SETNAME emq_notebook:<who>:<conn>` now, and on connect for each pooled
+    connection opened later (redis-py's `client_name`); answers the name. Not a keyspace
+    write: a read-only session names itself too. A server that refuses it (an ACL
+    without `client`) leaves the connection unnamed, silently."""
+    name = client_name(conn)
+    try:
+        with conn.wire():
+            conn.client.execute_command("CLIENT", "SETNAME", name)
+    except redis.ResponseError:
+        # refused: a pooled connection asking it on connect would fail whole, so none asks
+        return name
+    for pool in _pools(conn.client):
+        pool.connection_kwargs["client_name"] = name
+        for c in [*getattr(pool, "_available_connections", ()), *getattr(pool, "_in_use_connections", ())]:
+            c.client_name = name
+    if hasattr(conn.client, "nodes_manager"):
+        conn.client.nodes_manager.connection_kwargs["client_name"] = name
+    return name
+
+
+def _named(conn: Connection) -> Connection:
+    """`conn`, named to its server (`name_client`). A server not reachable yet leaves
+    it unnamed: its first command says why."""
     with contextlib.suppress(WireError):
-        audit.name_client(conn)
+        name_client(conn)
     return conn
 
 
@@ -710,7 +772,7 @@ def connect(
     Every client sends a command once (`sent_once`: redis-py re-sends nothing, so a
     fault after the server ran a transition is a `WireError`, not a second run).
     The connection names itself to the server, `CLIENT SETNAME emq_notebook:<who>:<name>`
-    (`audit.name_client`). Every client decodes with `decoding.ERRORS`; `decode_responses` and
+    (`name_client`). Every client decodes with `decoding.ERRORS`; `decode_responses` and
     `encoding_errors` are not options for that reason (`BadInput`).
     A malformed URL is `BadInput`, a password never in its line.
     """

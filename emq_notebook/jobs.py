@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import admin, audit, decoding, transitions
+from . import audit, decoding, transitions
 from .catalogue import contract
 from .checks import MAX_MS, move_budget, whole
 from .checks import payload as _payload
@@ -173,13 +173,18 @@ def _chunks(sizes: list[int], most: int) -> Iterator[tuple[int, int]]:
         start = end
 
 
+def is_paused(conn: Connection, q: str) -> bool:
+    """One HGET of the paused field; any value means paused. A wire fault raises `WireError`."""
+    return conn.command("HGET", queue_key(q, "meta"), "paused") is not None
+
+
 def paused_for_claim(conn: Connection, q: str) -> bool | None:
     """The claim's pause read: True when paused, False when not, and None when the
     read met a wire fault, which reads as not paused (None is falsy)."""
     # EchoMQ.Admin's paused?/2 (the Elixir original): a wire fault reads as not paused,
     # and the claim goes on.
     try:
-        return admin.is_paused(conn, q)
+        return is_paused(conn, q)
     except WireError:
         return None
 

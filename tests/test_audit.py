@@ -15,7 +15,7 @@ import pytest
 import redis
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, frames, jobs, scripts
+from emq_notebook import admin, audit, connector, frames, jobs, scripts
 from emq_notebook.errors import BadInput, NotPaused, ReadOnly, WireError, refusal_table
 from emq_notebook.keyspace import audit_key
 
@@ -452,15 +452,15 @@ def test_a_value_longer_than_two_length_bytes_reaches_the_entry_whole(conn, monk
 def test_each_connection_names_itself_to_the_server(conn, monkeypatch):
     monkeypatch.setenv("JUPYTERHUB_USER", "Jane Doe")
     conn.name = "on call"
-    assert audit.name_client(conn) == "emq_notebook:Jane_Doe:on_call"
+    assert connector.name_client(conn) == "emq_notebook:Jane_Doe:on_call"
     assert conn.client.execute_command("CLIENT", "GETNAME") == "emq_notebook:Jane_Doe:on_call"
     watching = emq.Connection(conn.client, conn.label, read_only=True, name="ro")
-    assert audit.name_client(watching) == "emq_notebook:Jane_Doe:ro"  # not a keyspace write
+    assert connector.name_client(watching) == "emq_notebook:Jane_Doe:ro"  # not a keyspace write
 
 
 def test_a_connection_named_before_it_reconnects_keeps_its_name(valkey):
     conn = emq.connect(f"redis://127.0.0.1:{valkey.port}/0", name="desk")
-    name = audit.name_client(conn)
+    name = connector.name_client(conn)
     conn.client.connection_pool.disconnect()
     pause(conn, "named")
     listed = conn.client.execute_command("CLIENT", "LIST")
@@ -478,7 +478,7 @@ def test_an_acl_user_limited_to_emq_keys_writes_and_names_it(valkey):
     )
     try:
         conn = emq.connect(f"redis://auditor:{secret}@127.0.0.1:{valkey.port}/0", name="acl")
-        assert audit.name_client(conn).endswith(":acl")
+        assert connector.name_client(conn).endswith(":acl")
         pause(conn, Q)
         [entry] = [fields for _, fields in root.xrange(audit_key(Q))]
         assert (entry["outcome"], entry["acl_user"]) == ("done", "auditor")

@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, jobs
+from emq_notebook import admin, audit, connector, jobs
 from emq_notebook.decoding import one_line
 from emq_notebook.keyspace import MAX_NAME, audit_key
 from emq_notebook.redaction import scrub
@@ -181,7 +181,7 @@ def test_what_an_operator_types_is_cut_at_max_text(conn, way, size, monkeypatch)
     assert sum(len(k) + len(v.encode()) for k, v in entry.items()) < 8 * audit.MAX_TEXT
     row = audit.read(conn, Q).iloc[0]
     assert (row.reason, row.notebook) == (cut, cut)
-    assert len(audit.client_name(conn)) <= len("emq_notebook::") + 2 * (audit.MAX_ARG + 1)
+    assert len(connector.client_name(conn)) <= len("emq_notebook::") + 2 * (audit.MAX_ARG + 1)
     conn.reason = None
     audit.set_notebook(None)
     monkeypatch.delenv("JUPYTERHUB_USER")

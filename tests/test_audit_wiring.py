@@ -19,7 +19,20 @@ from typing import Any
 import pytest
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, catalogue, cli, frames, grammar, jobs, lanes, repeat, scripts, verbs
+from emq_notebook import (
+    admin,
+    audit,
+    catalogue,
+    cli,
+    connector,
+    frames,
+    grammar,
+    jobs,
+    lanes,
+    repeat,
+    scripts,
+    verbs,
+)
 from emq_notebook.errors import NotPaused, ReadOnly
 from emq_notebook.keyspace import audit_key, job_key
 
@@ -404,8 +417,8 @@ def test_a_new_connection_names_itself_to_the_server(conn, backend, request):
 
     url = server_url(backend, server_for(backend, request))
     fresh = emq.connect(url, embedded=None if url else "fake", name="desk")
-    assert fresh.client.execute_command("CLIENT", "GETNAME") == audit.client_name(fresh)
-    assert audit.client_name(fresh).endswith(":desk")
+    assert fresh.client.execute_command("CLIENT", "GETNAME") == connector.client_name(fresh)
+    assert connector.client_name(fresh).endswith(":desk")
 
 
 CALLS = [

@@ -54,7 +54,7 @@ WRITING = {
 }
 # Every reading verb, with what it must see of the staged queue.
 READING = {
-    "admin.is_paused": (lambda c: admin.is_paused(c, Q), False),
+    "jobs.is_paused": (lambda c: jobs.is_paused(c, Q), False),
     "jobs.paused_for_claim": (lambda c: jobs.paused_for_claim(c, Q), False),
     "admin.job_count": (lambda c: admin.job_count(c, Q), 5),
     "admin.backlog": (lambda c: admin.backlog(c, Q, include_schedule=True), 3),

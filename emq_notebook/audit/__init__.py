@@ -45,11 +45,13 @@ exception. It becomes a one-line note, `audit_failed: <why>`, delivered
 The package's rooms, each importing only those before it:
 - `entry`: what an entry says (outcome, count and ids, args), each value cut to size;
 - `context`: where a record comes from (the surface, the reason, the notebook);
-- `identities`: who makes it, and the name each connection gives itself to the server;
+- `identities`: who makes it (`connector.who`; a connection names itself: `connector.name_client`);
 - `reading`: the streams there are and their entries, newest first (`read`);
 - `recorder`: the one path that writes every entry (`audited`, `recorded`, `Record`).
 """
 
+from ..connector import who
+from ..decoding import clipped
 from .context import (
     SURFACES,
     Said,
@@ -73,7 +75,6 @@ from .entry import (
     MAX_ARG,
     MAX_TEXT,
     STARTED,
-    clipped,
     digest,
     ids_field,
     options,
@@ -81,7 +82,7 @@ from .entry import (
     storable,
     touched,
 )
-from .identities import acl_user, client_name, identity, name_client, who
+from .identities import acl_user, identity
 from .reading import (
     COLUMNS,
     FIRST_PAGE,
@@ -131,7 +132,6 @@ __all__ = [
     "audited",
     "because",
     "changed",
-    "client_name",
     "clipped",
     "current_surface",
     "digest",
@@ -140,7 +140,6 @@ __all__ = [
     "identity",
     "ids_field",
     "in_surface",
-    "name_client",
     "notebook",
     "options",
     "outcome_of",

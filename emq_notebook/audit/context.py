@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .entry import _option, clipped
+from ..decoding import clipped
+from .entry import MAX_TEXT, _option
 
 if TYPE_CHECKING:
     from ..connector import Connection
@@ -126,7 +127,7 @@ def notebook() -> str:
     `MAX_TEXT`): the one named (`set_notebook`, `runbook`), else VS Code's
     `__vsc_ipynb_file__`, ipykernel's `__session__` (the path Jupyter Server gives the
     kernel), else `JPY_SESSION_NAME`; "" in a plain process."""
-    return clipped(_notebook())
+    return clipped(_notebook(), MAX_TEXT)
 
 
 def _notebook() -> str:

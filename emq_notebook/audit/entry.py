@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..decoding import LONE_SURROGATE
+from ..decoding import LONE_SURROGATE, clipped
 from ..defaults import AUDIT_KEEP
 from ..errors import EMQError, Refused, WireError
 from ..keyspace import AUDIT_WHAT, AUDIT_WHO
@@ -51,12 +51,6 @@ _DOING = {"drain": "draining", "obliterate": "deleting", "remove": "removing", "
 
 def _doing(verb: str) -> str:
     return _DOING.get(verb, "changing")
-
-
-def clipped(text: str, most: int = MAX_TEXT) -> str:
-    """`text` as an entry holds it: whole up to `most` characters, else its first `most`
-    and "…"."""
-    return text if len(text) <= most else text[:most] + "…"
 
 
 # -- what an entry says ---------------------------------------------------------------------------

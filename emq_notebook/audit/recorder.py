@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..checks import whole
-from ..connector import Beside
+from ..connector import carrying
 from ..errors import EMQError, Halted, InvalidName, ended_after
 from ..keyspace import AUDIT_WHO, audit_key
 from .context import _surface, in_surface
@@ -54,7 +54,7 @@ _open: contextvars.ContextVar[Record | None] = contextvars.ContextVar("emq_audit
 # -- the recorder --------------------------------------------------------------------------------
 
 
-class Record(Beside):
+class Record:
     """One writing call being recorded, as a context manager (`recorded` is its name
     at the call site):
 
@@ -86,7 +86,7 @@ class Record(Beside):
     entry: Any = None
     failed: str | None = None
     active = False
-    # as the transition's own call carries the entry (`within`, `Beside`): the stream's
+    # as the transition's own call carries the entry (`within`, `connector.Carried`): the stream's
     # key, named once the gate has passed the queue's name (`_records`)
     key = ""
     sent = False
@@ -242,7 +242,7 @@ class Record(Beside):
 
     def within(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
         """Run `call(*a, **kw)`, a verb that runs one transition, whose entry that
-        transition's own call writes (`Beside`: its audited twin, one round trip where
+        transition's own call writes (`connector.carrying`: its audited twin, one round trip where
         `write` after the reply is a second): the entry is there exactly when the
         transition ran, with the outcome its reply says (`done`, `refused:<reason>`,
         `error`), even when the reply is then lost on the wire. A verb that raises
@@ -251,7 +251,7 @@ class Record(Beside):
         if not self.active:
             return call(*a, **kw)
         try:
-            self.result = self.carrying(call, *a, **kw)
+            self.result = carrying(self, call, *a, **kw)
         finally:
             self._settle()
         return self.result
@@ -264,7 +264,7 @@ class Record(Beside):
         if not self.active:
             return call(*a, **kw)
         try:
-            self.result = self.carrying(call, *a, **kw)
+            self.result = carrying(self, call, *a, **kw)
         except BaseException as exc:
             self._settle()
             self._close(exc, stacklevel=4)
