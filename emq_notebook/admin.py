@@ -43,8 +43,8 @@ __all__ = [
     changes="HSET emq:{q}:meta paused 1; publishes `paused`",
     replies="None — paused field set; the pending backlog is untouched",
     native="none, a script only; EMQ.CLAIM reads the same paused field",
-    single=True,
 )
+@audit.audited("pause", single=True)
 def pause(conn: Connection, q: str) -> None:
     """Close the claim gate: HSET meta paused 1. No set moves; idempotent; never refuses."""
     conn.run("pause", [queue_key(q, "meta")], [base(q)], verb="pause", queue=q)
@@ -58,8 +58,8 @@ def pause(conn: Connection, q: str) -> None:
     changes="HDEL emq:{q}:meta paused; publishes `resumed`",
     replies="None — a later claim serves the head of pending",
     native="none, a script only",
-    single=True,
 )
+@audit.audited("resume", single=True)
 def resume(conn: Connection, q: str) -> None:
     """Open the claim gate: HDEL meta paused. Idempotent; never refuses."""
     conn.run("resume", [queue_key(q, "meta")], [base(q)], verb="resume", queue=q)
@@ -74,8 +74,8 @@ def resume(conn: Connection, q: str) -> None:
     "releases their dedup keys; publishes `drained`",
     replies="int — the count drained; active jobs and the repeat registry survive",
     native="none, a script only",
-    bulk=True,
 )
+@audit.audited("drain", bulk=True)
 def drain(
     conn: Connection,
     q: str,
@@ -128,8 +128,8 @@ def drain(
     "orphans and meta; publishes `obliterated`",
     replies='"more" (call again) or "ok" (nothing left under emq:{q}:) / NotPaused / ActiveJobs',
     native="none, a script only",
-    bulk=True,
 )
+@audit.audited("obliterate", bulk=True)
 def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFAULT_BUDGET) -> str:
     """ONE bounded call of @obliterate: `"more"` (call again) or `"ok"` (queue gone).
 
@@ -159,7 +159,8 @@ def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFA
     return reply
 
 
-@contract("obliterate", writes=True, bulk=True)
+@contract("obliterate", writes=True)
+@audit.audited("obliterate", bulk=True)
 def obliterate_all(
     conn: Connection,
     q: str,

@@ -28,6 +28,7 @@ def check_lease(lease_ms: object) -> int:
 
 
 @contract("enqueue", writes=True)
+@audit.audited("enqueue")
 def enqueue(
     conn: Connection,
     q: str,
@@ -255,6 +256,7 @@ def claim_transition(q: str, grouped: bool = False) -> tuple[str, list[str]]:
 
 
 @contract("claim", writes=True)
+@audit.audited("claim")
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """Serve the head of pending: `(id, payload, attempts)`, or None when empty or paused.
 
@@ -282,6 +284,7 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
 
 
 @contract("complete", writes=True)
+@audit.audited("complete", job="job_id")
 def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None) -> None:
     """The job is done: row, logs and lock deleted, metrics bumped, lane slot given back.
 
@@ -301,6 +304,7 @@ def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None)
 
 
 @contract("fail", writes=True)
+@audit.audited("fail", job="job_id")
 def fail(
     conn: Connection,
     q: str,
@@ -386,7 +390,6 @@ def _lap(conn: Connection, q: str, name: str, key: str, budget: int) -> int:
 @contract(
     "promote",
     writes=True,
-    single=True,
     script="@promote_job",
     precondition="the row exists and is in schedule",
     changes="ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
@@ -394,6 +397,7 @@ def _lap(conn: Connection, q: str, name: str, key: str, budget: int) -> int:
     replies="None / Gone / NotScheduled",
     native="none, a script only",
 )
+@audit.audited("promote", job="job_id", single=True)
 def promote_job(conn: Connection, q: str, job_id: str) -> None:
     """One scheduled job (delayed, or waiting to retry) becomes ready now: pending, or its
     lane for a grouped job, at its priority. Refuses `Gone`, `NotScheduled` (a job not
@@ -414,13 +418,13 @@ def promote_job(conn: Connection, q: str, job_id: str) -> None:
 @contract(
     "data",
     writes=True,
-    single=True,
     script="@update_data",
     precondition="the row exists",
     changes="HSET payload; publishes `data`",
     replies="None / Gone",
     native="none, a script only",
 )
+@audit.audited("data", job="job_id", single=True)
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     """Replace the row's payload. Refuses `Gone`, `BadRow` (field `type`) when another
     client wrote a key of another type where the row should be, and a payload over
@@ -438,13 +442,13 @@ def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
 @contract(
     "progress",
     writes=True,
-    single=True,
     script="@update_progress",
     precondition="the row exists",
     changes="HSET progress; PUBLISH {event: progress, job, progress}",
     replies="None / Gone",
     native="none, a script only",
 )
+@audit.audited("progress", job="job_id", single=True)
 def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> None:
     """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses
     `Gone`, and `BadRow` (field `type`) for a key of another type where the row should be;
@@ -462,13 +466,13 @@ def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> Non
 @contract(
     "log",
     writes=True,
-    single=True,
     script="@add_log",
     precondition="the row exists",
     changes="RPUSH :logs (LTRIM to the last `keep`)",
     replies="int — the list length / Gone",
     native="none, a script only",
 )
+@audit.audited("log", job="job_id", single=True)
 def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None = None) -> int:
     """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses
     `Gone`, and `BadRow` (field `type`) for a key of another type where the row or its
@@ -550,7 +554,6 @@ def get_job_logs(conn: Connection, q: str, job_id: str, limit: int | None = LOG_
 @contract(
     "remove",
     writes=True,
-    single=True,
     script="@remove_job2",
     precondition="the row exists and no worker holds it",
     changes="ZREM from its set and lane (a lane slot given back when in flight), DEL row and "
@@ -558,6 +561,7 @@ def get_job_logs(conn: Connection, q: str, job_id: str, limit: int | None = LOG_
     replies="None / Gone / Locked (a :lock key or a lock field: untouched)",
     native="none, a script only",
 )
+@audit.audited("remove", job="job_id", single=True)
 def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) -> None:
     """Remove the job from its set and lane (a lane slot given back when it was in
     flight), delete row and logs, release its dedup key (and `dedup` when supplied).
@@ -589,7 +593,6 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
 @contract(
     "reprocess",
     writes=True,
-    single=True,
     script="@reprocess2",
     precondition="the row exists and is in dead",
     changes="ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job: its "
@@ -598,6 +601,7 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     native="EMQ.REPROCESS 4 emq:{q}:job:<id> emq:{q}:dead emq:{q}:pending emq:{q}: <id> — reads "
     "dead membership before writing; refuses a grouped row (reprocess lane not native)",
 )
+@audit.audited("reprocess", job="job_id", single=True)
 def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     """Move a dead job back to pending (a grouped one to its lane); counters stay,
     `last_error` goes, `state` becomes pending. On a paused queue it waits.

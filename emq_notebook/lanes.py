@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import decoding
+from . import audit, decoding
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
@@ -57,6 +57,7 @@ HEAD_BYTES = 1 << 20
 
 
 @contract("claim", writes=True)
+@audit.audited("claim")
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """The grouped claim: `(id, payload, attempts)` from the next runnable lane, or None.
 
@@ -79,19 +80,22 @@ def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> Non
     )
 
 
-@contract("lane-set", writes=True, single=True)
+@contract("lane-set", writes=True)
+@audit.audited("lane-set", single=True)
 def set_limit(conn: Connection, q: str, group: str, limit: int) -> None:
     """How many of the lane's jobs may be in flight at once (>= 1)."""
     _set(conn, q, group, "limit", whole(limit, "limit"))
 
 
-@contract("lane-set", writes=True, single=True)
+@contract("lane-set", writes=True)
+@audit.audited("lane-set", single=True)
 def pause_lane(conn: Connection, q: str, group: str) -> None:
     """Stop serving this lane only; the rest of the queue runs on."""
     _set(conn, q, group, "pause")
 
 
-@contract("lane-set", writes=True, single=True)
+@contract("lane-set", writes=True)
+@audit.audited("lane-set", single=True)
 def resume_lane(conn: Connection, q: str, group: str) -> None:
     """Serve the lane again; it rejoins the ring when runnable."""
     _set(conn, q, group, "resume")

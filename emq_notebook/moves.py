@@ -114,8 +114,8 @@ class DeadRun:
     changes="as reprocess_job for each job moved",
     replies="int — the count moved / Halted (moved, failed_again) when a trial fails again",
     native="none, a script only",
-    bulk=True,
 )
+@audit.audited("reprocess", bulk=True)
 def reprocess_dead(
     conn: Connection,
     q: str,
@@ -390,8 +390,8 @@ def _bulk(
     replies="dict — {id: reprocessed / gone / not_dead} (bad_row: left in dead); the dry "
     "run answers the same words",
     native="none, a script only",
-    bulk=True,
 )
+@audit.audited("reprocess", bulk=True)
 def reprocess_jobs(
     conn: Connection,
     q: str,
@@ -446,8 +446,8 @@ def reprocess_jobs(
     changes="as remove_job for each removed id; dry_run: nothing (@remove_jobs_check, read-only)",
     replies="dict — {id: removed / gone / locked}; the dry run answers the same words",
     native="none, a script only",
-    bulk=True,
 )
+@audit.audited("remove", bulk=True)
 def remove_jobs(
     conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = 2 * ID_BUDGET
 ) -> dict[str, str]:

@@ -257,6 +257,7 @@ def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
     replies="str — the new job's id / Gone / BadRow",
     native="none, a script only",
 )
+@audit.audited("run-now")
 def run_now(conn: Connection, q: str, name: str) -> str:
     """One job from repeatable `name`, now (its payload, group and attempts); answers the
     new job's id. The next due time is left as it was: the cadence is kept.

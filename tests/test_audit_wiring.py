@@ -171,11 +171,17 @@ ROWS: dict[str, Row] = {
 }
 
 
+def how(op: catalogue.Operation) -> audit.Recording:
+    said = audit.recording(op.function)
+    assert said is not None, f"{op.name} is declared writes=True but not @audit.audited"
+    return said
+
+
 def test_every_writing_verb_has_a_row():
     assert set(ROWS) == {op.name for op in catalogue.writers()}
 
 
-@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if op.single])
+@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if how(op).single])
 def test_a_single_verb_runs_one_transition(conn, name, monkeypatch):
     """`single` says a verb runs exactly one transition: its audited twin writes the
     entry, so a second transition's outcome would go unrecorded."""
@@ -191,7 +197,7 @@ def test_a_single_verb_runs_one_transition(conn, name, monkeypatch):
     assert entry["outcome"] == "done"
 
 
-@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if op.bulk])
+@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if how(op).bulk])
 def test_a_bulk_verb_writes_its_started_entry_before_its_first_writing_call(conn, name, monkeypatch):
     """A client killed in the middle of a bulk verb (kernel restart, OOM) leaves its
     `started` entry: it is on the server before the first writing call goes."""
@@ -212,9 +218,20 @@ def test_a_bulk_verb_writes_its_started_entry_before_its_first_writing_call(conn
     assert [e["outcome"] for e in entries(conn)] == ["started", "done"]
 
 
-def test_every_writing_function_is_recorded():
+def test_every_contract_that_writes_is_audited_as_its_verb():
+    """`@contract(..., writes=True)` declares; `@audit.audited` under it records: each
+    writer has both, its entry's verb the contract's, and its module holds the recorded
+    function (the contract's answer)."""
+    assert catalogue.writers()
     for op in catalogue.writers():
-        assert getattr(op.function, "__audited__", None) == op.verb, op.name
+        assert how(op).verb == op.verb, op.name
+        module, _, function = op.name.partition(".")
+        assert getattr(getattr(emq, module), function) is op.function, op.name
+
+
+def test_no_reading_contract_is_audited():
+    readers = [op for op in catalogue.OPERATIONS.values() if not op.writes]
+    assert readers and not [op.name for op in readers if audit.recording(op.function)]
 
 
 def entries(conn: emq.Connection) -> list[dict[str, str]]:
@@ -274,7 +291,7 @@ def test_each_writing_verb_from_each_surface_leaves_one_entry(conn, name, surfac
         assert entries(conn) == []  # a worker's call: not an operator's
         return
     *began, entry = entries(conn)
-    if op.bulk:  # its `started` entry first, which the closing one names
+    if how(op).bulk:  # its `started` entry first, which the closing one names
         [(began_id, _)] = conn.client.xrange(audit_key(Q), count=1)
         assert [(e["verb"], e["outcome"], e["surface"]) for e in began] == [(op.verb, "started", surface)]
         assert entry["started"] == began_id

@@ -9,7 +9,7 @@ import inspect
 import struct
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from ..checks import whole
 from ..connector import carrying
@@ -492,10 +492,23 @@ def audited(
                 rec.result = fn(*a, **kw)
             return rec.result
 
-        run.__audited__ = verb  # type: ignore[attr-defined]
+        run.__audited__ = Recording(verb, single, bulk)  # type: ignore[attr-defined]
         return run  # type: ignore[return-value]
 
     return wrap
+
+
+class Recording(NamedTuple):
+    """How `audited` records a function's calls (`recording`)."""
+
+    verb: str
+    single: bool
+    bulk: bool
+
+
+def recording(fn: Callable[..., Any]) -> Recording | None:
+    """How `fn` is recorded, or None when it is not `audited`."""
+    return getattr(fn, "__audited__", None)
 
 
 def failure_line(exc: BaseException) -> str:
