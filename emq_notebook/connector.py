@@ -104,7 +104,7 @@ class Carried(Protocol):
     """An entry a one-transition verb's own call writes beside it (the audit's `Record`):
     while `carrying(entry, call)` runs, the first transition run on `entry.conn` (not
     queued on a pipeline; not a native command, which has no twin) goes as its audited
-    twin (`scripts.audited`), with `key` one more KEY and `tail(gone)` one more ARGV,
+    twin (`scripts.audited`), with `key` one more KEY and `values(gone)` more ARGV,
     last (`gone`: the transition's -1 reply means Gone). After the call the connection
     has set `sent` (the twin went out), `entry` (its stream id) and `failure` (why it
     was not written)."""
@@ -115,7 +115,7 @@ class Carried(Protocol):
     entry: Any
     failure: str | None
 
-    def tail(self, gone: bool) -> bytes: ...
+    def values(self, gone: bool) -> list[str]: ...
 
 
 def carrying(entry: Carried, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
@@ -134,12 +134,12 @@ _NOT_RUN = object()
 _carried: contextvars.ContextVar[Carried | None] = contextvars.ContextVar("emq_carried", default=None)
 
 
-def _tail_of(entry: Carried, t: transitions.Transition) -> bytes | None:
-    """The entry packed for transition `t`'s twin; None when it cannot be built (an
-    argument whose text fails): the transition then goes bare, and the recorder writes
-    the entry after it or notes why not, as for a transition without a twin."""
+def _values_of(entry: Carried, t: transitions.Transition) -> list[Any] | None:
+    """The entry's values for transition `t`'s twin, as they go on the wire; None when
+    they cannot be built: the transition then goes bare, and the recorder writes the
+    entry after it or notes why not, as for a transition without a twin."""
     try:
-        return entry.tail(t.reply is transitions.Reply.FOUND)
+        return [decoding.wire(v) for v in entry.values(t.reply is transitions.Reply.FOUND)]
     except Exception:
         return None
 
@@ -348,9 +348,9 @@ class Connection:
         self.writes_sent += writes
         entry = _carried.get()
         if entry is not None and entry.conn is self and not entry.sent and how != "native":
-            tail = _tail_of(entry, t)
-            if tail is not None:
-                keys_, args_ = [*wire_keys, entry.key], [*wire_args, tail]
+            values = _values_of(entry, t)
+            if values is not None:
+                keys_, args_ = [*wire_keys, entry.key], [*wire_args, *values]
                 answer = self._run_beside(entry, how, body, t, call, keys_, args_)
                 if answer is not _NOT_RUN:
                     return answer

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-import struct
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
@@ -14,10 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 from ..checks import whole
 from ..connector import carrying
 from ..errors import EMQError, Halted, InvalidName, ended_after
-from ..keyspace import AUDIT_WHO, audit_key
+from ..keyspace import audit_key
 from .context import _surface, in_surface
 from .entry import (
-    _NO_ARGS,
     KEEP,
     MAX_ARG,
     STARTED,
@@ -287,58 +285,14 @@ class Record:
                     why = str(self.failure)[:MAX_ARG]
                     self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
 
-    def tail(self, gone: bool) -> bytes:
-        """The entry as the audited twin takes it (`includes/audited.lua`), one argument,
-        a MessagePack array (`_ENTRY`, then each value `_packed`): verb, the count when
-        done, ids, args, keep, '1' when a -1 reply is Gone, then the identity's values in
-        `AUDIT_WHO`'s order. The twin works out the outcome, and the count of a call not
-        done."""
-        who = _packed_who(_who_values(self.conn))
-        if self.job is None and not self.args:  # a queue verb's: the same call after call
-            return _ENTRY + _queue_what(self.verb, self.counts, self.kept(), gone) + who
+    def values(self, gone: bool) -> list[str]:
+        """The entry as the audited twin takes it, last in its ARGV (`includes/audited.lua`):
+        verb, the count when done, ids, args, keep, '1' when a -1 reply is Gone, then the
+        identity's values in `AUDIT_WHO`'s order. The twin works out the outcome, and the
+        count of a call not done."""
         count, ids = self.counts(None, self.job)
-        # the ids are new each call; the rest repeat call after call (kept)
-        said = _packed_kept((self.verb, str(count)))
-        how = _packed_kept((options(self.conn, self.args), str(self.kept()), "1" if gone else ""))
-        return _ENTRY + said + _packed((ids_field(ids),)) + how + who
-
-
-# the entry the twin takes: a MessagePack array of its values (array 16: 0xdc, then the
-# count in 2 bytes), which the server's own `cmsgpack` reads in C (2 us less a call than a
-# loop in Lua: bench/README.md); each value a MessagePack str 32 (`_packed`)
-_VALUES = 6 + len(AUDIT_WHO)
-_ENTRY = b"\xdc" + _VALUES.to_bytes(2, "big")
-_str32 = struct.Struct(">BI").pack  # 0xdb and a length: a str 32's head
-
-
-def _packed(values: Iterable[str]) -> bytes:
-    """Each value as a MessagePack str 32: 0xdb, its length in 4 bytes (big-endian), then
-    its bytes as the server holds them (an undecodable byte read as a surrogate is that
-    byte again; a lone surrogate is U+FFFD: `storable`), which `cmsgpack` hands to Lua
-    unchanged, whatever they are. A value of 4 GiB or more cannot be said in 4 bytes:
-    `struct.error`, and the entry goes after the bare transition (every value a record
-    makes is cut far below: `MAX_TEXT`, `MAX_ARG`)."""
-    parts: list[bytes] = []
-    for value in values:
-        raw = value.encode() if value.isascii() else storable(value).encode("utf-8", "surrogateescape")
-        parts += (_str32(0xDB, len(raw)), raw)
-    return b"".join(parts)
-
-
-# the identity packed: the same for every call of a session, so kept; and the values a
-# call of a verb says of itself but its ids (its name, its count, its args, keep)
-_packed_who = functools.lru_cache(maxsize=64)(_packed)
-_packed_kept = functools.lru_cache(maxsize=256)(_packed)
-
-
-@functools.lru_cache(maxsize=256)
-def _queue_what(
-    verb: str, counts: Callable[[Any, str | None], tuple[int, list[str]]], keep: int, gone: bool
-) -> bytes:
-    """What a call of a queue verb with no options says of itself, packed as `Record.tail`
-    packs it: the same for each call (pause, resume), so kept."""
-    count, ids = counts(None, None)
-    return _packed((verb, str(count), ids_field(ids), _NO_ARGS, str(keep), "1" if gone else ""))
+        said = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
+        return [*map(storable, said), "1" if gone else "", *map(storable, _who_values(self.conn))]
 
 
 def within_open(conn: Connection, verb: str, queue: str) -> bool:
