@@ -88,7 +88,7 @@ class Bench:
     def __init__(self, conn, n: int):
         self.conn, self.n = conn, n
         self.session = NotebookSession()
-        self.session.say = lambda text: None
+        self.session.out = lambda text: None
         self.session.conn = conn
         self.ids: dict[str, list[str]] = {}
         from IPython.testing.globalipapp import start_ipython

@@ -537,7 +537,8 @@ class Connection:
 class Pipeline:
     """redis-py's pipeline, queued as usual, whose `execute()` raises `WireError`.
     On a read-only connection a command outside `READING_COMMANDS` raises `ReadOnly`
-    as it is queued, so nothing of the batch is sent.
+    as it is queued (redis-py's method names are the command names: `pipe.zcard`,
+    `pipe.sort_ro`), so nothing of the batch is sent.
 
     `conn.run(..., pipeline=pipe)` queues a transition here; `execute()` then answers
     each transition's decoded reply in its place, and raises the typed refusal of
@@ -551,18 +552,27 @@ class Pipeline:
         self._runs: dict[int, tuple[transitions.Reply, transitions.Call]] = {}
         self._scripts: dict[str, Any] = {}
         self._sent: dict[str, Any] = {}
-        if conn.read_only:
-            queue = self._pipe.execute_command
 
-            def reading_only(*args: Any, **options: Any) -> Any:
-                if str(args[0]).upper() not in READING_COMMANDS:
-                    conn.refuse_writes(str(args[0]).upper())
-                return queue(*args, **options)
-
-            self._pipe.execute_command = reading_only
+    def _reads(self, command: str) -> None:
+        if self._conn.read_only and command.upper() not in READING_COMMANDS:
+            self._conn.refuse_writes(command.upper())
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._pipe, name)
+        """redis-py's command `name`, queued here (answering this pipeline, so a chain
+        of calls stays behind the read-only check)."""
+        self._reads(name)
+        command = getattr(self._pipe, name)
+
+        def queued(*args: Any, **options: Any) -> Pipeline:
+            command(*args, **options)
+            return self
+
+        return queued
+
+    def execute_command(self, *args: Any, **options: Any) -> Pipeline:
+        self._reads(str(args[0]))
+        self._send(*args, **options)
+        return self
 
     def queue_run(
         self,

@@ -323,7 +323,7 @@ def test_a_refusal_is_recorded_with_its_reason_and_printed_once(conn, surface):
         from emq_notebook.magics import NotebookSession
 
         session = NotebookSession()
-        session.say = said.append  # type: ignore[method-assign]
+        session.out = said.append
     session.conn = conn
     refusal = verbs.execute(session, grammar.parse(f"obliterate {Q} --step --reason 'not yet'"))
     assert isinstance(refusal, NotPaused) and said == [refusal.line()]
