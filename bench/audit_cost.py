@@ -12,8 +12,8 @@ record adds no round trip: what it adds is the entry's values (built by the clie
 sent as 13 more plain arguments) and one XADD inside the call.
 The bulk verb: a reprocess of 500 dead jobs at budget 100 (five calls) writes TWO
 entries, `started` before its first call and the closing one after its last, holding
-the first 100 ids and a digest of all (`admin.reprocess_jobs` in
-Python; `%emq reprocess bulk --all --yes`, `admin.reprocess_dead`, through the magic).
+the first 100 ids and a digest of all (`moves.reprocess_jobs` in
+Python; `%emq reprocess bulk --all --yes`, `moves.reprocess_dead`, through the magic).
 
 Each side runs in chunks of `CHUNK` calls, ABBA, so a burst of load on this shared
 machine falls on both; a run's figure for a side is its median chunk, and the line
@@ -32,7 +32,7 @@ from types import ModuleType, SimpleNamespace
 
 from common import args, connect, fill, ratio_line, server
 
-from emq_notebook import admin, audit, connector, grammar, jobs, scripts, verbs
+from emq_notebook import admin, audit, connector, grammar, jobs, moves, scripts, verbs
 from emq_notebook.keyspace import audit_key, base, job_key, queue_key
 from emq_notebook.magics import NotebookSession
 
@@ -177,11 +177,11 @@ class Bench:
             conn.client.delete(key)
         fill(conn, "bulk", BULK, dead=BULK)
         ids = conn.client.zrange(queue_key("bulk", "dead"), 0, -1)
-        module, function = (admin, "reprocess_jobs") if surface == "python" else (admin, "reprocess_dead")
+        module, function = (moves, "reprocess_jobs") if surface == "python" else (moves, "reprocess_dead")
         with contextlib.nullcontext() if recorded else bare(module, function):
             t = time.perf_counter()
             if surface == "python":
-                words = admin.reprocess_jobs(conn, "bulk", ids, budget=BULK_BUDGET)
+                words = moves.reprocess_jobs(conn, "bulk", ids, budget=BULK_BUDGET)
                 assert sum(w == "reprocessed" for w in words.values()) == BULK
             else:
                 line = f"reprocess bulk --all --yes --budget {BULK_BUDGET}"
