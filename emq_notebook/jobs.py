@@ -738,6 +738,6 @@ def whole_field(conn: Connection, q: str, job_id: str, name: str) -> str | None:
     is missing, or the row's key is of another type than a hash (another client's)."""
     try:
         _, row = _read_job(conn, q, job_id, (name,))
-        return _whole_fields(conn, q, job_id, base(q) + "job:" + job_id, row).get(name)
+        return _whole_fields(conn, q, job_id, job_key(q, job_id, gate=False), row).get(name)
     except (Gone, BadRow):
         return None

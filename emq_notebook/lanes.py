@@ -28,7 +28,7 @@ from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_LIMIT
 from .errors import InvalidName
 from .jobs import Claimed, check_lease, gated_claim
-from .keyspace import MAX_SERVER_ID, base, check_name, lane_meta_key, queue_key
+from .keyspace import MAX_SERVER_ID, base, check_name, lane_key, lane_meta_key, queue_key
 
 # lanes one `@lane_backlog` call sums at most: the walk and a ZCARD a lane cost Valkey
 # about 2.4 us a lane (bench/lanes_watch.py, 1,000,000 lanes: calls of 2,000 held it 4.8
@@ -225,8 +225,8 @@ def lane(conn: Connection, q: str, group: str) -> dict | None:
         raise InvalidName(
             f"group {group[:40]!r}... is over {MAX_SERVER_ID:,} bytes: no key is built of a lane so named"
         )
-    pending_key = decoding.wire(queue_key(q, f"g:{group}:pending"))
-    meta = decoding.wire(queue_key(q, f"g:{group}:meta"))
+    pending_key = decoding.wire(lane_key(q, group, gate=False))
+    meta = decoding.wire(lane_meta_key(q, group, gate=False))
     pipe = conn.pipeline()
     pipe.sismember(queue_key(q, "groups"), decoding.wire(group))
     pipe.zcard(pending_key)

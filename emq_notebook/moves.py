@@ -21,7 +21,7 @@ from .checks import whole
 from .connector import Connection
 from .defaults import BYTE_BUDGET, ID_BUDGET, ID_WORK, MOVE_BUDGET
 from .errors import BadInput, EMQError, Halted, InvalidName
-from .keyspace import base, check_server_id, queue_key
+from .keyspace import base, check_server_id, job_key, queue_key
 
 Progress = Callable[[int, int], None]
 
@@ -288,7 +288,7 @@ class ControlledRetry:
         if not ids:
             return 0
         deadline = time.monotonic() + self.watch_s
-        rows = [base(self.q) + "job:" + i for i in ids]
+        rows = [job_key(self.q, i, gate=False) for i in ids]
         while True:
             pipe = self.conn.pipeline()
             for i, row in zip(ids, rows, strict=True):

@@ -39,7 +39,7 @@ from .connector import Connection, connect
 from .decoding import text_dtype, visible
 from .defaults import DEFAULT_BUDGET
 from .errors import BadInput, Halted, OutcomeNotReached, PreconditionFailed
-from .keyspace import check_name, queue_key
+from .keyspace import check_name, job_key, queue_key
 from .redaction import redact, secrets_of
 
 SAMPLE = 5
@@ -411,7 +411,7 @@ def gone(conn: Connection, q: str, ids: Iterable[str]) -> list[str]:
     ids = list(ids)
     pipe = conn.pipeline()
     for i in ids:
-        pipe.exists(queue_key(q, "job:" + check_name(i, "job id")))
+        pipe.exists(job_key(q, i))
     return [i for i, there in zip(ids, pipe.execute(), strict=True) if not there]
 
 
