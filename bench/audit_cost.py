@@ -286,14 +286,14 @@ def main() -> None:
         f"{a.repeat} runs; us a call with the record / bare (median chunk, median run), ratio"
     )
     print(f"{'verb':<20}" + "".join(f"{s:>28}" for s in surfaces))
-    worst = added = 0.0
+    worst = most_added = 0.0
     for name in SINGLE:
         cells = []
         for s in surfaces:
             w, b_ = median(r[0] for r in runs[name, s]), median(r[1] for r in runs[name, s])
             ratio = median(r[0] / r[1] for r in runs[name, s])
             worst = max(worst, ratio)
-            added = max(added, median(r[0] - r[1] for r in runs[name, s]) * 1e6)
+            most_added = max(most_added, median(r[0] - r[1] for r in runs[name, s]) * 1e6)
             cells.append(f"{w * 1e6:6.0f} / {b_ * 1e6:4.0f} us  {ratio:5.2f}")
         print(f"{name:<20}" + "".join(f"{c:>28}" for c in cells))
     cells = []
@@ -316,7 +316,7 @@ def main() -> None:
             print(f"  {way:<40}{us:6.0f}{added}")
             before = us
     print(f"with/without seconds per single verb (worst): {worst:.2f}")
-    print(ratio_line("us added per single verb (worst)", added, "<= 60, SPEC 12"))
+    print(ratio_line("us added per single verb (worst)", most_added, "<= 60, SPEC 12"))
 
 
 if __name__ == "__main__":

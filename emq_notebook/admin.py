@@ -83,22 +83,15 @@ def drain(
     budget: int = DEFAULT_BUDGET,
     progress: Progress | None = None,
 ) -> int:
-    """Delete the pending backlog (lane backlogs too; the schedule set when asked).
-
-    Answers the total count drained (recorded: a `started` entry, then one closing
-    entry with the jobs drained, whatever ends it; an exception that ends it part way
-    carries that count, `.done`). Runs in calls of at most `budget` jobs (and
-    about `defaults.BYTE_BUDGET` bytes of payloads freed) and a bounded number of lanes
-    (each call walks the groups set on from where the last stopped), so a large
-    backlog or 100,000 lanes never block the server in one script; rows and logs go
-    by UNLINK, so a long `:logs` list costs no more than a short one. Active jobs and the repeat registry
-    survive; drained jobs' dedup keys are released. A member with a foreign id
-    (`keyspace.check_server_id`: it names another job's `:logs` or `:lock`, or is over
-    65,536 bytes) leaves the set and no key is built from it: an over-long id's row and
-    logs stay, as no verb addresses them (a key of 4 MB held Valkey 19 ms to delete),
-    until `obliterate`'s sweep, which matches keys by pattern, takes them. Refuses
-    only a budget above `defaults.MAX_BUDGET` (`BadInput`, before any I/O).
-    `progress(calls, drained_so_far)` is called after each call.
+    """Delete the pending backlog (lane backlogs too; the schedule set when asked);
+    answers the count drained. Active jobs and the repeat registry survive; drained
+    jobs' dedup keys are released. Calls of at most `budget` jobs, about
+    `defaults.BYTE_BUDGET` bytes of payloads freed and a bounded number of lanes (each
+    call walks the groups set on from where the last stopped); `progress(calls,
+    drained)` after each. A foreign id (`keyspace.check_server_id`) leaves the set with
+    no key built from it (`obliterate`'s sweep takes its row). An exception that ends
+    it part way carries the count (`.done`). Refuses a budget above
+    `defaults.MAX_BUDGET` (`BadInput`, before any I/O).
     """
     checks.budget(budget)
     keys = [base(q), queue_key(q, "pending")]
@@ -131,20 +124,14 @@ def drain(
 )
 @audit.audited("obliterate", bulk=True)
 def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFAULT_BUDGET) -> str:
-    """ONE bounded call of @obliterate: `"more"` (call again) or `"ok"` (queue gone).
-
-    Refuses `NotPaused` on a running queue and, unless `force`, `ActiveJobs` when
-    jobs are in flight (forced, their rows and `:lock` keys go too). After `"ok"`
-    nothing is left under `emq:{q}:` -- orphan rows, logs and dedup keys included:
-    "ok" comes only after a whole SCAN pass that found nothing. On a keyspace too
-    large for one call that pass spans calls; a job added meanwhile, or a resume,
-    starts it again, but a key another client writes by hand behind its cursor
-    while the queue stays paused can outlive it (obliterate again to be sure).
-    A call does at most `budget` units of work and frees about
-    `defaults.BYTE_BUDGET` bytes of payloads; a budget above `defaults.MAX_BUDGET` is
-    `BadInput`, before any I/O. Recorded with the jobs the call deleted (the script
-    says them when asked, its fourth argument; EchoMQ's callers send three at most and
-    are answered 1 or 0, as ever).
+    """ONE bounded call of @obliterate: `"more"` (call again) or `"ok"` (nothing left
+    under `emq:{q}:`, orphans included: "ok" comes only after a whole SCAN pass found
+    nothing; a key another client writes behind its cursor can outlive it). A call does
+    at most `budget` units of work and frees about `defaults.BYTE_BUDGET` bytes.
+    Refuses `NotPaused` on a running queue, `ActiveJobs` unless `force` (forced, jobs
+    in flight go too), a budget above `defaults.MAX_BUDGET` (`BadInput`, before any
+    I/O). The script's fourth argument asks it for the jobs deleted (EchoMQ's callers
+    send three and are answered as ever).
     """
     checks.budget(budget)
     audit.started()
@@ -169,14 +156,9 @@ def obliterate_all(
     progress: Progress | None = None,
 ) -> int:
     """Loop `obliterate` until `"ok"`; answers the number of calls.
-
-    `progress(calls, jobs_left)` after each `"more"` (`jobs_left` counted in bounded
-    reads: `job_count(exact=False)`). Refuses as `obliterate` does, on the first call,
-    before anything is deleted, or on a later one (another client resumed the queue):
-    the refusal then carries the jobs deleted before it (`.done`, and its line: "...,
-    after deleting 2,000 jobs"), and so does a wire fault. Recorded as one
-    `obliterate` run: a `started` entry, then one closing entry whose count is the jobs
-    its calls deleted.
+    `progress(calls, jobs_left)` after each `"more"` (`job_count(exact=False)`).
+    Refuses as `obliterate` does; a refusal or a wire fault after the first call
+    carries the jobs deleted before it (`.done`, and its line).
     """
     checks.budget(budget)
     audit.started()
@@ -190,18 +172,14 @@ def obliterate_all(
 
 
 def job_count(conn: Connection, q: str, *, exact: bool = True) -> int:
-    """Jobs held in the four state sets and every lane backlog: the sets' sizes in one
-    pipelined read, the lanes' summed on the server in bounded calls (`lanes.backlog`:
-    at most `lanes.LANES_A_CALL` lanes a call, as many calls as the lanes take).
-    `exact=False` sums them as a watching look does instead (`lanes.watched`: one call,
-    the last whole pass's figure for a queue of more than `lanes.LANE_EXACT` lanes): a
-    progress report between the calls of a long run."""
+    """Jobs held in the four state sets and every lane backlog (`lanes.backlog`, in
+    bounded calls). `exact=False` sums the lanes as a watching look does
+    (`lanes.watched`: one call; a progress report between the calls of a long run)."""
     return _count(conn, q, ("pending", "active", "schedule", "dead"), exact)
 
 
 def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
-    """What a drain would delete: pending and the lane backlogs (and the schedule set),
-    exact (`job_count`)."""
+    """What a drain would delete: pending, the lane backlogs (and the schedule set)."""
     return _count(conn, q, ("pending", "schedule") if include_schedule else ("pending",))
 
 

@@ -1,8 +1,6 @@
 """The verb catalogue: each Python operator verb's contract, declared on the function
-itself, and the registry of every function a `%emq` verb runs.
-
-A domain function says which verb runs it, whether it writes, and (when it runs a
-Lua transition) its contract, with `@contract` just above it::
+itself (`@contract`, just above it), and the registry of every function a `%emq`
+verb runs::
 
     @contract("pause", writes=True, script="@pause", precondition="none (idempotent)",
               changes="HSET emq:{q}:meta paused 1; publishes `paused`",
@@ -11,16 +9,12 @@ Lua transition) its contract, with `@contract` just above it::
     def pause(conn, q): ...
 
 The function is returned as it is, its docstring ending with the contract block.
-From these declarations come: the operator console's text (`describe`), the
-README's verbs table (`markdown()`; a test keeps them equal; `python -m
-emq_notebook.catalogue` prints it), each `%emq` verb's entries
-(`registry.Verb.entries`), and `OPERATIONS`: the functions declared, among them
-every function a `%emq` verb runs that can change a queue (`writers()`, each with
-its verb).
-
-The catalogue declares; it records nothing. A function declared `writes=True` is
-recorded by the audit's own decorator, stacked under the contract
-(`@audit.audited(verb, ...)`); a test holds that every writer is.
+From these come the operator console's text (`describe`), the verbs table
+(`markdown()`, in docs/wire-contract.md; `python -m emq_notebook.catalogue` prints
+it), each `%emq` verb's entries (`registry.Verb.entries`) and `OPERATIONS`, among them
+the functions that can change a queue (`writers()`). The catalogue declares and
+records nothing: a writer is recorded by `@audit.audited` under its contract (a test
+holds that every writer is).
 """
 
 from __future__ import annotations

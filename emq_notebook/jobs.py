@@ -75,9 +75,8 @@ def enqueue(
     return conn.run("enqueue", [base(q)], argv, verb="enqueue", queue=q, pipeline=pipeline)
 
 
-# 250 jobs a call: on an idle machine a call of 500 held the server 9 to 14 ms at
-# 500,000 jobs and up to 20 ms at 1,000,000 (bench/scale.py, SLOWLOG), too close to
-# the 20 ms a PING may wait; an enqueue writes a row, a drain only deletes one
+# jobs an `enqueue_many` call adds at most: an enqueue writes a row, a drain only deletes
+# one, so half a drain's budget (bench/README.md: Python's bounds)
 CHUNK = 250
 
 
@@ -211,17 +210,13 @@ def claim_calls(
 ) -> Claimed | None | str:
     """Run claim transition `name` (`claim2`, `gclaim2`) behind the pause gate, again
     while a call answers MORE, `calls` calls at most: the `Claimed`, None (paused, or
-    nothing to serve), or MORE (every call stopped at its bound with ghosts or lanes
-    left to look at: a job may wait behind them, claim again at once).
+    nothing to serve), or MORE (each call stopped at its bound: claim again at once).
 
-    The pause gate, before each call: the script executor reads the paused field in
-    its own round trip (the claim scripts carry no pause logic) and answers None when
-    paused; when that read meets a wire fault it reads as not paused and the claim
-    goes on as the twin that reads the field itself (the fault may have passed by the
-    next round trip, and the gate-less script would serve a paused queue). The
-    function and native executors run the twin (or the native command), the read
-    folded in. An EchoMQ node's native command is sent EchoMQ's own arguments (no
-    ASK_MORE): its reply is its own.
+    The gate: the script executor reads the paused field in its own round trip before
+    each call (`paused_for_claim`); a wire fault there reads as not paused and the
+    claim goes on as the twin that reads the field itself. The function and native
+    executors fold the read into the call. A native command gets EchoMQ's own
+    arguments (no ASK_MORE).
     """
     got: Claimed | None | str = MORE
     for _ in range(calls):
@@ -258,25 +253,13 @@ def claim_transition(q: str, grouped: bool = False) -> tuple[str, list[str]]:
 @contract("claim", writes=True)
 @audit.audited("claim")
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
-    """Serve the head of pending: `(id, payload, attempts)`, or None when empty or paused.
-
-    Ghosts at the head (members whose row is gone: another node deleted it, or its
-    TTL expired) are dropped on the way, at most CLAIM_SKIPS (500) a call of the
-    script, so no call holds the server long: this claim makes up to CLAIM_CALLS (20)
-    calls while each stops at that bound, and answers None past 10,000 ghosts (the next
-    claim goes on from there; `Worker` claims again at once, `claim_calls`).
-
-    The pause gate: with the script executor, one HGET of the paused field in its
-    own round trip BEFORE `claim2` (which carries no pause logic); the function
-    and native executors fold that read into the one call. When that HGET meets a
-    wire fault it reads as not paused and the claim goes on, as the folded claim
-    (`native_claim`), so a paused queue is never served blind.
-
-    The claim writes the connection's token as the row's `owner`: `complete` and
-    `fail` from another connection refuse `NotOwner`. Refuses `BadRow` when the
-    head of pending has a field no transition can read (e.g. `attempts` = "three"):
-    the job is left at the head, nothing is written. `lease_ms` out of range
-    (1 .. a year) is `BadInput`, before any I/O.
+    """Serve the head of pending: a `Claimed` (id, payload, attempts), or None when empty
+    or paused (the gate: `claim_calls`). Ghosts at the head are dropped on the way, at
+    most CLAIM_SKIPS a call, in up to CLAIM_CALLS calls (past that: None, and the next
+    claim goes on). The row's `owner` is the connection's token: `complete` and `fail`
+    from another connection refuse `NotOwner`. Refuses `BadRow` for a head no
+    transition can read (left at the head, nothing written), a `lease_ms` outside 1 ..
+    a year (`BadInput`, before any I/O).
     """
     check_lease(lease_ms)
     name, keys = claim_transition(q)
@@ -338,16 +321,11 @@ def _token(conn: Connection, token: str | None) -> str:
 @audit.audited("expire")
 def expire_leases(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
     """In-flight jobs whose lease passed go back to pending (or their lane), `stalled`
-    counted: ONE bounded call. Answers how many went back.
-
-    A call examines at most `budget` members of active whose lease passed, in a lap
-    that goes on where this connection's previous call for the queue stopped: a
-    member whose row is gone leaves the set (uncounted); a bad row, or an id naming
-    another job's `:logs` or `:lock`, is left in active and announced as a `bad_row`
-    event once a lap. Each costs one of the budget, and the lap walks past it, so it
-    never holds the others up. A budget above `defaults.MAX_MOVE_BUDGET` is `BadInput`,
-    before any I/O. Recorded (verb `expire`, the jobs it put back) when an operator
-    types it (a surface: a runbook's step), never from a worker's housekeeping.
+    counted: ONE bounded call of at most `budget` members, in a lap that goes on where
+    this connection's last call for the queue stopped. Answers how many went back. A
+    ghost leaves active (uncounted); a bad row or a foreign id stays, announced once a
+    lap (`bad_row`). Refuses a budget above `defaults.MAX_MOVE_BUDGET` (`BadInput`,
+    before any I/O). Recorded when an operator types it, never from a worker.
     """
     move_budget(budget)
     return _lap(conn, q, "expire", queue_key(q, "active"), budget)
@@ -493,8 +471,7 @@ def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None =
 
 # the lines `get_job_logs` answers unless told: the last LOG_LINES of the list
 LOG_LINES = 10_000
-# the most lines one call reads (with about BYTE_BUDGET bytes): a list read through
-# LRANGE in a script costs about 0.35 us a line, so a page holds a server about 2 ms
+# the most lines one call reads (with about BYTE_BUDGET bytes)
 PAGE_LINES = 5_000
 
 
@@ -565,18 +542,11 @@ def get_job_logs(conn: Connection, q: str, job_id: str, limit: int | None = LOG_
 def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) -> None:
     """Remove the job from its set and lane (a lane slot given back when it was in
     flight), delete row and logs, release its dedup key (and `dedup` when supplied).
-
-    Refuses `Gone`, and `Locked` for a held job (a `:lock` key or a `lock` field).
-    For a missing row the one cleanup is done: a ghost (the id still a member of
-    a state set or lane) leaves those sets; otherwise a refusal writes nothing.
-
-    A key of another type than a hash where the row should be (another client's list,
-    string or set, which every other verb refuses `BadRow` 'type') is removed like a row,
-    unless a `:lock` key holds the job: the key is the job's own name, in the queue's own
-    keyspace, and the operator named that job to remove; remove is the one verb that
-    clears it (drain and obliterate delete it too), and UNLINK frees it off the server's
-    thread. Its `group`, `dedup` and `lock` fields cannot be read: it leaves the four
-    sets, not a lane, and releases only the `dedup` key supplied.
+    Refuses `Gone` (a ghost, still a member of a set or lane, leaves them first) and
+    `Locked` for a held job (a `:lock` key or a `lock` field). A key of another type
+    where the row should be is removed like a row unless a `:lock` key holds the job:
+    remove is the one verb that clears it; its fields unread, it leaves the four sets
+    (not a lane) and releases only the `dedup` key supplied.
     """
     if dedup is not None:
         check_text(dedup, "dedup key")
@@ -615,9 +585,8 @@ def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
 
 
 # the most fields a row may hold for `get_job` to list them all (one HKEYS, then each
-# field's length and, within the byte budget, its bytes): a row of 1,000 fields of 100
-# bytes held Valkey 2.7 ms in one `@read_job` call. A row of more (only another node
-# writes one) is read by the names of JOB_FIELDS
+# field's length and, within the byte budget, its bytes); a row of more (only another
+# node writes one) is read by the names of JOB_FIELDS
 ROW_FIELDS = 1000
 # the fields EchoMQ's and the toolkit's transitions write on a job row (SPEC: the row)
 JOB_FIELDS = (
@@ -657,18 +626,14 @@ def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
     """The row as a dict of its fields, in the row's order. Refuses `Gone`, and `BadRow`
     (field `type`) for a key of another type where the row should be.
 
-    No call copies a field another node made long, nor a whole row of many fields or of
-    long names: a field over `defaults.MAX_WHOLE_FIELD` bytes (8 MiB) is not read, and
-    holds `decoding.not_read(length)` (`<20,971,520 bytes: over MAX_WHOLE_FIELD, not
-    read>`), its bytes left on the server. A row is listed whole only when it holds at
-    most `ROW_FIELDS` fields and measures at most `defaults.BYTE_BUDGET` bytes of names
-    and values (one MEMORY USAGE: no command gives a name's length). Any other row, and
-    every row on a server or for an ACL user without MEMORY USAGE (the embedded fake),
-    shows the fields of `JOB_FIELDS` it holds, in that order, and `OTHER_FIELDS` saying
-    how many it holds in all when it holds others. Read by `@read_job` calls of about
-    `defaults.BYTE_BUDGET` bytes each (a field's length before its bytes), and a field
-    over that budget by a plain HGET of its own: a field rewritten longer between its
-    length and its HGET is read as it is then."""
+    A field over `defaults.MAX_WHOLE_FIELD` bytes is not read: it holds
+    `decoding.not_read(length)`. A row is listed whole only when it holds at most
+    `ROW_FIELDS` fields and measures at most `defaults.BYTE_BUDGET` bytes (MEMORY
+    USAGE); any other row, and every row where MEMORY USAGE is not there (the embedded
+    fake), shows the fields of `JOB_FIELDS` it holds, and `OTHER_FIELDS` how many more.
+    Read in `@read_job` calls of about `defaults.BYTE_BUDGET` bytes (a field over that
+    by an HGET of its own).
+    """
     key = job_key(q, job_id)
     count, row = _read_job(conn, q, job_id, ())
     if not row:

@@ -54,15 +54,12 @@ _PASSED_KEPT = 4096
 
 
 def check_server_id(value: object, what: str = "job id") -> str:
-    """Return `value`, an id as a set holds it (read from the server, e.g. a frame's
-    index), to be sent as a script argument and addressed as it is: the gate above is
-    for the keys built here from what a person types, and another node may write ids
-    it refuses (`ord:17`, `a b`). Refuses (`InvalidName`) a non-string, and an id ending
-    `:logs` or `:lock`: its row key would be another job's logs list or lock, so no
-    verb addresses it (the scripts' `foreign_id` holds the same rule); and an id over
-    `MAX_SERVER_ID` bytes, which a script would hash and copy at each key it names (one
-    of 1 MB held Valkey 23 ms in a call). A bulk verb leaves such an id where it is and
-    reports it."""
+    """Return `value`, an id as a set holds it (read from the server), addressed as it
+    is: another node may write ids the name gate refuses (`ord:17`, `a b`). Refuses
+    (`InvalidName`) a non-string; an id ending `:logs` or `:lock` (its row key would be
+    another job's logs or lock; the scripts' `foreign_id` holds the same rule); an id
+    over `MAX_SERVER_ID` bytes, which a script would hash and copy at each key it names.
+    A bulk verb leaves such an id where it is and reports it."""
     if not isinstance(value, str):
         raise InvalidName(f"{what} must be a string, not {type(value).__name__}")
     if len(value) > MAX_SERVER_ID // 4 and wire_size(value) > MAX_SERVER_ID:

@@ -27,11 +27,10 @@ Progress = Callable[[int, int], None]
 
 
 class Moved(int):
-    """How many jobs a bulk reprocess moved (in a dry run: would move), an int, with
-    what it left: `.bad_rows` (rows no transition can read, left in dead), `.ghosts`
-    (members with no row, dropped from dead) and `.foreign` (foreign ids, left in dead
-    and never addressed: `keyspace.check_server_id`; one over 256 bytes as its first 200
-    and its length)."""
+    """How many jobs a bulk reprocess moved (a dry run: would move), with what it left:
+    `.bad_rows` (rows no transition can read, left in dead), `.ghosts` (members with no
+    row, dropped) and `.foreign` (ids no verb addresses, left in dead; one over 256
+    bytes as its first 200 and its length)."""
 
     bad_rows: int
     ghosts: int
@@ -64,12 +63,10 @@ def _jobs(n: int, what: str) -> str:
 
 
 class DeadRun:
-    """One run over the dead set, oldest death first, in bounded steps of
-    `@reprocess_dead` (or its read-only dry run `@reprocess_dead_check`): each step
-    examines at most `budget` members and about `defaults.BYTE_BUDGET` bytes, and the
-    next begins after the last member the previous one examined, so the run walks
-    each member once, whatever it leaves in dead. Only jobs dead when the run began
-    are moved: a job that dies again meanwhile is not moved again."""
+    """One walk of the dead set, oldest death first, in bounded steps of `@reprocess_dead`
+    (`@reprocess_dead_check` for a dry run): each step begins after the last member the
+    one before examined, so each member is walked once, and only jobs dead when the run
+    began are moved."""
 
     def __init__(self, conn: Connection, q: str, budget: int, dry_run: bool = False):
         self.conn, self.q, self.budget = conn, q, budget
@@ -79,8 +76,7 @@ class DeadRun:
         self.dry_run = dry_run
         if not dry_run:
             audit.started()
-            # the first move comes a millisecond after the clock read, so a job this run
-            # moves can only die again at a later time than `began`
+            # a job this run moves can then only die again after `began`
             time.sleep(0.001)
         self.place: tuple[str, str] = ("", "")
         self.more = True
@@ -106,6 +102,23 @@ class DeadRun:
         return Moved(self.moved, self.bad_rows, self.ghosts, self.foreign)
 
 
+class Pace:
+    """At most `rate` jobs a second (None: no cap): a step of a tenth of a second's
+    worth at most, and a wait after each until the jobs done are due."""
+
+    def __init__(self, rate: float | None):
+        self.rate, self.began = rate, time.monotonic()
+
+    def step(self, budget: int) -> int:
+        return budget if self.rate is None else max(1, min(budget, math.ceil(self.rate / 10)))
+
+    def wait(self, done: int) -> None:
+        if self.rate is not None:
+            wait = self.began + done / self.rate - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+
+
 @contract(
     "reprocess",
     writes=True,
@@ -129,43 +142,25 @@ def reprocess_dead(
     stop_if_failing: float | None = None,
     watch_s: float = 30,
 ) -> Moved:
-    """Move dead jobs back (flat to pending, grouped to their lanes), oldest death first.
+    """Move dead jobs back (flat to pending, grouped to their lanes), oldest death first,
+    at most `limit`; answers a `Moved`. Only jobs dead when the call began are moved,
+    each once; counters stay. Calls of at most `budget` members examined (a bad row, a
+    ghost and a foreign id cost one like a job moved); `progress(calls, moved)` after
+    each. A foreign id (`keyspace.check_server_id`) is left in dead, in `.foreign`.
 
-    Answers the count moved (a `Moved`: an int, with `.bad_rows` left in dead,
-    `.ghosts` dropped and `.foreign` ids left in dead). Bounded calls of at most
-    `budget` members examined each, `defaults.MOVE_BUDGET` unless named (a bad row, a
-    ghost and a foreign id cost one like a job moved); each call begins where the last
-    ended, so a run walks past rows it leaves and announces each once (a `bad_row`
-    event). At most `limit` jobs in all.
-    Only jobs dead when the call began are moved, each at most once. Counters stay.
-    `progress(calls, moved_so_far)` is called after each call.
-
-    Ids are read from the server and addressed as they are (`ord:17`, `a b`); a foreign
-    one (`keyspace.check_server_id`: it names another job's `:logs` or `:lock`, whose key
-    it would address, or is over 65,536 bytes) is left in dead and reported in `.foreign`.
-
-    `dry_run=True` answers what the real call would move on the same state, walking
-    the same members with the same rules in read-only steps, and writes nothing (it
-    works on a read-only session; the rate and the trial do not change the answer).
-
-    A controlled retry, for a downstream that may still be failing:
-    - `rate` caps the jobs moved per second;
-    - `trial=N` moves N jobs first and waits (at most `watch_s` seconds) until each has
-      finished (its row gone) or is dead again;
-    - `stop_if_failing` (a fraction, with `trial`): when at least that share of the
-      trial's jobs are dead again, it stops there and raises `Halted` (`.moved`,
-      `.failed_again`); the jobs after the trial stay in dead.
-    Checked before any I/O: `BadInput` (a budget above `defaults.MAX_MOVE_BUDGET` too:
-    each job moved is rewritten), `ReadOnly`.
+    `dry_run=True` answers what the real call would move, by read-only steps (rate and
+    trial aside). A controlled retry: `rate` caps the jobs moved a second; `trial=N`
+    moves N first and waits (at most `watch_s`) until each has finished or is dead
+    again; with `stop_if_failing` (a fraction) it then raises `Halted` (`.moved`,
+    `.failed_again`) when that share of the trial is dead again.
+    Refused before any I/O: `BadInput` (a budget above `defaults.MAX_MOVE_BUDGET`: each
+    job moved is rewritten), `ReadOnly` (but a dry run).
     """
     checks.move_budget(budget)
     if limit is not None:
         whole(limit, "limit")
     if dry_run:
-        return _reprocess_all(conn, q, budget, limit, progress, dry_run=True)
-    if rate is None and trial is None and stop_if_failing is None:
-        conn.refuse_writes(f"reprocess {q}")
-        return _reprocess_all(conn, q, budget, limit, progress)
+        rate = trial = stop_if_failing = None
     return ControlledRetry(
         conn,
         q,
@@ -176,25 +171,8 @@ def reprocess_dead(
         trial=trial,
         stop_if_failing=stop_if_failing,
         watch_s=watch_s,
+        dry_run=dry_run,
     ).run()
-
-
-def _reprocess_all(
-    conn: Connection,
-    q: str,
-    budget: int,
-    limit: int | None,
-    progress: Progress | None,
-    dry_run: bool = False,
-) -> Moved:
-    run = DeadRun(conn, q, budget, dry_run)
-    calls = 0
-    while run.more and (limit is None or run.moved < limit):
-        run.step(budget if limit is None else min(budget, limit - run.moved))
-        calls += 1
-        if progress:
-            progress(calls, run.moved)
-    return run.result()
 
 
 def _number(value: object, what: str, least: float, most: float) -> float:
@@ -210,8 +188,7 @@ def _number(value: object, what: str, least: float, most: float) -> float:
 
 
 class ControlledRetry:
-    """`reprocess_dead` with a rate, a trial and a stop rule: one `DeadRun` (only jobs
-    dead when it began, each member walked once), its steps paced, its first jobs watched."""
+    """A run of `reprocess_dead`: one `DeadRun`, its steps paced, its first jobs watched."""
 
     POLL_S = 0.1
 
@@ -223,10 +200,11 @@ class ControlledRetry:
         limit: int | None,
         progress: Progress | None,
         *,
-        rate: float | None,
-        trial: int | None,
-        stop_if_failing: float | None,
-        watch_s: float,
+        rate: float | None = None,
+        trial: int | None = None,
+        stop_if_failing: float | None = None,
+        watch_s: float = 30,
+        dry_run: bool = False,
     ):
         self.rate = None if rate is None else _number(rate, "rate (jobs per second)", 0, 1_000_000)
         self.trial = None if trial is None else whole(trial, "trial")
@@ -235,14 +213,17 @@ class ControlledRetry:
             if trial is None:
                 raise BadInput("stop_if_failing needs a trial: how many jobs to watch first")
         self.stop_if_failing = stop_if_failing
-        self.watch_s = _number(watch_s, "watch_s", 0, 86_400)
+        controlled = rate is not None or trial is not None or stop_if_failing is not None
+        self.watch_s = _number(watch_s, "watch_s", 0, 86_400) if controlled else watch_s
         self.dead = queue_key(q, "dead")
-        conn.refuse_writes(f"reprocess {q}")
+        if not dry_run:
+            conn.refuse_writes(f"reprocess {q}")
         self.conn, self.q, self.budget, self.limit, self.progress = conn, q, budget, limit, progress
+        self.dry_run = dry_run
         self.calls = 0
 
     def run(self) -> Moved:
-        self.walk = DeadRun(self.conn, self.q, self.budget)
+        self.walk = DeadRun(self.conn, self.q, self.budget, self.dry_run)
         if self.trial is not None:
             watched = self.move(self._room(self.trial))
             failed = self.watch(watched)
@@ -253,16 +234,13 @@ class ControlledRetry:
                     moved=self.walk.moved,
                     failed_again=failed,
                 )
-        chunk = self.budget if self.rate is None else max(1, min(self.budget, math.ceil(self.rate / 10)))
-        started, paced = time.monotonic(), 0
+        pace, paced = Pace(self.rate), 0
+        chunk = pace.step(self.budget)
         while self.walk.more and self._room(chunk):
             before = self.walk.moved
             self.step(self._room(chunk))
             paced += self.walk.moved - before
-            if self.rate is not None:
-                wait = started + paced / self.rate - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
+            pace.wait(paced)
         return self.walk.result()
 
     def _room(self, want: int) -> int:
@@ -283,8 +261,8 @@ class ControlledRetry:
         return moved
 
     def watch(self, ids: list[str]) -> int:
-        """Wait (at most watch_s) until each job has finished or is dead again; the
-        number dead again. Stops early once the stop rule is met."""
+        """Wait (at most watch_s) until each job has finished or is dead again, or the
+        stop rule is met; the number dead again."""
         if not ids:
             return 0
         deadline = time.monotonic() + self.watch_s
@@ -306,13 +284,10 @@ class ControlledRetry:
 
 
 def job_ids(ids: Iterable[str]) -> list[str]:
-    """Job ids as the bulk verbs take them: any iterable of ids (a frame's index; a frame
-    stands for its index), duplicates dropped, first order kept. The ids are sent as
-    script arguments, never built into a key here, so an id read from the server is
-    taken as it is (`ord:17`, `a b`: `keyspace.check_server_id`). One id alone (a str)
-    is `BadInput`: pass `[id]`, and so is an id holding half of a character pair (no
-    server can hold it: `decoding.wire`), refused here, before the first call goes;
-    an id that is not a string is `InvalidName`."""
+    """Job ids as the bulk verbs take them: any iterable of ids (a frame stands for its
+    index), duplicates dropped, first order kept, each taken as the server holds it
+    (`ord:17`, `a b`). Refuses before any I/O: one id alone (a str: pass `[id]`) and an
+    id holding half of a character pair (`BadInput`), an id not a string (`InvalidName`)."""
     if isinstance(ids, pd.DataFrame):
         ids = ids.index
     if isinstance(ids, str):
@@ -327,8 +302,7 @@ def job_ids(ids: Iterable[str]) -> list[str]:
 
 
 def _foreign(job_id: str) -> bool:
-    """True for an id no verb addresses (`keyspace.check_server_id`: it names another
-    job's `:logs` or `:lock`, or is over 65,536 bytes)."""
+    """True for an id no verb addresses (`keyspace.check_server_id`)."""
     try:
         check_server_id(job_id)
     except InvalidName:
@@ -348,17 +322,14 @@ def _bulk(
     progress: Progress | None = None,
     dry_run: bool = False,
 ) -> dict[str, str]:
-    """Run script `name` over `ids` in bounded steps: each sends at most `budget` ids
-    (with a `rate`, at most a tenth of a second's worth, paced to that many ids a
-    second) and about `defaults.BYTE_BUDGET` bytes of them; a step answers the ids it
-    examined within its budget of work, and the rest go again. An id naming another
-    job's `:logs` or `:lock`, or over 65,536 bytes, is not sent: its word is "foreign_id".
-    A call is sent about `BYTE_BUDGET` of id bytes, each counted `ID_WORK` times, as
-    the script counts them (`decoding.batch`)."""
+    """Run script `name` over `ids` in bounded steps (at most `budget` ids, `Pace`d, and
+    about `BYTE_BUDGET` of id bytes counted `ID_WORK` times, as the script counts them:
+    `decoding.batch`); a step answers the ids it examined, the rest go again. A foreign
+    id is not sent: its word is "foreign_id"."""
     sent = [i for i in ids if not _foreign(i)]
     words: dict[str, str] = {}
-    step = budget if rate is None else max(1, min(budget, math.ceil(rate / 10)))
-    began, calls, at = time.monotonic(), 0, 0
+    pace, calls, at = Pace(rate), 0, 0
+    step = pace.step(budget)
     if not dry_run:
         audit.started()
     while at < len(sent):
@@ -373,10 +344,7 @@ def _bulk(
         calls += 1
         if progress:
             progress(calls, len(words))
-        if rate is not None:
-            wait = began + len(words) / rate - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
+        pace.wait(len(words))
     return {i: words.get(i, "foreign_id") for i in ids}
 
 
@@ -402,20 +370,14 @@ def reprocess_jobs(
     rate: float | None = None,
     progress: Progress | None = None,
 ) -> dict[str, str]:
-    """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
-    of at most `budget` ids (`defaults.ID_BUDGET` unless named: each id is looked up by
-    itself): `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
-    for a row no transition can read, left in dead; "foreign_id" for a foreign id, never
-    addressed: `keyspace.check_server_id`).
-
-    Ids are taken as the server holds them (a frame's index from `triage.find`), so
-    one written outside the name gate by another node is acted on like the rest.
-    `dry_run=True` answers the words the real call would give on the same state,
-    from a read-only script, and writes nothing (it works on a read-only session).
-    `rate` caps the ids sent a second; `progress(calls, ids_answered)` after each call.
-    Counters stay. Refused before any I/O: a budget above `defaults.MAX_MOVE_BUDGET`
-    (each job moved is rewritten), a rate that is not a positive number (`BadInput`),
-    an id that is not a string.
+    """Move the given dead jobs back (flat to pending, grouped to their lanes):
+    `{id: "reprocessed" | "gone" | "not_dead" | "bad_row" | "foreign_id"}` (a bad row
+    stays in dead; a foreign id is never addressed). Ids are taken as the server holds
+    them (a frame's index from `triage.find`). Calls of at most `budget` ids; `rate`
+    caps the ids sent a second; `progress(calls, ids_answered)` after each call.
+    `dry_run=True` answers the same words from a read-only script. Counters stay.
+    Refused before any I/O: a budget above `defaults.MAX_MOVE_BUDGET` or a rate that is
+    not a positive number (`BadInput`), an id that is not a string, `ReadOnly`.
     """
     checks.move_budget(budget)
     if rate is not None:
@@ -424,17 +386,9 @@ def reprocess_jobs(
     chosen = job_ids(ids)
     if not dry_run:
         conn.refuse_writes(f"reprocess {q}")
+    name = "reprocess_jobs_check" if dry_run else "reprocess_jobs"
     return _bulk(
-        conn,
-        q,
-        "reprocess_jobs_check" if dry_run else "reprocess_jobs",
-        keys,
-        chosen,
-        budget,
-        "reprocess",
-        rate=None if dry_run else rate,
-        progress=progress,
-        dry_run=dry_run,
+        conn, q, name, keys, chosen, budget, "reprocess", None if dry_run else rate, progress, dry_run
     )
 
 
@@ -451,15 +405,11 @@ def reprocess_jobs(
 def remove_jobs(
     conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = 2 * ID_BUDGET
 ) -> dict[str, str]:
-    """Remove many jobs by id: `{id: "removed" | "gone" | "locked"}` (and "foreign_id"
-    for a foreign id, never addressed: `keyspace.check_server_id`), in calls of at
-    most `budget` work (an id costs 1, a removed job 2, a ghost one more for each lane
-    it is looked for in: `2 * defaults.ID_BUDGET` unless named, about 250 removed jobs).
-
-    Locked jobs are left untouched; ids are taken as the server holds them and
-    duplicates dropped. `dry_run=True` answers the words the real call would give on
-    the same state, from a read-only script, and writes nothing. Refused before any
-    I/O: a budget above `defaults.MAX_BUDGET`, an id that is not a string.
+    """Remove many jobs by id: `{id: "removed" | "gone" | "locked" | "foreign_id"}`;
+    locked jobs are left untouched. Calls of at most `budget` work (an id costs 1, a
+    removed job 2, a ghost one more a lane it is looked for in). `dry_run=True` answers
+    the same words from a read-only script. Refused before any I/O: a budget above
+    `defaults.MAX_BUDGET`, an id that is not a string, `ReadOnly`.
     """
     checks.budget(budget)
     keys = [base(q)]

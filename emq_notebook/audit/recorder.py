@@ -65,9 +65,9 @@ class Record:
     Writes nothing for a dry run, on a read-only session, or nested in another record.
 
     Inside the block, set `.result` to the verb's answer (count and ids come from it,
-    `touched`), or call `touch(count, ids)` to say them. On leaving, the entry is
-    written (unless the call writes nothing: `.active` is False) and `.entry` holds its
-    stream id; `.failed` holds the `audit_failed` note when it could not be written.
+    `touched`). On leaving, the entry is written (unless the call writes nothing:
+    `.active` is False) and `.entry` holds its stream id; `.failed` holds the
+    `audit_failed` note when it could not be written.
 
     A bulk verb (many calls, `bulk`) says more (`start`, `add`; `audit.started` and
     `audit.changed` from inside it): an entry with outcome `started` before its first
@@ -77,10 +77,8 @@ class Record:
     carries the count (`errors.ended_after`).
     """
 
-    # what a call's record holds until it says otherwise (class defaults: a record is
-    # made on every write, and most of these never change in it)
+    # class defaults: a record is made on every write, and most of these never change
     result: Any = None
-    said: tuple[int, list[str]] | None = None
     entry: Any = None
     failed: str | None = None
     active = False
@@ -115,10 +113,6 @@ class Record:
     ):
         self.conn, self.verb, self.queue, self.args, self.job = conn, verb, queue, args, job
         self.dry_run, self.counts, self.keep, self.bulk = dry_run, counts, keep, bulk
-
-    def touch(self, count: int, ids: Iterable[str] = ()) -> None:
-        """Say what the call touched (instead of reading it from `.result`)."""
-        self.said = (int(count), [str(i) for i in ids])
 
     def add(self, count: int, ids: Iterable[str] = ()) -> None:
         """Say the jobs one call of a bulk verb changed (after each call): the closing
@@ -202,7 +196,7 @@ class Record:
         elif self.changed is not None:  # a bulk verb: what its calls changed, whatever ended it
             count, ids = self.changed, self.changed_ids or []
         elif outcome == "done":
-            count, ids = self.said if self.said is not None else self.counts(self.result, self.job)
+            count, ids = self.counts(self.result, self.job)
         elif isinstance(exc, Halted):
             count, ids = exc.moved, []
         else:
@@ -239,13 +233,11 @@ class Record:
             _written.setdefault(self.conn.label, set()).add(self.queue)
 
     def within(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
-        """Run `call(*a, **kw)`, a verb that runs one transition, whose entry that
-        transition's own call writes (`connector.carrying`: its audited twin, one round trip where
-        `write` after the reply is a second): the entry is there exactly when the
-        transition ran, with the outcome its reply says (`done`, `refused:<reason>`,
-        `error`), even when the reply is then lost on the wire. A verb that raises
-        before its transition goes out, or whose transition has no twin (a native
-        command), leaves the record to `write`, after."""
+        """Run `call(*a, **kw)`, a verb of one transition, whose own call writes the entry
+        (`connector.carrying`: its audited twin, no second round trip), so the entry is
+        there exactly when the transition ran, even when the reply is then lost. A verb
+        that raises before its transition goes out, or whose transition has no twin (a
+        native command), leaves the record to `write`, after."""
         if not self.active:
             return call(*a, **kw)
         try:
@@ -255,9 +247,8 @@ class Record:
         return self.result
 
     def carried(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
-        """`with self: return self.within(call, *a, **kw)`, in one frame: the path of
-        every call of a verb declared `single` (`audited`), where each frame a record
-        adds reads several times its cost between two round trips (bench/README.md)."""
+        """`with self: return self.within(call, *a, **kw)` in one frame: the path of every
+        call of a `single` verb (`audited`)."""
         self.__enter__()
         if not self.active:
             return call(*a, **kw)
@@ -320,16 +311,6 @@ def changed(count: int, ids: Iterable[str] = ()) -> None:
     rec = _open.get()
     if rec is not None and rec.bulk:
         rec.add(count, ids)
-
-
-def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
-    """Say what the call being recorded touched, from inside it (a verb whose answer
-    does not say it: `obliterate_all` answers its calls). `count` may be a function,
-    called only inside a record (a count that reads the server is read only then).
-    Outside a record: nothing."""
-    rec = _open.get()
-    if rec is not None:
-        rec.touch(count() if callable(count) else count, ids)
 
 
 def append(conn: Connection, queue: str, fields: Mapping[str, str], keep: int = KEEP) -> str:
