@@ -38,9 +38,6 @@ from .directory import Directory
 from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError
 from .redaction import redact, scrub, secrets_of
 
-# the native commands of a module-loaded EchoMQ node, by transition (the transition table's)
-NATIVE = {t.name: t.native for t in transitions.TABLE.values() if t.native}
-
 # the plain commands a read-only connection sends: each only reads
 READING_COMMANDS = frozenset(
     {

@@ -57,19 +57,10 @@ def _doing(verb: str) -> str:
 
 
 def touched(result: Any, job: str | None = None) -> tuple[int, list[str]]:
-    """(count, ids) of the jobs a verb's answer says it touched:
-
-    - a claim's `Claimed` (`.id`): that job; None with no `job` (nothing to claim, a
-      queue verb): none;
-    - `{id: word}` (a bulk remove or reprocess): the ids whose word is in `DONE_WORDS`;
-    - a list of ids (enqueue_many, tick): those;
-    - an int (a drain's count, a `Moved`): that many, ids unknown (`job`'s when named);
-    - a str: with `job`, that job (a fail's "retry"/"dead"); obliterate's "ok"/"more":
-      none; else the id a verb answers (enqueue, run-now);
-    - None (a per-job verb) with `job`: that job.
-
-    A per-job verb (`job` named) touched that one job, whatever it answers (a log's
-    line count, a fail's "retry").
+    """(count, ids) of the jobs a verb's answer says it touched: a `Claimed`, that job;
+    a per-job verb (`job` named), that job whatever it answers; `{id: word}`, the ids
+    whose word is in `DONE_WORDS`; a list of ids, those; an int, that many (ids
+    unknown); obliterate's "ok"/"more", none; another str, the id answered; None, none.
     """
     job_id = getattr(result, "id", None)
     if isinstance(job_id, str):

@@ -53,28 +53,21 @@ _open: contextvars.ContextVar[Record | None] = contextvars.ContextVar("emq_audit
 
 
 class Record:
-    """One writing call being recorded, as a context manager (`recorded` is its name
-    at the call site):
+    """One writing call being recorded, a context manager (`recorded` at the call site):
 
         with audit.recorded(conn, "pause", q) as rec:
             rec.result = admin.pause(conn, q)
 
-    `args` are the options given (scrubbed: `options`), `job` the one job a per-job
-    verb addresses, `keep` the entries kept (`conn.audit_keep`, else `KEEP`),
-    `counts(result, job)` reads count and ids from the answer (`touched`).
-    Writes nothing for a dry run, on a read-only session, or nested in another record.
+    `args` are the options given, `job` the one job a per-job verb addresses, `keep`
+    the entries kept (`conn.audit_keep`, else `KEEP`), `counts(result, job)` reads
+    count and ids from `.result` (`touched`). On leaving, the entry is written (unless
+    `.active` is False: a dry run, a read-only session, a nested record); `.entry`
+    holds its stream id, `.failed` the `audit_failed` note when it was not written.
 
-    Inside the block, set `.result` to the verb's answer (count and ids come from it,
-    `touched`). On leaving, the entry is written (unless the call writes nothing:
-    `.active` is False) and `.entry` holds its stream id; `.failed` holds the
-    `audit_failed` note when it could not be written.
-
-    A bulk verb (many calls, `bulk`) says more (`start`, `add`; `audit.started` and
-    `audit.changed` from inside it): an entry with outcome `started` before its first
-    writing call, and after each call the jobs it changed. Its closing entry then says
-    the count they add up to whatever the outcome (refused at the fifth call, cut on
-    the wire), names the `started` entry it closes, and the exception that ended it
-    carries the count (`errors.ended_after`).
+    A `bulk` verb writes a `started` entry before its first writing call (`start`) and
+    says after each call the jobs it changed (`add`); its closing entry says their sum
+    whatever the outcome and names the `started` entry, and the exception that ended it
+    carries the count (`errors.ended_after`). It implements `connector.Carried`.
     """
 
     # class defaults: a record is made on every write, and most of these never change
@@ -332,21 +325,18 @@ def audited(
     single: bool = False,
     bulk: bool = False,
 ) -> Callable[[F], F]:
-    """A decorator recording every call of a writing domain verb `fn(conn, q, ...)`:
+    """A decorator recording every call of a writing verb `fn(conn, q, ...)`, stacked
+    under its `@catalogue.contract`:
 
-        @audited("remove", job="job_id")
+        @audited("remove", job="job_id", single=True)
         def remove_job(conn, q, job_id, dedup=None): ...
 
     `queue` and `job` name the parameters holding the queue and the one job; the other
-    arguments given (not the defaults) are the record's `args`; a true `dry_run`
-    argument writes nothing, nor a call queued in its caller's `pipeline` (a producer's
-    batch: not run yet). A verb of the queue underneath (`UNDERNEATH`: enqueue, claim,
-    complete, fail) is recorded only inside a `surface` block (typed or clicked).
-    `single`: the verb runs one transition and its answer says no more than its
-    outcome, so that transition's own call writes the entry (`Record.within`).
-    `bulk`: the verb runs many calls and says, from inside, when it starts writing
-    and what each call changed (`started`, `changed`): a `started` entry and a
-    closing one."""
+    arguments given are the record's `args`. Nothing is written for a true `dry_run`,
+    a call queued on a `pipeline`, or a verb of the queue underneath (`UNDERNEATH`)
+    outside a `surface` block. `single`: its one transition's own call writes the entry
+    (`Record.within`). `bulk`: many calls, a `started` entry and a closing one
+    (`started`, `changed`)."""
 
     def wrap(fn: F) -> F:
         signature = inspect.signature(fn)
