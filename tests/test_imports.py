@@ -155,6 +155,10 @@ def test_the_bulk_moves_never_import_the_queue_scope():
 def test_the_connection_knows_nothing_of_the_audit():
     audit = {name for name in MODULES if name.startswith("emq_notebook.audit")}
     assert not LAZY["emq_notebook.connector"] & audit
+    # the record is the audit's own class: it fills the connection's hook (`Carried`)
+    from emq_notebook.audit import Record
+
+    assert Record.__bases__ == (object,)
 
 
 def test_the_walk_finds_a_cycle_when_there_is_one(monkeypatch):
