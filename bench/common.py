@@ -234,6 +234,16 @@ def connect(srv, executor: str = "script") -> emq.Connection:
     return emq.connect(f"redis://127.0.0.1:{srv.port}/0", executor=executor)
 
 
+def commandstats(clients: list[redis.Redis]) -> dict[str, int]:
+    """Calls per command so far, summed over `clients` (the primaries of a cluster)."""
+    out: dict[str, int] = {}
+    for c in clients:
+        for name, v in c.info("commandstats").items():
+            key = name.removeprefix("cmdstat_")
+            out[key] = out.get(key, 0) + int(v["calls"])
+    return out
+
+
 def logging_slower_than(srv, us: int, keep: int = 100_000) -> redis.Redis:
     """A client of `srv` whose SLOWLOG now keeps the last `keep` calls over `us`
     microseconds (not every call: Valkey logs a script's own commands too, and a log of

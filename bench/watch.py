@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from common import commandstats as stats
 from common import connect, server, shared_cpu_flag
 
 import emq_notebook as emq
@@ -53,16 +54,6 @@ def args() -> argparse.Namespace:
     p.add_argument("--no-cluster", action="store_true", help="skip the cluster part")
     shared_cpu_flag(p)
     return p.parse_args()
-
-
-def stats(clients: list[redis.Redis]) -> dict[str, int]:
-    """Calls per command so far, summed over `clients` (the primaries of a cluster)."""
-    out: dict[str, int] = {}
-    for c in clients:
-        for name, v in c.info("commandstats").items():
-            key = name.removeprefix("cmdstat_")
-            out[key] = out.get(key, 0) + int(v["calls"])
-    return out
 
 
 def counted(clients: list[redis.Redis], call: Callable[[], Any]) -> tuple[float, dict[str, int]]:

@@ -79,9 +79,10 @@ __all__ = [
 
 
 # imported on first use (`emq.widgets`), so a worker process never pays for the
-# notebook (ipywidgets, IPython, matplotlib); `demo` too, which imported with the
-# package would run twice over under `python -m emq_notebook.demo` (runpy's warning)
-_ON_FIRST_USE = ("widgets", "magics", "runbook", "plots", "demo")
+# notebook (ipywidgets, IPython, matplotlib) nor the exporter (prometheus_client);
+# `demo` too, which imported with the package would run twice over under
+# `python -m emq_notebook.demo` (runpy's warning)
+_ON_FIRST_USE = ("widgets", "magics", "runbook", "plots", "demo", "monitor")
 
 
 def __getattr__(name: str) -> Any:

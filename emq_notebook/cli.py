@@ -181,6 +181,8 @@ def _run(argv: list[str]) -> int:
     if opts.help or not rest or rest in (["-h"], ["--help"], ["help"]):
         say(shell_help())
         return 0
+    if rest[0] in verbs.monitor.SHELL:  # their own read-only connection and exits (Nagios codes)
+        return verbs.monitor.shell(ShellSession(say=say), opts, rest)
     session = ShellSession(say=say, settings=settings.load())
     try:
         ns = verbs.parse(session, rest)

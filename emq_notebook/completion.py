@@ -8,13 +8,17 @@ then kept; a keystroke never walks the server's keyspace); in an
 reprocess, active ones for complete and fail); in a `group` slot the names of the
 queue's lanes that start with what is typed, from ONE bounded walk of its lanes
 (`lanes.names`: a queue of a million lanes offers those met in its first
-`lanes.NAMES_A_CALL`); `use` completes the named connections and `help` the verbs.  A
-server that cannot be reached completes nothing, never an error.
+`lanes.NAMES_A_CALL`); an option's value its choices, the queues (a QUEUE, as `move
+--to`) or the paths in one folder (a PATH, as `export --to`); `use` completes the named
+connections and `help` the verbs.  A server that cannot be reached completes nothing,
+never an error.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
+from pathlib import Path
 from typing import Any
 
 from IPython.core.completer import CompletionContext, SimpleCompletion, SimpleMatcherResult, context_matcher
@@ -113,8 +117,7 @@ class Completer:
             return []
         after = done[1:]
         if after and after[-1] in v.options and v.options[after[-1]].takes_value:
-            choices = v.options[after[-1]].kwargs.get("choices")
-            return [c for c in choices or [] if c.startswith(prefix)]
+            return [c for c in self._value(v.options[after[-1]], prefix) if c.startswith(prefix)]
         if prefix.startswith("-"):
             used = set(after)
             names = [
@@ -127,9 +130,23 @@ class Completer:
             return [n for n in [*names, "--help"] if n.startswith(prefix)]
         _opts, pos, _asked = grammar._place(v, after)
         slots = v.positionals
-        if len(pos) >= len(slots):
+        if len(pos) >= len(slots) and not (slots and slots[-1].many):
             return []
-        return [c for c in self._slot(v, slots[len(pos)], pos, prefix) if c.startswith(prefix)]
+        slot = slots[min(len(pos), len(slots) - 1)]
+        return [c for c in self._slot(v, slot, pos, prefix) if c.startswith(prefix)]
+
+    def _value(self, option: registry.Arg, prefix: str) -> list[str]:
+        """An option's values: its choices; the queues for one whose metavar is QUEUE
+        (`move --to`); the files and folders `prefix` begins for PATH (`export --to`,
+        `import --from`)."""
+        if "choices" in option.kwargs:
+            return list(option.kwargs["choices"])
+        meta = option.kwargs.get("metavar")
+        if meta == "QUEUE":
+            return self.queues()
+        if meta == "PATH":
+            return _paths(prefix)
+        return []
 
     def _slot(self, v: registry.Verb, slot: registry.Arg, pos: list[str], prefix: str = "") -> list[str]:
         if "choices" in slot.kwargs:
@@ -145,6 +162,26 @@ class Completer:
         if v.name == "help":
             return list(registry.VERBS)
         return []
+
+
+# the paths a PATH value offers at most (a folder of a million files offers its first ones)
+MAX_PATHS = 300
+
+
+def _paths(prefix: str) -> list[str]:
+    """The files and folders (a folder ending `/`) whose path begins `prefix`, from the
+    one folder it names: no walk below it."""
+    folder, _, start = prefix.rpartition("/")
+    where = Path(folder or ".") if folder or not prefix.startswith("/") else Path("/")
+    found = []
+    try:
+        for entry in sorted(itertools.islice(where.iterdir(), 10 * MAX_PATHS)):
+            if entry.name.startswith(start):
+                name = (folder + "/" if folder or prefix.startswith("/") else "") + entry.name
+                found.append(name + ("/" if entry.is_dir() else ""))
+    except OSError:
+        return []
+    return found[:MAX_PATHS]
 
 
 def _command_text(context: CompletionContext) -> str | None:

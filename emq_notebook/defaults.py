@@ -64,6 +64,17 @@ MAX_WHOLE_FIELD = 8 << 20
 # the longest glob a search takes (characters): matching costs text length x glob length
 MAX_GLOB = 1000
 
+# -- export, import and move (transfer.py) ------------------------------------
+# how long a move's batch belongs to the call that took it: a later call finishes it once
+# this has passed since its owner last held it (or when told its owner is gone)
+MOVE_LEASE_MS = 30_000
+# how long a target keeps the ids a batch wrote into it (`emq:{q}:arrived:<batch>`, a set
+# deleted when the batch ends): a batch written again within it writes no job twice
+ARRIVED_MS = 86_400_000
+# the most log lines a move carries with a job (and at most BYTE_BUDGET bytes of them):
+# a job with more stays where it is, said so
+MOVE_LOG_LINES = 10_000
+
 # -- the operator's settings' defaults (settings.py: each a `%config EMQMagics.<name>`) --
 # how a connection runs the transitions: EVALSHA of the scripts, FCALL of the function
 # library, or the EMQ.* commands of a module-loaded node
@@ -83,3 +94,15 @@ AUDIT_KEEP = 10_000
 RESCAN_EVERY_S = 60.0
 # keys one SCAN call examines: about 1 ms of Valkey's time (bench/watch.py)
 SCAN_COUNT = 10_000
+
+# -- the monitor (monitor.py: `emq exporter`, `emq check`) -----------------------------
+# where `emq exporter` listens unless told (9808: its number in Prometheus' list of
+# exporter ports)
+EXPORTER_HOST, EXPORTER_PORT = "127.0.0.1", 9808
+# how long the exporter's and the check's connection waits on one read or connect
+# (seconds): a stalled server costs a scrape this, then answers emq_up 0; under the 10 s
+# a Nagios-compatible monitor gives a check before it kills it
+MONITOR_TIMEOUT_S = 5.0
+# the verdicts `emq check` counts as problems unless told, and those of them CRITICAL
+CHECK_VERDICTS = ("failing", "stuck", "growing")
+CHECK_CRITICAL_VERDICTS = ("failing",)

@@ -47,6 +47,18 @@ class BadInput(EMQError, ValueError):
     """A value that parses but cannot be used: malformed JSON, a zero budget."""
 
 
+class BadRecord(BadInput):
+    """A record of an import file that would not be a valid job row; `.line` is its line
+    (a Parquet file's row) number, from 1. Raised before anything is written."""
+
+    def __init__(self, message: str, line: int = 0):
+        self.line = line
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type, tuple[str, int]]:
+        return (type(self), (str(self), self.line))
+
+
 class WireError(EMQError, ConnectionError):
     """The server could not be reached or dropped the connection."""
 

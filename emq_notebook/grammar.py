@@ -294,10 +294,13 @@ def _usage_word(a: Arg) -> str:
     """How one argument reads in the grammar: QUEUE, [ID], LINE..., [--budget N]."""
     meta = _metavar(a)
     if not a.is_option:
+        if a.many:
+            return f"[{meta} ...]"
         return {"?": f"[{meta}]", "+": f"{meta}..."}.get(str(a.kwargs.get("nargs")), str(meta))
     if "choices" in a.kwargs:
         return f"[{a.names[0]} {'|'.join(a.kwargs['choices'])}]"
-    return f"[{a.names[0]}]" if meta is None else f"[{a.names[0]} {meta}]"
+    word = a.names[0] if meta is None else f"{a.names[0]} {meta}"
+    return word if a.kwargs.get("required") else f"[{word}]"
 
 
 def usage(verb: str) -> str:
@@ -420,8 +423,8 @@ def _place(v: Verb, words: list[str]) -> tuple[list[str], list[str], bool]:
 
 def _assign(v: Verb, ns: argparse.Namespace, pos: list[str], p: Parser) -> None:
     slots = v.positionals
-    fixed = [a for a in slots if not a.free]
-    free = [a for a in slots if a.free]
+    fixed = [a for a in slots if not a.rest]
+    free = [a for a in slots if a.rest]
     required = [a for a in fixed if a.kwargs.get("nargs") != "?"]
     needed = [a for a in free if a.kwargs.get("nargs") != "*"]  # free text of no words may be asked
     missing = [a for a in required[len(pos) :]] + (needed if len(pos) <= len(fixed) else [])

@@ -95,12 +95,12 @@ def job_key(q: str, job_id: str, gate: bool = True) -> str:
     return queue_key(q, "job:" + (check_name(job_id, "job id") if gate else job_id))
 
 
-def logs_key(q: str, job_id: str) -> str:
-    return job_key(q, job_id) + ":logs"
+def logs_key(q: str, job_id: str, gate: bool = True) -> str:
+    return job_key(q, job_id, gate) + ":logs"
 
 
-def lock_key(q: str, job_id: str) -> str:
-    return job_key(q, job_id) + ":lock"
+def lock_key(q: str, job_id: str, gate: bool = True) -> str:
+    return job_key(q, job_id, gate) + ":lock"
 
 
 def lane_key(q: str, group: str, gate: bool = True) -> str:
@@ -137,6 +137,43 @@ def lane_sets(q: str, groups: Iterable[str]) -> list[tuple[str, str]]:
 
 def events_channel(q: str) -> str:
     return queue_key(q, "events")
+
+
+# -- moves between queues (extension, transfer.py) ---------------------------
+# a batch's name: `b_` + a ULID, made here, so a key built of it stays one key part
+_BATCH = re.compile(r"b_[0-9A-Z]{26}\Z")
+
+
+def new_batch() -> str:
+    """A move batch's name: `b_` + a ULID (each move call's batches sort in the order made)."""
+    return "b_" + str(_ids.generate())
+
+
+def check_batch(value: object) -> str:
+    """`value` when it is a batch name as `new_batch` makes them, else `InvalidName`
+    (a name read from a journal another client wrote is checked before a key is built)."""
+    if not isinstance(value, str) or not _BATCH.match(value):
+        raise InvalidName(f"move batch {str(value)[:80]!r} is not a batch name (b_ and a ULID)")
+    return value
+
+
+def moving_key(q: str) -> str:
+    """`emq:{q}:moving`: the journal of moves out of `q`, a hash batch -> "<owner> <lease
+    until, ms> <target>"; each batch's jobs are in `moving_batch_key`. Under `emq:{q}:`, so
+    an obliterate of `q` takes it."""
+    return queue_key(q, "moving")
+
+
+def moving_batch_key(q: str, batch: str) -> str:
+    """`emq:{q}:moving:<batch>`: the jobs of one batch on their way out, id -> "<state>
+    <score>" (the set and the score each goes back to when it stays)."""
+    return queue_key(q, "moving:" + check_batch(batch))
+
+
+def arrived_key(q: str, batch: str) -> str:
+    """`emq:{q}:arrived:<batch>`: the ids a batch wrote into target `q` (a set with a time
+    to live), so writing the batch again never writes a job twice."""
+    return queue_key(q, "arrived:" + check_batch(batch))
 
 
 def queue_from_key(key: str) -> str | None:

@@ -301,7 +301,7 @@ def job_ids(ids: Iterable[str]) -> list[str]:
     return chosen
 
 
-def _foreign(job_id: str) -> bool:
+def is_foreign(job_id: str) -> bool:
     """True for an id no verb addresses (`keyspace.check_server_id`)."""
     try:
         check_server_id(job_id)
@@ -326,7 +326,7 @@ def _bulk(
     about `BYTE_BUDGET` of id bytes counted `ID_WORK` times, as the script counts them:
     `decoding.batch`); a step answers the ids it examined, the rest go again. A foreign
     id is not sent: its word is "foreign_id"."""
-    sent = [i for i in ids if not _foreign(i)]
+    sent = [i for i in ids if not is_foreign(i)]
     words: dict[str, str] = {}
     pace, calls, at = Pace(rate), 0, 0
     step = pace.step(budget)

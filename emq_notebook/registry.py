@@ -30,7 +30,9 @@ That one declaration gives the verb everything else:
 Arguments: `arg(name)` is a positional word; `arg(name, literal=True)` is data taken
 as written (a JSON payload: `-h` is a payload there, not help); `arg(name,
 free=True)` is free text, every remaining word taken literally (the last positional
-only).  `opt("--name", ...)` is an option; its keywords are argparse's
+only); `arg(name, many=True)` is a list of words (the last positional only), each read
+as any word is (`-h` asks for help: `check [QUEUE ...]`).
+`opt("--name", ...)` is an option; its keywords are argparse's
 (`type`, `choices`, `default`, `action="store_true"`, `help`, `metavar`).
 `tests/test_registry.py` fails for a verb without a handler, help text, or (with a
 catalogue entry) its README row.
@@ -55,6 +57,12 @@ class Arg:
     kwargs: dict[str, Any] = field(default_factory=dict, hash=False)
     literal: bool = False  # data, taken as written (`-h` included)
     free: bool = False  # free text: this word and every one after it
+    many: bool = False  # a list of words: this word and every one after it, none taken as data
+
+    @property
+    def rest(self) -> bool:
+        """True for the positional that takes every word left (free text, or a list)."""
+        return self.free or self.many
 
     @property
     def is_option(self) -> bool:
@@ -69,11 +77,14 @@ class Arg:
         return self.is_option and self.kwargs.get("action") not in ("store_true", "store_false")
 
 
-def arg(name: str, *, literal: bool = False, free: bool = False, **kwargs: Any) -> Arg:
-    """A positional argument; `literal` for data, `free` for free text (the last one)."""
+def arg(name: str, *, literal: bool = False, free: bool = False, many: bool = False, **kwargs: Any) -> Arg:
+    """A positional argument; `literal` for data, `free` for free text, `many` for a
+    list of words (free text or a list: the last one)."""
     if free:
         kwargs.setdefault("nargs", "+")
-    return Arg((name,), kwargs, literal=literal or free, free=free)
+    if many:
+        kwargs.setdefault("nargs", "*")
+    return Arg((name,), kwargs, literal=literal or free, free=free, many=many)
 
 
 def opt(*names: str, **kwargs: Any) -> Arg:
@@ -128,9 +139,9 @@ def verb(
     def declare(handler: Handler) -> Handler:
         if name in VERBS:
             raise ValueError(f"verb {name!r} is declared twice")
-        free = [a for a in args if a.free]
+        free = [a for a in args if a.rest]
         if free and (len(free) > 1 or free[0] is not [a for a in args if not a.is_option][-1]):
-            raise ValueError(f"verb {name!r}: free text is the last positional, and only one")
+            raise ValueError(f"verb {name!r}: free text or a list is the last positional, and only one")
         given = (*args, REASON) if writes else tuple(args)
         VERBS[name] = Verb(name, summary, given, handler, writes, needs_server)
         return handler

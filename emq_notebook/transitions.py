@@ -134,6 +134,7 @@ TABLE: dict[str, Transition] = {
         Transition("read_lanes"),
         Transition("read_audit"),
         Transition("read_ends"),
+        Transition("read_monitor"),
         Transition("lane_backlog"),
         Transition("lane_set"),
         Transition("reprocess_dead"),
@@ -148,6 +149,13 @@ TABLE: dict[str, Transition] = {
         Transition("repeat_tick"),
         Transition("find"),
         Transition("errors"),
+        # export, import and move (transfer.py)
+        Transition("read_whole_rows"),
+        Transition("import_rows"),
+        Transition("move_take"),
+        Transition("move_put"),
+        Transition("move_hold"),
+        Transition("move_clear"),
     )
 }
 

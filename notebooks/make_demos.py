@@ -410,6 +410,20 @@ h[["pending", "active", "dead", "paused", "claimed_5m", "completed_5m", "failed_
    "failure_rate_5m", "verdict"]]
 """),
     md(
+        "## For the systems that page people\n\n`emq exporter` serves these verdicts, the "
+        "counts, the throughput counters and the latency histograms to Prometheus, and "
+        "`emq check` says the problems to cron or a Nagios-compatible monitor "
+        "([docs/monitoring.md](../../docs/monitoring.md)). `monitor.samples` shows what one "
+        "scrape carries (here this demo's counts and verdicts that are not 0; a scrape "
+        "carries every queue of the server):"
+    ),
+    code("""
+scraped = emq.monitor.samples(emq.monitor.collector(conn))
+shown = scraped.metric.isin(["emq_jobs", "emq_queue_verdict"]) & (scraped.value > 0)
+scraped[shown & scraped.queue.isin(QUEUES)].reset_index(drop=True)
+"""),
+    code("%emq check mailers billing exports reports"),
+    md(
         "The same queues judged ten minutes from now, had every worker stopped: the "
         "backlogs are stuck (`now_ms` judges at another time than the server's clock)."
     ),

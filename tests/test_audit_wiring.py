@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import inspect
 import json
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,10 +33,11 @@ from emq_notebook import (
     lanes,
     repeat,
     scripts,
+    transfer,
     verbs,
 )
 from emq_notebook.errors import NotPaused, ReadOnly
-from emq_notebook.keyspace import audit_key, job_key
+from emq_notebook.keyspace import audit_key, base, job_key, new_batch
 
 Q = "wire"
 REASON = "INC-30 wiring"
@@ -74,6 +77,19 @@ class Row:
 
 def nothing(conn: emq.Connection) -> None:
     pass
+
+
+# an export file of two jobs, `a` and `b`, for the import row
+EXPORTED = Path(tempfile.mkdtemp(prefix="emq-wiring-")) / "two.jsonl"
+EXPORTED.write_text("".join(json.dumps({"id": i, "payload": "{}"}) + "\n" for i in ("a", "b")))
+
+
+def cut_move(conn: emq.Connection) -> None:
+    """Two dead jobs taken into the move journal by a client that went away (its lease
+    passed): what a later call finishes."""
+    dead(conn, "a", "b")
+    batch = new_batch()
+    conn.run("move_take", [base(Q)], ["dead", batch, "gone-client", 0, f"{Q}.q", "a", "b"])
 
 
 ROWS: dict[str, Row] = {
@@ -161,6 +177,23 @@ ROWS: dict[str, Row] = {
         lambda c: lanes.resume_lane(c, Q, "g"),
         f"lane-set {Q} g --resume",
         0,
+    ),
+    "transfer.import_file": Row(
+        nothing,
+        lambda c: transfer.import_jobs(c, Q, EXPORTED),
+        f"import {Q} --from {EXPORTED}",
+        2,
+        ["a", "b"],
+    ),
+    "transfer.move_jobs": Row(
+        lambda c: dead(c, "a", "b"),
+        lambda c: transfer.move_jobs(c, Q, f"{Q}.q"),
+        f"move {Q} --to {Q}.q",
+        2,
+        ["a", "b"],
+    ),
+    "transfer.finish_moves": Row(
+        cut_move, lambda c: transfer.finish_moves(c, Q), f"move {Q} --finish", 2, ["a", "b"]
     ),
     "repeat.run_now": Row(
         lambda c: repeat.register(c, Q, "nightly", 86_400_000, "{}"),

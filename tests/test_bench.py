@@ -25,6 +25,7 @@ SMALL = {
     "bounded_reads.py": ("2000", "longest call now/before (worst of the two reads): "),
     "claim_ghosts.py": ("5000", "worst call/20 ms: "),
     "hostile.py": ("200", "worst call against 20 ms: "),
+    "transfer.py": ("2000", "worst server block: "),
 }
 # scripts whose size is said otherwise: their arguments for a small run, and their last line
 OTHER = {
@@ -35,6 +36,10 @@ OTHER = {
         "worst call before/now: ",
     ),
     "hostile_claims.py": (["--scale", "0.01", "--repeat", "1"], "worst call against 20 ms: "),
+    "monitor.py": (
+        ["--queues", "20", "--repeat", "1", "--scrapes", "20", "--memory-queues", "3"],
+        "worst scrape of 20 queues: ",
+    ),
 }
 
 

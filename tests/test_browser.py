@@ -4,7 +4,10 @@ Playwright. Clicks Pause / Resume in the QueuePanel and Reprocess in the
 DeadLetterPanel (and there its filter, Preview and Reprocess previewed), and checks
 each through a separate redis client. The dashboard
 twice: in JupyterLab (click a queue, filter the dead jobs, select two rows of the
-grid, Reprocess) and served by Voilà (the overview's queues and counts, Pause).
+grid, Reprocess) and served by Voilà (the overview's queues and counts, Pause; the
+highlight that follows the open queue when a refresh ranks another above it, a
+greyed-out button's reason, a typed reason in the audit, a queue gone under it; a
+tab killed without its unload step, whose kernel Voilà culls).
 
 Needs /usr/bin/chromium (`apt-get install -y chromium`; .ci/run installs it).
 Outside CI a machine without it skips this file with that line; in CI it fails.
@@ -13,10 +16,12 @@ Screenshots go to a temporary folder, or to docs/ with EMQ_SAVE_SCREENSHOTS=1.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -189,13 +194,14 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
             dead.select_option(value=dead.locator("option").first.get_attribute("value"))
             shots.mkdir(exist_ok=True)
             panels.nth(1).screenshot(path=str(shots / "dead-letter-panel.png"))
-            page.get_by_role("button", name="Reprocess selected").click()
+            page.get_by_role("button", name="Reprocess 1 selected").click()  # the count restated
             wait_for(
                 lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad") is not None, "j_bad to move to pending"
             )
             assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad") is None
             assert spy.hget(f"emq:{{{Q}}}:job:j_bad", "failures") == "1"
-            page.get_by_text("1 reprocessed").wait_for()
+            # the status line, and the line beside the bar
+            page.get_by_text("reprocess selected: 1 reprocessed").nth(1).wait_for()
 
             # triage: a second dead job, found by the filter, previewed, reprocessed
             jobs.enqueue(conn, Q, '{"to": "nobody"}', id="j_bad2", max_attempts=1)
@@ -206,12 +212,16 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
             page.locator("button.widget-button", has_text=re.compile(r"^\s*Filter\s*$")).click()
             page.locator("button.widget-button", has_text=re.compile(r"^\s*Preview\s*$")).click()
             page.get_by_text("Preview: 1 dead jobs").wait_for()
-            page.get_by_role("button", name="Reprocess previewed").click()
+            page.get_by_role("button", name="Reprocess 1 previewed").click()
             wait_for(
                 lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad2") is not None, "j_bad2 to move to pending"
             )
             assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad2") is None
-            page.get_by_text("reprocess previewed: 1 reprocessed").wait_for()
+            page.get_by_text("reprocess previewed: 1 reprocessed").last.wait_for()
+            # the result beside its bar: the labelled progress of the bulk action
+            bar = panels.nth(1).locator(".widget-hprogress").locator("xpath=..")
+            assert "reprocess previewed: 1 reprocessed" in bar.inner_text()
+            panels.nth(1).screenshot(path=str(shots / "dead-letter-panel-done.png"))
 
             page.get_by_role("button", name="Pause").click()  # shown paused
             wait_for(lambda: spy.hexists(f"emq:{{{Q}}}:meta", "paused"), "paused again")
@@ -302,10 +312,10 @@ def test_the_dashboard_in_jupyterlab_reprocesses_two_selected_rows(lab, url):
             jobs_grid = grids.nth(1)
             click_row(page, jobs_grid, 1)
             click_row(page, jobs_grid, 2, add=True)
-            page.get_by_text("2 selected").wait_for()
+            page.get_by_text("2 selected", exact=True).wait_for()
             page.wait_for_timeout(500)
             dashboard.screenshot(path=str(shots / "dashboard-jobs.png"))
-            dashboard.get_by_role("button", name=re.compile(r"^\W*Reprocess selected$")).click()
+            dashboard.get_by_role("button", name=re.compile(r"^\W*Reprocess 2 selected$")).click()
             wait_for(
                 lambda: all(spy.zscore(f"emq:{{{Q}}}:pending", j) is not None for j in smtp[1:3]),
                 "the two selected jobs to move to pending",
@@ -350,12 +360,13 @@ class Served(str):
         return served
 
 
-@pytest.fixture
-def voila(tmp_path, url):
-    """`voila notebooks/demos/dashboard.ipynb` on 127.0.0.1 with EMQ_URL; stopped by its pid."""
+@contextlib.contextmanager
+def serve_voila(tmp_path: Path, url: str, notebook_path: str, *options: str):
+    """`voila NOTEBOOK` on 127.0.0.1 with EMQ_URL and `options`, a private HOME; stopped
+    by its pid."""
     port = free_port()
     home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     env = {**os.environ, "HOME": str(home), "EMQ_URL": url, "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}
     log = open(tmp_path / "voila.log", "w")
     proc = subprocess.Popen(
@@ -366,14 +377,14 @@ def voila(tmp_path, url):
             "--no-browser",
             f"--port={port}",
             "--Voila.ip=127.0.0.1",
-            "notebooks/demos/dashboard.ipynb",
+            *options,
+            notebook_path,
         ],
         cwd=ROOT,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    base = f"http://127.0.0.1:{port}"
 
     def up():
         # the port only: a GET of the page would run the notebook before the test stages
@@ -385,10 +396,17 @@ def voila(tmp_path, url):
 
     try:
         wait_for(up, "Voilà to listen", 60)
-        yield Served(base, proc.pid)
+        yield Served(f"http://127.0.0.1:{port}", proc.pid)
     finally:
         stop(proc)
         log.close()
+
+
+@pytest.fixture
+def voila(tmp_path, url):
+    """`voila notebooks/demos/dashboard.ipynb` on 127.0.0.1 with EMQ_URL; stopped by its pid."""
+    with serve_voila(tmp_path, url, "notebooks/demos/dashboard.ipynb") as served:
+        yield served
 
 
 def test_the_dashboard_served_by_voila_lists_the_queues_and_pauses(voila, url):
@@ -449,6 +467,145 @@ def test_the_dashboard_served_by_voila_lists_the_queues_and_pauses(voila, url):
             browser.close()
     png = (shots / "dashboard-overview-small.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
+
+
+@contextlib.contextmanager
+def chromium_page(width: int, height: int):
+    """A page of Debian's Chromium (headless, driven by Playwright), closed after."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            yield browser.new_page(viewport={"width": width, "height": height})
+        finally:
+            browser.close()
+
+
+def voila_overview(page, base: str):
+    """Open the dashboard Voilà serves at `base`; answer its overview grid, once drawn."""
+    page.goto(base, timeout=90_000)
+    overview = page.locator(".ipydatagrid-widget").first
+    overview.wait_for(timeout=90_000)
+    return overview
+
+
+def highlighted_rows(grid, rows: int, x: float) -> list[int]:
+    """The body rows of a grid (a canvas) drawn with the selection's tint: the pixel at
+    `x` of each row, in a column drawn white unless selected, read from a screenshot."""
+    import io
+
+    from PIL import Image
+
+    shot = Image.open(io.BytesIO(grid.screenshot())).convert("RGB")
+    ys = [grids.HEADER_PX + grids.ROW_PX * row + grids.ROW_PX // 2 for row in range(rows)]
+    return [row for row, y in enumerate(ys) if shot.getpixel((int(x), y)) != (255, 255, 255)]
+
+
+def test_the_dashboard_in_voila_keeps_its_highlight_on_the_open_queue_and_says_what_is_off(voila, url):
+    """Select beta; gamma starts failing and the refresh ranks it first: the highlight
+    moves with beta. Its Overview says why Obliterate is off; a reason typed before Pause
+    is the audit entry's; beta obliterated by another client is said gone, its Pause off."""
+    from emq_notebook.widgets.dashboard import OVERVIEW_WIDTHS
+
+    conn = emq.connect(url)
+    spy = redis.Redis.from_url(url, decode_responses=True)
+    for q in ("alpha", "beta", "gamma"):  # idle and the same size: ranked by name
+        jobs.enqueue(conn, q, "{}", delay_ms=3_600_000)
+    # a white column's left edge (pending: no colour of its own), right of the row header
+    x = 120 + sum(OVERVIEW_WIDTHS[c] for c in ("#", "verdict", "state")) + 8
+    shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else voila_shots()
+    with chromium_page(1280, 1300) as page:
+        overview = voila_overview(page, voila)
+        page.get_by_text(re.compile(r"^3 queues · ")).wait_for()
+        click_row(page, overview, 1)  # beta, second by rank
+        page.get_by_text("queue beta", exact=True).wait_for()
+        wait_for(lambda: highlighted_rows(overview, 3, x) == [1], "beta's row highlighted")
+        stage_dead(conn, "gamma", spy, [("j_gamma_dead", "SMTP 550: mailbox unavailable")])
+        page.get_by_text("1 failing", exact=True).wait_for(timeout=20_000)  # refreshed
+        # gamma first, alpha, then beta: the highlight went with beta
+        wait_for(lambda: highlighted_rows(overview, 3, x) == [2], "the highlight to follow beta")
+        page.get_by_text("queue beta", exact=True).wait_for()
+        page.get_by_text("Obliterate: pause the queue first").wait_for()
+        page.wait_for_timeout(300)
+        page.locator(".emq-dashboard").screenshot(path=str(shots / "dashboard-highlight.png"))
+
+        page.get_by_placeholder("why: recorded as the reason of each write below").first.fill(
+            "INC-9 hold beta"
+        )
+        page.get_by_role("button", name=re.compile(r"^\W*Pause$")).click()
+        wait_for(lambda: spy.hget("emq:{beta}:meta", "paused") == "1", "beta to be paused")
+        top = emq.audit.read(conn, "beta").iloc[0]
+        assert (top.verb, top.reason, top.surface) == ("pause", "INC-9 hold beta", "panel")
+        page.get_by_text("Obliterate: type the queue name to confirm").wait_for()
+
+        emq.admin.obliterate_all(conn, "beta")  # another client retires beta
+        # the dashboard's title of the open queue and its Overview tab both say so
+        gone = page.get_by_text("queue beta is gone: no key of it is on the server")
+        gone.nth(1).wait_for(timeout=20_000)
+        pause = page.get_by_role("button", name=re.compile(r"^\W*Pause$"))
+        assert pause.is_disabled() and pause.get_attribute("title") == "queue beta is gone"
+        page.get_by_text("Pause, Drain…, Obliterate: queue beta is gone").wait_for()
+        wait_for(lambda: highlighted_rows(overview, 2, x) == [], "no row highlighted")
+        page.wait_for_timeout(300)
+        page.locator(".emq-dashboard").screenshot(path=str(shots / "dashboard-gone.png"))
+    for name in ("dashboard-highlight.png", "dashboard-gone.png"):
+        png = (shots / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
+
+
+def test_a_voila_tab_killed_without_its_unload_frees_its_kernel(tmp_path, url):
+    """Voilà culling idle kernels (the serve line's options, short here): a live page's
+    kernel is kept past the idle timeout; the browser killed (no unload step), the page
+    stops beating, the dashboard stops publishing, and the kernel is culled."""
+    from playwright.sync_api import sync_playwright
+
+    conn = emq.connect(url)
+    for i in range(3):
+        jobs.enqueue(conn, "mailers", json.dumps({"n": i}))
+    notebook(
+        tmp_path / "board.ipynb",
+        "import emq_notebook\n%load_ext emq_notebook\n%emq connect",
+        "board = emq_notebook.widgets.Dashboard(emq_notebook.current(), refresh_every=1)\n"
+        "board.presence.beat_ms = 500  # lost after 1.5 s without a beat\nboard",
+    )
+    idle_s = 4
+    culling = ("--MappingKernelManager.cull_interval=1", f"--MappingKernelManager.cull_idle_timeout={idle_s}")
+    profile = tmp_path / "chromium"
+    with (
+        serve_voila(tmp_path, url, str(tmp_path / "board.ipynb"), *culling) as served,
+        sync_playwright() as p,
+    ):
+        # our own Chromium (its pid known), driven over CDP, so it can die without unloading
+        chromium = subprocess.Popen(
+            [str(CHROMIUM), *ARGS, "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            active = profile / "DevToolsActivePort"
+            wait_for(lambda: active.exists() and active.read_text().strip(), "Chromium's debugging port", 30)
+            port = int(active.read_text().split()[0])
+            browser = p.chromium.connect_over_cdp(f"http://127.0.0.1:{port}")
+            page = browser.contexts[0].new_page()
+            page.goto(served, timeout=90_000)
+            page.locator(".ipydatagrid-widget").first.wait_for(timeout=90_000)
+            page.get_by_text(re.compile(r"^1 queues · ")).wait_for()
+            kernel_id = json.loads(page.locator("#jupyter-config-data").text_content())["kernelId"]
+            page.wait_for_timeout(2 * (idle_s + 1) * 1000)  # an open page is never culled
+            assert kernel_known(served, kernel_id) and kernel_processes(served.pid) == 1
+            os.killpg(chromium.pid, signal.SIGKILL)  # the tab dies: no unload step
+            chromium.wait(10)
+            wait_for(lambda: not kernel_known(served, kernel_id), "the idle kernel to be culled", 40)
+            wait_for(lambda: kernel_processes(served.pid) == 0, "the kernel process to end", 15)
+        finally:
+            if chromium.poll() is None:
+                os.killpg(chromium.pid, signal.SIGKILL)
+                chromium.wait(10)
+    said = (tmp_path / "voila.log").read_text()
+    assert f"Culling kernels with idle durations > {idle_s} seconds" in said
+    assert "due to" in said and "seconds of inactivity" in said
 
 
 def voila_shots() -> Path:
@@ -614,9 +771,7 @@ def test_the_dashboard_of_200_queues_in_voila_keeps_its_scroll_guards_and_shuts_
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1100})
-            page.goto(voila, timeout=90_000)
-            overview = page.locator(".ipydatagrid-widget").first
-            overview.wait_for(timeout=60_000)
+            overview = voila_overview(page, voila)
             page.get_by_text(re.compile(r"^201 queues · ")).wait_for()
             page.get_by_text("1 failing", exact=True).wait_for()  # mailers, first
             page.get_by_text("12 stuck", exact=True).wait_for()
@@ -653,7 +808,7 @@ def test_the_dashboard_of_200_queues_in_voila_keeps_its_scroll_guards_and_shuts_
             page.get_by_role("tab", name="Dead letters", exact=True).click()
             # the panel is built by the kernel on the tab's first show: on a loaded machine
             # (CI, a full run beside it) that took over the 30 s default once
-            page.get_by_role("button", name="Reprocess all").click(timeout=90_000)
+            page.get_by_role("button", name="Reprocess all 60…").click(timeout=90_000)
             question = page.get_by_text(re.compile(r"Reprocess 60 dead jobs of mailers\?"))
             question.wait_for()
             assert "connected: " in question.inner_text()
@@ -664,7 +819,7 @@ def test_the_dashboard_of_200_queues_in_voila_keeps_its_scroll_guards_and_shuts_
             )
             page.get_by_role("button", name="Confirm").click()
             wait_for(lambda: spy.zcard("emq:{mailers}:dead") == 0, "the 60 dead jobs to move", 15)
-            page.get_by_text("reprocessed 60 dead jobs").wait_for()
+            page.get_by_text("reprocessed 60 dead jobs").last.wait_for()  # beside the bar, and the status
 
             assert kernel_processes(voila.pid) == 1
             page.goto("about:blank")  # leave the page (its unload asks for the shutdown)

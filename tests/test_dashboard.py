@@ -13,7 +13,7 @@ import redis
 from helpers import dump
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, jobs, lanes, repeat, triage
+from emq_notebook import admin, audit, frames, jobs, lanes, repeat, triage
 from emq_notebook import health as health_module
 from emq_notebook.connector import Connection
 from emq_notebook.plots import VERDICT_COLOURS
@@ -192,6 +192,108 @@ def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
         assert not events.running and events.comm is None
         assert d.q == "reports" and set(d.parts) == {"Overview"}
         assert d.parts["Overview"].paused
+    finally:
+        d.close()
+
+
+def browser_sorts(grid):
+    """What the browser does after a patch: it sorts the grid's rows again by `#` and
+    says their order (`_visible_rows`); its selection stays on a row POSITION."""
+    ranks = list(grid._data["data"]["#"])
+    grid._visible_rows = sorted(range(len(ranks)), key=ranks.__getitem__)
+
+
+def highlighted(d) -> list[str]:
+    """The queues of the highlighted rows, as the browser shows them."""
+    order = list(d.grid._visible_rows)
+    return [str(d.shown_frame.index[order[r["r1"]]]) for r in d.grid.selections]
+
+
+def test_the_highlight_follows_the_open_queue_when_a_refresh_ranks_another_above(conn):
+    for q in ("alpha", "beta", "gamma"):
+        jobs.enqueue(conn, q, "{}", delay_ms=3_600_000)  # idle: ranked by name
+    d = Dashboard(conn, auto=False)
+    try:
+        browser_sorts(d.grid)
+        assert list(d.overview.index) == ["alpha", "beta", "gamma"]
+        at = list(d.grid._visible_rows).index(list(d.shown_frame.index).index("beta"))
+        select(d.grid, (at, at))  # the browser's click: the row selected, then the cell-click
+        click(d.grid, list(d.shown_frame.index).index("beta"))
+        assert d.q == "beta" and highlighted(d) == ["beta"]
+        dead(conn, "gamma", 2)  # gamma starts failing: ranked first
+        d.refresh()
+        browser_sorts(d.grid)
+        assert list(d.overview.index)[0] == "gamma"
+        assert highlighted(d) == ["beta"] and d.q == "beta"
+        # the operator sorts by another column: the highlight follows again
+        d.grid._visible_rows = list(reversed(d.grid._visible_rows))
+        assert highlighted(d) == ["beta"]
+    finally:
+        d.close()
+
+
+def test_the_highlight_follows_the_open_queue_through_the_name_filter(conn):
+    for q in ("alpha", "beta", "gamma"):
+        jobs.enqueue(conn, q, "{}", delay_ms=3_600_000)
+    d = Dashboard(conn, auto=False, queue="gamma")
+    try:
+        assert highlighted_by_rank(d) == ["gamma"]  # opened by name: highlighted too
+        d.name_filter.value = "a"  # alpha, beta, gamma all match: the rows replaced
+        assert highlighted_by_rank(d) == ["gamma"]
+        d.name_filter.value = "be"  # gamma filtered out: no highlight, its tabs stay
+        assert d.grid.selections == [] and d.q == "gamma"
+        d.name_filter.value = "m"
+        assert highlighted_by_rank(d) == ["gamma"]
+        browser_sorts(d.grid)  # the browser drew the rows: the same highlight
+        assert highlighted(d) == ["gamma"]
+    finally:
+        d.close()
+
+
+def highlighted_by_rank(d) -> list[str]:
+    """The highlighted queues before the browser said its order: by the grid's sort (`#`)."""
+    by_rank = sorted(d.shown_frame.index, key=lambda q: d.shown_frame.loc[q, "#"])
+    return [str(by_rank[r["r1"]]) for r in d.grid.selections]
+
+
+def test_the_open_queue_obliterated_elsewhere_is_said_gone_and_its_tab_writes_nothing(
+    conn, stage, connect_as
+):
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        overview = d.parts["Overview"]
+        assert "running" in overview.counts.value and not overview.pause_button.disabled
+        other = connect_as()
+        admin.pause(other, Q)
+        admin.obliterate_all(other, Q)
+        d.refresh()
+        assert Q not in d.overview.index and d.grid.selections == []  # no row, no highlight
+        assert "queue mail</b> <span" in d.queue_title.value and "is gone" in d.queue_title.value
+        assert overview.gone and "queue mail is gone" in overview.counts.value
+        assert overview.pause_button.disabled and overview.pause_button.tooltip == "queue mail is gone"
+        before = dump(conn)
+        overview.pause_button.click()
+        assert dump(conn) == before  # no meta hash made again
+    finally:
+        d.close()
+
+
+def test_a_reason_typed_in_a_dashboard_tab_is_the_audit_entrys_reason(conn, stage):
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        view = d.tab("Jobs")
+        assert view.reason in view.children and d.reason not in d.children  # the tabs write
+        view.reason.value = "INC-7 clear the poison jobs"
+        select(view.grid, (0, 1))
+        view.remove_button.click()
+        view.confirm_remove_button.click()
+        top = audit.read(conn, Q).iloc[0]
+        assert (top.verb, top["count"], top.reason, top.surface) == (
+            "remove",
+            2,
+            "INC-7 clear the poison jobs",
+            "panel",
+        )
     finally:
         d.close()
 
@@ -732,8 +834,7 @@ def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_vie
     try:
         d.tab("Lanes")
         d.tab("Overview")
-        d.grid.selections = [{"r1": 1, "c1": 0, "r2": 1, "c2": 0}]  # the browser's selection
-        d.grid.transform([{"type": "sort", "column": "pending", "desc": True}])  # its sort
+        d.grid.transform([{"type": "sort", "column": "pending", "desc": True}])  # the browser's sort
         data, messages = d.grid._data, []
         writer = grids.writer()
         monkeypatch.setattr(writer, "send", messages.append)
@@ -751,7 +852,8 @@ def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_vie
         assert d.grid._data is data and all(m["grid"] == d.grid.model_id for m in messages)
         assert [[row for row, _, _ in m["rows"]] for m in messages] == [rows for rows in changed if rows]
         assert len(messages) >= 1_000
-        assert d.grid.selections == [{"r1": 1, "c1": 0, "r2": 1, "c2": 0}]
+        # the highlight is the open queue's row where the sort puts it (the least pending)
+        assert d.grid.selections == [{"r1": 2, "c1": 0, "r2": 2, "c2": len(d.shown_frame.columns) - 1}]
         assert d.grid._transforms == [{"type": "sort", "column": "pending", "desc": True}]
         assert "pending <b>1</b>" in d.parts["Overview"].counts.value
     finally:
@@ -798,6 +900,55 @@ def test_auto_refresh_pauses_while_nobody_looks_and_after_idle_minutes(conn, mon
         assert d.refreshes == held + 1 and d.resume_button.layout.display == "none"
         d.presence.touched += 1  # the browser saw a click: the idle clock starts again
         assert time.monotonic() - d.touched_at < 0.5
+    finally:
+        d.close()
+
+
+def test_a_page_that_died_without_its_unload_leaves_a_kernel_that_publishes_nothing(conn, monkeypatch):
+    import ipywidgets
+
+    jobs.enqueue(conn, Q, "{}")
+    d = Dashboard(conn, auto=False, queue=Q)
+    try:
+        events = d.tab("Events")
+        d.presence.beat += 1  # the page's first beat: a browser shows the dashboard
+        d.updated_at = None
+        d._tick()
+        held = d.refreshes
+        assert d.presence.seen and events.running
+        d.presence.heard_at -= 3600  # no beat since: the tab died without its unload step
+        assert d.presence.lost and not d.presence.seen
+        d._tick()
+        assert not events.running and d.events_held  # the tail stopped too
+        sent: list = []
+        monkeypatch.setattr(ipywidgets.Widget, "_send", lambda self, msg, buffers=None: sent.append(msg))
+        for _ in range(3):  # counts that move and events that flow: nothing published
+            jobs.enqueue(conn, Q, "{}")
+            d.updated_at = None
+            d._tick()
+        assert sent == [] and d.refreshes == held
+        d.presence.beat += 1  # heard again (a laptop woke up): all of it resumes
+        d._tick()
+        assert d.refreshes == held + 1 and events.running and not d.events_held
+    finally:
+        d.close()
+
+
+def test_a_page_is_not_lost_while_a_cell_runs_or_without_a_browser(conn, monkeypatch):
+    from emq_notebook.widgets import presence
+
+    monkeypatch.setattr(presence._Cells, "running", False)
+    monkeypatch.setattr(presence._Cells, "ended_at", 0.0)
+    d = Dashboard(conn, auto=False)
+    try:
+        assert d.presence.heard_at is None and not d.presence.lost  # nbval, a test: no page
+        d.presence.beat += 1
+        d.presence.heard_at -= 3600
+        assert d.presence.lost
+        presence._Cells._started(None)  # a cell runs: the page's beats wait in the queue
+        assert not d.presence.lost
+        presence._Cells._ended(None)  # they are read once it ends
+        assert not d.presence.lost
     finally:
         d.close()
 

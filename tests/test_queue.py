@@ -93,9 +93,11 @@ def test_complete_deletes_the_row_and_refuses_when_not_in_flight(conn):
 
 def test_lease_expiry_puts_stalled_jobs_back(conn):
     jid = jobs.enqueue(conn, Q, "x")
-    jobs.claim(conn, Q, 30)
+    jobs.claim(conn, Q, 60_000)
     assert jobs.expire_leases(conn, Q) == 0
-    time.sleep(0.06)
+    # the lease runs out: its deadline (the active set's score) set a moment past, not
+    # waited for (a busy machine takes longer than a short lease between two calls)
+    conn.client.zadd(f"emq:{{{Q}}}:active", {jid: conn.server_ms() - 1})
     assert jobs.expire_leases(conn, Q) == 1
     row = jobs.get_job(conn, Q, jid)
     assert row["state"] == "pending" and row["stalled"] == "1"

@@ -361,6 +361,8 @@ def test_the_voila_lines_run_quietly(valkey, tmp_path):
     trust, serve = lines[1], lines[2]
     assert trust == "jupyter trust notebooks/demos/dashboard.ipynb"
     assert serve.startswith("EMQ_URL=redis://127.0.0.1:6379/0 voila --no-browser ")
+    # a tab that died without its unload step leaves no kernel behind (tests/test_browser.py)
+    assert "--MappingKernelManager.cull_idle_timeout=300" in serve.split()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -403,4 +405,5 @@ def test_the_voila_lines_run_quietly(valkey, tmp_path):
             stop(proc)
     said = log.read_text()
     assert "Kernel started" in said
+    assert "Culling kernels with idle durations > 300 seconds at 60 second intervals" in said
     assert "WARNING" not in said and "Traceback" not in said, said

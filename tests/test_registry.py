@@ -113,6 +113,9 @@ def test_every_writing_verb_declares_the_functions_it_writes_through():
         "lanes.claim",
         "jobs.complete",
         "jobs.fail",
+        "transfer.import_file",
+        "transfer.move_jobs",
+        "transfer.finish_moves",
     } == named
 
 

@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import inspect
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, footprint, frames, jobs, lanes, moves, repeat, scripts, triage
+from emq_notebook import admin, footprint, frames, jobs, lanes, moves, repeat, scripts, transfer, triage
 from emq_notebook.connector import READING_COMMANDS
 from emq_notebook.errors import ReadOnly
+from emq_notebook.keyspace import job_key
 
 Q = "mail"
+# an export file of one job, for the import verbs
+EXPORT = Path(tempfile.mkdtemp(prefix="emq-sessions-")) / "one.jsonl"
+EXPORT.write_text('{"id": "j_imported", "payload": "{}"}\n')
 NOWHERE = "redis://127.0.0.1:1/0"  # nothing listens on port 1
 
 # Every writing verb of the operator plane, called as an operator would call it.
@@ -51,6 +57,10 @@ WRITING = {
     "repeat.unregister": lambda c: repeat.unregister(c, Q, "nightly"),
     "repeat.tick": lambda c: repeat.tick(c, Q),
     "repeat.run_now": lambda c: repeat.run_now(c, Q, "nightly"),
+    "transfer.move_jobs": lambda c: transfer.move_jobs(c, Q, f"{Q}.quarantine"),
+    "transfer.finish_moves": lambda c: transfer.finish_moves(c, Q),
+    "transfer.import_jobs": lambda c: transfer.import_jobs(c, Q, EXPORT),
+    "transfer.import_file": lambda c: transfer.import_file(c, Q, str(EXPORT), state="dead", digest=""),
 }
 # Every reading verb, with what it must see of the staged queue.
 READING = {
@@ -84,11 +94,18 @@ READING = {
     # the stage's add_log and repeat.register are an operator's: their entries, newest
     # first (the enqueues and claims are a worker's)
     "frames.audit": (lambda c: list(frames.audit(c, Q).verb), ["repeat", "log"]),
+    "jobs.read_logs": (lambda c: jobs.read_logs(c, Q, "j_pending", job_key(Q, "j_pending")), ["first"]),
+    "transfer.export_jobs": (lambda c: int(transfer.export_jobs(c, Q, EXPORT.with_name("ro.jsonl"))), 1),
+    "transfer.read_rows": (
+        lambda c: transfer.read_rows(c, Q, ["j_pending"], 99)["j_pending"].fields["payload"],
+        '{"p": 1}',
+    ),
 }
 NOT_VERBS = {
     "jobs.claimed",
     "jobs.check_lease",  # a check and a reply decoder
     "moves.job_ids",
+    "moves.is_foreign",  # pure: an id no verb addresses
     "triage.signature",
     "triage.glob_spec",  # pure: no server
     "triage.long_error_signature",  # pure: the signature errors() gives a last_error over the bound
@@ -106,6 +123,14 @@ NOT_VERBS = {
     "lanes.measured_only",  # pure: what a script may read on this backend
     "lanes.heads_unread",  # pure: reads a reply
     "lanes.unread_head",  # pure: a note's text
+    "transfer.suffix_of",  # pure: a file's format
+    "transfer.record",
+    "transfer.parquet_schema",
+    "transfer.check_record",  # pure: a record checked, no server
+    "transfer.records",
+    "transfer.check_file",
+    "transfer.row_bytes",
+    "transfer.check_move",
 }  # the claim gate both claims go through
 
 
@@ -134,7 +159,7 @@ def test_every_verb_is_classified_as_writing_or_reading() -> None:
     """A new public verb must be listed above, so it is tested read-only too."""
     verbs = {
         f"{m.__name__.rsplit('.', 1)[1]}.{n}"
-        for m in (admin, moves, jobs, lanes, repeat, frames, triage)
+        for m in (admin, moves, jobs, lanes, repeat, frames, triage, transfer)
         for n, f in vars(m).items()
         if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")
     }

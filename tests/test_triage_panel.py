@@ -16,6 +16,7 @@ K = f"emq:{{{Q}}}:"
 WRITING = [
     "reprocess_preview_button",
     "remove_preview_button",
+    "move_preview_button",
     "reprocess_button",
     "remove_button",
     "reprocess_all_button",
@@ -134,4 +135,40 @@ def test_the_function_executor_moves_grouped_jobs_to_their_lanes(connect_as, exe
     panel.reprocess_button.click()
     assert panel.status_text == "reprocess selected: 1 reprocessed"
     assert conn.client.zscore(K + "g:acme:pending", "j_g") == 0
+    panel.close()
+
+
+def test_move_previewed_states_its_dry_run_and_moves_exactly_the_previewed(conn):
+    stage(conn)
+    conn.client.hset(K.replace(Q, f"{Q}.quarantine") + "job:j_smtp3", "payload", "another job")
+    panel = DeadLetterPanel(conn, Q, confirm_above=2)
+    panel.signature.value = "SMTP <num> mailbox <num> unavailable"
+    panel.preview_button.click()
+    kill(conn, "j_late", "SMTP 550 mailbox 9 unavailable")  # died after the preview
+    panel.move_preview_button.click()
+    asked = panel.confirmation.text.value
+    assert f"Move <b>4</b> previewed dead jobs of {Q} to {Q}.quarantine?" in asked
+    assert "3 would move (a new queue, paused). 1 would stay (1 conflict)." in asked
+    assert conn.client.zcard(K + "dead") == 7  # nothing moved before Confirm
+    panel.confirmation.confirm_button.click()
+    assert panel.status_text == f"moved 3 jobs to {Q}.quarantine; 1 stayed (1 conflict)"
+    moved = sorted(conn.client.zrange(f"emq:{{{Q}.quarantine}}:dead", 0, -1))
+    assert moved == ["j_smtp0", "j_smtp1", "j_smtp2"]
+    assert conn.client.zscore(K + "dead", "j_late") is not None and conn.client.zscore(K + "dead", "j_smtp3")
+    assert emq.admin.is_paused(conn, f"{Q}.quarantine")
+    panel.close()
+
+
+def test_export_previewed_writes_the_signature_and_shows_its_path(conn, tmp_path):
+    stage(conn)
+    panel = DeadLetterPanel(conn, Q)
+    panel.signature.value = "SMTP <num> mailbox <num> unavailable"
+    panel.preview_button.click()
+    panel.export_path.value = str(tmp_path / "smtp.parquet")
+    panel.export_button.click()
+    assert panel.status_text == f"exported 4 jobs to {tmp_path / 'smtp.parquet'}"
+    import pandas as pd
+
+    ids = sorted(i.decode() for i in pd.read_parquet(tmp_path / "smtp.parquet")["id"])
+    assert ids == [f"j_smtp{i}" for i in range(4)]
     panel.close()

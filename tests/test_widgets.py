@@ -4,8 +4,9 @@ import time
 
 from helpers import dump, keys_of
 
-from emq_notebook import jobs
+from emq_notebook import admin, audit, jobs
 from emq_notebook.widgets import DeadLetterPanel, EventsView, JobPanel, QueuePanel
+from emq_notebook.widgets.base import plain
 
 Q = "mail"
 
@@ -67,8 +68,116 @@ def test_queue_panel_obliterate_is_gated_and_bounded(conn):
     panel.force.value = True
     panel.obliterate_button.click()
     assert panel.status_text == "obliterated mail: 25 jobs in 3 calls"
-    assert panel.progress.value == panel.progress.max == 25
+    assert panel.progress.bar.value == panel.progress.bar.max == 25
+    assert "obliterated mail: 25 jobs in 3 calls" in panel.progress.label.value
     assert keys_of(conn, Q) == []
+
+
+# -- what the panels say: a gone queue, why a button is off, the counts, the reason -----------
+
+
+def test_a_queue_obliterated_elsewhere_is_said_gone_and_its_buttons_are_off(conn, connect_as):
+    jobs.enqueue(conn, Q, "x")
+    panel = QueuePanel(conn, Q)
+    assert "running" in panel.counts.value and not panel.pause_button.disabled
+    other = connect_as()  # another client
+    admin.pause(other, Q)
+    admin.obliterate_all(other, Q)
+    panel.refresh_button.click()
+    assert panel.gone and "queue mail is gone" in panel.counts.value
+    assert "running" not in panel.counts.value and "paused" not in panel.counts.value
+    assert ("state", "gone") in panel.facts() and "queue mail is gone" in panel.static_text()
+    for button in (panel.pause_button, panel.drain_button, panel.obliterate_button):
+        assert button.disabled and button.tooltip == "queue mail is gone", button.description
+    assert "Pause, Drain…, Obliterate: queue mail is gone" in panel.why_off.value
+    before = dump(conn)
+    panel.pause_button.click()  # a click that reached the kernel anyway writes nothing
+    assert panel.status_text == "not done: queue mail is gone: no key of it is on the server"
+    assert dump(conn) == before == {}
+    jobs.enqueue(other, Q, "y")  # the queue made again elsewhere: the panel follows
+    panel.refresh_button.click()
+    assert not panel.gone and not panel.pause_button.disabled and "running" in panel.counts.value
+    assert panel.why_off.value.count("Obliterate: pause the queue first") == 1
+
+
+def test_a_queue_this_panel_obliterates_is_gone_after(conn):
+    jobs.enqueue(conn, Q, "x")
+    panel = QueuePanel(conn, Q)
+    panel.pause_button.click()
+    panel.typed_name.value = Q
+    panel.obliterate_button.click()
+    assert panel.gone and "queue mail is gone" in panel.counts.value
+    assert panel.pause_button.disabled and panel.pause_button.description == "Pause"
+
+
+def test_a_greyed_out_button_says_why(conn, connect_as):
+    for i in range(3):
+        jobs.enqueue(conn, Q, str(i))
+    panel = QueuePanel(conn, Q)
+    assert panel.obliterate_button.tooltip == "pause the queue first"
+    assert "Obliterate: pause the queue first" in panel.why_off.value
+    assert panel.why_off in panel.children
+    panel.pause_button.click()
+    assert panel.obliterate_button.tooltip == "type the queue name to confirm"
+    panel.typed_name.value = Q
+    assert not panel.obliterate_button.disabled and not panel.obliterate_button.tooltip
+    assert panel.obliterate_button.description == "Obliterate 3 jobs"  # the count it states
+    assert "Obliterate" not in panel.why_off.value
+    job = JobPanel(conn, Q, jobs.enqueue(conn, Q, "{}"))
+    assert job.reprocess_button.tooltip == "only a dead job is reprocessed (this one is pending)"
+    assert "Reprocess: only a dead job is reprocessed" in job.why_off.value
+    letters = DeadLetterPanel(conn, Q)
+    assert letters.reprocess_preview_button.tooltip == "nothing previewed (Preview first)"
+    assert letters.reprocess_all_button.tooltip == "no dead jobs in mail"
+    session = connect_as()
+    session.read_only = True
+    ro = QueuePanel(session, Q)
+    assert ro.pause_button.tooltip == "read-only connection"
+    assert "read-only connection: every writing button is greyed out" in ro.why_off.value
+
+
+def test_bulk_buttons_restate_their_count_and_the_bar_says_what_it_did(conn):
+    ids = dead(conn, 4)
+    panel = DeadLetterPanel(conn, Q, confirm_above=100)
+    assert panel.reprocess_all_button.description == "Reprocess all 4…"
+    panel.preview_button.click()
+    assert panel.reprocess_preview_button.description == "Reprocess 4 previewed"
+    assert panel.remove_preview_button.description == "Remove 4 previewed…"
+    panel.select.value = tuple(ids[:2])
+    assert panel.reprocess_button.description == "Reprocess 2 selected"
+    assert panel.remove_button.description == "Remove 2 selected…"
+    said: list[str] = []
+    panel.progress.label.observe(lambda change: said.append(plain(change["new"])), names="value")
+    panel.reprocess_preview_button.click()
+    assert said[0] == "reprocessing 4: 0 done" and "reprocessing 4: 4 done" in said
+    assert said[-1] == panel.status_text == "reprocess previewed: 4 reprocessed"
+    assert panel.progress.view.layout.display == "flex"
+    assert panel.progress.bar.value == panel.progress.bar.max == 4
+    assert panel.reprocess_preview_button.description == "Reprocess previewed"
+
+
+def test_a_reason_typed_in_a_panel_is_the_audit_entrys_reason(conn):
+    ids = dead(conn, 3)
+    queue = QueuePanel(conn, Q)
+    assert queue.reason in queue.children
+    queue.reason.value = "INC-42: bounce storm"
+    queue.pause_button.click()
+    letters = DeadLetterPanel(conn, Q)
+    letters.reason.value = "  the mailbox is back  "
+    letters.select.value = (ids[0],)
+    letters.reprocess_button.click()
+    job = JobPanel(conn, Q, ids[1])
+    job.reason.value = "a poison payload"
+    job.remove_button.click()
+    untyped = QueuePanel(conn, Q)
+    untyped.pause_button.click()  # resumes: no reason typed, none recorded
+    trail = audit.read(conn, Q)
+    assert list(zip(trail["verb"], trail["reason"], trail["surface"], strict=True)) == [
+        ("resume", "", "panel"),
+        ("remove", "a poison payload", "panel"),
+        ("reprocess", "the mailbox is back", "panel"),
+        ("pause", "INC-42: bounce storm", "panel"),
+    ]
 
 
 def test_queue_panel_auto_refresh_is_opt_in_and_stops(conn):

@@ -1,8 +1,14 @@
 """What every panel shares: a header naming the connection and its env, a status
 line that shows the last result or typed refusal, writing buttons greyed out on a
 read-only connection, the question a bulk button asks before it acts
-(`Confirmation`), a static fallback for saved notebooks, and the registry that
-keeps one background thread per panel.
+(`Confirmation`), a bulk action's labelled progress (`Progress`), a static fallback
+for saved notebooks, and the registry that keeps one background thread per panel.
+
+A panel that writes (it named its writing buttons, `writes`) shows, above its status
+line, whoever built its children: a reason box, whose text is the `reason` of the
+audit entry of each write a click makes (`recording`; empty: the session's reason),
+and a line that says why each greyed-out button is greyed out (`off`: the same words
+are the button's tooltip), so no button is off without saying why.
 
 The static fallback: a saved notebook read where no widget runs (GitHub,
 nbviewer) shows the `text/html` or `text/plain` of the display bundle, so the
@@ -23,6 +29,7 @@ the connection once and stops the owned panel's thread when it closes.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import html
 import math
 import re
@@ -95,6 +102,15 @@ class Panel(w.VBox):
         self.heading = w.HTML(value="")
         self.last: Any = None
         self._writing: list[w.Widget] = []
+        # the reason typed for the next writes, and why each greyed-out button is off
+        self.reason = w.Text(
+            placeholder="why: recorded as the reason of each write below",
+            description="reason",
+            layout=w.Layout(width="min(560px, 100%)"),
+        )
+        self.why_off = w.HTML()
+        self._why: dict[w.Widget, str] = {}
+        self._tips: dict[w.Widget, str | None] = {}
         self._registry_key: tuple[str, str, str] | None = None
         self.refresher: Refresher | None = None
         super().__init__(**kw)
@@ -153,21 +169,71 @@ class Panel(w.VBox):
 
     @traitlets.validate("children")
     def _children_start_with_heading(self, proposal: Any) -> tuple:
-        # every panel's first line names its connection and env, whoever built the children
+        # every panel's first line names its connection and env, and a panel that writes
+        # shows its reason box and why its buttons are off, whoever built the children
         children = tuple(proposal["value"])
+        if self._writing and self.reason not in children:
+            at = children.index(self.status) if self.status in children else len(children)
+            children = (*children[:at], self.reason, self.why_off, *children[at:])
         if getattr(self, "conn", None) is None or self.heading in children:
             return children
         self.heading.value = self._heading_html()
         return (self.heading, *children)
 
-    # -- writing on a read-only connection --------------------------------------
+    # -- writing: greyed out with a reason, recorded with one ---------------------
     def writes(self, *buttons: w.Widget) -> None:
         """Name the buttons that write; on a read-only connection they are greyed out."""
         self._writing.extend(buttons)
-        if self.read_only:
-            for b in buttons:
-                b.disabled = True
-                b.tooltip = "read-only connection"
+        for b in buttons:
+            self.off(b, None)
+
+    def off(self, button: w.Widget, why: str | None) -> None:
+        """Grey `button` out because of `why` (its tooltip and the panel's greyed-out line
+        say it), or let it be clicked (None). A writing button stays greyed out on a
+        read-only connection whatever `why` is."""
+        if why is None and self.read_only and button in self._writing:
+            why = "read-only connection"
+        self._tips.setdefault(button, getattr(button, "tooltip", None))
+        button.disabled = why is not None
+        button.tooltip = why if why is not None else self._tips[button]
+        if why is None:
+            self._why.pop(button, None)
+        else:
+            self._why[button] = why
+        self._say_off()
+
+    def _say_off(self) -> None:
+        """The greyed-out line: the shown buttons that are off, grouped by why."""
+        if self.read_only and self._writing:
+            said = "read-only connection: every writing button is greyed out"
+        else:
+            grouped: dict[str, list[str]] = {}
+            # the writing buttons in the order they were named, then the others
+            for button in dict.fromkeys([*self._writing, *self._why]):
+                why = self._why.get(button)
+                if why is not None and button.layout.display != "none":
+                    grouped.setdefault(why, []).append(str(getattr(button, "description", "")))
+            said = "; ".join(f"{', '.join(names)}: {why}" for why, names in grouped.items())
+            said = f"greyed out · {said}" if said else ""
+        self.why_off.value = (
+            f'<small class="emq-why-off" style="color:#57606a">{html.escape(visible(said))}</small>'
+            if said
+            else ""
+        )
+
+    def reason_typed(self) -> str | None:
+        """The reason typed in the panel's box, or None (the session's reason then)."""
+        return self.reason.value.strip() or None
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[audit.Said]:
+        """Around one click's writes: their audit entries say surface `panel` and the
+        reason typed in the box (`audit.because`); none typed leaves the reason given
+        around the click, else the session's."""
+        typed = self.reason_typed()
+        given = audit.because(typed) if typed else contextlib.nullcontext()
+        with audit.surface("panel") as said, given:
+            yield said
 
     def writable(self, what: str) -> bool:
         """False (and the `ReadOnly` line in the status) when the connection is read-only."""
@@ -190,9 +256,10 @@ class Panel(w.VBox):
         self, verb: Callable[..., Any], *args: Any, done: str | Callable[[Any], str] = "", **kwargs: Any
     ) -> Any:
         """Run one verb; show its result, its refusal, or its error on the status line.
-        Its audit entry says surface `panel`; one that could not be written ends the line."""
+        Its audit entry says surface `panel` and the reason typed (`recording`); one that
+        could not be written ends the line."""
         try:
-            with audit.surface("panel") as said:
+            with self.recording() as said:
                 result = verb(*args, **kwargs)
         except Refused as refusal:
             self.last = refusal
@@ -344,6 +411,37 @@ class Panel(w.VBox):
         super().close()
 
 
+class Progress:
+    """A bulk action's bar and the line beside it that says what it does and how far it
+    got ("reprocessing 840: 300 done"), then what came of it (the action's status line);
+    hidden until the first action. `view` is its widget."""
+
+    def __init__(self) -> None:
+        self.bar = w.IntProgress(value=0, min=0, max=1)
+        self.label = w.HTML()
+        self.view = w.HBox([self.bar, self.label], layout=w.Layout(display="none", align_items="center"))
+        self.doing, self.total = "", 0
+
+    def start(self, doing: str, total: int) -> None:
+        """Show the bar at 0 of `total`, labelled `doing` ("reprocessing")."""
+        self.doing, self.total = doing, total
+        self.bar.max, self.bar.value = max(total, 1), 0
+        self.view.layout.display = "flex"
+        self.step(0)
+
+    def step(self, done: int) -> None:
+        self.bar.value = min(max(done, 0), self.bar.max)
+        said = f"{self.doing} {self.total:,}: {done:,} done"
+        self.label.value = f"<small>{html.escape(visible(said))}</small>"
+
+    def end(self, said: str, whole: bool) -> None:
+        """The action ended: the line says `said` (its result, refusal or error); the bar
+        is full when it ended `whole`, else stays where it got."""
+        if whole:
+            self.bar.value = self.bar.max
+        self.label.value = f"<small>{html.escape(visible(said))}</small>"
+
+
 @dataclass
 class Question:
     """What a `Confirmation` asks: "`doing` `count` `what`? `note`", and what Confirm does.
@@ -449,6 +547,12 @@ class Confirmation:
             return q.act(q.count)
         finally:
             self.confirm_button.disabled = self.panel.read_only
+
+
+def counted(doing: str, n: int, what: str = "") -> str:
+    """A bulk button's label restating the count it acts on: `Reprocess 840 previewed`;
+    without the count while there is nothing (`Reprocess previewed`)."""
+    return " ".join(part for part in (doing, f"{n:,}" if n else "", what) if part)
 
 
 def plain(markup: str) -> str:

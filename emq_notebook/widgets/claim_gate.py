@@ -10,7 +10,7 @@ import html
 
 import ipywidgets as w
 
-from .. import admin, audit, frames, jobs
+from .. import admin, frames, jobs
 from ..connector import Connection
 from ..decoding import printable
 from ..keyspace import queue_key
@@ -86,7 +86,7 @@ class ClaimGate(Panel):
         if not self.writable("pause" if paused else "resume"):
             self.refresh()
             return
-        with audit.surface("panel"):
+        with self.recording():
             (admin.pause if paused else admin.resume)(self.conn, self.q)
         self.say(
             f"{'paused' if paused else 'resumed'} {self.q}: the field on emq:{{{self.q}}}:meta, no set moved"
@@ -96,7 +96,7 @@ class ClaimGate(Panel):
     def add_job(self) -> None:
         if not self.writable("enqueue"):
             return
-        with audit.surface("panel"):
+        with self.recording():
             jid = jobs.enqueue(self.conn, self.q, '{"demo": true}')
         self.say(f"enqueued {jid}")
         self.refresh()
@@ -114,7 +114,7 @@ class ClaimGate(Panel):
         if not self.writable("claim"):
             return None
         trips = self.round_trips()
-        with audit.surface("panel"):
+        with self.recording():
             got = jobs.claim(self.conn, self.q, self.lease_ms)
         before = (self.pending_count, list(self.pending))
         self.refresh()

@@ -6,7 +6,9 @@ first, `health.by_severity`: failing, stuck, growing, dead letters, paused, ok,
 idle, then the biggest), the verdict in its colour, the state, the counts and the
 reason; a line counts the queues of each verdict, and a box filters the queues by
 name. The browser sorts by any column (the verdict column by severity); it starts
-sorted by `#`. Click a queue (or pick it) and its tabs open below:
+sorted by `#`. Click a queue (or pick it) and its tabs open below; its row is the one
+highlighted wherever a refresh ranks it or a sort puts it (none while the filter hides
+it), never a row position:
 
 - Overview: the QueuePanel (counts as chips, pause / resume, the confirmed drain
   and obliterate) and its throughput plot (`plots.throughput`, the last hour);
@@ -31,13 +33,16 @@ plot's image; no widget is made, so the browser keeps its scroll, sort and
 selection and the kernel's widgets stay as many however long it runs.
 
 It refreshes only while someone looks (`Presence`): not while the page is hidden
-or the dashboard scrolled out of sight, and not after `IDLE_S` without a touch
-(a click, a key, the wheel, the pointer over it), when it shows "paused: click to
-resume". It waits while a confirmation is open (a drain, a remove), so a count the
-operator is reading does not move under the button. The loop stops when the
-dashboard is closed, when a Dashboard for the same connection is built again
-(re-running the cell), and at interpreter exit; the owned panels' threads (the
-events tail) stop with it.
+or the dashboard scrolled out of sight, not once the page is lost (it died without
+its unload step: no beat heard), and not after `IDLE_S` without a touch (a click, a
+key, the wheel, the pointer over it), when it shows "paused: click to resume". A lost
+page also stops the Events tab's tail until it is heard again: the kernel then
+publishes nothing, and a server that culls idle kernels (Voilà's serve line in
+docs/dashboard.md) shuts it down. It waits while a confirmation is open (a drain, a
+remove), so a count the operator is reading does not move under the button. The
+loop stops when the dashboard is closed, when a Dashboard for the same connection is
+built again (re-running the cell), and at interpreter exit; the owned panels' threads
+(the events tail) stop with it.
 """
 
 from __future__ import annotations
@@ -144,6 +149,8 @@ class Dashboard(Panel):
         self.shown_frame = _overview_frame(pd.DataFrame())
         self.q: str | None = None
         self.parts: dict[str, Panel] = {}
+        # the Events tab's tail was stopped because the page was lost
+        self.events_held = False
 
         self.presence = Presence()
         self.presence.observe(lambda _: self.touch(), names="touched")
@@ -159,6 +166,9 @@ class Dashboard(Panel):
             sort="#",
         )
         self.grid.on_cell_click(self._clicked)
+        # the browser sorted the rows again (a refresh re-ranked them, a header was clicked):
+        # the highlight goes back to the open queue's row
+        self.grid.observe(lambda _: self._highlight(), names="_visible_rows")
         self.name_filter = w.Text(
             placeholder="filter queue names",
             continuous_update=False,
@@ -261,7 +271,14 @@ class Dashboard(Panel):
         shown = self._matching(self.overview)
         self.shown_frame = _overview_frame(shown, self.overview)
         grids.patch(self.grid, self.shown_frame)
+        self._highlight()
         self.summary.value = self._summary_html(shown)
+
+    def _highlight(self) -> None:
+        """The highlighted row is the open queue's, wherever the browser shows it (none
+        when the filter hides it or it is gone): never a row position."""
+        with self._lock:
+            grids.select_id(self.grid, self.shown_frame, self.q)
 
     def _matching(self, frame: pd.DataFrame) -> pd.DataFrame:
         typed = self.name_filter.value.strip()
@@ -337,7 +354,7 @@ class Dashboard(Panel):
         when = "just now" if ago < 1 else f"{ago:,.0f} s ago"
         if self.running and self.resume_button.layout.display != "none":
             note = f"paused after {IDLE_S / 60:.0f} min without a touch"
-        elif self.running and not self.presence.visible:
+        elif self.running and not self.presence.seen:
             note = "paused while nobody looks"
         elif self.running and self.confirming:
             note = "refresh waits while a confirmation is open"
@@ -382,7 +399,10 @@ class Dashboard(Panel):
             self.queue_title.value = ""
             return
         said = ""
-        if q in self.overview.index and "verdict" in self.overview.columns:
+        if q not in self.overview.index:  # no key of it left: not a row of the overview
+            gone = "is gone: no key of it is on the server"
+            said = f' <span class="emq-gone" style="color:#9a6700">{gone}</span>'
+        elif "verdict" in self.overview.columns:
             row = self.overview.loc[q]
             said = (
                 f" &nbsp;{plots.verdict_chip(str(row['verdict']))} {html.escape(printable(str(row['why'])))}"
@@ -398,6 +418,7 @@ class Dashboard(Panel):
             self.q = q
             if self.picker.value != q and q in self.picker.options:
                 self.picker.value = q
+            self._highlight()
             self._title_queue()
             self.tabs.children = [w.VBox() for _ in TABS]
             self.tabs.titles = TABS
@@ -489,6 +510,7 @@ class Dashboard(Panel):
         for part in self.parts.values():
             part.close()
         self.parts = {}
+        self.events_held = False
 
     # -- the one refresh loop, while someone looks ---------------------------------------
     def touch(self) -> None:
@@ -534,6 +556,10 @@ class Dashboard(Panel):
                 self.resume_button.layout.display = "flex"
                 self._say_updated()
             return
+        if self.presence.lost:
+            self._hold_events()  # the page is gone: nothing of it publishes
+            return
+        self._resume_events()
         if not self.presence.visible:
             return
         due = self.updated_at is None or time.monotonic() - self.updated_at >= self.refresh_every
@@ -541,6 +567,21 @@ class Dashboard(Panel):
             self.refresh()
         else:
             self._say_updated()
+
+    def _hold_events(self) -> None:
+        """Stop the Events tab's tail while the page is lost (each event it shows is a
+        message the kernel publishes)."""
+        events = self.parts.get("Events")
+        if isinstance(events, EventsView) and events.running:
+            events.stop()
+            self.events_held = True
+
+    def _resume_events(self) -> None:
+        """The page is heard again: the tail held while it was lost starts again."""
+        events = self.parts.get("Events")
+        if self.events_held and isinstance(events, EventsView):
+            events.start()
+        self.events_held = False
 
     def close(self) -> None:
         self.auto.value = False

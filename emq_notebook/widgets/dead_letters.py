@@ -7,17 +7,23 @@ the server in bounded calls), each with its count and when it was last seen, in 
 viewer's zone; one may be chosen. Preview states how many dead jobs match (and sample
 ids) and keeps their ids; Reprocess previewed (at an optional rate) and Remove
 previewed act on those ids only, so a job that died after the preview is not
-touched. The selection list acts on the jobs picked by hand. Every write is a verb
+touched. Move previewed to… moves exactly those ids to another queue (a quarantine,
+`transfer.move_jobs`: each once; a new target is created paused), its question stating
+what a dry run of it answers; Export previewed writes the jobs the preview's filter and
+signature match to a file (`transfer.export_jobs`, a read) and shows its path. The
+selection list acts on the jobs picked by hand. Every write is a verb
 whose answer, refusal or error is shown on the status line; on a read-only
 connection the writing buttons are greyed out.
 
 Every bulk button goes through one guard (`base.Confirmation`): a removal always
 asks, a reprocess above `confirm_above` jobs asks, naming the count, the queue, the
-connection and its env, and the rate; nothing moves before Confirm. A button is
-greyed out while there is nothing for it (no preview, no selection, no dead job) and
-while one works. Reprocess all moves at most the count it stated, oldest death
-first, at the rate field's pace (0: as fast as it goes), and asks again when more
-died meanwhile.
+connection and its env, and the rate; nothing moves before Confirm. A bulk button
+restates the count it acts on ("Reprocess 840 previewed", "Remove 12 selected…"); it is
+greyed out, saying why, while there is nothing for it (no preview, no selection, no
+dead job) and while one works, whose bar says what it does and how far it got
+("reprocessing 840: 300 done"), then what came of it. Reprocess all moves at most the
+count it stated, oldest death first, at the rate field's pace (0: as fast as it goes),
+and asks again when more died meanwhile.
 """
 
 from __future__ import annotations
@@ -29,13 +35,13 @@ from typing import Any
 
 import ipywidgets as w
 
-from .. import admin, defaults, triage
+from .. import admin, defaults, transfer, triage
 from ..connector import Connection
 from ..decoding import visible
 from ..errors import EMQError
 from ..keyspace import queue_key
 from ..settings import Settings
-from .base import Confirmation, Panel, Question, table
+from .base import Confirmation, Panel, Progress, Question, counted, table
 from .values import when
 
 PAGE = 500
@@ -104,6 +110,14 @@ class DeadLetterPanel(Panel):
             description="Remove previewed…", button_style="danger", layout=_whole()
         )
         self.remove_preview_button.on_click(lambda _: self.remove_previewed())
+        self.target = w.Text(placeholder=f"{q}.quarantine", description="move to")
+        self.move_preview_button = w.Button(description="Move previewed to…", layout=_whole())
+        self.move_preview_button.on_click(lambda _: self.move_previewed())
+        self.export_path = w.Text(placeholder=f"{q}-dead.jsonl", description="export to")
+        self.export_button = w.Button(
+            description="Export previewed", tooltip=".jsonl, .jsonl.gz or .parquet", layout=_whole()
+        )
+        self.export_button.on_click(lambda _: self.export_previewed())
 
         self.select = w.SelectMultiple(options=[], rows=10, layout=w.Layout(width="100%"))
         self.select.observe(lambda _: self._gate(), names="value")
@@ -124,11 +138,12 @@ class DeadLetterPanel(Panel):
         self.budget = w.BoundedIntText(
             value=defaults.MOVE_BUDGET, min=1, max=defaults.MAX_MOVE_BUDGET, description="budget"
         )
-        self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(visibility="hidden"))
+        self.progress = Progress()
         self.confirmation = Confirmation(self)
         self.writes(
             self.reprocess_preview_button,
             self.remove_preview_button,
+            self.move_preview_button,
             self.reprocess_button,
             self.remove_button,
             self.reprocess_all_button,
@@ -141,10 +156,12 @@ class DeadLetterPanel(Panel):
             self.signature,
             _row([self.preview_button, self.rate, self.reprocess_preview_button, self.remove_preview_button]),
             self.preview_view,
+            _row([self.target, self.move_preview_button, self.export_path, self.export_button]),
             self.select,
             _row([self.select_all_button, self.reprocess_button, self.remove_button]),
-            _row([self.reprocess_all_button, self.budget, self.progress]),
+            _row([self.reprocess_all_button, self.budget]),
             self.confirmation.view,
+            self.progress.view,
             self.status,
         ]
         self.refresh()
@@ -208,22 +225,41 @@ class DeadLetterPanel(Panel):
         self._gate()
 
     def _gate(self) -> None:
-        """Each bulk button greyed out while there is nothing for it or while one works."""
-        off = self.read_only or self.working
-        self.reprocess_preview_button.disabled = off or not self.previewed
-        self.remove_preview_button.disabled = off or not self.previewed
-        self.reprocess_button.disabled = off or not self.select.value
-        self.remove_button.disabled = off or not self.select.value
-        self.reprocess_all_button.disabled = off or not self.total
+        """Each bulk button restates the count it acts on ("Reprocess 840 previewed"), and
+        is greyed out, saying why, while there is nothing for it or while one works."""
+        previewed, selected = len(self.previewed), len(self.select.value)
+        self.reprocess_preview_button.description = counted("Reprocess", previewed, "previewed")
+        self.remove_preview_button.description = counted("Remove", previewed, "previewed…")
+        self.reprocess_button.description = counted("Reprocess", selected, "selected")
+        self.remove_button.description = counted("Remove", selected, "selected…")
+        self.reprocess_all_button.description = counted("Reprocess all", self.total) + "…"
+        self.move_preview_button.description = counted("Move", previewed, "previewed to…")
+        self.export_button.description = counted("Export", previewed, "previewed")
+        working = "a bulk action is running" if self.working else None
+        nothing = {
+            self.reprocess_preview_button: "nothing previewed (Preview first)" if not previewed else None,
+            self.remove_preview_button: "nothing previewed (Preview first)" if not previewed else None,
+            self.reprocess_button: "nothing selected" if not selected else None,
+            self.remove_button: "nothing selected" if not selected else None,
+            self.reprocess_all_button: f"no dead jobs in {visible(self.q)}" if not self.total else None,
+            self.move_preview_button: "nothing previewed (Preview first)" if not previewed else None,
+            self.export_button: "nothing previewed (Preview first)" if not previewed else None,
+        }
+        for button, why in nothing.items():
+            self.off(button, working or why)
 
     def facts(self) -> list[tuple[str, object]]:
         return [("previewed", len(self.previewed))]
 
+    def _chosen(self) -> str | None:
+        """The signature chosen in the dropdown, None for every signature."""
+        chosen = self.signature.value
+        return None if chosen == EVERY else self._signatures.get(chosen, chosen)
+
     def preview(self) -> None:
         """Find the dead jobs the filter and the chosen signature match; keep their ids and
         show their count and samples. Nothing is written."""
-        chosen = self.signature.value
-        sig = None if chosen == EVERY else self._signatures.get(chosen, chosen)
+        sig = self._chosen()
         try:
             found = triage.find(
                 self.conn,
@@ -258,13 +294,19 @@ class DeadLetterPanel(Panel):
         self._gate()
         return ids
 
-    def _working(self, act: Callable[[], Any]) -> Any:
-        """Run one bulk action with every bulk button greyed out, then read again."""
+    def _working(self, doing: str, total: int, act: Callable[[], Any]) -> Any:
+        """Run one bulk action on `total` jobs with every bulk button greyed out, its bar
+        labelled `doing` ("reprocessing 840: 300 done") and then with what came of it;
+        then read again."""
         self.working = True
         self._gate()
+        self.progress.start(doing, total)
+        result = None
         try:
-            return act()
+            result = act()
+            return result
         finally:
+            self.progress.end(self.status_text, whole=not isinstance(result, (EMQError, type(None))))
             self.working = False
             self.refresh()
 
@@ -303,11 +345,84 @@ class DeadLetterPanel(Panel):
             )
         )
 
+    def move_previewed(self) -> Any:
+        """Move exactly the previewed ids to the queue named (`<queue>.quarantine` when the
+        box is empty; a new one is created paused), each once: the question (above
+        `confirm_above`) states what a dry run of the move answers; nothing moves before
+        Confirm."""
+        if not self.writable("move") or not self.previewed:
+            return None
+        ids, target = list(self.previewed), self.target.value.strip() or f"{self.q}.quarantine"
+        try:
+            would = transfer.move_jobs(self.conn, self.q, target, ids=ids, dry_run=True)
+        except EMQError as exc:
+            self.say(f"error: {exc}", "error")
+            return None
+        stays = f" {len(ids) - would.moved:,} would stay ({_tally(Counter(would.stayed.values()))})."
+        new = "" if self.conn.command("EXISTS", queue_key(target, "meta")) else " (a new queue, paused)"
+        return self.confirmation.guard(
+            Question(
+                "Move",
+                len(ids),
+                f"previewed dead jobs of {self.q} to {target}",
+                lambda n: self._move(ids, target),
+                note=f"{would.moved:,} would move{new}." + (stays if would.stayed else ""),
+            ),
+            self.confirm_above,
+        )
+
+    def _move(self, ids: list[str], target: str) -> Any:
+        if ids == self.previewed:
+            self._consume_preview()
+        return self._working(
+            f"moving to {visible(target)}",
+            len(ids),
+            lambda: self.attempt(
+                transfer.move_jobs,
+                self.conn,
+                self.q,
+                target,
+                ids=ids,
+                progress=lambda calls, n: self.progress.step(n),
+                done=lambda r: (
+                    f"moved {r.moved:,} jobs to {target}"
+                    + (
+                        f"; {len(r.stayed):,} stayed ({_tally(Counter(r.stayed.values()))})"
+                        if r.stayed
+                        else ""
+                    )
+                ),
+            ),
+        )
+
+    def export_previewed(self) -> Any:
+        """Write the jobs the preview's filter and signature match (found again, as they
+        are now) to the file named (`<queue>-dead.jsonl` when the box is empty), and show
+        its path. A read: it works on a read-only connection."""
+        if not self.previewed:
+            return None
+        path = self.export_path.value.strip() or f"{self.q}-dead.jsonl"
+        return self._working(
+            "exporting",
+            len(self.previewed),
+            lambda: self.attempt(
+                transfer.export_jobs,
+                self.conn,
+                self.q,
+                path,
+                signature=self._chosen(),
+                error=self._glob("error"),
+                payload=self._glob("payload"),
+                done=lambda n: f"exported {n:,} jobs to {n.path}",
+            ),
+        )
+
     def _reprocess(self, ids: list[str], rate: float | None, what: str) -> Any:
         if ids == self.previewed:
             self._consume_preview()
-        self._show_progress(len(ids))
         return self._working(
+            "reprocessing",
+            len(ids),
             lambda: self.attempt(
                 admin.reprocess_jobs,
                 self.conn,
@@ -315,22 +430,24 @@ class DeadLetterPanel(Panel):
                 ids,
                 rate=rate,
                 budget=self.budget.value,
-                progress=lambda calls, n: self._step(n),
+                progress=lambda calls, n: self.progress.step(n),
                 done=lambda r: f"{what}: {_tally(Counter(r.values()))}",
-            )
+            ),
         )
 
     def _remove(self, ids: list[str], what: str) -> Any:
         if ids == self.previewed:
             self._consume_preview()
         return self._working(
+            "removing",
+            len(ids),
             lambda: self.attempt(
                 admin.remove_jobs,
                 self.conn,
                 self.q,
                 ids,
                 done=lambda r: f"{what}: {_tally(Counter(r.values()))}",
-            )
+            ),
         )
 
     # -- acting on the selection ---------------------------------------------------------------
@@ -410,8 +527,9 @@ class DeadLetterPanel(Panel):
         )
 
     def _reprocess_all(self, count: int, rate: float | None) -> Any:
-        self._show_progress(count)
         return self._working(
+            "reprocessing",
+            count,
             lambda: self.attempt(
                 admin.reprocess_dead,
                 self.conn,
@@ -419,18 +537,10 @@ class DeadLetterPanel(Panel):
                 budget=self.budget.value,
                 limit=count,
                 rate=rate,
-                progress=lambda calls, n: self._step(n),
+                progress=lambda calls, n: self.progress.step(n),
                 done=lambda n: f"reprocessed {n:,} dead jobs",
-            )
+            ),
         )
-
-    # -- helpers -----------------------------------------------------------------------------
-    def _show_progress(self, total: int) -> None:
-        self.progress.max, self.progress.value = max(total, 1), 0
-        self.progress.layout.visibility = "visible"
-
-    def _step(self, n: int) -> None:
-        self.progress.value = min(n, self.progress.max)
 
 
 def _pace(rate: float | None) -> str:

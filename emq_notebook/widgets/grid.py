@@ -189,6 +189,8 @@ def patch(g: dg.DataGrid, frame: pd.DataFrame) -> bool:
     if last is None or last[0] is not g._data or last[1] != shape:
         g.selections = []
         g.data = view
+        # the browser says the new rows' order once it has drawn them (never the old order)
+        g._visible_rows = []
         least = index_width(view, getattr(g, "least_index_px", 0))
         g.base_row_header_size = least
         g.layout.height = height(len(view), getattr(g, "most_rows", 12))
@@ -215,6 +217,7 @@ def patch(g: dg.DataGrid, frame: pd.DataFrame) -> bool:
         # replacement does not (its view starts again at the top)
         g.selections = []
         g.data = view
+        g._visible_rows = []
         g.emq_shown = (g._data, shape, rows)
         return False
     for row in changed:
@@ -291,6 +294,43 @@ def selected_ids(g: dg.DataGrid, frame: pd.DataFrame) -> list[str]:
     browser shows them (after its sort); a row past the page's end is ignored."""
     order = list(g._visible_rows) or list(range(len(frame)))
     return [str(frame.index[order[r]]) for r in selected_rows(g) if r < len(order) and order[r] < len(frame)]
+
+
+def visible_order(g: dg.DataGrid, frame: pd.DataFrame) -> list[int]:
+    """The rows of `frame` (the page the grid holds) in the order the browser shows them:
+    as the browser last said (`_visible_rows`, after its sort and its filters), else as
+    the grid's sort orders them (no browser, or one that has not drawn these rows yet)."""
+    if g._visible_rows:
+        return [r for r in g._visible_rows if 0 <= r < len(frame)]
+    order = list(range(len(frame)))
+    for step in g._transforms:
+        column = step.get("column")
+        if step.get("type") != "sort" or column is None:
+            continue
+        values = list(frame.index) if column == frame.index.name else list(frame.get(column, []))
+        if len(values) == len(frame):
+            order.sort(key=lambda r: _sort_key(values[r]), reverse=bool(step.get("desc")))
+    return order
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    # numbers before text, as one list can hold both (a column of another node's values)
+    return (0, value) if isinstance(value, (int, float)) else (1, str(value))
+
+
+def select_id(g: dg.DataGrid, frame: pd.DataFrame, key: str | None) -> None:
+    """Highlight the row of `frame` whose id is `key` wherever the browser shows it, and
+    no other; no highlight when the grid does not show it (filtered out, gone, None).
+    Sends nothing when the highlight is already there."""
+    rows: list[dict[str, int]] = []
+    if key is not None and key in frame.index:
+        at = frame.index.get_loc(key)
+        order = visible_order(g, frame)
+        if isinstance(at, int) and at in order:
+            r = order.index(at)
+            rows = [{"r1": r, "c1": 0, "r2": r, "c2": max(0, len(frame.columns) - 1)}]
+    if g.selections != rows:
+        g.selections = rows
 
 
 def clicked_id(event: dict, frame: pd.DataFrame) -> str | None:

@@ -11,8 +11,9 @@ it says "at least N", and Count all walks the rest (on the server, a page at a t
 for the whole number.
 
 The actions apply where they mean something: Reprocess on dead jobs only, Remove on
-every state but active (a job in flight belongs to its worker). Both are greyed out
-while nothing is selected and while they work; Remove always asks first, Reprocess
+every state but active (a job in flight belongs to its worker). Each restates the count
+it acts on ("Remove 12 selected…"); both are greyed out, saying why, while nothing is
+selected and while they work; Remove always asks first, Reprocess
 above `confirm_above` jobs (`base.Confirmation`), naming the count and the
 connection, and a confirm acts only on the ids it named (the selection changed
 since: it asks again).
@@ -35,7 +36,7 @@ from ..errors import EMQError
 from ..keyspace import STATES, queue_key
 from ..settings import Settings
 from . import grid as grids
-from .base import Confirmation, Panel, Question, chip
+from .base import Confirmation, Panel, Question, chip, counted
 
 PAGE = 100
 COLOURS = {
@@ -316,8 +317,12 @@ class JobsView(Panel):
         state = self.state.value
         self.reprocess_button.layout.display = "flex" if state in REPROCESS_STATES else "none"
         self.remove_button.layout.display = "flex" if state in REMOVE_STATES else "none"
-        off = not ids or self.read_only or self.busy
-        self.reprocess_button.disabled = self.remove_button.disabled = off
+        n = len(ids)
+        self.reprocess_button.description = counted("Reprocess", n, "selected")
+        self.remove_button.description = counted("Remove", n, "selected…")
+        why = "reading…" if self.busy else None if ids else "select rows first"
+        self.off(self.reprocess_button, why)
+        self.off(self.remove_button, why)
         self.selection_label.value = (
             chip(f"{len(ids):,} selected", colour="pending")
             if ids
@@ -370,7 +375,8 @@ class JobsView(Panel):
         )
 
     def _act(self, verb: Callable[..., dict[str, str]], ids: list[str]) -> dict[str, str] | None:
-        self.reprocess_button.disabled = self.remove_button.disabled = True
+        for button in (self.reprocess_button, self.remove_button):
+            self.off(button, "an action is running")
         try:
             outcome = self.attempt(verb, self.conn, self.q, ids, done=lambda r: tally(r))
         finally:

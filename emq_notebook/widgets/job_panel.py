@@ -93,14 +93,8 @@ class JobPanel(Panel):
             self.shown_payload = None
             self.row_view.value = "<i>no such job (gone)</i>"
             self.logs_view.value = ""
-            for b in (
-                self.update_button,
-                self.progress_button,
-                self.log_button,
-                self.remove_button,
-                self.reprocess_button,
-            ):
-                b.disabled = True
+            for b in self._writing:
+                self.off(b, f"job {printable(self.job_id)} is gone")
             self.say(gone.line(), "refused")
             return
         except EMQError as exc:
@@ -116,7 +110,11 @@ class JobPanel(Panel):
             if logs
             else "<i>no logs</i>"
         )
-        self.reprocess_button.disabled = self.read_only or row.get("state") != "dead"
+        for b in self._writing:
+            self.off(b, None)
+        state = printable(str(row.get("state")))
+        if state != "dead":
+            self.off(self.reprocess_button, f"only a dead job is reprocessed (this one is {state})")
 
     def facts(self) -> list[tuple[str, object]]:
         if self.row is None:

@@ -68,6 +68,7 @@ class LanesView(Panel):
         self.limit_button.on_click(lambda _: self.set_limit())
         self.summary = w.HTML()
         self.writes(self.pause_button, self.resume_button, self.limit_button)
+        self.lane.observe(lambda _: self._gate(), names="value")
         self.children = [
             self.summary,
             w.HBox([self.find_box, self.find_button]),
@@ -99,6 +100,7 @@ class LanesView(Panel):
         self.lane.options = [(printable(str(shown_id(g))), g) for g in frame.index]
         if keep in frame.index:
             self.lane.value = keep
+        self._gate()
         self.total = total
         listed = len(frame) - (self.found in frame.index)
         past = f" (the first {listed:,} met shown; find any other by its name)" if total > listed else ""
@@ -107,6 +109,11 @@ class LanesView(Panel):
             if total
             else f"<div><i>{self.q} has no lanes (no grouped jobs yet)</i></div>"
         )
+
+    def _gate(self) -> None:
+        why = None if self.lane.value is not None else "pick a lane first"
+        for button in (self.pause_button, self.resume_button, self.limit_button):
+            self.off(button, why)
 
     def find(self) -> None:
         """Show the lane named in the Find box (first in the grid) and pick it."""
@@ -196,6 +203,7 @@ class RepeatablesView(Panel):
         self.run_button.on_click(lambda _: self.run_now())
         self.summary = w.HTML()
         self.writes(self.run_button)
+        self.name.observe(lambda _: self._gate(), names="value")
         self.children = [self.summary, self.grid, w.HBox([self.name, self.run_button]), self.status]
         self.refresh()
 
@@ -216,6 +224,7 @@ class RepeatablesView(Panel):
         self.name.options = [(printable(str(shown_id(n))), n) for n in frame.index]
         if keep in frame.index:
             self.name.value = keep
+        self._gate()
         self.total = total
         shown = f" (the first {len(frame):,} due shown)" if total > len(frame) else ""
         self.summary.value = (
@@ -231,6 +240,9 @@ class RepeatablesView(Panel):
         name = grids.clicked_id(event, self.frame)
         if name is not None:
             self.name.value = name
+
+    def _gate(self) -> None:
+        self.off(self.run_button, None if self.name.value is not None else "pick a repeatable first")
 
     def run_now(self) -> None:
         if not self.writable("run now"):

@@ -14,7 +14,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from .. import admin, audit, jobs, lanes
+from .. import admin, jobs, lanes
 from ..catalogue import describe
 from ..connector import Connection
 from ..decoding import printable
@@ -164,7 +164,7 @@ class OperatorConsole(Panel):
             self.say(f"error: {exc}", "error")
             return None
         before = footprint(self.conn, self.q)
-        with audit.surface("panel") as said:  # a click: its entry says so
+        with self.recording() as said:  # a click: its entry says so
             result = run(self.conn, self.q, self.verb.value)
         changed = diff(before, footprint(self.conn, self.q))
         self.reply_text = printable(reply_text(result))

@@ -1,5 +1,11 @@
 """QueuePanel: counts, the pause toggle, a confirmed drain, a confirmed and
-bounded obliterate with a progress bar, and an opt-in auto-refresh.
+bounded obliterate with a labelled progress bar, and an opt-in auto-refresh.
+
+A queue with no key left (obliterated here or by another client) is said gone
+("queue mailers is gone"), never "running": its writing buttons are greyed out
+(a pause would make its meta hash again), until a job or a pause made elsewhere
+brings it back. Every greyed-out button says why (`Panel.off`): Obliterate waits
+for the queue to be paused and its name typed.
 
 A confirmation states a count, and the confirm re-counts: when more jobs are
 there than the operator was shown, it asks again with the new count instead of
@@ -20,7 +26,7 @@ from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError, UnknownQueue
 from ..keyspace import STATES
-from .base import Panel, chips, interval, table
+from .base import Panel, Progress, chips, interval, table
 
 
 class QueuePanel(Panel):
@@ -36,6 +42,8 @@ class QueuePanel(Panel):
         self.every(self.refresh_every, f"emq-refresh-{q}", stop_on_error=True)
         self.snapshot: dict = {}
         self.paused = False
+        # no key of the queue on the server (obliterated, or never made)
+        self.gone = False
         self.counts = w.HTML()
         self.pause_button = w.Button(description="Pause")
         self.pause_button.on_click(lambda _: self.toggle_pause())
@@ -81,10 +89,8 @@ class QueuePanel(Panel):
         self.obliterate_text = w.HTML()
         # the job count the obliterate line stated when the gate opened
         self.obliterate_shown: int | None = None
-        self.progress = w.IntProgress(
-            value=0, min=0, max=1, description="obliterate", layout=w.Layout(visibility="hidden")
-        )
-        self.writes(self.pause_button, self.drain_button, self.confirm_drain_button)
+        self.progress = Progress()
+        self.writes(self.pause_button, self.drain_button, self.confirm_drain_button, self.obliterate_button)
 
         # the queue's name, unless an owner's line names it (a dashboard's tab)
         named = [] if owned else [w.HTML(f"<b>queue {html.escape(printable(q))}</b>")]
@@ -96,8 +102,9 @@ class QueuePanel(Panel):
             self.confirm_text,
             self.confirm_row,
             w.HBox([self.typed_name, self.force, self.budget]),
-            w.HBox([self.obliterate_button, self.progress]),
+            self.obliterate_button,
             self.obliterate_text,
+            self.progress.view,
             self.status,
         ]
         self.refresh()
@@ -120,10 +127,12 @@ class QueuePanel(Panel):
                 counts = frames.counts(self.conn, [self.q], watch=True)
             row = counts.loc[self.q].to_dict()
         except UnknownQueue:  # no key yet, or none left (obliterated): nothing to count
-            row = {**dict.fromkeys(STATES, 0), "paused": False, "lanes": 0, "repeatables": 0}
+            self._show_gone()
+            return
         except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
+        self.gone = False
         self.paused = bool(row.pop("paused"))
         self.snapshot = {k: int(v) for k, v in row.items()}
         # a queue of many lanes: its pending count holds a pass's lane backlog (`lanes.watched`)
@@ -138,11 +147,31 @@ class QueuePanel(Panel):
                 + said
             )
         self.pause_button.description = "Resume" if self.paused else "Pause"
+        for button in (self.pause_button, self.drain_button):
+            self.off(button, None)
+        self._gate_obliterate(recount=False)
+
+    def gone_line(self) -> str:
+        return f"queue {printable(self.q)} is gone: no key of it is on the server"
+
+    def _show_gone(self) -> None:
+        """No key of the queue is left: said so, nothing counted, every writing button off."""
+        self.gone, self.paused = True, False
+        self.snapshot = {**dict.fromkeys(STATES, 0), "lanes": 0, "repeatables": 0}
+        self.counts.value = (
+            f'<div class="emq-gone" style="color:#9a6700"><b>{html.escape(self.gone_line())}</b></div>'
+        )
+        self._hide_confirm()
+        self.pause_button.description = "Pause"
+        why = f"queue {printable(self.q)} is gone"
+        for button in (self.pause_button, self.drain_button):
+            self.off(button, why)
         self._gate_obliterate(recount=False)
 
     def facts(self) -> list[tuple[str, object]]:
         auto = f"every {self.refresh_every:g}s" if self.running else "off"
-        return [("queue", self.q), ("state", "paused" if self.paused else "running"), ("auto-refresh", auto)]
+        state = "gone" if self.gone else "paused" if self.paused else "running"
+        return [("queue", self.q), ("state", state), ("auto-refresh", auto)]
 
     def _gate_obliterate(self, recount: bool = True) -> None:
         """Open the obliterate line (paused, the name typed) with the count of the jobs it
@@ -150,11 +179,19 @@ class QueuePanel(Panel):
         lanes take). A refresh (`recount=False`) counts only for a line it opens: the
         line shown stays as counted, and a click counts again before anything goes."""
         # enabled only while paused, and only once the operator typed the name
-        open_ = self.paused and self.typed_name.value == self.q and not self.read_only
-        self.obliterate_button.disabled = not open_
-        if not open_:
+        if self.gone:
+            why: str | None = f"queue {printable(self.q)} is gone"
+        elif not self.paused:
+            why = "pause the queue first"
+        elif self.typed_name.value != self.q:
+            why = "type the queue name to confirm"
+        else:
+            why = None
+        if why is not None or self.read_only:
             self.obliterate_shown = None
             self.obliterate_text.value = ""
+            self.obliterate_button.description = "Obliterate"
+            self.off(self.obliterate_button, why)
             return
         if not recount and self.obliterate_shown is not None:
             return
@@ -170,6 +207,9 @@ class QueuePanel(Panel):
 
     def _show_obliterate(self, n: int, again: str = "") -> None:
         self.obliterate_shown = n
+        # the button restates the count the line states
+        self.obliterate_button.description = f"Obliterate {n:,} jobs"
+        self.off(self.obliterate_button, None)
         self.obliterate_text.value = (
             f"{again}Obliterate <b>{self.q}</b>: <b>{n}</b> jobs and every "
             f"key of the queue.<br><small>{self._where()}</small>"
@@ -190,9 +230,12 @@ class QueuePanel(Panel):
 
     # -- acting -------------------------------------------------------------------
     def toggle_pause(self) -> None:
-        if not self.writable("resume" if self.paused else "pause"):
+        """Pause or resume; refused on a gone queue (a pause would make its meta hash again)."""
+        # what the button said when clicked, whatever another client did since
+        pausing = not self.paused
+        if not self.writable("pause" if pausing else "resume") or self._refused_gone():
             return
-        if self.paused:
+        if not pausing:
             self.attempt(admin.resume, self.conn, self.q, done=f"resumed {self.q}")
         else:
             self.attempt(
@@ -202,6 +245,13 @@ class QueuePanel(Panel):
                 done=f"paused {self.q}: claims answer empty, the backlog stays",
             )
         self.refresh()
+
+    def _refused_gone(self) -> bool:
+        """True (said on the status line) when the queue is gone, read again now."""
+        self.refresh()
+        if self.gone:
+            self.say(f"not done: {self.gone_line()}", "refused")
+        return self.gone
 
     def _backlog(self) -> int | None:
         try:
@@ -275,23 +325,17 @@ class QueuePanel(Panel):
             self._show_obliterate(total, again=f"The queue changed{was}. ")
             self.say(f"not obliterated: {total} jobs now; click Obliterate again", "refused")
             return
-        self.progress.max = max(total, 1)
-        self.progress.value = 0
-        self.progress.layout.visibility = "visible"
-
-        def step(calls: int, left: int) -> None:
-            self.progress.value = max(0, total - left)
-
+        self.progress.start("obliterating", total)
         result = self.attempt(
             admin.obliterate_all,
             self.conn,
             self.q,
             force=self.force.value,
             budget=self.budget.value,
-            progress=step,
+            progress=lambda calls, left: self.progress.step(total - left),
             done=lambda calls: f"obliterated {self.q}: {total} jobs in {calls} calls",
         )
+        self.progress.end(self.status_text, whole=isinstance(result, int))
         if isinstance(result, int):
-            self.progress.value = self.progress.max
             self.typed_name.value = ""
         self.refresh()
