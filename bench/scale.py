@@ -43,7 +43,7 @@ from common import CpuWait, Pinger, connect, left_behind, payload, server, serve
 from peers import bullmq, peers_python
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, jobs
+from emq_notebook import admin, frames, jobs, moves
 from emq_notebook.defaults import BYTE_BUDGET, MAX_BUDGET, MAX_MOVE_BUDGET
 from emq_notebook.keyspace import STATES, base, lane_sets, queue_key
 
@@ -371,8 +371,8 @@ def at_the_budget(srv, client, conn) -> dict[str, tuple[int, Figure]]:
         conn.run("claim2", keys, [1, conn.token], verb="claim", queue=Q, pipeline=pipe)
     pipe.execute()
     time.sleep(0.01)
-    walk = admin.DeadRun(conn, Q, mm, dry_run=True)
-    run = admin.DeadRun(conn, Q, mm)
+    walk = moves.DeadRun(conn, Q, mm, dry_run=True)
+    run = moves.DeadRun(conn, Q, mm)
     # each verb with the largest budget it takes, and its call at that budget
     calls = {
         "reprocess_dead dry run": (mm, lambda: walk.step(mm)),

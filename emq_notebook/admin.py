@@ -1,36 +1,38 @@
 """Queue scope: pause, resume, drain, obliterate -- the whole queue at once.
 
-Each verb is one script (bounded where the work grows with the queue); the
-bounded loops (`drain`, `obliterate_all`, `reprocess_dead`) are a Python loop
-over atomic calls, so an interrupt between calls leaves a consistent queue.
-Every call of a bulk verb stops after a budget of work: `budget` members examined
-(whatever becomes of them: a job moved, a ghost dropped, a bad row left) and about
-`defaults.BYTE_BUDGET` bytes read or freed, so no call holds the server long.
+Each verb is one script; `drain` and `obliterate_all` are a Python loop over bounded
+calls (`budget` members and about `defaults.BYTE_BUDGET` bytes a call), so an
+interrupt between calls leaves a consistent queue. The moves by the job
+(`reprocess_dead`, `reprocess_jobs`, `remove_jobs`) live in `moves` and are
+re-exported here (SPEC 8 names them under `admin`).
 """
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-import pandas as pd
-
-from . import audit, checks, decoding, watching
+from . import audit, checks, watching
 from .catalogue import contract
-from .checks import whole
 from .connector import Connection
-from .defaults import BYTE_BUDGET, DEFAULT_BUDGET, ID_BUDGET, ID_WORK, MOVE_BUDGET
-from .errors import BadInput, EMQError, Halted, InvalidName
-from .keyspace import base, check_server_id, queue_key
+from .defaults import BYTE_BUDGET, DEFAULT_BUDGET
+from .jobs import is_paused
+from .keyspace import base, queue_key
+from .moves import Moved, Progress, remove_jobs, reprocess_dead, reprocess_jobs
 
-Progress = Callable[[int, int], None]
-
-
-def check_budget(budget: object, what: str = "budget") -> int:
-    """A budget is a whole number of members a call, from 1 to `defaults.MAX_BUDGET`
-    (`BadInput`, before any I/O): a larger one could hold the server too long."""
-    return checks.budget(budget, what)
+__all__ = [
+    "Moved",
+    "backlog",
+    "drain",
+    "is_paused",
+    "job_count",
+    "obliterate",
+    "obliterate_all",
+    "pause",
+    "remove_jobs",
+    "reprocess_dead",
+    "reprocess_jobs",
+    "resume",
+]
 
 
 @contract(
@@ -41,8 +43,8 @@ def check_budget(budget: object, what: str = "budget") -> int:
     changes="HSET emq:{q}:meta paused 1; publishes `paused`",
     replies="None — paused field set; the pending backlog is untouched",
     native="none, a script only; EMQ.CLAIM reads the same paused field",
-    single=True,
 )
+@audit.audited("pause", single=True)
 def pause(conn: Connection, q: str) -> None:
     """Close the claim gate: HSET meta paused 1. No set moves; idempotent; never refuses."""
     conn.run("pause", [queue_key(q, "meta")], [base(q)], verb="pause", queue=q)
@@ -56,16 +58,11 @@ def pause(conn: Connection, q: str) -> None:
     changes="HDEL emq:{q}:meta paused; publishes `resumed`",
     replies="None — a later claim serves the head of pending",
     native="none, a script only",
-    single=True,
 )
+@audit.audited("resume", single=True)
 def resume(conn: Connection, q: str) -> None:
     """Open the claim gate: HDEL meta paused. Idempotent; never refuses."""
     conn.run("resume", [queue_key(q, "meta")], [base(q)], verb="resume", queue=q)
-
-
-def is_paused(conn: Connection, q: str) -> bool:
-    """One HGET of the paused field; any value means paused. A wire fault raises `WireError`."""
-    return conn.command("HGET", queue_key(q, "meta"), "paused") is not None
 
 
 @contract(
@@ -77,8 +74,8 @@ def is_paused(conn: Connection, q: str) -> bool:
     "releases their dedup keys; publishes `drained`",
     replies="int — the count drained; active jobs and the repeat registry survive",
     native="none, a script only",
-    bulk=True,
 )
+@audit.audited("drain", bulk=True)
 def drain(
     conn: Connection,
     q: str,
@@ -86,24 +83,17 @@ def drain(
     budget: int = DEFAULT_BUDGET,
     progress: Progress | None = None,
 ) -> int:
-    """Delete the pending backlog (lane backlogs too; the schedule set when asked).
-
-    Answers the total count drained (recorded: a `started` entry, then one closing
-    entry with the jobs drained, whatever ends it; an exception that ends it part way
-    carries that count, `.done`). Runs in calls of at most `budget` jobs (and
-    about `defaults.BYTE_BUDGET` bytes of payloads freed) and a bounded number of lanes
-    (each call walks the groups set on from where the last stopped), so a large
-    backlog or 100,000 lanes never block the server in one script; rows and logs go
-    by UNLINK, so a long `:logs` list costs no more than a short one. Active jobs and the repeat registry
-    survive; drained jobs' dedup keys are released. A member with a foreign id
-    (`keyspace.check_server_id`: it names another job's `:logs` or `:lock`, or is over
-    65,536 bytes) leaves the set and no key is built from it: an over-long id's row and
-    logs stay, as no verb addresses them (a key of 4 MB held Valkey 19 ms to delete),
-    until `obliterate`'s sweep, which matches keys by pattern, takes them. Refuses
-    only a budget above `defaults.MAX_BUDGET` (`BadInput`, before any I/O).
-    `progress(calls, drained_so_far)` is called after each call.
+    """Delete the pending backlog (lane backlogs too; the schedule set when asked);
+    answers the count drained. Active jobs and the repeat registry survive; drained
+    jobs' dedup keys are released. Calls of at most `budget` jobs, about
+    `defaults.BYTE_BUDGET` bytes of payloads freed and a bounded number of lanes (each
+    call walks the groups set on from where the last stopped); `progress(calls,
+    drained)` after each. A foreign id (`keyspace.check_server_id`) leaves the set with
+    no key built from it (`obliterate`'s sweep takes its row). An exception that ends
+    it part way carries the count (`.done`). Refuses a budget above
+    `defaults.MAX_BUDGET` (`BadInput`, before any I/O).
     """
-    check_budget(budget)
+    checks.budget(budget)
     keys = [base(q), queue_key(q, "pending")]
     if include_schedule:
         keys.append(queue_key(q, "schedule"))
@@ -131,25 +121,19 @@ def drain(
     "orphans and meta; publishes `obliterated`",
     replies='"more" (call again) or "ok" (nothing left under emq:{q}:) / NotPaused / ActiveJobs',
     native="none, a script only",
-    bulk=True,
 )
+@audit.audited("obliterate", bulk=True)
 def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFAULT_BUDGET) -> str:
-    """ONE bounded call of @obliterate: `"more"` (call again) or `"ok"` (queue gone).
-
-    Refuses `NotPaused` on a running queue and, unless `force`, `ActiveJobs` when
-    jobs are in flight (forced, their rows and `:lock` keys go too). After `"ok"`
-    nothing is left under `emq:{q}:` -- orphan rows, logs and dedup keys included:
-    "ok" comes only after a whole SCAN pass that found nothing. On a keyspace too
-    large for one call that pass spans calls; a job added meanwhile, or a resume,
-    starts it again, but a key another client writes by hand behind its cursor
-    while the queue stays paused can outlive it (obliterate again to be sure).
-    A call does at most `budget` units of work and frees about
-    `defaults.BYTE_BUDGET` bytes of payloads; a budget above `defaults.MAX_BUDGET` is
-    `BadInput`, before any I/O. Recorded with the jobs the call deleted (the script
-    says them when asked, its fourth argument; EchoMQ's callers send three at most and
-    are answered 1 or 0, as ever).
+    """ONE bounded call of @obliterate: `"more"` (call again) or `"ok"` (nothing left
+    under `emq:{q}:`, orphans included: "ok" comes only after a whole SCAN pass found
+    nothing; a key another client writes behind its cursor can outlive it). A call does
+    at most `budget` units of work and frees about `defaults.BYTE_BUDGET` bytes.
+    Refuses `NotPaused` on a running queue, `ActiveJobs` unless `force` (forced, jobs
+    in flight go too), a budget above `defaults.MAX_BUDGET` (`BadInput`, before any
+    I/O). The script's fourth argument asks it for the jobs deleted (EchoMQ's callers
+    send three and are answered as ever).
     """
-    check_budget(budget)
+    checks.budget(budget)
     audit.started()
     reply, deleted = conn.run(
         "obliterate",
@@ -162,7 +146,8 @@ def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFA
     return reply
 
 
-@contract("obliterate", writes=True, bulk=True)
+@contract("obliterate", writes=True)
+@audit.audited("obliterate", bulk=True)
 def obliterate_all(
     conn: Connection,
     q: str,
@@ -171,16 +156,11 @@ def obliterate_all(
     progress: Progress | None = None,
 ) -> int:
     """Loop `obliterate` until `"ok"`; answers the number of calls.
-
-    `progress(calls, jobs_left)` after each `"more"` (`jobs_left` counted in bounded
-    reads: `job_count(exact=False)`). Refuses as `obliterate` does, on the first call,
-    before anything is deleted, or on a later one (another client resumed the queue):
-    the refusal then carries the jobs deleted before it (`.done`, and its line: "...,
-    after deleting 2,000 jobs"), and so does a wire fault. Recorded as one
-    `obliterate` run: a `started` entry, then one closing entry whose count is the jobs
-    its calls deleted.
+    `progress(calls, jobs_left)` after each `"more"` (`job_count(exact=False)`).
+    Refuses as `obliterate` does; a refusal or a wire fault after the first call
+    carries the jobs deleted before it (`.done`, and its line).
     """
-    check_budget(budget)
+    checks.budget(budget)
     audit.started()
     calls = 0
     while True:
@@ -192,18 +172,14 @@ def obliterate_all(
 
 
 def job_count(conn: Connection, q: str, *, exact: bool = True) -> int:
-    """Jobs held in the four state sets and every lane backlog: the sets' sizes in one
-    pipelined read, the lanes' summed on the server in bounded calls (`watching.backlog`:
-    at most `watching.LANES_A_CALL` lanes a call, as many calls as the lanes take).
-    `exact=False` sums them as a watching look does instead (`watching.watched`: one call,
-    the last whole pass's figure for a queue of more than `watching.LANE_EXACT` lanes): a
-    progress report between the calls of a long run."""
+    """Jobs held in the four state sets and every lane backlog (`watching.backlog`, in
+    bounded calls). `exact=False` sums the lanes as a watching look does
+    (`watching.watched`: one call; a progress report between the calls of a long run)."""
     return _count(conn, q, ("pending", "active", "schedule", "dead"), exact)
 
 
 def backlog(conn: Connection, q: str, include_schedule: bool = False) -> int:
-    """What a drain would delete: pending and the lane backlogs (and the schedule set),
-    exact (`job_count`)."""
+    """What a drain would delete: pending, the lane backlogs (and the schedule set)."""
     return _count(conn, q, ("pending", "schedule") if include_schedule else ("pending",))
 
 
@@ -218,447 +194,3 @@ def _count(conn: Connection, q: str, states: Iterable[str], exact: bool = True) 
         return sum(sizes)
     in_lanes = watching.backlog(conn, q) if exact else watching.watched(conn, {q: known})[q].jobs
     return sum(sizes) + in_lanes
-
-
-class Moved(int):
-    """How many jobs a bulk reprocess moved (in a dry run: would move), an int, with
-    what it left: `.bad_rows` (rows no transition can read, left in dead), `.ghosts`
-    (members with no row, dropped from dead) and `.foreign` (foreign ids, left in dead
-    and never addressed: `keyspace.check_server_id`; one over 256 bytes as its first 200
-    and its length)."""
-
-    bad_rows: int
-    ghosts: int
-    foreign: list[str]
-
-    def __new__(
-        cls, moved: int = 0, bad_rows: int = 0, ghosts: int = 0, foreign: Iterable[str] = ()
-    ) -> Moved:
-        self = super().__new__(cls, moved)
-        self.bad_rows, self.ghosts, self.foreign = bad_rows, ghosts, list(foreign)
-        return self
-
-    def left(self, dry_run: bool = False) -> list[str]:
-        """What stayed, a line each: "2 bad rows left in dead", "1 ghost dropped",
-        "1 job with a foreign id left in dead: ord:17"."""
-        stay, drop = ("would stay", "would be dropped") if dry_run else ("left in dead", "dropped")
-        lines = []
-        if self.bad_rows:
-            lines.append(f"{_jobs(self.bad_rows, 'bad row')} (a field no transition can read) {stay}")
-        if self.ghosts:
-            lines.append(f"{_jobs(self.ghosts, 'ghost')} (a member with no row) {drop}")
-        if self.foreign:
-            shown = ", ".join(self.foreign[:5]) + (", …" if len(self.foreign) > 5 else "")
-            lines.append(f"{_jobs(len(self.foreign), 'job')} with a foreign id {stay}: {shown}")
-        return lines
-
-
-def _jobs(n: int, what: str) -> str:
-    return f"{n:,} {what}" + ("" if n == 1 else "s")
-
-
-class DeadRun:
-    """One run over the dead set, oldest death first, in bounded steps of
-    `@reprocess_dead` (or its read-only dry run `@reprocess_dead_check`): each step
-    examines at most `budget` members and about `defaults.BYTE_BUDGET` bytes, and the
-    next begins after the last member the previous one examined, so the run walks
-    each member once, whatever it leaves in dead. Only jobs dead when the run began
-    are moved: a job that dies again meanwhile is not moved again."""
-
-    def __init__(self, conn: Connection, q: str, budget: int, dry_run: bool = False):
-        self.conn, self.q, self.budget = conn, q, budget
-        self.name = "reprocess_dead_check" if dry_run else "reprocess_dead"
-        self.keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
-        self.began = conn.server_ms()
-        self.dry_run = dry_run
-        if not dry_run:
-            audit.started()
-            # the first move comes a millisecond after the clock read, so a job this run
-            # moves can only die again at a later time than `began`
-            time.sleep(0.001)
-        self.place: tuple[str, str] = ("", "")
-        self.more = True
-        self.moved = self.bad_rows = self.ghosts = 0
-        self.foreign: list[str] = []
-
-    def step(self, moves: int, listed: bool = False) -> list[str]:
-        """One call moving at most `moves` jobs; answers the ids moved when `listed`."""
-        argv = [self.budget, BYTE_BUDGET, *self.place, self.began, moves, "1" if listed else ""]
-        score, member, more, moved, ghosts, bad, foreign, ids = self.conn.run(
-            self.name, self.keys, argv, verb="reprocess", queue=self.q
-        )
-        self.place, self.more = (score, member), bool(more)
-        if not self.dry_run:
-            audit.changed(int(moved))
-        self.moved += int(moved)
-        self.ghosts += int(ghosts)
-        self.bad_rows += int(bad)
-        self.foreign += foreign
-        return list(ids)
-
-    def result(self) -> Moved:
-        return Moved(self.moved, self.bad_rows, self.ghosts, self.foreign)
-
-
-@contract(
-    "reprocess",
-    writes=True,
-    script="@reprocess_dead / @reprocess_jobs",
-    precondition="none; bounded calls; with rate / trial: only jobs dead when it began, each once",
-    changes="as reprocess_job for each job moved",
-    replies="int — the count moved / Halted (moved, failed_again) when a trial fails again",
-    native="none, a script only",
-    bulk=True,
-)
-def reprocess_dead(
-    conn: Connection,
-    q: str,
-    budget: int = MOVE_BUDGET,
-    limit: int | None = None,
-    progress: Progress | None = None,
-    *,
-    dry_run: bool = False,
-    rate: float | None = None,
-    trial: int | None = None,
-    stop_if_failing: float | None = None,
-    watch_s: float = 30,
-) -> Moved:
-    """Move dead jobs back (flat to pending, grouped to their lanes), oldest death first.
-
-    Answers the count moved (a `Moved`: an int, with `.bad_rows` left in dead,
-    `.ghosts` dropped and `.foreign` ids left in dead). Bounded calls of at most
-    `budget` members examined each, `defaults.MOVE_BUDGET` unless named (a bad row, a
-    ghost and a foreign id cost one like a job moved); each call begins where the last
-    ended, so a run walks past rows it leaves and announces each once (a `bad_row`
-    event). At most `limit` jobs in all.
-    Only jobs dead when the call began are moved, each at most once. Counters stay.
-    `progress(calls, moved_so_far)` is called after each call.
-
-    Ids are read from the server and addressed as they are (`ord:17`, `a b`); a foreign
-    one (`keyspace.check_server_id`: it names another job's `:logs` or `:lock`, whose key
-    it would address, or is over 65,536 bytes) is left in dead and reported in `.foreign`.
-
-    `dry_run=True` answers what the real call would move on the same state, walking
-    the same members with the same rules in read-only steps, and writes nothing (it
-    works on a read-only session; the rate and the trial do not change the answer).
-
-    A controlled retry, for a downstream that may still be failing:
-    - `rate` caps the jobs moved per second;
-    - `trial=N` moves N jobs first and waits (at most `watch_s` seconds) until each has
-      finished (its row gone) or is dead again;
-    - `stop_if_failing` (a fraction, with `trial`): when at least that share of the
-      trial's jobs are dead again, it stops there and raises `Halted` (`.moved`,
-      `.failed_again`); the jobs after the trial stay in dead.
-    Checked before any I/O: `BadInput` (a budget above `defaults.MAX_MOVE_BUDGET` too:
-    each job moved is rewritten), `ReadOnly`.
-    """
-    checks.move_budget(budget)
-    if limit is not None:
-        whole(limit, "limit")
-    if dry_run:
-        return _reprocess_all(conn, q, budget, limit, progress, dry_run=True)
-    if rate is None and trial is None and stop_if_failing is None:
-        conn.refuse_writes(f"reprocess {q}")
-        return _reprocess_all(conn, q, budget, limit, progress)
-    return ControlledRetry(
-        conn,
-        q,
-        budget,
-        limit,
-        progress,
-        rate=rate,
-        trial=trial,
-        stop_if_failing=stop_if_failing,
-        watch_s=watch_s,
-    ).run()
-
-
-def _reprocess_all(
-    conn: Connection,
-    q: str,
-    budget: int,
-    limit: int | None,
-    progress: Progress | None,
-    dry_run: bool = False,
-) -> Moved:
-    run = DeadRun(conn, q, budget, dry_run)
-    calls = 0
-    while run.more and (limit is None or run.moved < limit):
-        run.step(budget if limit is None else min(budget, limit - run.moved))
-        calls += 1
-        if progress:
-            progress(calls, run.moved)
-    return run.result()
-
-
-def _number(value: object, what: str, least: float, most: float) -> float:
-    """A real number above `least` and at most `most`, else `BadInput`."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not least < value <= most
-    ):
-        raise BadInput(f"{what} must be a number above {least:g} and at most {most:g}, not {value!r}")
-    return float(value)
-
-
-class ControlledRetry:
-    """`reprocess_dead` with a rate, a trial and a stop rule: one `DeadRun` (only jobs
-    dead when it began, each member walked once), its steps paced, its first jobs watched."""
-
-    POLL_S = 0.1
-
-    def __init__(
-        self,
-        conn: Connection,
-        q: str,
-        budget: int,
-        limit: int | None,
-        progress: Progress | None,
-        *,
-        rate: float | None,
-        trial: int | None,
-        stop_if_failing: float | None,
-        watch_s: float,
-    ):
-        self.rate = None if rate is None else _number(rate, "rate (jobs per second)", 0, 1_000_000)
-        self.trial = None if trial is None else whole(trial, "trial")
-        if stop_if_failing is not None:
-            _number(stop_if_failing, "stop_if_failing", 0, 1)
-            if trial is None:
-                raise BadInput("stop_if_failing needs a trial: how many jobs to watch first")
-        self.stop_if_failing = stop_if_failing
-        self.watch_s = _number(watch_s, "watch_s", 0, 86_400)
-        self.dead = queue_key(q, "dead")
-        conn.refuse_writes(f"reprocess {q}")
-        self.conn, self.q, self.budget, self.limit, self.progress = conn, q, budget, limit, progress
-        self.calls = 0
-
-    def run(self) -> Moved:
-        self.walk = DeadRun(self.conn, self.q, self.budget)
-        if self.trial is not None:
-            watched = self.move(self._room(self.trial))
-            failed = self.watch(watched)
-            if self.stop_if_failing is not None and watched and failed / len(watched) >= self.stop_if_failing:
-                raise Halted(
-                    f"reprocess {self.q} halted after its trial: {failed} of {len(watched)} jobs "
-                    f"dead again (stop at {self.stop_if_failing:g}); {self.walk.moved} moved in all",
-                    moved=self.walk.moved,
-                    failed_again=failed,
-                )
-        chunk = self.budget if self.rate is None else max(1, min(self.budget, math.ceil(self.rate / 10)))
-        started, paced = time.monotonic(), 0
-        while self.walk.more and self._room(chunk):
-            before = self.walk.moved
-            self.step(self._room(chunk))
-            paced += self.walk.moved - before
-            if self.rate is not None:
-                wait = started + paced / self.rate - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-        return self.walk.result()
-
-    def _room(self, want: int) -> int:
-        return want if self.limit is None else min(want, self.limit - self.walk.moved)
-
-    def step(self, moves: int, listed: bool = False) -> list[str]:
-        ids = self.walk.step(moves, listed)
-        self.calls += 1
-        if self.progress:
-            self.progress(self.calls, self.walk.moved)
-        return ids
-
-    def move(self, n: int) -> list[str]:
-        """Move `n` jobs (fewer when the run ends first), in steps; the ids moved."""
-        moved: list[str] = []
-        while self.walk.more and len(moved) < n:
-            moved += self.step(n - len(moved), listed=True)
-        return moved
-
-    def watch(self, ids: list[str]) -> int:
-        """Wait (at most watch_s) until each job has finished or is dead again; the
-        number dead again. Stops early once the stop rule is met."""
-        if not ids:
-            return 0
-        deadline = time.monotonic() + self.watch_s
-        rows = [base(self.q) + "job:" + i for i in ids]
-        while True:
-            pipe = self.conn.pipeline()
-            for i, row in zip(ids, rows, strict=True):
-                pipe.zscore(self.dead, i)
-                pipe.exists(row)
-            replies = pipe.execute()
-            dead = sum(1 for s in replies[0::2] if s is not None)
-            done = sum(
-                1 for s, row in zip(replies[0::2], replies[1::2], strict=True) if s is not None or not row
-            )
-            stop = self.stop_if_failing is not None and dead / len(ids) >= self.stop_if_failing
-            if stop or done == len(ids) or time.monotonic() >= deadline:
-                return dead
-            time.sleep(self.POLL_S)
-
-
-def job_ids(ids: Iterable[str]) -> list[str]:
-    """Job ids as the bulk verbs take them: any iterable of ids (a frame's index; a frame
-    stands for its index), duplicates dropped, first order kept. The ids are sent as
-    script arguments, never built into a key here, so an id read from the server is
-    taken as it is (`ord:17`, `a b`: `keyspace.check_server_id`). One id alone (a str)
-    is `BadInput`: pass `[id]`, and so is an id holding half of a character pair (no
-    server can hold it: `decoding.wire`), refused here, before the first call goes;
-    an id that is not a string is `InvalidName`."""
-    if isinstance(ids, pd.DataFrame):
-        ids = ids.index
-    if isinstance(ids, str):
-        raise BadInput(f"ids is a collection of job ids, not one id: pass [{ids!r:.80}]")
-    chosen = list(dict.fromkeys(ids))
-    for i in chosen:
-        if not isinstance(i, str):
-            raise InvalidName(f"job id must be a string, not {type(i).__name__}")
-        if not i.isascii():
-            decoding.wire(i)
-    return chosen
-
-
-def _foreign(job_id: str) -> bool:
-    """True for an id no verb addresses (`keyspace.check_server_id`: it names another
-    job's `:logs` or `:lock`, or is over 65,536 bytes)."""
-    try:
-        check_server_id(job_id)
-    except InvalidName:
-        return True
-    return False
-
-
-def _bulk(
-    conn: Connection,
-    q: str,
-    name: str,
-    keys: list[str],
-    ids: list[str],
-    budget: int,
-    verb: str,
-    rate: float | None = None,
-    progress: Progress | None = None,
-    dry_run: bool = False,
-) -> dict[str, str]:
-    """Run script `name` over `ids` in bounded steps: each sends at most `budget` ids
-    (with a `rate`, at most a tenth of a second's worth, paced to that many ids a
-    second) and about `defaults.BYTE_BUDGET` bytes of them; a step answers the ids it
-    examined within its budget of work, and the rest go again. An id naming another
-    job's `:logs` or `:lock`, or over 65,536 bytes, is not sent: its word is "foreign_id".
-    A call is sent about `BYTE_BUDGET` of id bytes, each counted `ID_WORK` times, as
-    the script counts them (`decoding.batch`)."""
-    sent = [i for i in ids if not _foreign(i)]
-    words: dict[str, str] = {}
-    step = budget if rate is None else max(1, min(budget, math.ceil(rate / 10)))
-    began, calls, at = time.monotonic(), 0, 0
-    if not dry_run:
-        audit.started()
-    while at < len(sent):
-        chunk = decoding.batch(sent, at, step, BYTE_BUDGET, ID_WORK)
-        answered = conn.run(name, keys, [budget, BYTE_BUDGET, *chunk], verb=verb, queue=q)
-        if not answered:  # every step examines one id at least: this is a script's bug
-            raise EMQError(f"{name} answered no word for {len(chunk)} ids")
-        if not dry_run:
-            audit.changed(*audit.touched(answered))
-        words.update(answered)
-        at += len(answered)
-        calls += 1
-        if progress:
-            progress(calls, len(words))
-        if rate is not None:
-            wait = began + len(words) / rate - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-    return {i: words.get(i, "foreign_id") for i in ids}
-
-
-@contract(
-    "reprocess",
-    writes=True,
-    script="@reprocess_jobs",
-    precondition="none; each id checked on its own",
-    changes="as reprocess_job for each id moved (grouped jobs to their lanes); dry_run: nothing "
-    "(@reprocess_jobs_check, read-only)",
-    replies="dict — {id: reprocessed / gone / not_dead} (bad_row: left in dead); the dry "
-    "run answers the same words",
-    native="none, a script only",
-    bulk=True,
-)
-def reprocess_jobs(
-    conn: Connection,
-    q: str,
-    ids: Iterable[str],
-    *,
-    dry_run: bool = False,
-    budget: int = ID_BUDGET,
-    rate: float | None = None,
-    progress: Progress | None = None,
-) -> dict[str, str]:
-    """Move the given dead jobs back (flat to pending, grouped to their lanes), in calls
-    of at most `budget` ids (`defaults.ID_BUDGET` unless named: each id is looked up by
-    itself): `{id: "reprocessed" | "gone" | "not_dead"}` (and "bad_row"
-    for a row no transition can read, left in dead; "foreign_id" for a foreign id, never
-    addressed: `keyspace.check_server_id`).
-
-    Ids are taken as the server holds them (a frame's index from `triage.find`), so
-    one written outside the name gate by another node is acted on like the rest.
-    `dry_run=True` answers the words the real call would give on the same state,
-    from a read-only script, and writes nothing (it works on a read-only session).
-    `rate` caps the ids sent a second; `progress(calls, ids_answered)` after each call.
-    Counters stay. Refused before any I/O: a budget above `defaults.MAX_MOVE_BUDGET`
-    (each job moved is rewritten), a rate that is not a positive number (`BadInput`),
-    an id that is not a string.
-    """
-    checks.move_budget(budget)
-    if rate is not None:
-        rate = _number(rate, "rate (jobs per second)", 0, 1_000_000)
-    keys = [queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
-    chosen = job_ids(ids)
-    if not dry_run:
-        conn.refuse_writes(f"reprocess {q}")
-    return _bulk(
-        conn,
-        q,
-        "reprocess_jobs_check" if dry_run else "reprocess_jobs",
-        keys,
-        chosen,
-        budget,
-        "reprocess",
-        rate=None if dry_run else rate,
-        progress=progress,
-        dry_run=dry_run,
-    )
-
-
-@contract(
-    "remove",
-    writes=True,
-    script="@remove_jobs",
-    precondition="none; each id checked on its own",
-    changes="as remove_job for each removed id; dry_run: nothing (@remove_jobs_check, read-only)",
-    replies="dict — {id: removed / gone / locked}; the dry run answers the same words",
-    native="none, a script only",
-    bulk=True,
-)
-def remove_jobs(
-    conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = 2 * ID_BUDGET
-) -> dict[str, str]:
-    """Remove many jobs by id: `{id: "removed" | "gone" | "locked"}` (and "foreign_id"
-    for a foreign id, never addressed: `keyspace.check_server_id`), in calls of at
-    most `budget` work (an id costs 1, a removed job 2, a ghost one more for each lane
-    it is looked for in: `2 * defaults.ID_BUDGET` unless named, about 250 removed jobs).
-
-    Locked jobs are left untouched; ids are taken as the server holds them and
-    duplicates dropped. `dry_run=True` answers the words the real call would give on
-    the same state, from a read-only script, and writes nothing. Refused before any
-    I/O: a budget above `defaults.MAX_BUDGET`, an id that is not a string.
-    """
-    check_budget(budget)
-    keys = [base(q)]
-    chosen = job_ids(ids)
-    if not dry_run:
-        conn.refuse_writes(f"remove {q}")
-    name = "remove_jobs_check" if dry_run else "remove_jobs"
-    return _bulk(conn, q, name, keys, chosen, budget, "remove", dry_run=dry_run)

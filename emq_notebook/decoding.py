@@ -32,6 +32,11 @@ LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
+def clipped(text: str, most: int) -> str:
+    """`text` whole up to `most` characters, else its first `most` and "…"."""
+    return text if len(text) <= most else text[:most] + "…"
+
+
 def printable(value: object) -> str:
     """`value` as text safe to show: undecodable bytes as `\\xNN`, the rest as is (the
     same text the events' UTF-8 repair writes, lua/includes/common.lua `utf8_text`)."""

@@ -21,7 +21,7 @@ import json
 import sys
 from collections.abc import Callable
 
-from . import admin, frames, jobs, repeat
+from . import admin, frames, jobs, moves, repeat
 from .connector import Connection, connect
 from .errors import QueueInUse, UsageProblem
 from .footprint import footprint
@@ -104,7 +104,7 @@ def main(out: Callable[[str], None] = print) -> int:
         was, mended["to"] = mended["to"], mended["to"].replace(".example", "@example", 1)
         jobs.update_data(conn, "mailers", str(job_id), json.dumps(mended))
         out(f"mended the payload of {job_id}: {was} -> {mended['to']}")
-    out(f"reprocessed {admin.reprocess_dead(conn, 'mailers')} dead jobs: back in pending, waiting for resume")
+    out(f"reprocessed {moves.reprocess_dead(conn, 'mailers')} dead jobs: back in pending, waiting for resume")
     out("j_mail0 was delivered: a completed job leaves no row, so reprocessing it is refused as gone:")
     try:
         jobs.reprocess_job(conn, "mailers", "j_mail0")

@@ -26,7 +26,7 @@ from .defaults import BYTE_BUDGET
 from .errors import BadInput, EMQError
 from .health import health as health
 from .health import latency as latency
-from .keyspace import METRIC_KINDS, STATES, base, check_name, metrics_key, queue_key
+from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_key, metrics_key, queue_key
 
 # rows one `@read_rows` call reads: each field of each row is one value the script
 # hands back, about 10 us a row of FIELDS on the server (bench/harm.py: 1,000 rows of
@@ -109,9 +109,7 @@ def _members(
         (queue_key(q, state), state, None, size) for state, size in zip(states, pipe.execute(), strict=True)
     ]
     if "pending" in states:
-        in_lanes = (
-            (queue_key(q, f"g:{g}:pending"), "pending", g, n) for g, n, _ in lanes.with_backlog(conn, q)
-        )
+        in_lanes = ((lane_key(q, g, gate=False), "pending", g, n) for g, n, _ in lanes.with_backlog(conn, q))
         sets = itertools.chain(sets, in_lanes)
     out = _Members()
     skip, left = offset, limit

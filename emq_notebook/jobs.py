@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import admin, audit, decoding, transitions
+from . import audit, decoding, transitions
 from .catalogue import contract
 from .checks import MAX_MS, move_budget, whole
 from .checks import payload as _payload
@@ -28,6 +28,7 @@ def check_lease(lease_ms: object) -> int:
 
 
 @contract("enqueue", writes=True)
+@audit.audited("enqueue")
 def enqueue(
     conn: Connection,
     q: str,
@@ -74,9 +75,8 @@ def enqueue(
     return conn.run("enqueue", [base(q)], argv, verb="enqueue", queue=q, pipeline=pipeline)
 
 
-# 250 jobs a call: on an idle machine a call of 500 held the server 9 to 14 ms at
-# 500,000 jobs and up to 20 ms at 1,000,000 (bench/scale.py, SLOWLOG), too close to
-# the 20 ms a PING may wait; an enqueue writes a row, a drain only deletes one
+# jobs an `enqueue_many` call adds at most: an enqueue writes a row, a drain only deletes
+# one, so half a drain's budget (bench/README.md: Python's bounds)
 CHUNK = 250
 
 
@@ -173,13 +173,18 @@ def _chunks(sizes: list[int], most: int) -> Iterator[tuple[int, int]]:
         start = end
 
 
+def is_paused(conn: Connection, q: str) -> bool:
+    """One HGET of the paused field; any value means paused. A wire fault raises `WireError`."""
+    return conn.command("HGET", queue_key(q, "meta"), "paused") is not None
+
+
 def paused_for_claim(conn: Connection, q: str) -> bool | None:
     """The claim's pause read: True when paused, False when not, and None when the
     read met a wire fault, which reads as not paused (None is falsy)."""
     # EchoMQ.Admin's paused?/2 (the Elixir original): a wire fault reads as not paused,
     # and the claim goes on.
     try:
-        return admin.is_paused(conn, q)
+        return is_paused(conn, q)
     except WireError:
         return None
 
@@ -205,17 +210,13 @@ def claim_calls(
 ) -> Claimed | None | str:
     """Run claim transition `name` (`claim2`, `gclaim2`) behind the pause gate, again
     while a call answers MORE, `calls` calls at most: the `Claimed`, None (paused, or
-    nothing to serve), or MORE (every call stopped at its bound with ghosts or lanes
-    left to look at: a job may wait behind them, claim again at once).
+    nothing to serve), or MORE (each call stopped at its bound: claim again at once).
 
-    The pause gate, before each call: the script executor reads the paused field in
-    its own round trip (the claim scripts carry no pause logic) and answers None when
-    paused; when that read meets a wire fault it reads as not paused and the claim
-    goes on as the twin that reads the field itself (the fault may have passed by the
-    next round trip, and the gate-less script would serve a paused queue). The
-    function and native executors run the twin (or the native command), the read
-    folded in. An EchoMQ node's native command is sent EchoMQ's own arguments (no
-    ASK_MORE): its reply is its own.
+    The gate: the script executor reads the paused field in its own round trip before
+    each call (`paused_for_claim`); a wire fault there reads as not paused and the
+    claim goes on as the twin that reads the field itself. The function and native
+    executors fold the read into the call. A native command gets EchoMQ's own
+    arguments (no ASK_MORE).
     """
     got: Claimed | None | str = MORE
     for _ in range(calls):
@@ -250,26 +251,15 @@ def claim_transition(q: str, grouped: bool = False) -> tuple[str, list[str]]:
 
 
 @contract("claim", writes=True)
+@audit.audited("claim")
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
-    """Serve the head of pending: `(id, payload, attempts)`, or None when empty or paused.
-
-    Ghosts at the head (members whose row is gone: another node deleted it, or its
-    TTL expired) are dropped on the way, at most CLAIM_SKIPS (500) a call of the
-    script, so no call holds the server long: this claim makes up to CLAIM_CALLS (20)
-    calls while each stops at that bound, and answers None past 10,000 ghosts (the next
-    claim goes on from there; `Worker` claims again at once, `claim_calls`).
-
-    The pause gate: with the script executor, one HGET of the paused field in its
-    own round trip BEFORE `claim2` (which carries no pause logic); the function
-    and native executors fold that read into the one call. When that HGET meets a
-    wire fault it reads as not paused and the claim goes on, as the folded claim
-    (`native_claim`), so a paused queue is never served blind.
-
-    The claim writes the connection's token as the row's `owner`: `complete` and
-    `fail` from another connection refuse `NotOwner`. Refuses `BadRow` when the
-    head of pending has a field no transition can read (e.g. `attempts` = "three"):
-    the job is left at the head, nothing is written. `lease_ms` out of range
-    (1 .. a year) is `BadInput`, before any I/O.
+    """Serve the head of pending: a `Claimed` (id, payload, attempts), or None when empty
+    or paused (the gate: `claim_calls`). Ghosts at the head are dropped on the way, at
+    most CLAIM_SKIPS a call, in up to CLAIM_CALLS calls (past that: None, and the next
+    claim goes on). The row's `owner` is the connection's token: `complete` and `fail`
+    from another connection refuse `NotOwner`. Refuses `BadRow` for a head no
+    transition can read (left at the head, nothing written), a `lease_ms` outside 1 ..
+    a year (`BadInput`, before any I/O).
     """
     check_lease(lease_ms)
     name, keys = claim_transition(q)
@@ -277,6 +267,7 @@ def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
 
 
 @contract("complete", writes=True)
+@audit.audited("complete", job="job_id")
 def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None) -> None:
     """The job is done: row, logs and lock deleted, metrics bumped, lane slot given back.
 
@@ -296,6 +287,7 @@ def complete(conn: Connection, q: str, job_id: str, *, token: str | None = None)
 
 
 @contract("fail", writes=True)
+@audit.audited("fail", job="job_id")
 def fail(
     conn: Connection,
     q: str,
@@ -329,16 +321,11 @@ def _token(conn: Connection, token: str | None) -> str:
 @audit.audited("expire")
 def expire_leases(conn: Connection, q: str, budget: int = MOVE_BUDGET) -> int:
     """In-flight jobs whose lease passed go back to pending (or their lane), `stalled`
-    counted: ONE bounded call. Answers how many went back.
-
-    A call examines at most `budget` members of active whose lease passed, in a lap
-    that goes on where this connection's previous call for the queue stopped: a
-    member whose row is gone leaves the set (uncounted); a bad row, or an id naming
-    another job's `:logs` or `:lock`, is left in active and announced as a `bad_row`
-    event once a lap. Each costs one of the budget, and the lap walks past it, so it
-    never holds the others up. A budget above `defaults.MAX_MOVE_BUDGET` is `BadInput`,
-    before any I/O. Recorded (verb `expire`, the jobs it put back) when an operator
-    types it (a surface: a runbook's step), never from a worker's housekeeping.
+    counted: ONE bounded call of at most `budget` members, in a lap that goes on where
+    this connection's last call for the queue stopped. Answers how many went back. A
+    ghost leaves active (uncounted); a bad row or a foreign id stays, announced once a
+    lap (`bad_row`). Refuses a budget above `defaults.MAX_MOVE_BUDGET` (`BadInput`,
+    before any I/O). Recorded when an operator types it, never from a worker.
     """
     move_budget(budget)
     return _lap(conn, q, "expire", queue_key(q, "active"), budget)
@@ -381,7 +368,6 @@ def _lap(conn: Connection, q: str, name: str, key: str, budget: int) -> int:
 @contract(
     "promote",
     writes=True,
-    single=True,
     script="@promote_job",
     precondition="the row exists and is in schedule",
     changes="ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
@@ -389,6 +375,7 @@ def _lap(conn: Connection, q: str, name: str, key: str, budget: int) -> int:
     replies="None / Gone / NotScheduled",
     native="none, a script only",
 )
+@audit.audited("promote", job="job_id", single=True)
 def promote_job(conn: Connection, q: str, job_id: str) -> None:
     """One scheduled job (delayed, or waiting to retry) becomes ready now: pending, or its
     lane for a grouped job, at its priority. Refuses `Gone`, `NotScheduled` (a job not
@@ -409,13 +396,13 @@ def promote_job(conn: Connection, q: str, job_id: str) -> None:
 @contract(
     "data",
     writes=True,
-    single=True,
     script="@update_data",
     precondition="the row exists",
     changes="HSET payload; publishes `data`",
     replies="None / Gone",
     native="none, a script only",
 )
+@audit.audited("data", job="job_id", single=True)
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     """Replace the row's payload. Refuses `Gone`, `BadRow` (field `type`) when another
     client wrote a key of another type where the row should be, and a payload over
@@ -433,13 +420,13 @@ def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
 @contract(
     "progress",
     writes=True,
-    single=True,
     script="@update_progress",
     precondition="the row exists",
     changes="HSET progress; PUBLISH {event: progress, job, progress}",
     replies="None / Gone",
     native="none, a script only",
 )
+@audit.audited("progress", job="job_id", single=True)
 def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> None:
     """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses
     `Gone`, and `BadRow` (field `type`) for a key of another type where the row should be;
@@ -457,13 +444,13 @@ def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> Non
 @contract(
     "log",
     writes=True,
-    single=True,
     script="@add_log",
     precondition="the row exists",
     changes="RPUSH :logs (LTRIM to the last `keep`)",
     replies="int — the list length / Gone",
     native="none, a script only",
 )
+@audit.audited("log", job="job_id", single=True)
 def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None = None) -> int:
     """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses
     `Gone`, and `BadRow` (field `type`) for a key of another type where the row or its
@@ -484,8 +471,7 @@ def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None =
 
 # the lines `get_job_logs` answers unless told: the last LOG_LINES of the list
 LOG_LINES = 10_000
-# the most lines one call reads (with about BYTE_BUDGET bytes): a list read through
-# LRANGE in a script costs about 0.35 us a line, so a page holds a server about 2 ms
+# the most lines one call reads (with about BYTE_BUDGET bytes)
 PAGE_LINES = 5_000
 
 
@@ -551,7 +537,6 @@ def read_logs(conn: Connection, q: str, job_id: str, row: str, limit: int | None
 @contract(
     "remove",
     writes=True,
-    single=True,
     script="@remove_job2",
     precondition="the row exists and no worker holds it",
     changes="ZREM from its set and lane (a lane slot given back when in flight), DEL row and "
@@ -559,21 +544,15 @@ def read_logs(conn: Connection, q: str, job_id: str, row: str, limit: int | None
     replies="None / Gone / Locked (a :lock key or a lock field: untouched)",
     native="none, a script only",
 )
+@audit.audited("remove", job="job_id", single=True)
 def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) -> None:
     """Remove the job from its set and lane (a lane slot given back when it was in
     flight), delete row and logs, release its dedup key (and `dedup` when supplied).
-
-    Refuses `Gone`, and `Locked` for a held job (a `:lock` key or a `lock` field).
-    For a missing row the one cleanup is done: a ghost (the id still a member of
-    a state set or lane) leaves those sets; otherwise a refusal writes nothing.
-
-    A key of another type than a hash where the row should be (another client's list,
-    string or set, which every other verb refuses `BadRow` 'type') is removed like a row,
-    unless a `:lock` key holds the job: the key is the job's own name, in the queue's own
-    keyspace, and the operator named that job to remove; remove is the one verb that
-    clears it (drain and obliterate delete it too), and UNLINK frees it off the server's
-    thread. Its `group`, `dedup` and `lock` fields cannot be read: it leaves the four
-    sets, not a lane, and releases only the `dedup` key supplied.
+    Refuses `Gone` (a ghost, still a member of a set or lane, leaves them first) and
+    `Locked` for a held job (a `:lock` key or a `lock` field). A key of another type
+    where the row should be is removed like a row unless a `:lock` key holds the job:
+    remove is the one verb that clears it; its fields unread, it leaves the four sets
+    (not a lane) and releases only the `dedup` key supplied.
     """
     if dedup is not None:
         check_text(dedup, "dedup key")
@@ -590,7 +569,6 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
 @contract(
     "reprocess",
     writes=True,
-    single=True,
     script="@reprocess2",
     precondition="the row exists and is in dead",
     changes="ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job: its "
@@ -599,6 +577,7 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     native="EMQ.REPROCESS 4 emq:{q}:job:<id> emq:{q}:dead emq:{q}:pending emq:{q}: <id> — reads "
     "dead membership before writing; refuses a grouped row (reprocess lane not native)",
 )
+@audit.audited("reprocess", job="job_id", single=True)
 def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     """Move a dead job back to pending (a grouped one to its lane); counters stay,
     `last_error` goes, `state` becomes pending. On a paused queue it waits.
@@ -612,9 +591,8 @@ def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
 
 
 # the most fields a row may hold for `get_job` to list them all (one HKEYS, then each
-# field's length and, within the byte budget, its bytes): a row of 1,000 fields of 100
-# bytes held Valkey 2.7 ms in one `@read_job` call. A row of more (only another node
-# writes one) is read by the names of JOB_FIELDS
+# field's length and, within the byte budget, its bytes); a row of more (only another
+# node writes one) is read by the names of JOB_FIELDS
 ROW_FIELDS = 1000
 # the fields EchoMQ's and the toolkit's transitions write on a job row (SPEC: the row)
 JOB_FIELDS = (
@@ -654,18 +632,14 @@ def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
     """The row as a dict of its fields, in the row's order. Refuses `Gone`, and `BadRow`
     (field `type`) for a key of another type where the row should be.
 
-    No call copies a field another node made long, nor a whole row of many fields or of
-    long names: a field over `defaults.MAX_WHOLE_FIELD` bytes (8 MiB) is not read, and
-    holds `decoding.not_read(length)` (`<20,971,520 bytes: over MAX_WHOLE_FIELD, not
-    read>`), its bytes left on the server. A row is listed whole only when it holds at
-    most `ROW_FIELDS` fields and measures at most `defaults.BYTE_BUDGET` bytes of names
-    and values (one MEMORY USAGE: no command gives a name's length). Any other row, and
-    every row on a server or for an ACL user without MEMORY USAGE (the embedded fake),
-    shows the fields of `JOB_FIELDS` it holds, in that order, and `OTHER_FIELDS` saying
-    how many it holds in all when it holds others. Read by `@read_job` calls of about
-    `defaults.BYTE_BUDGET` bytes each (a field's length before its bytes), and a field
-    over that budget by a plain HGET of its own: a field rewritten longer between its
-    length and its HGET is read as it is then."""
+    A field over `defaults.MAX_WHOLE_FIELD` bytes is not read: it holds
+    `decoding.not_read(length)`. A row is listed whole only when it holds at most
+    `ROW_FIELDS` fields and measures at most `defaults.BYTE_BUDGET` bytes (MEMORY
+    USAGE); any other row, and every row where MEMORY USAGE is not there (the embedded
+    fake), shows the fields of `JOB_FIELDS` it holds, and `OTHER_FIELDS` how many more.
+    Read in `@read_job` calls of about `defaults.BYTE_BUDGET` bytes (a field over that
+    by an HGET of its own).
+    """
     key = job_key(q, job_id)
     count, row = _read_job(conn, q, job_id, ())
     if not row:
@@ -735,6 +709,6 @@ def whole_field(conn: Connection, q: str, job_id: str, name: str) -> str | None:
     is missing, or the row's key is of another type than a hash (another client's)."""
     try:
         _, row = _read_job(conn, q, job_id, (name,))
-        return _whole_fields(conn, q, job_id, base(q) + "job:" + job_id, row).get(name)
+        return _whole_fields(conn, q, job_id, job_key(q, job_id, gate=False), row).get(name)
     except (Gone, BadRow):
         return None

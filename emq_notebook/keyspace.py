@@ -54,15 +54,12 @@ _PASSED_KEPT = 4096
 
 
 def check_server_id(value: object, what: str = "job id") -> str:
-    """Return `value`, an id as a set holds it (read from the server, e.g. a frame's
-    index), to be sent as a script argument and addressed as it is: the gate above is
-    for the keys built here from what a person types, and another node may write ids
-    it refuses (`ord:17`, `a b`). Refuses (`InvalidName`) a non-string, and an id ending
-    `:logs` or `:lock`: its row key would be another job's logs list or lock, so no
-    verb addresses it (the scripts' `foreign_id` holds the same rule); and an id over
-    `MAX_SERVER_ID` bytes, which a script would hash and copy at each key it names (one
-    of 1 MB held Valkey 23 ms in a call). A bulk verb leaves such an id where it is and
-    reports it."""
+    """Return `value`, an id as a set holds it (read from the server), addressed as it
+    is: another node may write ids the name gate refuses (`ord:17`, `a b`). Refuses
+    (`InvalidName`) a non-string; an id ending `:logs` or `:lock` (its row key would be
+    another job's logs or lock; the scripts' `foreign_id` holds the same rule); an id
+    over `MAX_SERVER_ID` bytes, which a script would hash and copy at each key it names.
+    A bulk verb leaves such an id where it is and reports it."""
     if not isinstance(value, str):
         raise InvalidName(f"{what} must be a string, not {type(value).__name__}")
     if len(value) > MAX_SERVER_ID // 4 and wire_size(value) > MAX_SERVER_ID:
@@ -92,35 +89,38 @@ def base(q: str) -> str:
     return queue_key(q, "")
 
 
-def job_key(q: str, job_id: str) -> str:
-    return queue_key(q, "job:" + check_name(job_id, "job id"))
+def job_key(q: str, job_id: str, gate: bool = True) -> str:
+    """A job's row, `emq:{q}:job:<id>`. `gate=False` for an id read from the server,
+    addressed as it is (`check_server_id`)."""
+    return queue_key(q, "job:" + (check_name(job_id, "job id") if gate else job_id))
 
 
-def logs_key(q: str, job_id: str) -> str:
-    return job_key(q, job_id) + ":logs"
+def logs_key(q: str, job_id: str, gate: bool = True) -> str:
+    return job_key(q, job_id, gate) + ":logs"
 
 
-def lock_key(q: str, job_id: str) -> str:
-    return job_key(q, job_id) + ":lock"
+def lock_key(q: str, job_id: str, gate: bool = True) -> str:
+    return job_key(q, job_id, gate) + ":lock"
 
 
-def lane_key(q: str, group: str) -> str:
-    """A group's lane backlog, `emq:{q}:g:<g>:pending`."""
-    return queue_key(q, "g:" + check_name(group, "group") + ":pending")
+def lane_key(q: str, group: str, gate: bool = True) -> str:
+    """A group's lane backlog, `emq:{q}:g:<g>:pending`. `gate=False` for a lane name
+    read from the server (`emq:{q}:groups`), which another node may have written
+    outside the name gate (`tenant 42`): addressed as it is, as the `{q}` hash tag comes
+    first, so no lane name moves the key to another slot or queue."""
+    return queue_key(q, "g:" + (check_name(group, "group") if gate else group) + ":pending")
 
 
-def lane_meta_key(q: str, group: str) -> str:
-    """Lane bookkeeping (extension): `limit`, `active`, `paused`, `ring`."""
-    return queue_key(q, "g:" + check_name(group, "group") + ":meta")
+def lane_meta_key(q: str, group: str, gate: bool = True) -> str:
+    """Lane bookkeeping (extension): `limit`, `active`, `paused`, `ring` (`gate` as
+    `lane_key`'s)."""
+    return queue_key(q, "g:" + (check_name(group, "group") if gate else group) + ":meta")
 
 
 def sets(q: str, states: Iterable[str], groups: Iterable[str]) -> list[tuple[str, str]]:
     """(state, key) of each set that holds `states`' jobs, in order: each state's set,
-    and right after `pending` each lane's backlog `emq:{q}:g:<g>:pending` (a lane's jobs
-    are pending too), lanes in byte order. `groups` are lane names as read from the
-    server (`emq:{q}:groups`), which another node may have written outside the name
-    gate (`tenant 42`, ""): they are addressed as they are, because the `{q}` hash tag
-    comes first in the key, so no lane name can move it to another slot or queue."""
+    and right after `pending` each lane's backlog (a lane's jobs are pending too), lanes
+    in byte order, `groups` as read from the server (`lane_sets`)."""
     out = []
     for state in states:
         out.append((state, queue_key(q, state)))
@@ -131,9 +131,8 @@ def sets(q: str, states: Iterable[str], groups: Iterable[str]) -> list[tuple[str
 
 def lane_sets(q: str, groups: Iterable[str]) -> list[tuple[str, str]]:
     """(group, backlog key) of each lane, in byte order: `groups` as read from the
-    server, addressed as they are (see `sets`), unlike `lane_key`, which takes a name
-    this side gives and checks it."""
-    return [(g, queue_key(q, f"g:{g}:pending")) for g in sorted(groups)]
+    server, addressed as they are (`lane_key(..., gate=False)`)."""
+    return [(g, lane_key(q, g, gate=False)) for g in sorted(groups)]
 
 
 def events_channel(q: str) -> str:

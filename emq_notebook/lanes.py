@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import decoding
+from . import audit, decoding
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_LIMIT
 from .errors import InvalidName
 from .jobs import Claimed, check_lease, gated_claim
-from .keyspace import MAX_SERVER_ID, base, check_name, lane_meta_key, queue_key
+from .keyspace import MAX_SERVER_ID, base, check_name, lane_key, lane_meta_key, queue_key
 
 # lanes one `@read_lanes` call answers with their counts (a listing's page): a ZCARD, two
 # HSTRLEN, an HMGET and an HEXISTS a lane
@@ -33,6 +33,7 @@ NAMES_A_CALL = 2000
 
 
 @contract("claim", writes=True)
+@audit.audited("claim")
 def claim(conn: Connection, q: str, lease_ms: int = 30_000) -> Claimed | None:
     """The grouped claim: `(id, payload, attempts)` from the next runnable lane, or None.
 
@@ -55,19 +56,22 @@ def _set(conn: Connection, q: str, group: str, what: str, limit: int = 0) -> Non
     )
 
 
-@contract("lane-set", writes=True, single=True)
+@contract("lane-set", writes=True)
+@audit.audited("lane-set", single=True)
 def set_limit(conn: Connection, q: str, group: str, limit: int) -> None:
     """How many of the lane's jobs may be in flight at once (>= 1)."""
     _set(conn, q, group, "limit", whole(limit, "limit"))
 
 
-@contract("lane-set", writes=True, single=True)
+@contract("lane-set", writes=True)
+@audit.audited("lane-set", single=True)
 def pause_lane(conn: Connection, q: str, group: str) -> None:
     """Stop serving this lane only; the rest of the queue runs on."""
     _set(conn, q, group, "pause")
 
 
-@contract("lane-set", writes=True, single=True)
+@contract("lane-set", writes=True)
+@audit.audited("lane-set", single=True)
 def resume_lane(conn: Connection, q: str, group: str) -> None:
     """Serve the lane again; it rejoins the ring when runnable."""
     _set(conn, q, group, "resume")
@@ -197,8 +201,8 @@ def lane(conn: Connection, q: str, group: str) -> dict | None:
         raise InvalidName(
             f"group {group[:40]!r}... is over {MAX_SERVER_ID:,} bytes: no key is built of a lane so named"
         )
-    pending_key = decoding.wire(queue_key(q, f"g:{group}:pending"))
-    meta = decoding.wire(queue_key(q, f"g:{group}:meta"))
+    pending_key = decoding.wire(lane_key(q, group, gate=False))
+    meta = decoding.wire(lane_meta_key(q, group, gate=False))
     pipe = conn.pipeline()
     pipe.sismember(queue_key(q, "groups"), decoding.wire(group))
     pipe.zcard(pending_key)

@@ -23,7 +23,7 @@ That one declaration gives the verb everything else:
 - `writes=True` for a verb that changes the queue: refused with `ReadOnly` on a
   read-only connection before anything is read or sent; it takes `--reason TEXT`
   (the reason its audit entry gives; the entry itself is written by the Python verb
-  it runs, declared `@catalogue.contract(name, writes=True)`).  A verb that destroys or
+  it runs, declared `@catalogue.contract(name, writes=True)` and `@audit.audited`).  A verb that destroys or
   moves many jobs at once also calls `verbs.confirm(...)` with the count before its
   first write (the one confirmation gate, threshold `confirm_above`).
 

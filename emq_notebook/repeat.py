@@ -23,10 +23,7 @@ from .defaults import BYTE_BUDGET
 from .errors import BadInput, EMQError
 from .keyspace import base, check_name, new_id, queue_key
 
-# repeatables one `@read_repeats` call reads at most: each is a name read by chunks, an
-# HSTRLEN and an HGET of its definition, about 4.5 us on the server (100,000 of them on
-# the shared machine: a call of 1,000 held Valkey 4.4 ms at the median, 9.5 at worst,
-# where the whole registry's ZRANGE held it 56 ms and its HGETALL 30)
+# repeatables one `@read_repeats` call reads at most (bench/README.md: Python's bounds)
 REPEATS_A_CALL = 1000
 # the longest definition any call reads or writes (lua/includes/repeat_def.lua holds the
 # same number): a longer one, another node's, is answered by its size in a listing,
@@ -43,9 +40,8 @@ TICK_REPORTS = 20
 # answered (`@repeat_tick`'s place; a hint: one past the due names starts at the head).
 # Kept here, so every caller of `tick` (a Worker, a notebook) walks on without holding it
 _PLACES: weakref.WeakKeyDictionary[Connection, dict[str, int]] = weakref.WeakKeyDictionary()
-# the jobs one tick call makes at most: each is a row, a placement and an event, about
-# 26 us on the server (tick(1,000) of small definitions held Valkey 26 ms, tick(10,000)
-# 199 ms); 250 held it 6 to 9 ms, 500 12 ms (bench/repeat_tick.py)
+# the jobs one tick call makes at most, each a row, a placement and an event
+# (bench/repeat_tick.py)
 MAX_TICK_JOBS = 250
 # the due times (ms) a pandas Timestamp holds (ns since 1970: the years 1677 to 2262);
 # a score another node wrote may lie far past them (1e16, -1e300)
@@ -226,9 +222,8 @@ def _definition(raw: object, bad: str | None) -> tuple[dict | None, str | None]:
 
 
 def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
-    """Every due repeatable produces one job (at most `max_jobs`, 1 to `MAX_TICK_JOBS`:
-    a call makes them all inside one script: 250 hold the server under 10 ms, 1,000 of
-    them 19 ms); answers the new ids, one a repeatable at most. A call examines at most
+    """Every due repeatable produces one job (at most `max_jobs`, 1 to `MAX_TICK_JOBS`,
+    all in one script); answers the new ids, one a repeatable at most. A call examines at most
     `TICK_NAMES` due names and about `DEF_BYTES` bytes of names and definitions; the
     rest wait for the next tick, which walks on from where this one stopped (`_PLACES`)
     and, at the due names' end, from the head again: bad definitions due first hold the
@@ -257,6 +252,7 @@ def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
     replies="str — the new job's id / Gone / BadRow",
     native="none, a script only",
 )
+@audit.audited("run-now")
 def run_now(conn: Connection, q: str, name: str) -> str:
     """One job from repeatable `name`, now (its payload, group and attempts); answers the
     new job's id. The next due time is left as it was: the cadence is kept.

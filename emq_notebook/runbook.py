@@ -34,12 +34,12 @@ from typing import Any
 
 import pandas as pd
 
-from . import admin, audit, frames, health, lanes, plots, repeat, triage
+from . import audit, frames, health, lanes, moves, plots, repeat, triage
 from .connector import Connection, connect
 from .decoding import text_dtype, visible
 from .defaults import DEFAULT_BUDGET
 from .errors import BadInput, Halted, OutcomeNotReached, PreconditionFailed
-from .keyspace import check_name, queue_key
+from .keyspace import check_name, job_key, queue_key
 from .redaction import redact, secrets_of
 
 SAMPLE = 5
@@ -411,7 +411,7 @@ def gone(conn: Connection, q: str, ids: Iterable[str]) -> list[str]:
     ids = list(ids)
     pipe = conn.pipeline()
     for i in ids:
-        pipe.exists(queue_key(q, "job:" + check_name(i, "job id")))
+        pipe.exists(job_key(q, i))
     return [i for i, there in zip(ids, pipe.execute(), strict=True) if not there]
 
 
@@ -441,9 +441,9 @@ def choose(dead: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
 
 
 def reprocess_words(conn: Connection, q: str, ids: list[str], dry_run: bool = False) -> dict[str, str]:
-    """{id: "reprocessed" | "gone" | "not_dead"}: `admin.reprocess_jobs` (a dry run is
+    """{id: "reprocessed" | "gone" | "not_dead"}: `moves.reprocess_jobs` (a dry run is
     computed by the server and writes nothing)."""
-    return dict(admin.reprocess_jobs(conn, q, ids, dry_run=dry_run))
+    return dict(moves.reprocess_jobs(conn, q, ids, dry_run=dry_run))
 
 
 def reprocess_chosen(

@@ -132,21 +132,30 @@ def read_only(name: str) -> bool:
 # a client of another shape sharing the server finds no function of its name in the
 # library this one loads ("Function not found": it loads its own and retries), never a
 # function answering in a shape it would misread after the write went
-AUDITED = "audited3_"
+AUDITED = "audited4_"
+
+
+def audit_values() -> int:
+    """How many values an audited twin's call carries last in ARGV: verb, count, ids,
+    args, keep, gone, then the identity's (`keyspace.AUDIT_WHO`)."""
+    from .keyspace import AUDIT_WHO
+
+    return 6 + len(AUDIT_WHO)
 
 
 def _audit_tables() -> str:
     """What `includes/audited.lua` reads, composed from the toolkit's one home of each:
-    `emq_refusals()`, the refusals an error reply names ({prefix, reason} pairs, longest
-    first: `errors.refusal_table`; a function, built only for an error reply), and
-    `emq_identity(v)`, the identity's fields as XADD takes them: each name of
-    `keyspace.AUDIT_WHO` and its value, `v[7]` on (one call, no table built a call)."""
+    `AUDIT_VALUES` (`audit_values`), `emq_refusals()`, the refusals an error reply
+    names ({prefix, reason} pairs, longest first: `errors.refusal_table`; a function,
+    built only for an error reply), and `emq_identity(v)`, the identity's fields as
+    XADD takes them: each name of `keyspace.AUDIT_WHO` and its value, `v[7]` on."""
     from .errors import refusal_table
     from .keyspace import AUDIT_WHO
 
     pairs = ", ".join(f"{{{_lua_text(p)}, {_lua_text(r)}}}" for p, r in refusal_table())
     fields = ", ".join(f"{_lua_text(n)}, v[{7 + i}]" for i, n in enumerate(AUDIT_WHO))
     return (
+        f"local AUDIT_VALUES = {audit_values()}\n"
         f"local function emq_refusals() return {{{pairs}}} end\n"
         f"local function emq_identity(v) return {fields} end\n"
     )
@@ -168,7 +177,7 @@ def audited(name: str) -> str:
     """The audited twin of writing script `name`, ready for EVAL: its includes, then
     its own text unchanged as a function, run by `emq_audited` (`includes/audited.lua`),
     which writes the audit entry beside it in the same call. The call carries the audit
-    stream as one more KEY and the entry's values as one more ARGV, last (`audit_values`)."""
+    stream as one more KEY and the entry's `audit_values()` values as ARGV, last."""
     if read_only(name):
         raise ValueError(f"{name} writes nothing: it has no audited twin")
     return (
@@ -180,7 +189,7 @@ def audited(name: str) -> str:
 
 def _function(name: str) -> str:
     """Script `name` as a library function `emq_<name>`, and a writing script's audited
-    twin `emq_audited3_<name>` (the same body run by `emq_audited`). Its includes
+    twin `emq_audited4_<name>` (the same body run by `emq_audited`). Its includes
     (definitions only: functions and constant tables, no KEYS, ARGV or redis.call at
     their top level) run once, when the library loads, in a block of their own; the
     callback runs the script's own text on each call. As EVAL, the same text runs

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import admin, audit, checks, decoding, jobs, triage
+from . import admin, audit, checks, decoding, jobs, moves, triage
 from .catalogue import contract
 from .checks import whole
 from .connector import Connection
@@ -87,6 +87,9 @@ from .keyspace import (
     check_batch,
     check_name,
     check_server_id,
+    job_key,
+    lane_key,
+    logs_key,
     moving_batch_key,
     moving_key,
     new_batch,
@@ -181,7 +184,7 @@ def _row_of(conn: Connection, q: str, job_id: str, reply: Any, cap: int) -> Row 
         return "too_large"
     if sizes:
         # the fields over what a script copies: a plain HGET each (one round trip)
-        key = base(q) + "job:" + job_id
+        key = job_key(q, job_id, gate=False)
         pipe = conn.pipeline()
         for name in sizes:
             pipe.hget(decoding.wire(key), decoding.wire(name))
@@ -207,14 +210,14 @@ def _add_logs(conn: Connection, q: str, rows: dict[str, Row | str]) -> None:
     found = [(i, r) for i, r in rows.items() if isinstance(r, Row)]
     pipe = conn.pipeline()
     for job_id, _ in found:
-        pipe.llen(decoding.wire(base(q) + "job:" + job_id + ":logs"))
+        pipe.llen(decoding.wire(logs_key(q, job_id, gate=False)))
     for (job_id, row), n in zip(found, pipe.execute(raise_on_error=False), strict=True):
         if isinstance(n, Exception):
             rows[job_id] = "bad_row"
         elif n > MOVE_LOG_LINES:
             rows[job_id] = "logs_long"
         elif n:
-            lines = jobs.read_logs(conn, q, job_id, base(q) + "job:" + job_id, None)
+            lines = jobs.read_logs(conn, q, job_id, job_key(q, job_id, gate=False), None)
             if sum(map(decoding.wire_size, lines)) > BYTE_BUDGET:
                 rows[job_id] = "logs_long"
             else:
@@ -403,7 +406,7 @@ def export_jobs(
     left: dict[str, str] = {}
     try:
         for page, scores in _pages(conn, q, state, (error, payload, signature), limit, budget):
-            rows = read_rows(conn, q, [i for i in page if not admin._foreign(i)], MAX_WHOLE_FIELD)
+            rows = read_rows(conn, q, [i for i in page if not moves.is_foreign(i)], MAX_WHOLE_FIELD)
             for job_id, score in zip(page, scores, strict=True):
                 row = rows.get(job_id, "foreign_id")
                 why = row if isinstance(row, str) else _unwritable(row.fields)
@@ -677,8 +680,8 @@ def import_jobs(
     "publishes `imported`",
     replies="Imported — int, the jobs added; .added, .skipped (ids held already), .digest",
     native="none, a script only",
-    bulk=True,
 )
+@audit.audited("import", bulk=True)
 def import_file(
     conn: Connection,
     q: str,
@@ -746,7 +749,7 @@ def _would_import(
     for chunk in _import_chunks(records(path), budget):
         pipe = conn.pipeline()
         for job in chunk:
-            pipe.exists(decoding.wire(base(q) + "job:" + job.id))
+            pipe.exists(decoding.wire(job_key(q, job.id, gate=False)))
         for job, there in zip(chunk, pipe.execute(), strict=True):
             if there or job.id in seen:
                 skipped += 1
@@ -989,7 +992,6 @@ def check_move(source: str, target: str, state: str) -> None:
 @contract(
     "move",
     writes=True,
-    queue="source",
     script="@move_take / @move_put / @move_clear",
     precondition="source and target differ; bounded calls of `budget` jobs; the journal's earlier "
     "batches finished first",
@@ -997,8 +999,8 @@ def check_move(source: str, target: str, state: str) -> None:
     "set written in the target, then deleted in the source; publishes `moved_in` on the target",
     replies="MoveResult — int, the jobs moved; .ids, .stayed ({id: why}), .busy",
     native="none, scripts only",
-    bulk=True,
 )
+@audit.audited("move", queue="source", bulk=True)
 def move_jobs(
     conn: Connection,
     source: str,
@@ -1041,7 +1043,7 @@ def move_jobs(
     if limit is not None:
         whole(limit, "limit")
     checks.move_budget(budget)
-    chosen = None if ids is None else admin.job_ids(ids)
+    chosen = None if ids is None else moves.job_ids(ids)
     if error is not None:
         triage.glob_spec(error, "the error glob")
     if dry_run:
@@ -1055,7 +1057,7 @@ def move_jobs(
             mover.pause_new.add(target)
         batches = 0
         for page in _move_pages(conn, source, state, error, chosen, limit, budget, mover):
-            stayed = {i: "foreign_id" for i in page if admin._foreign(i)}
+            stayed = {i: "foreign_id" for i in page if moves.is_foreign(i)}
             mover.stayed.update(stayed)
             sent = [i for i in page if i not in stayed]
             if sent:
@@ -1156,7 +1158,8 @@ def _record_beside(
         )
 
 
-@contract("move", writes=True, queue="source", bulk=True)
+@contract("move", writes=True)
+@audit.audited("move", queue="source", bulk=True)
 def finish_moves(
     conn: Connection, source: str, *, take_over: bool = False, budget: int = ID_BUDGET
 ) -> MoveResult:
@@ -1191,7 +1194,7 @@ def _would_move(
     same = 0
     stayed: dict[str, str] = {}
     for page in _move_pages(conn, source, state, error, ids, limit, budget):
-        sent = [i for i in page if not admin._foreign(i)]
+        sent = [i for i in page if not moves.is_foreign(i)]
         stayed.update({i: "foreign_id" for i in page if i not in sent})
         if ids is not None:
             members = _members_of(conn, source, state, sent)
@@ -1221,10 +1224,10 @@ def _members_of(conn: Connection, q: str, state: str, ids: list[str]) -> set[str
         return found
     rest = [i for i in ids if i not in found]
     for job_id in rest:
-        pipe.hget(decoding.wire(base(q) + "job:" + job_id), "group")
+        pipe.hget(decoding.wire(job_key(q, job_id, gate=False)), "group")
     groups = pipe.execute(raise_on_error=False)
     asked = [(i, g) for i, g in zip(rest, groups, strict=True) if isinstance(g, str)]
     for job_id, g in asked:
-        pipe.zscore(decoding.wire(queue_key(q, f"g:{g}:pending")), decoding.wire(job_id))
+        pipe.zscore(decoding.wire(lane_key(q, g, gate=False)), decoding.wire(job_id))
     found |= {i for (i, _), s in zip(asked, pipe.execute(), strict=True) if s is not None}
     return found

@@ -39,7 +39,7 @@ from .checks import whole
 from .connector import Connection
 from .errors import BadInput
 from .frames import _TIMED
-from .keyspace import STATES, base, check_name, queue_key
+from .keyspace import STATES, base, check_name, lane_key, queue_key
 
 DEFAULT_LIMIT = defaults.DEFAULT_LIMIT
 DEFAULT_BUDGET = defaults.DEFAULT_BUDGET
@@ -186,13 +186,13 @@ def _plan(
             yield state, flat, "", [after[2], after[3]] if resuming and after is not None else ["", ""]
         if state != "pending":
             continue
-        page_at, lane_key = (after[4], after[1]) if in_lane and after is not None else ("0", None)
+        page_at, resume_at = (after[4], after[1]) if in_lane and after is not None else ("0", None)
         for g, _, read_from in lanes.with_backlog(conn, q, page_at):
-            key = queue_key(q, f"g:{g}:pending")
-            if lane_key is not None and read_from == page_at:
-                if key < lane_key:
+            key = lane_key(q, g, gate=False)
+            if resume_at is not None and read_from == page_at:
+                if key < resume_at:
                     continue  # shown on a page before
-                if key == lane_key and after is not None:
+                if key == resume_at and after is not None:
                     yield state, key, read_from, [after[2], after[3]]
                     continue
             yield state, key, read_from, ["", ""]

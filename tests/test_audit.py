@@ -15,7 +15,7 @@ import pytest
 import redis
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, frames, jobs, scripts
+from emq_notebook import admin, audit, connector, frames, jobs, scripts
 from emq_notebook.errors import BadInput, NotPaused, ReadOnly, WireError, refusal_table
 from emq_notebook.keyspace import audit_key
 
@@ -452,15 +452,15 @@ def test_a_value_longer_than_two_length_bytes_reaches_the_entry_whole(conn, monk
 def test_each_connection_names_itself_to_the_server(conn, monkeypatch):
     monkeypatch.setenv("JUPYTERHUB_USER", "Jane Doe")
     conn.name = "on call"
-    assert audit.name_client(conn) == "emq_notebook:Jane_Doe:on_call"
+    assert connector.name_client(conn) == "emq_notebook:Jane_Doe:on_call"
     assert conn.client.execute_command("CLIENT", "GETNAME") == "emq_notebook:Jane_Doe:on_call"
     watching = emq.Connection(conn.client, conn.label, read_only=True, name="ro")
-    assert audit.name_client(watching) == "emq_notebook:Jane_Doe:ro"  # not a keyspace write
+    assert connector.name_client(watching) == "emq_notebook:Jane_Doe:ro"  # not a keyspace write
 
 
 def test_a_connection_named_before_it_reconnects_keeps_its_name(valkey):
     conn = emq.connect(f"redis://127.0.0.1:{valkey.port}/0", name="desk")
-    name = audit.name_client(conn)
+    name = connector.name_client(conn)
     conn.client.connection_pool.disconnect()
     pause(conn, "named")
     listed = conn.client.execute_command("CLIENT", "LIST")
@@ -478,7 +478,7 @@ def test_an_acl_user_limited_to_emq_keys_writes_and_names_it(valkey):
     )
     try:
         conn = emq.connect(f"redis://auditor:{secret}@127.0.0.1:{valkey.port}/0", name="acl")
-        assert audit.name_client(conn).endswith(":acl")
+        assert connector.name_client(conn).endswith(":acl")
         pause(conn, Q)
         [entry] = [fields for _, fields in root.xrange(audit_key(Q))]
         assert (entry["outcome"], entry["acl_user"]) == ("done", "auditor")
@@ -556,19 +556,20 @@ def test_a_server_error_reads_the_same_with_its_entry_beside_it(conn, executor):
 
 
 def test_an_entry_the_twin_cannot_carry_is_written_after_the_bare_transition(conn, monkeypatch):
-    def broken(self: audit.Record, gone: bool) -> bytes:
-        raise ValueError("cannot pack")
+    def broken(self: audit.Record, gone: bool) -> list[str]:
+        raise ValueError("cannot say")
 
-    monkeypatch.setattr(audit.Record, "tail", broken)
+    monkeypatch.setattr(audit.Record, "values", broken)
     pause(conn, Q)
     assert conn.client.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
     assert [(e["verb"], e["outcome"]) for e in raw(conn)] == [("pause", "done")]
 
 
-@pytest.mark.parametrize("older", ["emq_audited_pause", "emq_audited2_pause"])
+@pytest.mark.parametrize("older", ["emq_audited_pause", "emq_audited2_pause", "emq_audited3_pause"])
 def test_a_client_of_an_older_twin_shape_finds_no_function_to_misread(conn, older):
     """The twin's shape is in its function's name (`scripts.AUDITED`): a client of an
-    older shape (a four-value answer; the entry's values after 3-byte lengths) sharing
+    older shape (a four-value answer; the entry's values after 3-byte lengths; packed as
+    one MessagePack argument) sharing
     the server calls its own name and is told the function is not there (it loads its
     own library and retries), instead of misreading this library's answer or sending it
     values it would misread, after the pause ran."""
@@ -577,6 +578,13 @@ def test_a_client_of_an_older_twin_shape_finds_no_function_to_misread(conn, olde
     assert f"emq_{scripts.AUDITED}pause" != older
     with pytest.raises(redis.ResponseError, match="(?i)function not found"):
         conn.client.fcall(older, 2, f"emq:{{{Q}}}:meta", audit_key(Q), f"emq:{{{Q}}}:", b"")
+
+
+def test_the_twin_takes_as_many_plain_values_as_a_record_says(conn):
+    """The Lua side's AUDIT_VALUES is generated from the count the recorder sends."""
+    said = audit.Record(conn, "data", Q, args={"payload": "{}"}, job="j1").values(True)
+    assert len(said) == scripts.audit_values() and all(isinstance(v, str) for v in said)
+    assert f"local AUDIT_VALUES = {len(said)}\n" in scripts.audited("pause")
 
 
 def test_ids_given_as_a_generator_are_recorded_by_their_kind_not_their_address(conn):

@@ -1,9 +1,8 @@
 """The audit entry's values under attack (SPEC 11, 12), on both backends.
 
-A one-transition verb hands its entry to the audited twin as ONE argument, a
-MessagePack array of str 32 values, each its length in 4 bytes then its bytes
-(`audit.recorder._packed`, `lua/includes/audited.lua`); a bulk verb writes it after its last
-reply (`append`).
+A one-transition verb hands its entry to the audited twin as plain arguments, last in
+its ARGV (`audit.Record.values`, `lua/includes/audited.lua`); a bulk verb writes it
+after its last reply (`append`).
 Either way the entry read back is what was meant, byte for byte: empty values,
 lengths at each length byte's edge, NUL bytes, bytes another node wrote that are
 not UTF-8, a lone surrogate typed by an operator (U+FFFD: no server can hold it),
@@ -25,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, jobs
+from emq_notebook import admin, audit, connector, jobs
 from emq_notebook.decoding import one_line
 from emq_notebook.keyspace import MAX_NAME, audit_key
 from emq_notebook.redaction import scrub
@@ -133,8 +132,7 @@ def test_a_value_of_each_length_the_twin_carries_reaches_the_entry_byte_exact(co
 
 
 def test_a_value_of_16_mib_rides_the_twin_whole(conn, appended, monkeypatch):
-    """A value's length takes all four of its bytes (2**24: the highest one set): read
-    by the server's cmsgpack on Valkey, by the twin's own loop on fakeredis."""
+    """A value of 16 MiB goes as one plain argument of the twin and reaches the entry whole."""
     value = "n" * 2**24
     helpers.say_identity(monkeypatch, lambda c: ("w", "", "c", "", "python", value, ""))
     jobs.enqueue(conn, Q, "{}", id="j1")
@@ -181,7 +179,7 @@ def test_what_an_operator_types_is_cut_at_max_text(conn, way, size, monkeypatch)
     assert sum(len(k) + len(v.encode()) for k, v in entry.items()) < 8 * audit.MAX_TEXT
     row = audit.read(conn, Q).iloc[0]
     assert (row.reason, row.notebook) == (cut, cut)
-    assert len(audit.client_name(conn)) <= len("emq_notebook::") + 2 * (audit.MAX_ARG + 1)
+    assert len(connector.client_name(conn)) <= len("emq_notebook::") + 2 * (audit.MAX_ARG + 1)
     conn.reason = None
     audit.set_notebook(None)
     monkeypatch.delenv("JUPYTERHUB_USER")

@@ -26,6 +26,7 @@ from emq_notebook import (
     audit,
     catalogue,
     cli,
+    connector,
     frames,
     grammar,
     jobs,
@@ -104,17 +105,17 @@ ROWS: dict[str, Row] = {
         f"obliterate {Q} --budget 1",
         3,
     ),
-    "admin.reprocess_dead": Row(
+    "moves.reprocess_dead": Row(
         lambda c: dead(c, "a", "b"), lambda c: admin.reprocess_dead(c, Q), f"reprocess {Q} --all", 2
     ),
-    "admin.reprocess_jobs": Row(
+    "moves.reprocess_jobs": Row(
         lambda c: dead(c, "a", "b"),
         lambda c: admin.reprocess_jobs(c, Q, ["a", "b"]),
         f"reprocess {Q} --error boom*",
         2,
         ["a", "b"],
     ),
-    "admin.remove_jobs": Row(
+    "moves.remove_jobs": Row(
         lambda c: dead(c, "a", "b"),
         lambda c: admin.remove_jobs(c, Q, ["a", "b"]),
         f"remove {Q} --error boom*",
@@ -203,11 +204,17 @@ ROWS: dict[str, Row] = {
 }
 
 
+def how(op: catalogue.Operation) -> audit.Recording:
+    said = audit.recording(op.function)
+    assert said is not None, f"{op.name} is declared writes=True but not @audit.audited"
+    return said
+
+
 def test_every_writing_verb_has_a_row():
     assert set(ROWS) == {op.name for op in catalogue.writers()}
 
 
-@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if op.single])
+@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if how(op).single])
 def test_a_single_verb_runs_one_transition(conn, name, monkeypatch):
     """`single` says a verb runs exactly one transition: its audited twin writes the
     entry, so a second transition's outcome would go unrecorded."""
@@ -223,7 +230,7 @@ def test_a_single_verb_runs_one_transition(conn, name, monkeypatch):
     assert entry["outcome"] == "done"
 
 
-@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if op.bulk])
+@pytest.mark.parametrize("name", [op.name for op in catalogue.writers() if how(op).bulk])
 def test_a_bulk_verb_writes_its_started_entry_before_its_first_writing_call(conn, name, monkeypatch):
     """A client killed in the middle of a bulk verb (kernel restart, OOM) leaves its
     `started` entry: it is on the server before the first writing call goes."""
@@ -244,9 +251,20 @@ def test_a_bulk_verb_writes_its_started_entry_before_its_first_writing_call(conn
     assert [e["outcome"] for e in entries(conn)] == ["started", "done"]
 
 
-def test_every_writing_function_is_recorded():
+def test_every_contract_that_writes_is_audited_as_its_verb():
+    """`@contract(..., writes=True)` declares; `@audit.audited` under it records: each
+    writer has both, its entry's verb the contract's, and its module holds the recorded
+    function (the contract's answer)."""
+    assert catalogue.writers()
     for op in catalogue.writers():
-        assert getattr(op.function, "__audited__", None) == op.verb, op.name
+        assert how(op).verb == op.verb, op.name
+        module, _, function = op.name.partition(".")
+        assert getattr(getattr(emq, module), function) is op.function, op.name
+
+
+def test_no_reading_contract_is_audited():
+    readers = [op for op in catalogue.OPERATIONS.values() if not op.writes]
+    assert readers and not [op.name for op in readers if audit.recording(op.function)]
 
 
 def entries(conn: emq.Connection) -> list[dict[str, str]]:
@@ -306,7 +324,7 @@ def test_each_writing_verb_from_each_surface_leaves_one_entry(conn, name, surfac
         assert entries(conn) == []  # a worker's call: not an operator's
         return
     *began, entry = entries(conn)
-    if op.bulk:  # its `started` entry first, which the closing one names
+    if how(op).bulk:  # its `started` entry first, which the closing one names
         [(began_id, _)] = conn.client.xrange(audit_key(Q), count=1)
         assert [(e["verb"], e["outcome"], e["surface"]) for e in began] == [(op.verb, "started", surface)]
         assert entry["started"] == began_id
@@ -338,7 +356,7 @@ def test_a_refusal_is_recorded_with_its_reason_and_printed_once(conn, surface):
         from emq_notebook.magics import NotebookSession
 
         session = NotebookSession()
-        session.say = said.append  # type: ignore[method-assign]
+        session.out = said.append
     session.conn = conn
     refusal = verbs.execute(session, grammar.parse(f"obliterate {Q} --step --reason 'not yet'"))
     assert isinstance(refusal, NotPaused) and said == [refusal.line()]
@@ -449,8 +467,8 @@ def test_a_new_connection_names_itself_to_the_server(conn, backend, request):
 
     url = server_url(backend, server_for(backend, request))
     fresh = emq.connect(url, embedded=None if url else "fake", name="desk")
-    assert fresh.client.execute_command("CLIENT", "GETNAME") == audit.client_name(fresh)
-    assert audit.client_name(fresh).endswith(":desk")
+    assert fresh.client.execute_command("CLIENT", "GETNAME") == connector.client_name(fresh)
+    assert connector.client_name(fresh).endswith(":desk")
 
 
 CALLS = [

@@ -19,7 +19,7 @@ SMALL = {
     "find.py": ("5000", "find/(snapshot+filter): "),
     "latency_cost.py": ("1000", "with/without seconds per cycle: "),
     "watch.py": ("2000", "worst refresh of 1,000 queues: "),
-    "audit_cost.py": ("200", "with/without seconds per single verb (worst): "),
+    "audit_cost.py": ("200", "us added per single verb (worst): "),
     "harm.py": ("2000", "worst server block: "),
     "lanes_watch.py": ("2000", "worst call against 20 ms: "),
     "bounded_reads.py": ("2000", "longest call now/before (worst of the two reads): "),

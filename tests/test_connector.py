@@ -142,3 +142,23 @@ def test_scripts_ship_one_per_transition() -> None:
             header.append(line)
         # each file opens with its KEYS / ARGV / returns block
         assert "KEYS[1]" in "\n".join(header) and "returns" in "\n".join(header), n
+
+
+def test_a_read_only_pipeline_refuses_a_write_as_it_is_queued_and_patches_nothing(conn: Any) -> None:
+    """Our Pipeline checks each command's name against the reading commands: a write asked
+    by its method, by `execute_command` or at the end of a chain of reads is `ReadOnly`
+    before anything is sent, and redis-py's own pipeline is left as redis-py made it."""
+    jobs.enqueue(conn, "q", "{}", id="j_a")
+    pending = "emq:{q}:pending"
+    ro = emq.Connection(conn.client, conn.label, read_only=True)
+    pipe = ro.pipeline()
+    for write in (
+        lambda: pipe.delete(pending),
+        lambda: pipe.execute_command("HSET", "emq:{q}:meta", "paused", "1"),
+        lambda: pipe.zcard(pending).zrem(pending, "j_a"),
+    ):
+        with pytest.raises(emq.ReadOnly):
+            write()
+    assert "execute_command" not in vars(pipe._pipe)  # nothing of redis-py's rebound
+    assert pipe.execute() == [1]  # the chain's read went, nothing else
+    assert conn.client.zcard(pending) == 1 and conn.client.hget("emq:{q}:meta", "paused") is None

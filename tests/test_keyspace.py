@@ -1,5 +1,8 @@
 """The key builders are byte-exact and the gate refuses before any I/O."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 import emq_notebook as emq
@@ -78,3 +81,26 @@ def test_every_walk_of_a_queues_sets_counts_a_lane_another_node_named(conn):
     assert [g for g, _ in keyspace.lane_sets("mail", ["tenant 42", "acme", ""])] == ["", "acme", "tenant 42"]
     assert admin.backlog(conn, "mail") == admin.job_count(conn, "mail") == 3
     assert emq.frames.counts(conn, ["mail"]).loc["mail", "pending"] == 3
+
+
+def test_a_name_read_from_the_server_is_addressed_as_it_is_and_a_typed_one_is_gated():
+    assert keyspace.lane_key("mail", "tenant 42", gate=False) == "emq:{mail}:g:tenant 42:pending"
+    assert keyspace.lane_meta_key("mail", "tenant 42", gate=False) == "emq:{mail}:g:tenant 42:meta"
+    assert keyspace.job_key("mail", "ord:17", gate=False) == "emq:{mail}:job:ord:17"
+    for build in (keyspace.lane_key, keyspace.lane_meta_key, keyspace.job_key):
+        with pytest.raises(InvalidName):
+            build("mail", "tenant 42")
+
+
+def test_lane_and_job_keys_are_built_in_keyspace_only():
+    """One home for a key's shape: no other module writes `g:<name>:` or `job:` + an id."""
+    package = Path(keyspace.__file__).parent
+    hand_built = re.compile(r"""f?["']g:\{?|["']job:["'] \+""")
+    found = [
+        f"{path.relative_to(package)}:{n}: {line.strip()}"
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "keyspace.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if hand_built.search(line)
+    ]
+    assert found == []

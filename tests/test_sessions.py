@@ -23,6 +23,7 @@ from emq_notebook import (
     health,
     jobs,
     lanes,
+    moves,
     repeat,
     scripts,
     transfer,
@@ -46,9 +47,9 @@ WRITING = {
     "admin.drain": lambda c: admin.drain(c, Q, include_schedule=True),
     "admin.obliterate": lambda c: admin.obliterate(c, Q, force=True),
     "admin.obliterate_all": lambda c: admin.obliterate_all(c, Q, force=True),
-    "admin.reprocess_dead": lambda c: admin.reprocess_dead(c, Q),
-    "admin.remove_jobs": lambda c: admin.remove_jobs(c, Q, ["j_pending", "j_dead"]),
-    "admin.reprocess_jobs": lambda c: admin.reprocess_jobs(c, Q, ["j_dead"]),
+    "moves.reprocess_dead": lambda c: admin.reprocess_dead(c, Q),
+    "moves.remove_jobs": lambda c: admin.remove_jobs(c, Q, ["j_pending", "j_dead"]),
+    "moves.reprocess_jobs": lambda c: admin.reprocess_jobs(c, Q, ["j_dead"]),
     "jobs.enqueue": lambda c: jobs.enqueue(c, Q, "{}", id="j_new"),
     "jobs.enqueue_many": lambda c: jobs.enqueue_many(c, Q, ["{}", "{}"]),
     "jobs.claim": lambda c: jobs.claim(c, Q, 60_000),
@@ -77,7 +78,7 @@ WRITING = {
 }
 # Every reading verb, with what it must see of the staged queue.
 READING = {
-    "admin.is_paused": (lambda c: admin.is_paused(c, Q), False),
+    "jobs.is_paused": (lambda c: jobs.is_paused(c, Q), False),
     "jobs.paused_for_claim": (lambda c: jobs.paused_for_claim(c, Q), False),
     "admin.job_count": (lambda c: admin.job_count(c, Q), 5),
     "admin.backlog": (lambda c: admin.backlog(c, Q, include_schedule=True), 3),
@@ -117,10 +118,10 @@ READING = {
     ),
 }
 NOT_VERBS = {
-    "admin.check_budget",
     "jobs.claimed",
     "jobs.check_lease",  # a check and a reply decoder
-    "admin.job_ids",
+    "moves.job_ids",
+    "moves.is_foreign",  # pure: an id no verb addresses
     "triage.signature",
     "triage.glob_spec",  # pure: no server
     "triage.long_error_signature",  # pure: the signature errors() gives a last_error over the bound
@@ -187,7 +188,7 @@ def test_every_verb_is_classified_as_writing_or_reading() -> None:
     """A new public verb must be listed above, so it is tested read-only too."""
     verbs = {
         f"{m.__name__.rsplit('.', 1)[1]}.{n}"
-        for m in (admin, jobs, lanes, repeat, frames, triage, transfer, watching, counts, health)
+        for m in (admin, moves, jobs, lanes, repeat, frames, triage, transfer, watching, counts, health)
         for n, f in vars(m).items()
         if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")
     }

@@ -10,7 +10,7 @@ import pytest
 from helpers import consistency_problems, dump
 
 import emq_notebook as emq
-from emq_notebook import admin, jobs, lanes, repeat
+from emq_notebook import admin, jobs, lanes, moves, repeat
 from emq_notebook.errors import BadInput, BadRow, Gone, Halted, NotScheduled, ReadOnly
 
 Q = "retry"
@@ -94,13 +94,13 @@ def test_the_rate_paces_the_moves(conn, monkeypatch):
     kill_many(conn, 20)
     clock = [1000.0]
     slept = []
-    monkeypatch.setattr(admin.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(moves.time, "monotonic", lambda: clock[0])
 
     def sleep(s):
         slept.append(s)
         clock[0] += s
 
-    monkeypatch.setattr(admin.time, "sleep", sleep)
+    monkeypatch.setattr(moves.time, "sleep", sleep)
     sizes = []
     real = conn.run
 
@@ -197,8 +197,8 @@ def test_run_now_keeps_the_cadence(conn):
 def test_reprocess_jobs_at_a_rate(conn, monkeypatch):
     ids = kill_many(conn, 9)
     clock, slept, sizes = [0.0], [], []
-    monkeypatch.setattr(admin.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(admin.time, "sleep", lambda s: (slept.append(s), clock.__setitem__(0, clock[0] + s)))
+    monkeypatch.setattr(moves.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(moves.time, "sleep", lambda s: (slept.append(s), clock.__setitem__(0, clock[0] + s)))
     real = conn.run
 
     def record(name, keys, args=(), **kw):

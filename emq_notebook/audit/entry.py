@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..decoding import LONE_SURROGATE
+from ..decoding import LONE_SURROGATE, clipped
 from ..defaults import AUDIT_KEEP
 from ..errors import EMQError, Refused, WireError
 from ..keyspace import AUDIT_WHAT, AUDIT_WHO
@@ -53,29 +53,14 @@ def _doing(verb: str) -> str:
     return _DOING.get(verb, "changing")
 
 
-def clipped(text: str, most: int = MAX_TEXT) -> str:
-    """`text` as an entry holds it: whole up to `most` characters, else its first `most`
-    and "…"."""
-    return text if len(text) <= most else text[:most] + "…"
-
-
 # -- what an entry says ---------------------------------------------------------------------------
 
 
 def touched(result: Any, job: str | None = None) -> tuple[int, list[str]]:
-    """(count, ids) of the jobs a verb's answer says it touched:
-
-    - a claim's `Claimed` (`.id`): that job; None with no `job` (nothing to claim, a
-      queue verb): none;
-    - `{id: word}` (a bulk remove or reprocess): the ids whose word is in `DONE_WORDS`;
-    - a list of ids (enqueue_many, tick): those;
-    - an int (a drain's count, a `Moved`): that many, ids unknown (`job`'s when named);
-    - a str: with `job`, that job (a fail's "retry"/"dead"); obliterate's "ok"/"more":
-      none; else the id a verb answers (enqueue, run-now);
-    - None (a per-job verb) with `job`: that job.
-
-    A per-job verb (`job` named) touched that one job, whatever it answers (a log's
-    line count, a fail's "retry").
+    """(count, ids) of the jobs a verb's answer says it touched: a `Claimed`, that job;
+    a per-job verb (`job` named), that job whatever it answers; `{id: word}`, the ids
+    whose word is in `DONE_WORDS`; a list of ids, those; an int, that many (ids
+    unknown); obliterate's "ok"/"more", none; another str, the id answered; None, none.
     """
     job_id = getattr(result, "id", None)
     if isinstance(job_id, str):
@@ -109,8 +94,8 @@ def digest(ids: Iterable[str]) -> str:
 # The entry's two JSON fields are flat: `ids` a list of texts and a digest, `args` one
 # level of the scalars `_option` answers. Each text is written by the standard library's
 # own string encoder, so a field reads as `json.dumps(..., ensure_ascii=False)` writes it
-# (tests/test_audit_values.py keeps them equal): a `JSONEncoder` builds its C encoder
-# again on every `encode`, 2 us of a record's few.
+# (tests/test_audit_values.py keeps them equal); a `JSONEncoder` would build its C
+# encoder again on every `encode`.
 _text = json.encoder.encode_basestring
 # what `_scalar` leaves to the standard library: a float (NaN and the infinities as it writes them)
 _json = json.JSONEncoder(ensure_ascii=False, default=str).encode

@@ -1,41 +1,20 @@
-"""Who makes a record: the operator (`who`), the server's ACL user, the connection's
-name and env, as one entry's identity fields (`identity`); and the name each
-connection gives itself to the server (`name_client`)."""
+"""Who makes a record: the operator (`connector.who`), the server's ACL user, the
+connection's name and env, as one entry's identity fields (`identity`)."""
 
 from __future__ import annotations
 
 import functools
-import getpass
-import os
-import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..connector import user_at_host
+from ..decoding import clipped
 from ..keyspace import AUDIT_WHO
 from ..redaction import scrub
 from .context import _environ, _notebook, _process, _surface, reason_of
-from .entry import MAX_ARG, MAX_TEXT, clipped
+from .entry import MAX_TEXT
 
 if TYPE_CHECKING:
     from ..connector import Connection
-
-# -- identity ------------------------------------------------------------------------------------
-
-
-def who() -> str:
-    """The JupyterHub user (`JUPYTERHUB_USER`) when set, else `user@host` of this process.
-    Self-reported: the server cannot check it (`acl_user` it can)."""
-    return _environ("JUPYTERHUB_USER") or _user_at_host()
-
-
-@functools.cache
-def _user_at_host() -> str:
-    """`user@host` of this process, asked once (a record is made on every write)."""
-    try:
-        user = getpass.getuser()
-    except Exception:  # no login name and no passwd entry (a bare container)
-        user = f"uid{os.getuid()}" if hasattr(os, "getuid") else "unknown"
-    return f"{user}@{socket.gethostname()}"
-
 
 _UNASKED = object()
 
@@ -55,48 +34,6 @@ def acl_user(conn: Connection) -> str | None:
         answer = None
     conn._audit_acl_user = None if answer is None else str(answer)  # type: ignore[attr-defined]
     return conn._audit_acl_user  # type: ignore[attr-defined]
-
-
-def _word(text: str) -> str:
-    """`text` as one CLIENT SETNAME word: each character outside `!`..`~` becomes `_`."""
-    return "".join(c if "!" <= c <= "~" else "_" for c in text) or "_"
-
-
-def client_name(conn: Connection) -> str:
-    """`emq_notebook:<who>:<conn>`, one word (`CLIENT SETNAME` refuses spaces), each
-    part cut at `MAX_ARG` characters (every pooled connection sends it on connect)."""
-    return f"emq_notebook:{_word(clipped(who(), MAX_ARG))}:{_word(clipped(conn.name or 'unnamed', MAX_ARG))}"
-
-
-def _pools(client: Any) -> list[Any]:
-    if hasattr(client, "get_nodes"):  # a cluster: each node's own pool
-        return [n.redis_connection.connection_pool for n in client.get_nodes() if n.redis_connection]
-    pool = getattr(client, "connection_pool", None)
-    return [pool] if pool is not None else []
-
-
-def name_client(conn: Connection) -> str:
-    """Name this connection to the server, so `CLIENT LIST` shows who is connected from
-    where: `CLIENT SETNAME emq_notebook:<who>:<conn>` now, and each pooled connection
-    opened later sends it on connect (redis-py's `client_name`). Answers the name.
-    Not a write to the keyspace: a read-only session names itself too. A server that
-    refuses it (an ACL without `client`) leaves the connection unnamed, silently."""
-    import redis
-
-    name = client_name(conn)
-    try:
-        with conn.wire():
-            conn.client.execute_command("CLIENT", "SETNAME", name)
-    except redis.ResponseError:
-        # refused: a pooled connection asking it on connect would fail whole, so none asks
-        return name
-    for pool in _pools(conn.client):
-        pool.connection_kwargs["client_name"] = name
-        for c in [*getattr(pool, "_available_connections", ()), *getattr(pool, "_in_use_connections", ())]:
-            c.client_name = name
-    if hasattr(conn.client, "nodes_manager"):
-        conn.client.nodes_manager.connection_kwargs["client_name"] = name
-    return name
 
 
 def identity(conn: Connection) -> dict[str, str]:
@@ -141,8 +78,8 @@ def _identity_of(
     the connection's name and env, the surface, the notebook, the reason, the secrets
     every value is scrubbed of: `scrub`, as all other output, a URL's password too)."""
     said = tuple(
-        scrub(text, secrets) for text in (hub_user or _user_at_host(), acl, name, env, surface, path, reason)
+        scrub(text, secrets) for text in (hub_user or user_at_host(), acl, name, env, surface, path, reason)
     )
     if max(map(len, said)) <= MAX_TEXT:
         return said
-    return tuple(map(clipped, said))
+    return tuple(clipped(text, MAX_TEXT) for text in said)

@@ -48,8 +48,7 @@ MAX_READ = 100_000
 # 30 KB at most, so about `defaults.BYTE_BUDGET`; each next page of the stream asks for
 # as many entries as BYTE_BUDGET holds at the size of the page before, at most PAGE_MOST
 # (one XREVRANGE of 100,000 entries of 30 KB would copy 3 GB out of the server at once).
-# A page is read on the server an entry at a time within BYTE_BUDGET (`@read_audit`),
-# about 5 us an entry: 2,000 small entries a call held Valkey 10.8 ms, 500 keep it near 3
+# A page is read on the server an entry at a time within BYTE_BUDGET (`@read_audit`)
 FIRST_PAGE = 32
 PAGE_MOST = 500
 
@@ -225,9 +224,8 @@ def _pages(conn: Connection, q: str, low: str, limit: int, page: list) -> Iterat
 def _page(conn: Connection, q: str, high: str, low: str, most: int, pipe: Any = None) -> Any:
     """One `@read_audit` call: at most `most` of queue `q`'s entries from `high` down to
     `low`, newest first, read on the server an entry at a time until they reach
-    `defaults.BYTE_BUDGET` bytes: one XREVRANGE of a count copied that count of
-    entries whatever each holds (30 of 2 MB another node wrote, after 32 small ones:
-    Valkey held 40.6 ms). Queued on `pipe` when given."""
+    `defaults.BYTE_BUDGET` bytes (one XREVRANGE of a count copies that count of
+    entries, whatever each holds). Queued on `pipe` when given."""
     return conn.run(
         "read_audit", [audit_key(q), base(q)], [high, low, most, BYTE_BUDGET], verb="audit", pipeline=pipe
     )

@@ -6,18 +6,16 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-import struct
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from ..checks import whole
-from ..connector import Beside
+from ..connector import carrying
 from ..errors import EMQError, Halted, InvalidName, ended_after
-from ..keyspace import AUDIT_WHO, audit_key
+from ..keyspace import audit_key
 from .context import _surface, in_surface
 from .entry import (
-    _NO_ARGS,
     KEEP,
     MAX_ARG,
     STARTED,
@@ -54,39 +52,30 @@ _open: contextvars.ContextVar[Record | None] = contextvars.ContextVar("emq_audit
 # -- the recorder --------------------------------------------------------------------------------
 
 
-class Record(Beside):
-    """One writing call being recorded, as a context manager (`recorded` is its name
-    at the call site):
+class Record:
+    """One writing call being recorded, a context manager (`recorded` at the call site):
 
         with audit.recorded(conn, "pause", q) as rec:
             rec.result = admin.pause(conn, q)
 
-    `args` are the options given (scrubbed: `options`), `job` the one job a per-job
-    verb addresses, `keep` the entries kept (`conn.audit_keep`, else `KEEP`),
-    `counts(result, job)` reads count and ids from the answer (`touched`).
-    Writes nothing for a dry run, on a read-only session, or nested in another record.
+    `args` are the options given, `job` the one job a per-job verb addresses, `keep`
+    the entries kept (`conn.audit_keep`, else `KEEP`), `counts(result, job)` reads
+    count and ids from `.result` (`touched`). On leaving, the entry is written (unless
+    `.active` is False: a dry run, a read-only session, a nested record); `.entry`
+    holds its stream id, `.failed` the `audit_failed` note when it was not written.
 
-    Inside the block, set `.result` to the verb's answer (count and ids come from it,
-    `touched`), or call `touch(count, ids)` to say them. On leaving, the entry is
-    written (unless the call writes nothing: `.active` is False) and `.entry` holds its
-    stream id; `.failed` holds the `audit_failed` note when it could not be written.
-
-    A bulk verb (many calls, `bulk`) says more (`start`, `add`; `audit.started` and
-    `audit.changed` from inside it): an entry with outcome `started` before its first
-    writing call, and after each call the jobs it changed. Its closing entry then says
-    the count they add up to whatever the outcome (refused at the fifth call, cut on
-    the wire), names the `started` entry it closes, and the exception that ended it
-    carries the count (`errors.ended_after`).
+    A `bulk` verb writes a `started` entry before its first writing call (`start`) and
+    says after each call the jobs it changed (`add`); its closing entry says their sum
+    whatever the outcome and names the `started` entry, and the exception that ended it
+    carries the count (`errors.ended_after`). It implements `connector.Carried`.
     """
 
-    # what a call's record holds until it says otherwise (class defaults: a record is
-    # made on every write, and most of these never change in it)
+    # class defaults: a record is made on every write, and most of these never change
     result: Any = None
-    said: tuple[int, list[str]] | None = None
     entry: Any = None
     failed: str | None = None
     active = False
-    # as the transition's own call carries the entry (`within`, `Beside`): the stream's
+    # as the transition's own call carries the entry (`within`, `connector.Carried`): the stream's
     # key, named once the gate has passed the queue's name (`_records`)
     key = ""
     sent = False
@@ -117,10 +106,6 @@ class Record(Beside):
     ):
         self.conn, self.verb, self.queue, self.args, self.job = conn, verb, queue, args, job
         self.dry_run, self.counts, self.keep, self.bulk = dry_run, counts, keep, bulk
-
-    def touch(self, count: int, ids: Iterable[str] = ()) -> None:
-        """Say what the call touched (instead of reading it from `.result`)."""
-        self.said = (int(count), [str(i) for i in ids])
 
     def add(self, count: int, ids: Iterable[str] = ()) -> None:
         """Say the jobs one call of a bulk verb changed (after each call): the closing
@@ -204,7 +189,7 @@ class Record(Beside):
         elif self.changed is not None:  # a bulk verb: what its calls changed, whatever ended it
             count, ids = self.changed, self.changed_ids or []
         elif outcome == "done":
-            count, ids = self.said if self.said is not None else self.counts(self.result, self.job)
+            count, ids = self.counts(self.result, self.job)
         elif isinstance(exc, Halted):
             count, ids = exc.moved, []
         else:
@@ -241,30 +226,27 @@ class Record(Beside):
             _written.setdefault(self.conn.label, set()).add(self.queue)
 
     def within(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
-        """Run `call(*a, **kw)`, a verb that runs one transition, whose entry that
-        transition's own call writes (`Beside`: its audited twin, one round trip where
-        `write` after the reply is a second): the entry is there exactly when the
-        transition ran, with the outcome its reply says (`done`, `refused:<reason>`,
-        `error`), even when the reply is then lost on the wire. A verb that raises
-        before its transition goes out, or whose transition has no twin (a native
-        command), leaves the record to `write`, after."""
+        """Run `call(*a, **kw)`, a verb of one transition, whose own call writes the entry
+        (`connector.carrying`: its audited twin, no second round trip), so the entry is
+        there exactly when the transition ran, even when the reply is then lost. A verb
+        that raises before its transition goes out, or whose transition has no twin (a
+        native command), leaves the record to `write`, after."""
         if not self.active:
             return call(*a, **kw)
         try:
-            self.result = self.carrying(call, *a, **kw)
+            self.result = carrying(self, call, *a, **kw)
         finally:
             self._settle()
         return self.result
 
     def carried(self, call: Callable[..., Any], *a: Any, **kw: Any) -> Any:
-        """`with self: return self.within(call, *a, **kw)`, in one frame: the path of
-        every call of a verb declared `single` (`audited`), where each frame a record
-        adds reads several times its cost between two round trips (bench/README.md)."""
+        """`with self: return self.within(call, *a, **kw)` in one frame: the path of every
+        call of a `single` verb (`audited`)."""
         self.__enter__()
         if not self.active:
             return call(*a, **kw)
         try:
-            self.result = self.carrying(call, *a, **kw)
+            self.result = carrying(self, call, *a, **kw)
         except BaseException as exc:
             self._settle()
             self._close(exc, stacklevel=4)
@@ -287,58 +269,14 @@ class Record(Beside):
                     why = str(self.failure)[:MAX_ARG]
                     self.failed = f"audit_failed: {self.verb} {self.queue} not recorded ({why})"
 
-    def tail(self, gone: bool) -> bytes:
-        """The entry as the audited twin takes it (`includes/audited.lua`), one argument,
-        a MessagePack array (`_ENTRY`, then each value `_packed`): verb, the count when
-        done, ids, args, keep, '1' when a -1 reply is Gone, then the identity's values in
-        `AUDIT_WHO`'s order. The twin works out the outcome, and the count of a call not
-        done."""
-        who = _packed_who(_who_values(self.conn))
-        if self.job is None and not self.args:  # a queue verb's: the same call after call
-            return _ENTRY + _queue_what(self.verb, self.counts, self.kept(), gone) + who
+    def values(self, gone: bool) -> list[str]:
+        """The entry as the audited twin takes it, last in its ARGV (`includes/audited.lua`):
+        verb, the count when done, ids, args, keep, '1' when a -1 reply is Gone, then the
+        identity's values in `AUDIT_WHO`'s order. The twin works out the outcome, and the
+        count of a call not done."""
         count, ids = self.counts(None, self.job)
-        # the ids are new each call; the rest repeat call after call (kept)
-        said = _packed_kept((self.verb, str(count)))
-        how = _packed_kept((options(self.conn, self.args), str(self.kept()), "1" if gone else ""))
-        return _ENTRY + said + _packed((ids_field(ids),)) + how + who
-
-
-# the entry the twin takes: a MessagePack array of its values (array 16: 0xdc, then the
-# count in 2 bytes), which the server's own `cmsgpack` reads in C (2 us less a call than a
-# loop in Lua: bench/README.md); each value a MessagePack str 32 (`_packed`)
-_VALUES = 6 + len(AUDIT_WHO)
-_ENTRY = b"\xdc" + _VALUES.to_bytes(2, "big")
-_str32 = struct.Struct(">BI").pack  # 0xdb and a length: a str 32's head
-
-
-def _packed(values: Iterable[str]) -> bytes:
-    """Each value as a MessagePack str 32: 0xdb, its length in 4 bytes (big-endian), then
-    its bytes as the server holds them (an undecodable byte read as a surrogate is that
-    byte again; a lone surrogate is U+FFFD: `storable`), which `cmsgpack` hands to Lua
-    unchanged, whatever they are. A value of 4 GiB or more cannot be said in 4 bytes:
-    `struct.error`, and the entry goes after the bare transition (every value a record
-    makes is cut far below: `MAX_TEXT`, `MAX_ARG`)."""
-    parts: list[bytes] = []
-    for value in values:
-        raw = value.encode() if value.isascii() else storable(value).encode("utf-8", "surrogateescape")
-        parts += (_str32(0xDB, len(raw)), raw)
-    return b"".join(parts)
-
-
-# the identity packed: the same for every call of a session, so kept; and the values a
-# call of a verb says of itself but its ids (its name, its count, its args, keep)
-_packed_who = functools.lru_cache(maxsize=64)(_packed)
-_packed_kept = functools.lru_cache(maxsize=256)(_packed)
-
-
-@functools.lru_cache(maxsize=256)
-def _queue_what(
-    verb: str, counts: Callable[[Any, str | None], tuple[int, list[str]]], keep: int, gone: bool
-) -> bytes:
-    """What a call of a queue verb with no options says of itself, packed as `Record.tail`
-    packs it: the same for each call (pause, resume), so kept."""
-    count, ids = counts(None, None)
-    return _packed((verb, str(count), ids_field(ids), _NO_ARGS, str(keep), "1" if gone else ""))
+        said = (self.verb, str(count), ids_field(ids), options(self.conn, self.args), str(self.kept()))
+        return [*map(storable, said), "1" if gone else "", *map(storable, _who_values(self.conn))]
 
 
 def within_open(conn: Connection, verb: str, queue: str) -> bool:
@@ -368,16 +306,6 @@ def changed(count: int, ids: Iterable[str] = ()) -> None:
         rec.add(count, ids)
 
 
-def touch(count: int | Callable[[], int], ids: Iterable[str] = ()) -> None:
-    """Say what the call being recorded touched, from inside it (a verb whose answer
-    does not say it: `obliterate_all` answers its calls). `count` may be a function,
-    called only inside a record (a count that reads the server is read only then).
-    Outside a record: nothing."""
-    rec = _open.get()
-    if rec is not None:
-        rec.touch(count() if callable(count) else count, ids)
-
-
 def append(conn: Connection, queue: str, fields: Mapping[str, str], keep: int = KEEP) -> str:
     """`XADD emq:audit:{q} MAXLEN ~ keep * field value ...`; answers the entry's id."""
     flat = [storable(part) for pair in fields.items() for part in pair]
@@ -397,21 +325,18 @@ def audited(
     single: bool = False,
     bulk: bool = False,
 ) -> Callable[[F], F]:
-    """A decorator recording every call of a writing domain verb `fn(conn, q, ...)`:
+    """A decorator recording every call of a writing verb `fn(conn, q, ...)`, stacked
+    under its `@catalogue.contract`:
 
-        @audited("remove", job="job_id")
+        @audited("remove", job="job_id", single=True)
         def remove_job(conn, q, job_id, dedup=None): ...
 
     `queue` and `job` name the parameters holding the queue and the one job; the other
-    arguments given (not the defaults) are the record's `args`; a true `dry_run`
-    argument writes nothing, nor a call queued in its caller's `pipeline` (a producer's
-    batch: not run yet). A verb of the queue underneath (`UNDERNEATH`: enqueue, claim,
-    complete, fail) is recorded only inside a `surface` block (typed or clicked).
-    `single`: the verb runs one transition and its answer says no more than its
-    outcome, so that transition's own call writes the entry (`Record.within`).
-    `bulk`: the verb runs many calls and says, from inside, when it starts writing
-    and what each call changed (`started`, `changed`): a `started` entry and a
-    closing one."""
+    arguments given are the record's `args`. Nothing is written for a true `dry_run`,
+    a call queued on a `pipeline`, or a verb of the queue underneath (`UNDERNEATH`)
+    outside a `surface` block. `single`: its one transition's own call writes the entry
+    (`Record.within`). `bulk`: many calls, a `started` entry and a closing one
+    (`started`, `changed`)."""
 
     def wrap(fn: F) -> F:
         signature = inspect.signature(fn)
@@ -492,10 +417,23 @@ def audited(
                 rec.result = fn(*a, **kw)
             return rec.result
 
-        run.__audited__ = verb  # type: ignore[attr-defined]
+        run.__audited__ = Recording(verb, single, bulk)  # type: ignore[attr-defined]
         return run  # type: ignore[return-value]
 
     return wrap
+
+
+class Recording(NamedTuple):
+    """How `audited` records a function's calls (`recording`)."""
+
+    verb: str
+    single: bool
+    bulk: bool
+
+
+def recording(fn: Callable[..., Any]) -> Recording | None:
+    """How `fn` is recorded, or None when it is not `audited`."""
+    return getattr(fn, "__audited__", None)
 
 
 def failure_line(exc: BaseException) -> str:

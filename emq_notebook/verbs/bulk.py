@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import admin, triage
+from .. import moves, triage
 from ..decoding import visible
 from ..defaults import ID_BUDGET, MOVE_BUDGET
 from ..errors import UsageProblem
@@ -102,14 +102,14 @@ def reprocess(s: Session, ns: Namespace) -> Any:
         )
     ids = preview(s, "reprocess", ns.queue, _find_for(s, ns, "dead"), ns.limit)
     if ns.dry_run:
-        words = admin.reprocess_jobs(
+        words = moves.reprocess_jobs(
             s.conn, ns.queue, ids, dry_run=True, budget=budget_of(s, ns, most=ID_BUDGET)
         )
         s.say(f"dry run, nothing written: would answer {_tally(words)}")
         return words
     confirm(s, ns, len(ids), "reprocess")
     report = s.progress(f"reprocess {ns.queue}", len(ids)) if ns.rate is not None else None
-    words = admin.reprocess_jobs(
+    words = moves.reprocess_jobs(
         s.conn,
         ns.queue,
         ids,
@@ -128,7 +128,7 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
     q = ns.queue
     dead = int(s.conn.command("ZCARD", queue_key(q, "dead")))
     if ns.dry_run:
-        would = admin.reprocess_dead(
+        would = moves.reprocess_dead(
             s.conn, q, budget=budget_of(s, ns, most=MOVE_BUDGET), limit=ns.limit, dry_run=True
         )
         s.say(f"reprocess {q} --all: {would:,} of {dead:,} dead jobs would move; nothing written")
@@ -138,7 +138,7 @@ def _reprocess_all(s: Session, ns: Namespace) -> Any:
     total = dead if ns.limit is None else min(dead, ns.limit)
     confirm(s, ns, total, "reprocess")
     report = s.progress(f"reprocess {q}", total)
-    n = admin.reprocess_dead(
+    n = moves.reprocess_dead(
         s.conn,
         q,
         budget=budget_of(s, ns, most=MOVE_BUDGET),
@@ -166,10 +166,10 @@ def remove(s: Session, ns: Namespace) -> Any:
         )
     ids = preview(s, "remove", ns.queue, _find_for(s, ns, states(ns)), ns.limit)
     if ns.dry_run:
-        words = admin.remove_jobs(s.conn, ns.queue, ids, dry_run=True)
+        words = moves.remove_jobs(s.conn, ns.queue, ids, dry_run=True)
         s.say(f"dry run, nothing written: would answer {_tally(words)}")
         return words
     confirm(s, ns, len(ids), "remove")
-    words = admin.remove_jobs(s.conn, ns.queue, ids)
+    words = moves.remove_jobs(s.conn, ns.queue, ids)
     s.say(f"remove {ns.queue}: {_tally(words)} (the {len(ids):,} previewed jobs)")
     return words

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import admin, jobs, lanes, repeat
+from .. import admin, jobs, lanes, moves, repeat
 from ..checks import json_text
 from ..defaults import MOVE_BUDGET
 from ..errors import UsageProblem
@@ -130,7 +130,7 @@ def _reprocess(s: Session, ns: Namespace) -> Any:
     # not destructive, but every moved job runs again (a mail sent twice): it is gated too
     dead = int(s.conn.command("ZCARD", queue_key(ns.queue, "dead")))
     confirm(s, ns, dead if ns.limit is None else min(dead, ns.limit), "reprocess")
-    n = admin.reprocess_dead(s.conn, ns.queue, budget=budget_of(s, ns, most=MOVE_BUDGET), limit=ns.limit)
+    n = moves.reprocess_dead(s.conn, ns.queue, budget=budget_of(s, ns, most=MOVE_BUDGET), limit=ns.limit)
     s.say(f"reprocessed {n} dead jobs of {ns.queue}")
     for line in n.left():
         s.say(f"  {line}")

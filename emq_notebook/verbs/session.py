@@ -54,7 +54,9 @@ class Session:
     front: Front = NOTEBOOK
 
     def __init__(self, say: Callable[[str], None] = print, settings: Settings | None = None):
-        self.say = say
+        self.out = say  # where the session's lines go
+        # while a command runs (`_last_line`): its line said last, waiting for the next
+        self._held: list[str] | None = None
         self.settings = settings if settings is not None else Settings()
         self.connections: dict[str, Connection] = {}
         self.current: str | None = None
@@ -127,6 +129,16 @@ class Session:
         """The current connection as a confirmation names it: name, label and env."""
         c = self.conn
         return f"{self.current} ({c.label}, env {c.env or 'not set'})"
+
+    def say(self, text: str) -> None:
+        """Say one line (`out`). While a command runs, each line waits for the next, so
+        the last can end with the audit's note (`_last_line`)."""
+        if self._held is None:
+            self.out(text)
+            return
+        if self._held:
+            self.out(self._held.pop())
+        self._held.append(text)
 
     def progress(self, label: str, total: int) -> Callable[[int], None]:
         """A progress reporter for a bounded loop: called with the work done so far."""
@@ -219,25 +231,18 @@ def _last_line(session: Session) -> Iterator[_Held]:
     said when the block ends, with `.suffix` (the audit's note) on its end, or the
     note alone when the command said nothing. A command that raised: its lines as
     they were (its error carries the note)."""
-    say, state = session.say, _Held()
-    held: list[str] = []
-
-    def hold(text: str) -> None:
-        if held:
-            say(held.pop())
-        held.append(text)
-
-    session.say = hold
+    state = _Held()
+    outer, session._held = session._held, []
     raised = True
     try:
         yield state
         raised = False
     finally:
-        session.say = say
+        held, session._held = session._held, outer
         if held:
-            say(held.pop() + ("" if raised else state.suffix))
+            session.say(held[0] + ("" if raised else state.suffix))
         elif state.suffix and not raised:
-            say(state.suffix.removeprefix(" · "))
+            session.say(state.suffix.removeprefix(" · "))
 
 
 def budget_of(s: Session, ns: Namespace, *, most: int | None = None) -> int:
