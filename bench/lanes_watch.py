@@ -13,9 +13,9 @@ Before (the reads this replaced, run here by hand as they were): the lane backlo
 whole (one SMEMBERS of the set, then a ZCARD a lane, pipelined: what `frames.counts` did
 on every dashboard refresh), and with health's lane sample (another SMEMBERS and a
 ZRANGE of 10 lanes) a dashboard refresh's lane reads. After: `frames.counts` exact
-(what `%emq queues` asks: every lane, in calls of `lanes.LANES_A_CALL`),
+(what `%emq queues` asks: every lane, in calls of `watching.LANES_A_CALL`),
 `frames.counts(watch=True)` and `frames.health` (what a look costs: one call of
-`lanes.LANE_EXACT` lanes), a dashboard's refresh, `lanes.lanes` (the first 1,000) and
+`watching.LANE_EXACT` lanes), a dashboard's refresh, `lanes.lanes` (the first 1,000) and
 `admin.backlog` (exact, before a drain).
 
 The last line: `worst call against 20 ms: R (X ms); refresh/whole read server CPU: r`
@@ -34,7 +34,7 @@ from typing import Any
 import redis
 from common import connect, server, shared_cpu_flag
 
-from emq_notebook import admin, frames, health, lanes
+from emq_notebook import admin, frames, health, lanes, watching
 from emq_notebook.keyspace import base, queue_key
 from emq_notebook.widgets import Dashboard
 
@@ -175,8 +175,8 @@ def main() -> None:
         before = costs["before: a refresh's lane reads"]
         after = costs["dashboard refresh"]
         print(
-            f"a watching look sums {lanes.LANE_EXACT:,} lanes of a queue: a pass over "
-            f"{opts.lanes:,} takes {-(-opts.lanes // lanes.LANE_EXACT):,} refreshes"
+            f"a watching look sums {watching.LANE_EXACT:,} lanes of a queue: a pass over "
+            f"{opts.lanes:,} takes {-(-opts.lanes // watching.LANE_EXACT):,} refreshes"
         )
         ours = [c for name, c in costs.items() if not name.startswith("before")]
         worst = max(c.longest for c in ours)

@@ -10,8 +10,8 @@ HTTP GET of /metrics asking what Prometheus asks (OpenMetrics, gzip: the exporte
 uncompressed), timed whole; a job goes through every queue after the first scrape, so each shows both its
 latency histograms. The sides
 alternate, `--repeat` times; each side's best counts. Its split is printed too: the read
-of the server (`emq_scrape_duration_seconds`: health, then one `@read_monitor` call a
-queue; `frames.health` alone is timed beside it) and the rest (the exposition by
+of the server (`emq_scrape_duration_seconds`: health with the scrape's minutes, one
+`@read_watch` call a queue; `frames.health` alone is timed beside it) and the rest (the exposition by
 prometheus_client and HTTP). The commands of a scrape are counted by the servers (`INFO
 commandstats`; no SCAN in a scrape).
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import audit, checks, lanes
+from . import audit, checks, watching
 from .catalogue import contract
 from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_BUDGET
@@ -172,9 +172,9 @@ def obliterate_all(
 
 
 def job_count(conn: Connection, q: str, *, exact: bool = True) -> int:
-    """Jobs held in the four state sets and every lane backlog (`lanes.backlog`, in
+    """Jobs held in the four state sets and every lane backlog (`watching.backlog`, in
     bounded calls). `exact=False` sums the lanes as a watching look does
-    (`lanes.watched`: one call; a progress report between the calls of a long run)."""
+    (`watching.watched`: one call; a progress report between the calls of a long run)."""
     return _count(conn, q, ("pending", "active", "schedule", "dead"), exact)
 
 
@@ -192,5 +192,5 @@ def _count(conn: Connection, q: str, states: Iterable[str], exact: bool = True) 
     *sizes, known = pipe.execute()
     if "pending" not in states or not known:
         return sum(sizes)
-    in_lanes = lanes.backlog(conn, q) if exact else lanes.watched(conn, {q: known})[q].jobs
+    in_lanes = watching.backlog(conn, q) if exact else watching.watched(conn, {q: known})[q].jobs
     return sum(sizes) + in_lanes

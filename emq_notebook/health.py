@@ -6,7 +6,8 @@ bounded sample of rows (`created_at` and `due_at`, two fields each, never a
 payload), expired leases from the active set's scores (lease deadlines), the
 overdue scheduled jobs from the schedule's scores (due times), throughput from the
 per-minute metrics hashes and the wait from the per-minute histograms the claim
-scripts keep. So a health check costs the same at 100 jobs and at a million.
+scripts keep, all of a queue in ONE `@read_watch` call (`watching.read`). So a health
+check costs the same at 100 jobs and at a million, and a call a queue however many.
 `frames.latency` and `frames.health` are these functions.
 """
 
@@ -17,9 +18,10 @@ from typing import Any
 
 import pandas as pd
 
-from . import decoding, frames, histogram, lanes
+from . import counts as counting
+from . import decoding, histogram, watching
 from .connector import Connection
-from .keyspace import base, check_name, latency_index_key, latency_key, metrics_key, queue_key
+from .keyspace import check_name, latency_index_key, latency_key, queue_key
 
 LATENCY_COLUMNS = ["wait_p50", "wait_p95", "wait_p99", "run_p50", "run_p95", "run_p99", "n"]
 HEALTH_COLUMNS = [
@@ -49,12 +51,12 @@ FAILING = 0.5  # a failure rate at or above this is failing
 OVERDUE_MS = 60_000  # a scheduled job due longer ago than this is backlog: nobody promoted it
 # the lanes whose head row is read for the oldest pending age, at most
 LANE_SAMPLE = 10
-# the lanes examined to find them, at most: one `@lane_backlog` call from the start of the
-# set of known groups (SSCAN's order), about 0.2 ms of Valkey, whatever the lanes
+# the lanes examined to find them, at most, from the start of the set of known groups
+# (SSCAN's order), whatever the lanes
 LANE_WALK = 100
 # the longest time field of a sampled row read (bytes): a time is a whole number of
 # milliseconds, 13 digits now; a longer field, which only another node writes, is no
-# time, and its bytes stay on the server (`@read_rows` measures it first)
+# time, and its bytes stay on the server (`@read_watch` measures it first)
 TIME_BYTES = 32
 _QUANTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 
@@ -95,44 +97,10 @@ def latency(conn: Connection, q: str, since_ms: int | None = None) -> pd.DataFra
     return pd.DataFrame({c: v.to_numpy() for c, v in columns.items()}, index=_minute_index(minutes))
 
 
-def _window(now: int) -> list[int]:
-    """The minute buckets overlapping the last 5 minutes, the current one included."""
-    return list(range((now - WINDOW_MS) // 60_000, now // 60_000 + 1))
-
-
-def _sum(values: list[Any]) -> int:
-    """The counts a pipeline read, those that hold no whole number (`_whole`) left out."""
-    return sum(n for n in map(_whole, values) if n is not None)
-
-
 def _whole(value: Any) -> int | None:
-    """The whole number a count or a time read from the server holds: ASCII digits
+    """The whole number a time read from the server holds: ASCII digits
     (`decoding.whole_text`); anything else another node wrote ("²²", "1e9") is none."""
     return None if value is None else decoding.whole_text(str(value))
-
-
-class _Reads:
-    """One pipeline of reads tagged by queue: `on(i, what)` answers the pipeline to
-    queue one command on; `run(n)` answers, for each of the n queues, {what: reply}
-    (a list of replies for a `many` tag)."""
-
-    def __init__(self, conn: Connection):
-        self.pipe = conn.pipeline()
-        self.tags: list[tuple[int, str, bool]] = []
-
-    def on(self, i: int, what: str, many: bool = False) -> Any:
-        self.tags.append((i, what, many))
-        return self.pipe
-
-    def run(self, n: int) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = [{} for _ in range(n)]
-        replies = self.pipe.execute() if self.tags else []
-        for (i, what, many), reply in zip(self.tags, replies, strict=True):
-            if many:
-                out[i].setdefault(what, []).append(reply)
-            else:
-                out[i][what] = reply
-        return out
 
 
 def health(
@@ -142,18 +110,32 @@ def health(
     now_ms: int | None = None,
     counts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
+    """One row per queue, most urgent first: `look(...).frame`, without the notes a view
+    shows beside it. Reads only."""
+    return look(conn, queues, now_ms=now_ms, counts=counts).frame
+
+
+def look(
+    conn: Connection,
+    queues: list[str] | None = None,
+    *,
+    now_ms: int | None = None,
+    counts: pd.DataFrame | None = None,
+) -> watching.Look:
     """One row per queue, most urgent first (`by_severity`): the counts, `paused`,
     `oldest_pending_s`, `claimed_5m`, `completed_5m`, `failed_5m`,
     `failure_rate_5m`, `expired_leases`, `wait_p95_5m` (ms), `verdict` and `why`,
-    one sentence naming the cause (`judge` says which verdict holds when).
+    one sentence naming the cause (`judge` says which verdict holds when); the notes a
+    view shows beside it, and the counts it read.
 
     `queues` None is every queue the connection's directory knows; a named queue
-    with no key raises `UnknownQueue`. `counts` is `frames.counts` of these queues
-    read already (a dashboard refresh reads them once for its overview, this and
-    its open panel); read here, they are a watching look's (`watch=True`: a queue of
-    many lanes shows the lane backlog of its last whole pass over them, said in the
-    frame's `attrs`, which this frame keeps). `now_ms` judges at another time than the server's clock (a
-    replay, a test).
+    with no key raises `UnknownQueue`. The counts are a watching look's
+    (`counts.look(watch=True)`: a queue of many lanes shows the lane backlog of its last
+    whole pass over them), read in the same call as the rest; the notes are the counts',
+    with what the look says of each member it left on the server at the ends of a
+    queue's sets (over `watching.HEAD_BYTES`). `counts` given (a `frames.counts` frame
+    read already) is taken for the queues and their sizes instead. `now_ms` judges at
+    another time than each server's clock (a replay, a test).
 
     `oldest_pending_s` is how long the longest-waiting job of the backlog has
     waited, from rows, never ids: the later of a row's `created_at` and `due_at`
@@ -163,91 +145,65 @@ def health(
     so its head is the next job claimed, not the oldest; the sample is the head of
     pending, the first job of its lowest priority (the band served last), the head
     of each of the first `LANE_SAMPLE` lanes with a backlog that a walk of at most
-    `LANE_WALK` lanes from the start of the set of known groups meets (SSCAN's order,
-    one `@lane_backlog` call: a queue of a million lanes costs what one of ten does),
-    and the most overdue scheduled job (its due time is its score). An older job
-    elsewhere (behind others of its priority with a custom id out of enqueue order, in
-    a band between the two, in a lane past the sample) is not seen: the figure is then
-    a lower bound. NaN when no sampled row holds a time.
+    `LANE_WALK` lanes from the start of the set of known groups meets (SSCAN's order:
+    a queue of a million lanes costs what one of ten does), and the most overdue
+    scheduled job (its due time is its score). An older job elsewhere (behind others of
+    its priority with a custom id out of enqueue order, in a band between the two, in a
+    lane past the sample) is not seen: the figure is then a lower bound. NaN when no
+    sampled row holds a time.
 
-    Reads: a fixed handful of commands a queue, in three pipelines (one round trip
-    each; redis-py's cluster pipeline sends each to every primary at once, a
-    command per queue to the node holding its slot), whatever the keys around.
+    Reads: ONE `@read_watch` call a queue, all in one pipeline (`watching.read`: a round
+    trip to each primary of a cluster, all at once), whatever the keys around.
     """
-    now = conn.server_ms() if now_ms is None else int(now_ms)
     if counts is None:
-        counts = frames.counts(conn, queues, watch=True)
-    elif queues is not None:
+        names, stamp = counting.named(conn, queues)
+        readings = watching.read(conn, names, lanes=True, now_ms=now_ms, asked=asked(conn))
+        return of(readings, counting.of(conn, readings, listed=queues is None, stamp=stamp))
+    if queues is not None:
         counts = counts.loc[[check_name(q) for q in queues]]
     names = [str(q) for q in counts.index]
+    readings = watching.read(conn, names, lanes=False, now_ms=now_ms, asked=asked(conn))
+    return of(readings, watching.Look(counts, {}, counts))
+
+
+def of(readings: list[watching.Reading], seen: watching.Look) -> watching.Look:
+    """The health look of `readings` (`watching.read`, asked `asked(conn)`), of the queues
+    of `seen` (their counts look: its frame's sizes and its notes) alone."""
+    counts = seen.frame
     sizes = counts.to_dict("index")
-    window = _window(now)
-    first = _Reads(conn)
-    # what each queue's `@read_ends` is asked (the same for all)
-    ends_asked = [now - OVERDUE_MS, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
-    for i, q in enumerate(names):
-        c = sizes[q]
-        for kind in ("claimed", "completed", "failed"):
-            first.on(i, kind).hmget(metrics_key(q, kind), [str(m) for m in window])
-        # the minutes of the window that have histograms (an idle queue has none)
-        first.on(i, "minutes").zrangebyscore(latency_index_key(q), window[0], window[-1])
-        first.on(i, "expired").zcount(queue_key(q, "active"), "-inf", now)
-        if c["pending"] or c["schedule"] or c["dead"]:
-            conn.run("read_ends", [base(q)], ends_asked, verb="health", pipeline=first.on(i, "ends"))
-        if c["lanes"]:
-            lanes.heads(conn, q, LANE_SAMPLE, LANE_WALK, first.on(i, "lanes"))
-    r1 = first.run(len(names))
-    ends = [_Ends.of(q, r.get("ends"), r.get("lanes")) for q, r in zip(names, r1, strict=True)]
-    # the second round: the window's wait histograms, and the last claim minute and the
-    # age of a queue that claimed nothing in the window while it has something to claim
-    second = _Reads(conn)
-    for i, q in enumerate(names):
-        r = r1[i]
-        for m in r["minutes"]:
-            second.on(i, "waits", many=True).hgetall(latency_key(q, "wait", int(float(m))))
-        backlog = sizes[q]["pending"] or ends[i].overdue
-        if _sum(r["claimed"]) == 0 and (backlog or r["expired"]):
-            second.on(i, "claims").hkeys(metrics_key(q, "claimed"))
-            second.on(i, "created").hget(queue_key(q, "meta"), "created_at")
-    r2 = second.run(len(names))
-    # the third round: the sampled rows' two times, each measured before it is read
-    # (one `@read_rows` call a queue)
-    third = _Reads(conn)
-    for i, q in enumerate(names):
-        sample = [*ends[i].sample, *lanes.head_ids(r1[i].get("lanes"))]
-        if sample:
-            asked = [2, TIME_BYTES, "created_at", "due_at", *dict.fromkeys(sample)]
-            conn.run("read_rows", [base(q)], asked, verb="health", pipeline=third.on(i, "times"))
-    r3 = third.run(len(names))
+    notes = {q: list(said) for q, said in seen.notes.items()}
     records = []
-    for i, q in enumerate(names):
-        c, r = sizes[q], r1[i]
-        claimed, completed, failed = _sum(r["claimed"]), _sum(r["completed"]), _sum(r["failed"])
-        wait = histogram.merge([histogram.parse(h) for h in r2[i].get("waits", ())])
+    for r in readings:
+        if r.queue not in sizes:
+            continue
+        q, c, now = r.queue, sizes[r.queue], r.now
+        claimed, completed, failed, waits, expired, ends_read, heads, times, quiet, created = r.health
+        ends = _Ends.of(q, ends_read, heads)
+        wait = histogram.merge(histogram.parse(dict(zip(h[0::2], h[1::2], strict=True))) for h in waits)
         finished = completed + failed
         row: dict[str, Any] = {
             **{k: int(c[k]) for k in ("pending", "active", "schedule", "dead")},
             "paused": bool(c["paused"]),
-            "oldest_pending_s": _oldest(now, r3[i].get("times", ()), ends[i].due),
+            "oldest_pending_s": _oldest(now, times, ends.due),
             "claimed_5m": claimed,
             "completed_5m": completed,
             "failed_5m": failed,
             "failure_rate_5m": failed / finished if finished else math.nan,
-            "expired_leases": int(r["expired"]),
+            "expired_leases": int(expired),
             "wait_p95_5m": histogram.percentile(wait, 0.95),
         }
-        created = _whole(r2[i].get("created"))
-        age = (now - created) / 1000 if created is not None else math.nan
-        claims = [n for n in map(_whole, r2[i].get("claims", ())) if n is not None]
+        born = _whole(created)
         row["verdict"], row["why"] = judge(
             row,
             now,
-            max(claims) if claims else None,
-            age,
-            overdue=ends[i].overdue,
-            newest_dead_ms=ends[i].newest,
+            _whole(quiet),
+            (now - born) / 1000 if born is not None else math.nan,
+            overdue=ends.overdue,
+            newest_dead_ms=ends.newest,
         )
         records.append({"queue": q, **row})
+        if ends.unread:
+            notes.setdefault(q, []).extend(ends.unread)
     frame = pd.DataFrame.from_records(records, columns=["queue", *HEALTH_COLUMNS]).set_index("queue")
     ints = [
         "pending",
@@ -269,22 +225,32 @@ def health(
             "why": "object",
         }
     )
-    # what the counts say of lane backlogs a look did not sum whole (`lanes.notes`)
-    typed.attrs[lanes.WATCHED] = dict(counts.attrs.get(lanes.WATCHED, {}))
-    # the members at the ends of the sets it left on the server (`lanes.HEAD_BYTES`)
-    typed.attrs[lanes.HEADS_UNREAD] = {q: e.unread for q, e in zip(names, ends, strict=True) if e.unread}
-    return by_severity(typed)
+    return watching.Look(by_severity(typed), notes, counts)
+
+
+def asked(conn: Connection) -> list[Any]:
+    """What health asks `@read_watch` of each queue besides its counts (ARGV[5] on)."""
+    return [
+        "1",
+        WINDOW_MS,
+        OVERDUE_MS,
+        watching.HEAD_BYTES,
+        watching.measured_only(conn),
+        LANE_SAMPLE,
+        LANE_WALK,
+        TIME_BYTES,
+        watching.HASH_FIELDS,
+    ]
 
 
 class _Ends:
-    """What one `@read_ends` call (and the lanes' sample beside it) read of a queue:
-    `sample`, the ids whose rows' times are read (pending's head, the first job of its
-    lowest priority); `overdue`, the scheduled jobs due over `OVERDUE_MS` ago; `due`, the
+    """What a look read at the ends of a queue's sets (`@read_watch`'s ends, as `@read_ends`
+    answers them, and its lanes' heads): `overdue`, the scheduled jobs due over
+    `OVERDUE_MS` ago; `due`, the
     earliest due time among them; `newest`, when the newest dead job died; `unread`, what
-    the look says of each member it left on the server (over `lanes.HEAD_BYTES`)."""
+    the look says of each member it left on the server (over `watching.HEAD_BYTES`)."""
 
     def __init__(self) -> None:
-        self.sample: list[str] = []
         self.overdue = 0
         self.due: int | None = None
         self.newest: float | None = None
@@ -294,8 +260,7 @@ class _Ends:
     def of(cls, q: str, reply: list | None, lane_reply: list | None) -> _Ends:
         out = cls()
         if reply:
-            head, band, overdue, due, newest, *unread = reply
-            out.sample = [m for m in (head, band) if isinstance(m, str)]
+            _, _, overdue, due, newest, *unread = reply
             out.overdue = int(overdue or 0)
             out.due = int(due) if due is not None else None
             out.newest = float(newest) if newest is not None else None
@@ -305,9 +270,10 @@ class _Ends:
                 "band": f"the first job of {pending}'s lowest priority",
             }
             for at in range(0, len(unread) - 1, 2):
-                out.unread.append(lanes.unread_head(where.get(unread[at], unread[at]), int(unread[at + 1])))
-        for size in lanes.heads_unread(lane_reply):
-            out.unread.append(lanes.unread_head(f"the head of a lane of {q}", size))
+                place = where.get(unread[at], unread[at])
+                out.unread.append(watching.unread_head(place, int(unread[at + 1])))
+        for size in watching.heads_unread(lane_reply):
+            out.unread.append(watching.unread_head(f"the head of a lane of {q}", size))
         return out
 
 
@@ -425,6 +391,8 @@ def judge(
       or `growing`: its backlog is held on purpose);
     - `idle`: nothing pending or in flight and no work for 5 minutes; else `ok`.
 
+    A queue holding dead jobs says how many whatever its verdict ("...; 2,600 dead").
+
     `last_claim_minute` is the latest minute with a claim when none fell in the
     window (None: no claim on record); `queue_age_s` is how long the queue has
     existed (NaN when unknown); `overdue` counts the scheduled jobs due more than
@@ -434,6 +402,8 @@ def judge(
     backlog = pending + overdue
     paused = row["paused"]
     held = "; paused by an operator" if paused else ""
+    # the dead jobs, named by a verdict about something else ("" for none)
+    and_dead = f"; {dead:,} dead" if dead else ""
     in_flight = f"{active:,} in flight"
     if expired:
         in_flight += f", {expired:,} of them past their lease"
@@ -457,16 +427,16 @@ def judge(
         backlog_old = math.isnan(waited) or waited >= STUCK_S
         if (backlog and backlog_old) or (expired and not backlog):
             what = _backlog(pending, overdue) if backlog else f"{expired:,} leases expired"
-            return "stuck", f"{what} and {quiet}; {in_flight}: are the workers running?"
+            return "stuck", f"{what} and {quiet}; {in_flight}{and_dead}: are the workers running?"
     if not paused and backlog > claimed:
         if claimed == 0:
             return "growing", (
                 f"{_backlog(pending, overdue)} and no claim in the last 5 min yet; "
-                f"the oldest waited {ago(waited) if not math.isnan(waited) else 'unknown'}"
+                f"the oldest waited {ago(waited) if not math.isnan(waited) else 'unknown'}{and_dead}"
             )
         return "growing", (
             f"{_backlog(pending, overdue)}, more than the {claimed:,} claimed in the last 5 min: "
-            f"the workers are not keeping up; wait p95 {ms_text(row['wait_p95_5m'])}"
+            f"the workers are not keeping up; wait p95 {ms_text(row['wait_p95_5m'])}{and_dead}"
         )
     if dead:
         newest = (

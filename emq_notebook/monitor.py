@@ -2,11 +2,12 @@
 people -- a Prometheus exporter (`collector`, `serve`, `emq exporter`) and a
 Nagios-style check (`check`, `emq check`). Reads only.
 
-A scrape is one `read` of the server: `frames.health` of every queue the connection's
-directory knows (found at most once a minute, never by a SCAN per scrape), then one
-`@read_monitor` call a queue (the minutes of throughput and latency since the last
-scrape, and when the oldest dead job died). Every call is bounded (SPEC 11); a stalled
-server costs a scrape the connection's socket timeout and answers `emq_up 0`.
+A scrape is one `read` of the server: health of every queue the connection's directory
+knows (found at most once a minute, never by a SCAN per scrape) with the minutes of
+throughput and latency since the last scrape and when the oldest dead job died, in the
+one `@read_watch` call a queue a watching look makes (the dashboard's and health's
+read). Every call is bounded (SPEC 11); a stalled server costs a scrape the
+connection's socket timeout and answers `emq_up 0`.
 
 The metrics (SPEC 13), label `queue` on every one but `emq_up` and
 `emq_scrape_duration_seconds`:
@@ -54,10 +55,11 @@ from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from . import defaults, frames, health, histogram, lanes
+from . import counts as counting
+from . import defaults, frames, health, histogram, watching
 from .connector import Connection
 from .errors import BadInput
-from .keyspace import STATES, base
+from .keyspace import STATES
 
 log = logging.getLogger(__name__)
 
@@ -118,28 +120,22 @@ class Look:
 
 
 def read(conn: Connection, since: dict[str, int] | None = None, queues: list[str] | None = None) -> Look:
-    """The monitor's one read of the server: health of `queues` (None: every queue the
-    directory knows), then one `@read_monitor` call a queue for the minutes from
-    `since[queue]` (default: the minute before this one; at most `CATCH_UP_MINUTES`
-    back) to the one after this (another node's clock may run ahead). A queue whose call
-    failed (a key of another type) has no reply. Reads only.
-
-    The one place a scrape and nothing else reads the server: health's reads are most
-    of it at 1,000 queues (bench/monitor.py), and a faster watching read of the same
-    frame would take `frames.health`'s place here alone."""
+    """The monitor's one read of the server: the server's time, then health of `queues`
+    (None: every queue the directory knows) with the minutes of throughput and latency
+    from `since[queue]` (default: the minute before this one; at most `CATCH_UP_MINUTES`
+    back) to the one after this (another node's clock may run ahead) and the oldest dead
+    job's death, all in the one `@read_watch` call a queue health's look makes
+    (`watching.read`: one pipeline, a round trip to each primary at once). A queue whose
+    minutes could not be read has no reply. Reads only."""
     now = conn.server_ms()
-    look = frames.health(conn, queues, now_ms=now)
     minute = now // 60_000
-    measured = lanes.measured_only(conn)
-    first = {}
-    pipe = conn.pipeline()
-    for q in map(str, look.index):
-        first[q] = min(minute, max(minute - CATCH_UP_MINUTES, (since or {}).get(q, minute - 1)))
-        asked = [first[q], minute + 1, measured, HASH_FIELDS, HASH_BYTES]
-        conn.run("read_monitor", [base(q)], asked, verb="monitor", pipeline=pipe)
-    replies = pipe.execute(raise_on_error=False) if first else []
-    got = {q: r for q, r in zip(first, replies, strict=True) if not isinstance(r, Exception)}
-    return Look(now, look, first, got)
+    names, stamp = counting.named(conn, queues)
+    first = {q: min(minute, max(minute - CATCH_UP_MINUTES, (since or {}).get(q, minute - 1))) for q in names}
+    also = {q: [first[q], minute + 1, HASH_FIELDS, HASH_BYTES] for q in names}
+    readings = watching.read(conn, names, lanes=True, now_ms=now, asked=health.asked(conn), also=also)
+    look = health.of(readings, counting.of(conn, readings, listed=queues is None, stamp=stamp))
+    got = {r.queue: r.scraped for r in readings if isinstance(r.scraped, list)}
+    return Look(now, look.frame, {q: first[q] for q in map(str, look.frame.index)}, got)
 
 
 # -- the counters, from the per-minute buckets -----------------------------------------

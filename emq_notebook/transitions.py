@@ -134,6 +134,7 @@ TABLE: dict[str, Transition] = {
         Transition("read_lanes"),
         Transition("read_audit"),
         Transition("read_ends"),
+        Transition("read_watch"),
         Transition("read_monitor"),
         Transition("lane_backlog"),
         Transition("lane_set"),

@@ -18,7 +18,7 @@ SMALL = {
     "scale.py": ("2000", "worst ratio to target: "),
     "find.py": ("5000", "find/(snapshot+filter): "),
     "latency_cost.py": ("1000", "with/without seconds per cycle: "),
-    "watch.py": ("2000", "refresh commands with/without foreign keys: "),
+    "watch.py": ("2000", "worst refresh of 1,000 queues: "),
     "audit_cost.py": ("200", "us added per single verb (worst): "),
     "harm.py": ("2000", "worst server block: "),
     "lanes_watch.py": ("2000", "worst call against 20 ms: "),

@@ -13,7 +13,7 @@ import redis
 from helpers import dump
 
 import emq_notebook as emq
-from emq_notebook import admin, audit, frames, jobs, lanes, repeat, triage
+from emq_notebook import admin, audit, frames, jobs, lanes, repeat, triage, watching
 from emq_notebook import health as health_module
 from emq_notebook.connector import Connection
 from emq_notebook.plots import VERDICT_COLOURS
@@ -118,15 +118,15 @@ def test_a_refresh_reads_the_counts_once_for_the_overview_its_verdicts_and_the_o
     d = Dashboard(conn, auto=False, queue=Q)
     try:
         reads: list = []
-        real = frames.counts
+        real = watching.read
 
         def counted(*args, **kw):
-            reads.append(args[1:])
+            reads.append(list(args[1]))
             return real(*args, **kw)
 
-        monkeypatch.setattr(frames, "counts", counted)
+        monkeypatch.setattr(watching, "read", counted)
         d.refresh()
-        assert reads == [()]  # one read of every queue, shared
+        assert reads == [sorted(d.overview.index)]  # one read of every queue, shared
         assert "pending <b>2</b>" in d.parts["Overview"].counts.value
     finally:
         d.close()
@@ -687,8 +687,8 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
         # (and frames.health's fixed reads of the queue's metrics)
         assert scans <= keys // 1000 + 2
         assert len(names) - scans <= 20 + 12, names
-        # one script: health's `@read_ends` of the queue's sets (ids and scores, no row)
-        assert [r[0] for r in runs] == ["read_ends"] and "HGETALL" not in names
+        # one script: the look's `@read_watch` of the queue (counts, ids and scores, no row)
+        assert [r[0] for r in runs] == ["read_watch"] and "HGETALL" not in names
         assert [c for c in sent if any(":job:" in str(part) for part in c)] == []  # no row read
         if backend == "valkey":
             stats = conn.client.info("commandstats")
@@ -697,9 +697,9 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
             assert stats.get("cmdstat_hmget", {"calls": 0})["calls"] <= 3
         assert d.overview.loc[BIG, "dead"] == N
 
-        d.open_queue(BIG)  # the Overview tab: one queue's counts
+        d.open_queue(BIG)  # the Overview tab: one queue's counts (one `@read_watch` call)
         sent, runs = spy.take()
-        assert len(sent) <= 20 and not runs, sent
+        assert len(sent) <= 20 and [r[0] for r in runs] == ["read_watch"], sent
 
         view = d.tab("Jobs")  # one page of rows, found from the start of the set
         asked = list(spy.args)
@@ -745,18 +745,19 @@ def test_the_demo_stages_only_on_an_empty_server(conn):
 def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
     import pandas as pd
 
-    def health(c, queues=None, *, counts=None):
-        # the counts of the refresh, read once, are handed over
-        assert c is conn and queues is None and list(counts.index) == ["mail", "reports"]
-        return pd.DataFrame(
+    def look(c, queues=None, **kw):
+        # every queue's verdicts and the counts read with them, in one look
+        assert c is conn and queues is None
+        verdicts = pd.DataFrame(
             {
                 "verdict": ["paused", "failing"],
                 "why": ["paused by an operator", "3 of 3 failed in 5 minutes"],
             },
             index=pd.Index(["reports", "mail"], name="queue"),
         )
+        return watching.Look(verdicts, {}, frames.counts(c))
 
-    monkeypatch.setattr(frames, "health", health)
+    monkeypatch.setattr(health_module, "look", look)
     d = Dashboard(conn, auto=False)
     assert list(d.overview.index) == ["reports", "mail"]  # in the health frame's order
     shown = d.grid.data

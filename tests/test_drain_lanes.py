@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import emq_notebook as emq
-from emq_notebook import admin, jobs
+from emq_notebook import admin, jobs, watching
 from emq_notebook import lanes as lanes_
 from emq_notebook.errors import Gone
 from emq_notebook.keyspace import base, queue_key
@@ -102,7 +102,7 @@ def test_a_lane_whose_backlog_is_another_type_is_passed_over_and_the_rest_draine
 def test_a_lane_named_over_max_id_bytes_is_passed_over_as_the_walks_of_the_lanes_do(conn):
     # another node's lanes named 70,000 bytes: no key is built of such a name (a drain
     # building them read every one with its SSCAN page: 20 of 1 MB held Valkey 46 ms a
-    # call); its backlog stays, as lanes.backlog counts it skipped
+    # call); its backlog stays, as watching.backlog counts it skipped
     long_names = [f"{i:02d}" + "x" * 70_000 for i in range(4)]
     names = [f"t{i}" for i in range(10)]
     made = lanes(conn, names)
@@ -110,7 +110,7 @@ def test_a_lane_named_over_max_id_bytes_is_passed_over_as_the_walks_of_the_lanes
     assert admin.drain(conn, Q, budget=1_000) == made
     assert left(conn, names) == 0
     assert left(conn, long_names) == len(long_names)
-    assert lanes_.backlogs(conn, [Q])[Q].skipped == len(long_names)
+    assert watching.backlogs(conn, [Q])[Q].skipped == len(long_names)
 
 
 def test_an_older_clients_drain_call_without_a_cursor_answers_as_before(conn):

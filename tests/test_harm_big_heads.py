@@ -3,8 +3,8 @@ a queue's sets (pending's head, the first job of its lowest priority, a lane's h
 schedule's due head, the newest dead) is never read by a watching look (health, a
 dashboard refresh, HealthView): no command answers a member's length and a read copies
 it whole (30 MB held Valkey 14 to 58 ms). On a private Valkey the look measures it first
-(MEMORY USAGE), leaves it on the server and says so (`lanes.HEADS_UNREAD`,
-`lanes.notes`); a score alone (the newest death, the due time, the lowest priority) is
+(MEMORY USAGE), leaves it on the server and says so (the look's notes,
+`health.look`); a score alone (the newest death, the due time, the lowest priority) is
 found without its member. On the embedded fakeredis (this process's own memory, no
 MEMORY command) the members are read as before. Counted (the bytes the server wrote to
 its clients), never timed: bench/big_heads.py has the time each held."""
@@ -16,11 +16,11 @@ from typing import Any
 from harm import bounded, written_out
 
 import emq_notebook as emq
-from emq_notebook import frames, health, jobs, lanes
+from emq_notebook import frames, health, jobs, watching
 from emq_notebook.keyspace import base
 from emq_notebook.widgets import Dashboard
 
-# over lanes.HEAD_BYTES, and small enough for a quick test
+# over watching.HEAD_BYTES, and small enough for a quick test
 BIG = 3 << 20
 Q = "big"
 
@@ -49,22 +49,22 @@ def test_a_look_never_reads_a_huge_member_at_an_end_and_says_it(harm):
     hour ago, the newest dead 2 h ago. Before, each was read: 15 MB sent."""
     conn, srv = harm
     stage(conn)
-    h, out = bounded(lambda: written_out(conn, srv, lambda: frames.health(conn, [Q])), srv, what="health")
+    look, out = bounded(lambda: written_out(conn, srv, lambda: health.look(conn, [Q])), srv, what="health")
+    h = look.frame
     assert h.loc[Q, "schedule"] == 201 and h.loc[Q, "dead"] == 201 and h.loc[Q, "pending"] == 204
     # the due head's score is the oldest a sample knows: an hour
     assert 3_590 <= h.loc[Q, "oldest_pending_s"] <= 3_700
     assert h.loc[Q, "verdict"] == "stuck"
-    said = h.attrs[lanes.HEADS_UNREAD].get(Q, [])
+    said = look.notes.get(Q, [])
     if srv is None:  # the embedded fake: no MEMORY command, its own memory; read as before
-        assert said == [] and lanes.notes(h) == {}
+        assert said == []
         return
     assert out is not None and out < 1 << 20
     assert len(said) == 3, said
     assert said[0].startswith(f"the head of emq:{{{Q}}}:pending not read: about 3.")
     assert said[1].startswith(f"the first job of emq:{{{Q}}}:pending's lowest priority not read")
     assert said[2].startswith(f"the head of a lane of {Q} not read")
-    assert all(f"over {lanes.HEAD_BYTES:,} bytes" in s for s in said)
-    assert "not read" in lanes.notes(h)[Q]
+    assert all(f"over {watching.HEAD_BYTES:,} bytes" in s for s in said)
 
 
 def test_the_newest_dead_is_found_without_reading_it(harm):
@@ -109,7 +109,7 @@ def test_scores_are_found_exactly_where_no_member_is_read(harm):
     for i in range(300):
         jobs.enqueue(conn, Q, "{}", id=f"j_{i:04d}", priority=(0, 7, 1_000_000)[i % 3])
     now = conn.server_ms()
-    asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+    asked = [now - 60_000, watching.HEAD_BYTES, watching.measured_only(conn), now]
     got = conn.run("read_ends", [base(Q)], asked)
     assert got[:3] == ["j_0000", "j_0002", None]
 
@@ -123,7 +123,7 @@ def test_scores_past_the_span_at_the_ends_do_not_fail_the_look(harm):
     c = conn.client
     c.zadd(f"emq:{{{Q}}}:pending", {f"j_{i:05d}": i % 2 for i in range(5000)})
     now = conn.server_ms()
-    asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+    asked = [now - 60_000, watching.HEAD_BYTES, watching.measured_only(conn), now]
     for low, high in ((float("-inf"), None), (-1e300, None), (float("-inf"), float("inf"))):
         c.zadd(f"emq:{{{Q}}}:pending", {"low": low})
         if high is not None:
@@ -159,7 +159,7 @@ def test_a_long_listpack_is_not_searched(harm):
     c.delete("tmp:p", "tmp:d")
     c.zadd(f"emq:{{{Q}}}:pending", {"A" * (2 << 20): -1})
     c.zadd(f"emq:{{{Q}}}:dead", {"D" * (2 << 20): now - 60_000})
-    asked = [now - 60_000, lanes.HEAD_BYTES, lanes.measured_only(conn), now]
+    asked = [now - 60_000, watching.HEAD_BYTES, watching.measured_only(conn), now]
     if srv is None:
         got = conn.run("read_ends", [base(Q)], asked)
         assert got == ["A" * (2 << 20), "j_00001", None, None, now - 60_000]
@@ -171,6 +171,6 @@ def test_a_long_listpack_is_not_searched(harm):
     # one ZCOUNT: the schedule's overdue count
     assert c.info("commandstats").get("cmdstat_zcount", {}).get("calls", 0) == 1
     assert got[:5] == [None, None, None, None, None] and got[5] == "head"
-    h = bounded(lambda: frames.health(conn, [Q]), srv, what="health")
-    assert h.loc[Q, "pending"] == 20_001 and h.loc[Q, "dead"] == 20_001
-    assert h.attrs[lanes.HEADS_UNREAD][Q][0].startswith(f"the head of emq:{{{Q}}}:pending not read")
+    look = bounded(lambda: health.look(conn, [Q]), srv, what="health")
+    assert look.frame.loc[Q, "pending"] == 20_001 and look.frame.loc[Q, "dead"] == 20_001
+    assert look.notes[Q][0].startswith(f"the head of emq:{{{Q}}}:pending not read")

@@ -14,7 +14,7 @@ import pytest
 from harm import bounded, commands_sent, replies, written_out
 
 import emq_notebook as emq
-from emq_notebook import decoding, frames, health, jobs
+from emq_notebook import decoding, frames, health, jobs, watching
 from emq_notebook.defaults import BYTE_BUDGET
 
 Q = "rowfields"
@@ -126,14 +126,14 @@ def test_an_ordinary_row_is_measured_whole_in_one_command_on_valkey(harm):
 def times_read(monkeypatch) -> list:
     """The sampled rows' times each health read answers from now on, as they come."""
     seen: list = []
-    real = health._Reads.run
+    real = watching.read
 
-    def run(self, n):
-        got = real(self, n)
-        seen.extend(r["times"] for r in got if "times" in r)
+    def read(*args, **kw):
+        got = real(*args, **kw)
+        seen.extend(r.health[7] for r in got if r.health)
         return got
 
-    monkeypatch.setattr(health._Reads, "run", run)
+    monkeypatch.setattr(watching, "read", read)
     return seen
 
 

@@ -11,9 +11,11 @@ import random
 import pandas as pd
 import pytest
 import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ulid import ULID
 
-from emq_notebook import Worker, admin, frames, health, histogram, jobs
+from emq_notebook import Worker, admin, frames, health, histogram, jobs, watching
 from emq_notebook.errors import UnknownQueue
 from emq_notebook.health import HEALTH_COLUMNS, LATENCY_COLUMNS
 
@@ -191,6 +193,22 @@ def test_stuck_says_the_quiet_time_from_the_minute_of_the_last_claim(conn):
     assert "0 in flight" in h["why"]
 
 
+def test_the_last_claim_is_found_hours_and_days_back(conn, monkeypatch):
+    """The minute of the last claim, an hour of minutes a read back a day, then by the
+    hash's names; past `watching.HASH_FIELDS` names, the day's bound (a lower bound)."""
+    run_jobs(conn, "jam", 2)
+    for i in range(5):
+        jobs.enqueue(conn, "jam", str(i))
+    end = (last_claim_minute(conn, "jam") + 1) * MIN
+    for after, said in ((3 * 60 * MIN, "3 h"), (3 * 1440 * MIN, "3 d")):
+        h = verdicts(conn, now_ms=end + after + 10_000).loc["jam"]
+        assert h["verdict"] == "stuck", h["why"]
+        assert h["why"].startswith(f"5 pending and no claim for {said};"), h["why"]
+    monkeypatch.setattr(watching, "HASH_FIELDS", 0)
+    h = verdicts(conn, now_ms=end + 3 * 1440 * MIN + 10_000).loc["jam"]
+    assert h["why"].startswith("5 pending and no claim for 24 h;"), h["why"]
+
+
 def test_stuck_with_expired_leases_and_nobody_putting_them_back(conn):
     jobs.enqueue(conn, "gone", "x")
     jobs.claim(conn, "gone", 1_000)
@@ -246,9 +264,10 @@ def spy_commands(monkeypatch) -> list[tuple]:
 
 
 def test_health_reads_two_time_fields_of_a_bounded_sample_of_rows(conn, monkeypatch):
-    """The only row reads are one `@read_rows` call a queue of `created_at` and `due_at`,
-    of the head of pending, the first job of its lowest priority and the head of each
-    lane, never a payload, whatever the backlog (the cost is the same at a million jobs)."""
+    """The only row reads are `created_at` and `due_at`, inside the one `@read_watch` call
+    a queue, of the head of pending, the first job of its lowest priority and the head of
+    each lane, never a payload, whatever the backlog (the cost is the same at a million
+    jobs)."""
     run_jobs(conn, "big", 3, fail=1)
     for i in range(40):
         jobs.enqueue(conn, "big", str(i), id=f"j_{i:03d}", priority=i % 3)
@@ -268,15 +287,19 @@ def test_health_reads_two_time_fields_of_a_bounded_sample_of_rows(conn, monkeypa
     monkeypatch.undo()
     assert h.loc["big", "dead"] == 1 and sent
     assert [a for a in sent if any(":job:" in str(x) for x in a)] == []  # no row read by name
-    # the lanes are walked by `@lane_backlog` (their sizes and heads, no row), the ends of
-    # pending, the schedule and the dead set read by `@read_ends` (ids and scores, no row)
-    assert {name for name, _, _ in runs} == {"read_rows", "lane_backlog", "read_ends"}
-    rows_read = [(name, keys, args) for name, keys, args in runs if name == "read_rows"]
-    assert [(name, keys, args[:4]) for name, keys, args in rows_read] == [
-        ("read_rows", ["emq:{big}:"], [2, health.TIME_BYTES, "created_at", "due_at"])
-    ]
-    rows = sorted(rows_read[0][2][4:])
-    assert rows == ["j_002", "j_003", "j_acme", "j_globex"]  # heads of priority 0 and 2, of each lane
+    # one call a queue: its counts, its lanes' sizes and heads, the ends of pending, the
+    # schedule and the dead set (ids and scores), the sample's two times
+    assert [(name, keys) for name, keys, _ in runs] == [("read_watch", ["emq:{big}:"])]
+    (read,) = watching.read(conn, ["big"], lanes=False, asked=health.asked(conn))
+    ends, heads, times = read.health[5], read.health[6], read.health[7]
+    sampled = [m for m in dict.fromkeys([*ends[:2], *heads[4:]]) if isinstance(m, str)]
+    assert sorted(sampled) == [
+        "j_002",
+        "j_003",
+        "j_acme",
+        "j_globex",
+    ]  # heads of priority 0 and 2, of each lane
+    assert len(times) == 4 and all(created.isdigit() and due is None for created, due in times)
 
 
 # -- issue 28, items 10-12: health says the right thing ------------------------------
@@ -351,6 +374,57 @@ def test_a_queue_holding_dead_jobs_reads_dead_letters_never_ok_or_idle(conn):
     assert h["verdict"] == "dead_letters" and h["why"].endswith("; paused by an operator")
     # in the window, with most finished jobs failing, it is failing
     assert verdicts(conn).loc["bad", "verdict"] == "failing"
+
+
+def test_a_stuck_or_growing_queue_names_its_dead_letters(conn):
+    """Issue 43: a stuck queue with dead jobs said nothing of them in its reason."""
+    run_jobs(conn, "jam", 3, fail=2)
+    for i in range(5):
+        jobs.enqueue(conn, "jam", str(i))
+    later = (last_claim_minute(conn, "jam") + 1) * MIN + 7 * MIN + 10_000
+    h = verdicts(conn, now_ms=later).loc["jam"]
+    assert h["verdict"] == "stuck" and h["dead"] == 2
+    assert h["why"] == "5 pending and no claim for 7 min; 0 in flight; 2 dead: are the workers running?"
+    # in the window, 2 of 3 failed: failing, which names them as it did
+    h = verdicts(conn).loc["jam"]
+    assert h["verdict"] == "failing" and h["why"].endswith("; 2 dead")
+    run_jobs(conn, "busy", 6, fail=1)
+    for i in range(12):
+        jobs.enqueue(conn, "busy", str(i))
+    h = verdicts(conn).loc["busy"]
+    assert h["verdict"] == "growing" and h["why"].endswith("; 1 dead")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.tuples(*(st.integers(0, 3_000),) * 8),
+    paused=st.booleans(),
+    oldest=st.one_of(st.just(math.nan), st.floats(0, 10_000)),
+    last_claim=st.one_of(st.none(), st.integers(0, 30_000_000)),
+    overdue=st.integers(0, 50),
+)
+def test_every_verdict_names_the_dead_letters(counts, paused, oldest, last_claim, overdue):
+    """Whatever the verdict, a queue holding dead jobs says how many (issue 43)."""
+    pending, active, dead, claimed, completed, failed, expired, schedule = counts
+    row = {
+        "pending": pending,
+        "active": active,
+        "schedule": schedule,
+        "dead": dead,
+        "paused": paused,
+        "oldest_pending_s": oldest,
+        "claimed_5m": claimed,
+        "completed_5m": completed,
+        "failed_5m": failed,
+        "expired_leases": expired,
+        "wait_p95_5m": math.nan,
+    }
+    verdict, why = health.judge(row, 30_000_000 * MIN, last_claim, math.nan, overdue=overdue)
+    assert verdict in health.SEVERITY
+    if dead:
+        assert f"{dead:,} dead" in why, (verdict, why)
+    elif verdict != "failing":  # failing says "0 dead" too: its failures were retried
+        assert "dead" not in why, (verdict, why)
 
 
 def stage_every_verdict(conn) -> None:

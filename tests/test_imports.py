@@ -83,11 +83,6 @@ def imports_of(name: str, lazy: bool = False) -> set[str]:
 GRAPH = {name: imports_of(name) for name in MODULES}
 LAZY = {name: imports_of(name, lazy=True) for name in MODULES}
 
-# The one cycle left, named so that the change removing it deletes it here too: frames
-# answers `frames.health` through a module `__getattr__` (a lazy import of health), and
-# health imports frames for `frames.counts` (task W of issue #42 splits them).
-KNOWN = {frozenset({"emq_notebook.frames", "emq_notebook.health"})}
-
 
 def tangles(graph: dict[str, set[str]]) -> list[set[str]]:
     """The modules that import one another round a cycle: each strongly connected part
@@ -125,7 +120,7 @@ def tangles(graph: dict[str, set[str]]) -> list[set[str]]:
 def test_the_graph_is_read_from_the_source():
     # the walk sees the imports the package is known to make
     assert "emq_notebook.connector" in GRAPH["emq_notebook.jobs"]
-    assert "emq_notebook.frames" in GRAPH["emq_notebook.health"]
+    assert "emq_notebook.health" in GRAPH["emq_notebook.frames"]
     assert "emq_notebook.verbs.bulk" in GRAPH["emq_notebook.verbs.job"]
     assert {"emq_notebook.verbs.session", "emq_notebook.verbs.panels"} <= GRAPH["emq_notebook.verbs"]
     # a TYPE_CHECKING import is no edge: directory.py names Connection only for types
@@ -140,12 +135,7 @@ def test_no_module_of_the_package_imports_itself_round_a_cycle():
 
 
 def test_no_cycle_either_through_an_import_inside_a_function():
-    assert [sorted(t) for t in tangles(LAZY) if frozenset(t) not in KNOWN] == []
-
-
-def test_each_known_cycle_is_still_there():
-    # a known cycle once removed is deleted from KNOWN, so it cannot come back unseen
-    assert {frozenset(t) for t in tangles(LAZY)} >= KNOWN
+    assert tangles(LAZY) == []
 
 
 def test_the_bulk_moves_never_import_the_queue_scope():

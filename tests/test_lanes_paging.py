@@ -1,7 +1,7 @@
 """A queue with many lanes (a lane per tenant): every read of its lanes walks the set of
 known groups on the server a page at a time (`@read_lanes`, `@lane_backlog`), never one
 SMEMBERS of the whole set nor a command per lane from the client. Exact where an
-operator asks (`lanes.lanes`, `lanes.backlog`, `admin.job_count` / `backlog`): the same
+operator asks (`lanes.lanes`, `watching.backlog`, `admin.job_count` / `backlog`): the same
 figures as the whole read they replace, in as many bounded calls as it takes. Bounded
 where the toolkit only watches (health's lane sample, completion, the Lanes tab, the
 jobs grid's total): the same commands at 10 times the lanes.
@@ -19,7 +19,7 @@ import pytest
 import redis
 from harm import bounded, sent
 
-from emq_notebook import admin, connector, frames, health, lanes, magics, triage
+from emq_notebook import admin, connector, counts, frames, health, lanes, magics, triage, watching
 from emq_notebook.completion import Completer
 from emq_notebook.keyspace import base
 from emq_notebook.verbs import Session
@@ -38,10 +38,10 @@ CHUNK = 8 + 14
 @pytest.fixture
 def small_pages(monkeypatch):
     """Pages of a few lanes, so a few hundred lanes take many calls."""
-    monkeypatch.setattr(lanes, "LANES_A_CALL", 23)
+    monkeypatch.setattr(watching, "LANES_A_CALL", 23)
     monkeypatch.setattr(lanes, "LANE_ROWS_A_CALL", 11)
     monkeypatch.setattr(lanes, "NAMES_A_CALL", 17)
-    monkeypatch.setattr(lanes, "LANE_EXACT", 13)
+    monkeypatch.setattr(watching, "LANE_EXACT", 13)
 
 
 def made(conn, names: list[str | bytes], jobs_in=lambda k: 1 + k % 3, rows: bool = False) -> None:
@@ -141,7 +141,7 @@ def test_a_few_hundred_lanes_in_many_pages_read_as_the_whole_read_did(conn, smal
     commands, runs = spied(conn, monkeypatch)
     listed = lanes.lanes(conn, Q, limit=None)
     assert dict(listed) == old and listed.total == 300 and listed.complete
-    assert lanes.backlog(conn, Q) == sum(v["pending"] for v in old.values()) == 600
+    assert watching.backlog(conn, Q) == sum(v["pending"] for v in old.values()) == 600
     assert admin.job_count(conn, Q) == admin.backlog(conn, Q) == 600
     assert "SMEMBERS" not in commands
     # no command per lane from the client: a page of lanes a call, each within its budget
@@ -150,8 +150,8 @@ def test_a_few_hundred_lanes_in_many_pages_read_as_the_whole_read_did(conn, smal
     sums = [reply for name, reply in runs if name == "lane_backlog"]
     assert len(pages) >= 300 // (lanes.LANE_ROWS_A_CALL + CHUNK)
     assert all(int(p[1]) <= lanes.LANE_ROWS_A_CALL + CHUNK for p in pages)
-    assert len(sums) >= 3 * 300 // (lanes.LANES_A_CALL + CHUNK)
-    assert all(int(s[1]) <= lanes.LANES_A_CALL + CHUNK for s in sums)
+    assert len(sums) >= 3 * 300 // (watching.LANES_A_CALL + CHUNK)
+    assert all(int(s[1]) <= watching.LANES_A_CALL + CHUNK for s in sums)
 
 
 def test_a_listing_takes_a_limit_and_says_how_many_lanes_there_are(conn, small_pages):
@@ -184,7 +184,7 @@ def test_lane_names_another_node_wrote(conn, small_pages):
     foreign = "F" * 70_000
     made(conn, [*tenants(150), *odd, foreign], jobs_in=lambda k: 1 if k < 155 else 4)
     old = whole_read(conn)
-    walked = lanes.backlogs(conn, [Q])[Q]
+    walked = watching.backlogs(conn, [Q])[Q]
     assert walked.jobs == sum(v["pending"] for v in old.values()) - 4 == 155
     assert walked.skipped == 1 and walked.lanes == 156
     listed = lanes.lanes(conn, Q, limit=None)
@@ -209,10 +209,10 @@ def test_a_meta_another_node_wrote_reads_as_no_count(conn, small_pages):
 def test_a_call_reads_about_its_byte_budget_of_names(conn, monkeypatch):
     """Names of 20 KB count 16 times their bytes (a key is built of each): with a budget
     of 64 KB a call takes one chunk of them, not the set."""
-    monkeypatch.setattr(lanes, "BYTE_BUDGET", 64 << 10)
+    monkeypatch.setattr(watching, "BYTE_BUDGET", 64 << 10)
     made(conn, [f"{k:03d}" + "n" * 20_000 for k in range(40)], jobs_in=lambda k: 1)
     commands, runs = spied(conn, monkeypatch)
-    assert lanes.backlog(conn, Q) == 40
+    assert watching.backlog(conn, Q) == 40
     sums = [int(reply[1]) for name, reply in runs if name == "lane_backlog"]
     # a call stops at the chunk in hand: 1 lane asked first, and SSCAN's bucket
     assert sum(sums) == 40 and len(sums) >= 3 and max(sums) <= 1 + 14
@@ -347,11 +347,12 @@ def test_the_magics_lane_verb_reads_one_lane(conn, small_pages, capsys, ip):
 def test_counts_asked_for_are_exact_in_bounded_calls(conn, small_pages, monkeypatch):
     made(conn, tenants(300))
     commands, runs = spied(conn, monkeypatch)
-    c = frames.counts(conn, [Q])
+    look = counts.look(conn, [Q])
+    c = look.frame
     assert c.loc[Q, "pending"] == 600 and c.loc[Q, "lanes"] == 300
-    assert lanes.notes(c) == {} and "SMEMBERS" not in commands and commands["ZCARD"] <= 5
+    assert look.notes == {} and "SMEMBERS" not in commands and commands["ZCARD"] <= 5
     sums = [int(reply[1]) for name, reply in runs if name == "lane_backlog"]
-    assert sum(sums) == 300 and max(sums) <= lanes.LANES_A_CALL + CHUNK
+    assert sum(sums) == 300 and max(sums) <= watching.LANES_A_CALL + CHUNK
     # every queue listed (`%emq queues`): the same figures
     assert frames.counts(conn).loc[Q, "pending"] == 600
 
@@ -367,14 +368,15 @@ def test_a_watching_look_sums_a_page_of_lanes_and_says_so(conn, small_pages):
     pipe.execute()
     looks = []
     for _ in range(60):
-        c = frames.counts(conn, [Q, "few"], watch=True)
-        looks.append((int(c.loc[Q, "pending"]), lanes.notes(c).get(Q, "")))
-        assert c.loc["few", "pending"] == 2 and "few" not in lanes.notes(c)  # few lanes: exact
+        look = counts.look(conn, [Q, "few"], watch=True)
+        c = look.frame
+        looks.append((int(c.loc[Q, "pending"]), look.note(Q)))
+        assert c.loc["few", "pending"] == 2 and "few" not in look.notes  # few lanes: exact
         if "as of a pass" in looks[-1][1]:
             break
     first, last = looks[0], looks[-1]
     assert first[0] < 600 and first[1].startswith("at least: lanes counted so far")
-    assert len(looks) >= 300 // (lanes.LANE_EXACT + CHUNK)  # a page of lanes a look
+    assert len(looks) >= 300 // (watching.LANE_EXACT + CHUNK)  # a page of lanes a look
     assert last[0] == 600 and "as of a pass over 300 lanes that ended" in last[1]
     # the next pass goes on in the background of the next looks; the last figure stands
     more = conn.client.zadd(P + "g:t00001:pending", {"j_new": 9})
@@ -390,8 +392,7 @@ def test_the_views_say_when_a_figure_is_a_pass(conn, small_pages):
         assert "pending of <b>tenants</b>: at least: lanes counted so far" in d.summary.value
         assert "pending: at least: lanes counted so far" in d.parts["Overview"].counts.value
         assert "pending of <b>tenants</b>:" in view.summary.value
-        h = frames.health(conn, [Q])
-        assert Q in lanes.notes(h)
+        assert Q in health.look(conn, [Q]).notes
     finally:
         d.close()
         view.close()
@@ -468,8 +469,8 @@ def test_percent_emq_queues_only_watches_unless_exact(conn, small_pages, monkeyp
     session.conn = conn
     commands, runs = spied(conn, monkeypatch)
     frame = execute(session, parse("queues"))
-    looked = [reply for name, reply in runs if name == "lane_backlog"]
-    assert len(looked) == 1 and int(frame.loc[Q, "pending"]) < 600
+    # one call a queue, its lanes' step in it
+    assert [name for name, _ in runs] == ["read_watch"] and int(frame.loc[Q, "pending"]) < 600
     assert any(line.startswith(f"{Q}: at least: lanes counted so far") for line in said)
     said.clear()
     runs.clear()
@@ -511,9 +512,10 @@ def test_a_key_of_another_type_is_counted_empty_and_said_never_blinding_the_look
     conn.client.set(P + "groups", "not a set")
     conn.client.set(P + "dead", "not a zset")
     for watch in (False, True):
-        c = frames.counts(conn, ["fine", Q], watch=watch)
+        look = counts.look(conn, ["fine", Q], watch=watch)
+        c = look.frame
         assert c.loc["fine", "pending"] == 1 and c.loc[Q, "pending"] == 1
         assert c.loc[Q, "lanes"] == 0 and c.loc[Q, "dead"] == 0
-        assert lanes.notes(c) == {Q: f"{P}dead, {P}groups hold another type: counted as empty"}
+        assert look.notes == {Q: [f"{P}dead, {P}groups hold another type: counted as empty"]}
     # every queue listed, the dashboard's look: the other queues are read all the same
     assert frames.counts(conn, watch=True).loc["fine", "pending"] == 1

@@ -24,7 +24,18 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import emq_notebook as emq
-from emq_notebook import admin, frames, grammar, health, histogram, jobs, local_valkey, monitor
+from emq_notebook import (
+    admin,
+    connector,
+    frames,
+    grammar,
+    health,
+    histogram,
+    jobs,
+    local_valkey,
+    monitor,
+    watching,
+)
 from emq_notebook.completion import Completer
 from emq_notebook.connector import sent_once
 from emq_notebook.errors import BadInput, UnknownQueue
@@ -88,6 +99,35 @@ def test_a_scrape_shows_each_queue_as_the_server_holds_it(conn):
     assert at(got, "emq_oldest_job_age_seconds", queue="mail", state="dead") >= 0
     assert at(got, "emq_oldest_job_age_seconds", queue="held", state="dead") == 0
     assert at(got, "emq_up") == 1 and at(got, "emq_scrape_duration_seconds") > 0
+
+
+def test_a_scrape_is_the_watching_look_one_call_a_queue(conn, monkeypatch):
+    """One read path (issue 43): a scrape reads the server's time, then ONE `@read_watch`
+    call a queue in one pipeline, the call a dashboard refresh and health make; no other
+    script and no other pipeline."""
+    stage(conn)
+    c = monitor.collector(conn)
+    scrape(c)  # the first look finds the queues
+    runs: list[str] = []
+    real_run = conn.run
+
+    def run(name, keys, args=(), **kw):
+        runs.append(name)
+        return real_run(name, keys, args, **kw)
+
+    executed: list[int] = []
+    real_execute = connector.Pipeline.execute
+
+    def execute(self, *a, **kw):
+        replies = real_execute(self, *a, **kw)
+        executed.append(len(replies))
+        return replies
+
+    monkeypatch.setattr(conn, "run", run)
+    monkeypatch.setattr(connector.Pipeline, "execute", execute)
+    got = scrape(c)
+    assert at(got, "emq_up") == 1
+    assert runs == ["read_watch", "read_watch"] and executed == [2]
 
 
 def test_a_scrape_of_a_cluster_reads_each_queue_on_its_primary(cluster):
@@ -296,9 +336,9 @@ def test_a_stalled_server_answers_up_0_in_the_socket_timeout_then_counts_on(priv
 
 
 def test_a_server_that_stalls_mid_scrape_answers_up_0_in_the_socket_timeout(monkeypatch):
-    """`DEBUG SLEEP` sent by another client after health's reads and before the
-    monitor's own: the scrape answers emq_up 0 within the socket timeout, not after the
-    server wakes."""
+    """`DEBUG SLEEP` sent by another client after the scrape read the server's time and
+    before its one read of the queues: the scrape answers emq_up 0 within the socket
+    timeout, not after the server wakes."""
     srv = local_valkey.start(save="", appendonly="no", config={"enable-debug-command": "yes"})
     try:
         url = f"redis://127.0.0.1:{srv.port}/0"
@@ -306,7 +346,7 @@ def test_a_server_that_stalls_mid_scrape_answers_up_0_in_the_socket_timeout(monk
         jobs.enqueue(conn, "mail", "{}")
         c = monitor.collector(conn)
         assert at(scrape(c), "emq_up") == 1
-        real = frames.health
+        real = watching.read
         # sent once: a server stopped under it is never sent it again (another took its port)
         sleeper = redis.Redis(port=srv.port, retry=sent_once())
         prober = redis.Redis(port=srv.port, socket_timeout=0.2, retry=sent_once())
@@ -314,17 +354,16 @@ def test_a_server_that_stalls_mid_scrape_answers_up_0_in_the_socket_timeout(monk
             target=with_suppressed, args=(sleeper.execute_command, "DEBUG", "SLEEP", "20")
         )
 
-        def then_stall(*args, **kw):
-            answer = real(*args, **kw)
+        def stalled(*args, **kw):
             asleep.start()
             for _ in range(100):  # until the server no longer answers a PING
                 try:
                     prober.ping()
                 except redis.TimeoutError:
                     break
-            return answer
+            return real(*args, **kw)
 
-        monkeypatch.setattr(frames, "health", then_stall)
+        monkeypatch.setattr(watching, "read", stalled)
         got = bounded(lambda: scrape(c), seconds=15, what="a scrape of a server asleep for 20 s")
         assert at(got, "emq_up") == 0
     finally:

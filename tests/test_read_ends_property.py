@@ -12,7 +12,7 @@ from harm import bounded
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from emq_notebook import lanes
+from emq_notebook import watching
 from emq_notebook.keyspace import base
 
 Q = "prop"
@@ -79,7 +79,7 @@ def test_read_ends_answers_what_the_plain_reads_say(harm, queue):
         c.zadd(K + queue["pad"], {f"p_{i:05d}": score for i in range(5000)})
     due_at = NOW - 60_000
     want, top = expected(c, due_at)
-    asked = [due_at, lanes.HEAD_BYTES, lanes.measured_only(conn), NOW]
+    asked = [due_at, watching.HEAD_BYTES, watching.measured_only(conn), NOW]
     got = bounded(lambda: conn.run("read_ends", [base(Q)], asked), srv, what="read_ends")
     # a lowest priority of 2^40 is a whole score within the span: named as any other
     assert got[:4] == want, (queue, got, want)

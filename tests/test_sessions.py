@@ -15,7 +15,21 @@ import pytest
 from helpers import dump, server_for, server_url
 
 import emq_notebook as emq
-from emq_notebook import admin, footprint, frames, jobs, lanes, moves, repeat, scripts, transfer, triage
+from emq_notebook import (
+    admin,
+    counts,
+    footprint,
+    frames,
+    health,
+    jobs,
+    lanes,
+    moves,
+    repeat,
+    scripts,
+    transfer,
+    triage,
+    watching,
+)
 from emq_notebook.connector import READING_COMMANDS
 from emq_notebook.errors import ReadOnly
 from emq_notebook.keyspace import job_key
@@ -75,9 +89,9 @@ READING = {
     "lanes.lane": (lambda c: lanes.lane(c, Q, "acme")["pending"], 1),
     "lanes.names": (lambda c: lanes.names(c, Q), ["acme"]),
     "lanes.page": (lambda c: list(lanes.page(c, Q).lanes), ["acme"]),
-    "lanes.backlog": (lambda c: lanes.backlog(c, Q), 1),
-    "lanes.backlogs": (lambda c: lanes.backlogs(c, [Q])[Q].jobs, 1),
-    "lanes.watched": (lambda c: lanes.watched(c, {Q: 1})[Q].jobs, 1),
+    "watching.backlog": (lambda c: watching.backlog(c, Q), 1),
+    "watching.backlogs": (lambda c: watching.backlogs(c, [Q])[Q].jobs, 1),
+    "watching.watched": (lambda c: watching.watched(c, {Q: 1})[Q].jobs, 1),
     "lanes.with_backlog": (lambda c: [g for g, _, _ in lanes.with_backlog(c, Q)], ["acme"]),
     "repeat.registered": (lambda c: [r["name"] for r in repeat.registered(c, Q)], ["nightly"]),
     "repeat.next_due": (lambda c: repeat.next_due(c, Q, "nightly") > 0, True),
@@ -91,6 +105,8 @@ READING = {
     "triage.errors": (lambda c: triage.errors(c, Q)["count"].to_dict(), {"boom": 1}),
     "frames.latency": (lambda c: int(frames.latency(c, Q)["n"].sum()), 2),
     "frames.health": (lambda c: frames.health(c, [Q]).loc[Q, "claimed_5m"], 2),
+    "counts.look": (lambda c: counts.look(c, [Q]).frame.loc[Q, "dead"], 1),
+    "health.look": (lambda c: health.look(c, [Q]).frame.loc[Q, "claimed_5m"], 2),
     # the stage's add_log and repeat.register are an operator's: their entries, newest
     # first (the enqueues and claims are a worker's)
     "frames.audit": (lambda c: list(frames.audit(c, Q).verb), ["repeat", "log"]),
@@ -117,12 +133,25 @@ NOT_VERBS = {
     "jobs.gated_claim",
     "jobs.claim_calls",  # the claims' bounded calls (jobs.claim, lanes.claim, the Worker)
     "jobs.claim_transition",  # pure: a claim's transition name and keys
-    "lanes.heads",  # queues a read on the caller's pipeline (health's lane sample)
-    "lanes.head_ids",  # pure: reads a reply
-    "lanes.notes",  # pure: reads a counts frame's attrs
-    "lanes.measured_only",  # pure: what a script may read on this backend
-    "lanes.heads_unread",  # pure: reads a reply
-    "lanes.unread_head",  # pure: a note's text
+    "watching.read",  # the looks' one read (counts.look, health.look)
+    "counts.of",  # builds counts.look's answer from what watching.read read
+    "counts.named",  # the names a look reads (the directory's, or checked)
+    "health.of",  # builds health.look's answer from what watching.read read
+    "health.asked",  # pure: what health asks @read_watch
+    "watching.unread_keys",  # pure: a note's text
+    "counts.counts",  # frames.counts (READING names it so)
+    "health.health",  # frames.health
+    "health.latency",  # frames.latency
+    "health.by_severity",  # pure: health's frame, ordered
+    "health.summary",  # pure: a line of a health frame
+    "health.report_lines",
+    "health.verdict_lines",
+    "health.ago",  # pure: a duration's words
+    "health.ms_text",
+    "health.judge",  # pure: a row's verdict and why
+    "watching.measured_only",  # pure: what a script may read on this backend
+    "watching.heads_unread",  # pure: reads a reply
+    "watching.unread_head",  # pure: a note's text
     "transfer.suffix_of",  # pure: a file's format
     "transfer.record",
     "transfer.parquet_schema",
@@ -159,11 +188,15 @@ def test_every_verb_is_classified_as_writing_or_reading() -> None:
     """A new public verb must be listed above, so it is tested read-only too."""
     verbs = {
         f"{m.__name__.rsplit('.', 1)[1]}.{n}"
-        for m in (admin, moves, jobs, lanes, repeat, frames, triage, transfer)
+        for m in (admin, moves, jobs, lanes, repeat, frames, triage, transfer, watching, counts, health)
         for n, f in vars(m).items()
         if inspect.isfunction(f) and f.__module__ == m.__name__ and not n.startswith("_")
     }
-    verbs |= {"frames.health", "frames.latency"}  # served by frames, computed in health
+    verbs |= {
+        "frames.health",
+        "frames.latency",
+        "frames.counts",
+    }  # served by frames, computed in health and counts
     assert verbs == set(WRITING) | set(READING) | NOT_VERBS
 
 

@@ -26,12 +26,15 @@ PLOTS = ("throughput", "latency")
 
 @verb("health", "every queue's verdict and why, the most urgent first", arg("queue", nargs="?"))
 def _health(s: Session, ns: Namespace) -> pd.DataFrame:
-    h = frames.health(s.conn, None if ns.queue is None else [ns.queue])
+    look = health.look(s.conn, None if ns.queue is None else [ns.queue])
+    h = look.frame
     if h.empty:
         s.say("no queue on this server")
     # a named queue is answered whatever its verdict; a list, by its problems
     for line in health.verdict_lines(h) if ns.queue else health.report_lines(h):
         s.say(line)
+    for q in look.notes:
+        s.say(f"{q}: {look.note(q)}")
     return h
 
 

@@ -7,7 +7,7 @@ from argparse import Namespace
 
 import pandas as pd
 
-from .. import admin, audit, frames, lanes
+from .. import admin, audit, counts, frames, lanes, watching
 from ..decoding import shown_id, visible
 from ..errors import ActiveJobs, NotPaused, UsageProblem
 from ..grammar import duration, limit, whole_arg
@@ -25,19 +25,23 @@ from .session import BUDGET, QUEUE, YES, Session, budget_of, confirm
 def _queues(s: Session, ns: Namespace) -> pd.DataFrame:
     """A look that only watches (SPEC 11): its commands depend on the queues shown,
     never on their lanes; a queue of more lanes than one call sums shows its last whole
-    pass's lane backlog, said in a line (`lanes.notes`), unless `--exact`."""
+    pass's lane backlog, unless `--exact`; each queue's notes are said in a line."""
     if ns.rescan:
         found = frames.queues(s.conn, rescan=True)
         s.say(f"rescanned {s.conn.label}: {len(found):,} queue{'' if len(found) == 1 else 's'}")
-    frame = frames.counts(s.conn, watch=not ns.exact)
-    for q, note in lanes.notes(frame).items():
-        s.say(f"{q}: {note}")
-    return frame
+    return _said(s, counts.look(s.conn, watch=not ns.exact))
 
 
 @verb("status", "one queue's counts, paused flag, lanes and repeatables", QUEUE)
 def _status(s: Session, ns: Namespace) -> pd.DataFrame:
-    return frames.counts(s.conn, [ns.queue])
+    return _said(s, counts.look(s.conn, [ns.queue]))
+
+
+def _said(s: Session, look: watching.Look) -> pd.DataFrame:
+    """The look's frame, each queue's notes said first in a line ("q: ...")."""
+    for q in look.notes:
+        s.say(f"{q}: {look.note(q)}")
+    return look.frame
 
 
 @verb("pause", "close the claim gate (idempotent; no set moves)", QUEUE, writes=True)
@@ -117,8 +121,8 @@ def _jobs(s: Session, ns: Namespace) -> pd.DataFrame:
     rows = s.settings.default_limit if ns.limit is None else ns.limit
     frame = frames.snapshot(s.conn, ns.queue, ns.state, limit=rows or None)
     if rows and len(frame) >= rows:
-        counts = frames.counts(s.conn, [ns.queue]).loc[ns.queue]
-        total = int(sum(counts[st] for st in (STATES if ns.state == "all" else (ns.state,))))
+        sizes = frames.counts(s.conn, [ns.queue]).loc[ns.queue]
+        total = int(sum(sizes[st] for st in (STATES if ns.state == "all" else (ns.state,))))
         if total > rows:
             frame = frame.head(rows)
             s.say(f"showing {rows:,} of {total:,}; --limit 0 for all")

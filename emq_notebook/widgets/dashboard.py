@@ -56,7 +56,7 @@ from collections.abc import Iterator
 import ipywidgets as w
 import pandas as pd
 
-from .. import frames, health, lanes, plots
+from .. import frames, health, plots, watching
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
@@ -144,8 +144,8 @@ class Dashboard(Panel):
         self.plotted_at = 0.0
         self.refreshes = 0
         self.overview = pd.DataFrame()
-        # the counts the last refresh read (their attrs say which lane backlogs are a pass's)
-        self.read_counts = pd.DataFrame()
+        # the last refresh's look: its counts and the notes beside them
+        self.look = watching.Look(pd.DataFrame(), {}, pd.DataFrame())
         self.shown_frame = _overview_frame(pd.DataFrame())
         self.q: str | None = None
         self.parts: dict[str, Panel] = {}
@@ -238,14 +238,13 @@ class Dashboard(Panel):
         the connection knows (no SCAN: see `rescan`)."""
         with self._lock:
             try:
-                counts = frames.counts(self.conn, watch=True)
-                frame = self._read_overview(counts)
+                look = health.look(self.conn)
             except EMQError as exc:
                 self.say(f"error: {exc}", "error")
                 return
-            self.overview, self.read_counts = frame, counts
+            self.overview, self.look = _overview_of(look), look
             self._show_overview()
-            names = sorted(str(q) for q in frame.index)
+            names = sorted(str(q) for q in self.overview.index)
             if list(self.picker.options) != names:
                 self._quiet = True
                 try:
@@ -255,7 +254,7 @@ class Dashboard(Panel):
                     self._quiet = False
             panel = self.parts.get("Overview")
             if isinstance(panel, QueuePanel):
-                panel.refresh(counts)
+                panel.refresh(look)
             lanes = self.parts.get("Lanes")
             if lanes is not None:
                 lanes.refresh()
@@ -301,16 +300,6 @@ class Dashboard(Panel):
         self.refresh()
         self.say(f"rescanned: {len(found):,} queue{'' if len(found) == 1 else 's'} on the server", "ok")
 
-    def _read_overview(self, counts: pd.DataFrame) -> pd.DataFrame:
-        """The counts with each queue's verdict and why, in the health frame's order
-        (most urgent first, then the biggest)."""
-        if counts.empty:
-            return counts
-        verdicts = frames.health(self.conn, counts=counts)
-        # the members health left unread (`lanes.HEADS_UNREAD`), said with the counts' notes
-        counts.attrs[lanes.HEADS_UNREAD] = verdicts.attrs.get(lanes.HEADS_UNREAD, {})
-        return counts.loc[verdicts.index].join(verdicts[["verdict", "why"]])
-
     def _summary_html(self, shown: pd.DataFrame) -> str:
         frame = self.overview
         if frame.empty:
@@ -333,9 +322,9 @@ class Dashboard(Panel):
 
     def _lane_notes(self) -> str:
         """A line for each queue whose pending count holds a lane backlog from a pass over
-        its lanes rather than this refresh (`lanes.watched`: a queue of many lanes is
+        its lanes rather than this refresh (`watching.watched`: a queue of many lanes is
         summed a page a refresh), at most `NOTES_SHOWN`."""
-        said = lanes.notes(self.read_counts)
+        said = {q: self.look.note(q) for q in self.look.notes}
         lines = [
             f"<div><small>pending of <b>{html.escape(printable(q))}</b>: {html.escape(note)}</small></div>"
             for q, note in list(said.items())[:NOTES_SHOWN]
@@ -599,6 +588,14 @@ def _busiest(overview: pd.DataFrame, q: str) -> str:
     if row["dead"]:
         return "dead"
     return next((s for s in COUNTS if row[s]), "pending")
+
+
+def _overview_of(look: watching.Look) -> pd.DataFrame:
+    """The look's counts with each queue's verdict and why, in the health frame's order
+    (most urgent first, then the biggest)."""
+    if look.counts.empty:
+        return look.counts
+    return look.counts.loc[look.frame.index].join(look.frame[["verdict", "why"]])
 
 
 def _overview_frame(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -19,7 +19,7 @@ import math
 import ipywidgets as w
 import pandas as pd
 
-from .. import frames, health, lanes
+from .. import frames, health, watching
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError
@@ -138,10 +138,10 @@ def health_frame(h: pd.DataFrame) -> pd.DataFrame:
     return out[columns]
 
 
-def lane_notes_html(h: pd.DataFrame) -> str:
-    """A line for each queue whose pending count holds a lane backlog from a pass over its
-    lanes rather than this refresh (`lanes.notes`), at most 5."""
-    said = list(lanes.notes(h).items())
+def lane_notes_html(look: watching.Look) -> str:
+    """A line for each queue of `look` with notes (its pending count holds a lane backlog
+    from a pass over its lanes rather than this refresh, ...), at most 5."""
+    said = [(q, look.note(q)) for q in look.notes]
     lines = "".join(
         f"<div><small>pending of <b>{html.escape(printable(q))}</b>: {html.escape(note)}</small></div>"
         for q, note in said[:5]
@@ -204,15 +204,15 @@ class HealthView(Panel):
 
     def refresh(self) -> None:
         try:
-            h = frames.health(self.conn, self.queues)
+            look = health.look(self.conn, self.queues)
         except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
-        self.frame = h
+        self.frame = h = look.frame
         self.verdicts = {str(q): str(v) for q, v in h["verdict"].items()}
         grids.patch(self.grid, health_frame(h))
         self.summary.value = (
-            summary_html(h) + lane_notes_html(h) if len(h) else "<i>no queue on this server</i>"
+            summary_html(h) + lane_notes_html(look) if len(h) else "<i>no queue on this server</i>"
         )
         self.refreshed_at = clock()
         self.show_running()

@@ -29,7 +29,7 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 
-from .. import admin, frames, lanes, triage
+from .. import admin, frames, triage, watching
 from ..connector import Connection
 from ..decoding import printable, visible
 from ..errors import EMQError
@@ -240,7 +240,7 @@ class JobsView(Panel):
     def _size(self) -> tuple[int, str]:
         """How many jobs the state holds, a lane's backlog counted as pending, and what a
         reader must know of that figure ("" when exact). The lanes are summed as a
-        watching look sums them (`lanes.watched`: one call, however many lanes), so a
+        watching look sums them (`watching.watched`: one call, however many lanes), so a
         page turn never walks a million lanes."""
         state = self.state.value
         pipe = self.conn.pipeline()
@@ -249,7 +249,7 @@ class JobsView(Panel):
         size, known = pipe.execute()
         if state != "pending" or not known:
             return size, ""
-        counted = lanes.watched(self.conn, {self.q: known})[self.q]
+        counted = watching.watched(self.conn, {self.q: known})[self.q]
         return size + counted.jobs, counted.note()
 
     def _find(self, limit: int, after: triage.Place | None) -> pd.DataFrame:

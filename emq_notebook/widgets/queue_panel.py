@@ -19,9 +19,8 @@ from __future__ import annotations
 import html
 
 import ipywidgets as w
-import pandas as pd
 
-from .. import admin, defaults, frames, lanes
+from .. import admin, counts, defaults, watching
 from ..connector import Connection
 from ..decoding import printable
 from ..errors import EMQError, UnknownQueue
@@ -118,14 +117,14 @@ class QueuePanel(Panel):
         return self.drain_shown is not None or self.obliterate_shown is not None
 
     # -- reading ----------------------------------------------------------------
-    def refresh(self, counts: pd.DataFrame | None = None) -> None:
-        """Read the counts again (or take this queue's row of `counts`, read already by
-        the owner's refresh); a wire fault or a foreign key (a reply error) is shown in
+    def refresh(self, look: watching.Look | None = None) -> None:
+        """Read the counts again (or take this queue's row of `look`'s counts, read already
+        by the owner's refresh); a wire fault or a foreign key (a reply error) is shown in
         the status, and the auto-refresh keeps trying."""
         try:
-            if counts is None or self.q not in counts.index:
-                counts = frames.counts(self.conn, [self.q], watch=True)
-            row = counts.loc[self.q].to_dict()
+            if look is None or self.q not in look.counts.index:
+                look = counts.look(self.conn, [self.q], watch=True)
+            row = look.counts.loc[self.q].to_dict()
         except UnknownQueue:  # no key yet, or none left (obliterated): nothing to count
             self._show_gone()
             return
@@ -135,8 +134,8 @@ class QueuePanel(Panel):
         self.gone = False
         self.paused = bool(row.pop("paused"))
         self.snapshot = {k: int(v) for k, v in row.items()}
-        # a queue of many lanes: its pending count holds a pass's lane backlog (`lanes.watched`)
-        note = lanes.notes(counts).get(self.q, "")
+        # a queue of many lanes: its pending count holds a pass's lane backlog (`watching.watched`)
+        note = look.note(self.q)
         said = f'<div style="color:#57606a"><small>pending: {html.escape(note)}</small></div>' if note else ""
         if self.owned:
             self.counts.value = chips(self.snapshot, self.paused) + said
