@@ -17,6 +17,10 @@ from collections.abc import Sequence
 _SECRET_PARAMS = ("password", "pass", "passwd", "pwd", "secret", "token", "auth")
 
 
+# a text's words and the blanks between them (kept): a URL in a text ends at a blank
+_WORDS = re.compile(r"(\s+)")
+
+
 def _split(url: str) -> tuple[str, str, str, str]:
     """(scheme://, netloc, path, query) by hand: never raises, whatever the URL."""
     head, sep, rest = url.partition("://")
@@ -56,7 +60,17 @@ def redact(url: str) -> str:
 
 
 def secrets_of(url: str) -> tuple[str, ...]:
-    """Every secret written in `url`, raw and percent-decoded, longest first (for scrubbing)."""
+    """Every secret written in `url`, raw and percent-decoded, longest first (for scrubbing);
+    of a text holding several URLs (a shell word with blanks in it), each URL's."""
+    found = _secrets(url)
+    if url.count("://") > 1:
+        for word in _WORDS.split(url):
+            if "://" in word:
+                found |= _secrets(word)
+    return tuple(sorted((v for v in found if v), key=len, reverse=True))
+
+
+def _secrets(url: str) -> set[str]:
     _, netloc, _, query = _split(url)
     found: set[str] = set()
     userinfo, at, _ = netloc.rpartition("@")
@@ -66,12 +80,7 @@ def secrets_of(url: str) -> tuple[str, ...]:
         name, eq, value = pair.partition("=")
         if eq and _is_secret_param(name):
             found.add(value)
-    found |= {urllib.parse.unquote_plus(v) for v in found} | {urllib.parse.unquote(v) for v in found}
-    return tuple(sorted((v for v in found if v), key=len, reverse=True))
-
-
-# a text's words and the blanks between them (kept): a URL in a text ends at a blank
-_WORDS = re.compile(r"(\s+)")
+    return found | {urllib.parse.unquote_plus(v) for v in found} | {urllib.parse.unquote(v) for v in found}
 
 
 def scrub(text: str, secrets: Sequence[str] = ()) -> str:

@@ -258,3 +258,20 @@ def test_scrub_takes_each_urls_password_out_of_a_text_wherever_it_stands() -> No
     assert scrub("said pw-9 to redis://u:pw-9@h/0", ("pw-9",)) == "said *** to redis://u:***@h/0"
     # a text that is one URL reads as its label does
     assert scrub("redis://u:pw@h:1/0?db=2&token=t") == emq.connector.redact("redis://u:pw@h:1/0?db=2&token=t")
+
+
+def test_secrets_of_a_text_holding_several_urls_are_each_urls() -> None:
+    """A shell word may hold blanks and several URLs (`--from 'to redis://a:pw1@h and
+    rediss://b:pw2@h'`); an error line may show it changed so that no URL is left to
+    find (a path's `//` made `/`): each URL's password is among its secrets. (The
+    hostile pass of #41: only the first URL's was, and `emq import --from` showed the
+    others'.)"""
+    from emq_notebook.redaction import scrub, secrets_of
+
+    text = "to redis://a:pw1@h/0 and rediss://b:pw2@h:6380/1, redis://h/0?password=pw3 (valkey://c:p%41w4@h)"
+    found = secrets_of(text)
+    assert {"pw1", "pw2", "pw3", "p%41w4", "pAw4"} <= set(found)
+    normalised = text.replace("://", ":/")  # as pathlib shows it
+    assert [s for s in ("pw1", "pw2", "pw3", "p%41w4") if s in scrub(normalised, found)] == []
+    # a password with a blank in it (percent-decoded) is still found whole
+    assert "p w" in secrets_of("redis://u:p%20w@h/0")
