@@ -26,7 +26,7 @@ import pandas as pd
 
 from . import audit, defaults, grammar, registry, settings, verbs
 from .connector import connect
-from .decoding import shown_ids, visible
+from .decoding import one_line, shown_ids, visible
 from .errors import EMQError, Refused, UsageProblem
 from .redaction import scrub, secrets_of
 
@@ -51,16 +51,17 @@ def _watch(session: ShellSession, ns: argparse.Namespace) -> None:
 def show(value: Any) -> None:
     """Print a verb's result as text. Every line goes through `visible`, so server
     text holding bytes that are not UTF-8 or control characters prints as `\\xNN` on
-    any terminal."""
+    any terminal; each item of a list and each value of a dict on its one line
+    (`one_line`: a log line or a last_error holding a newline forges no line)."""
     if value is None or isinstance(value, Refused):
         return
     if isinstance(value, pd.DataFrame):
         say(shown_ids(value).to_string() if len(value) else "(no rows)")
     elif isinstance(value, list):
-        say("\n".join(map(str, value)))
+        say("\n".join(map(one_line, value)))
     elif isinstance(value, dict):
         for k, v in value.items():
-            say(f"{k}: {v}")
+            say(f"{k}: {one_line(v)}")
     else:
         say(value)
 
@@ -160,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         secrets = [x for w in [*words, os.environ.get("EMQ_URL", "")] for x in secrets_of(w)]
         line = audit.failure_line(exc) if isinstance(exc, EMQError) else _first_line(exc)
-        # one line: a newline inside (a server's or a library's text) is written as backslash-n
-        say(f"emq: {scrub(line, secrets)}".replace("\n", "\\n"), file=sys.stderr)
+        # one line whatever a server's or a library's text holds (a newline as backslash-n)
+        say(one_line(f"emq: {scrub(line, secrets)}"), file=sys.stderr)
         return 2
 
 

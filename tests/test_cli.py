@@ -253,3 +253,52 @@ def test_help_is_in_shell_syntax():
     assert asked.stdout == dashed.stdout
     assert "(default: [tool.emq_notebook] budget)" in " ".join(drain.stdout.split())
     assert "%" not in drain.stdout
+
+
+# -- the hostile pass of #41: typed newlines, line separators and URLs in free text ------------
+
+
+def shell_on(conn, monkeypatch, capsys):
+    """`emq WORDS` in this process, on `conn` (either backend): (exit, stdout, stderr)."""
+    from emq_notebook import cli
+
+    monkeypatch.setattr(cli, "connect", lambda *a, **kw: conn)
+
+    def emq_(*words):
+        code = cli.main(["--url", "redis://u:pw-Kq7@db:6379/0", *words])
+        return (code, *capsys.readouterr())
+
+    return emq_
+
+
+def test_a_value_holding_a_newline_forges_no_line_of_a_listing(conn, monkeypatch, capsys):
+    """`emq logs` prints each log line on its one line and `emq job` each field on its
+    one line, whatever a worker wrote in them (a newline, a line separator). Fails
+    before: a log line `a\\nforged` printed as two log lines, a last_error
+    `boom\\nstate: completed` as a second field."""
+    emq_ = shell_on(conn, monkeypatch, capsys)
+    jobs.enqueue(conn, "mail", "{}", id="j_1", max_attempts=1)
+    jobs.add_log(conn, "mail", "j_1", "a\nforged log line")
+    jobs.add_log(conn, "mail", "j_1", "b\u2028c")
+    jobs.claim(conn, "mail")
+    jobs.fail(conn, "mail", "j_1", "boom\nstate: completed")
+    code, out, err = emq_("logs", "mail", "j_1")
+    assert (code, out, err) == (0, "a\\nforged log line\nb\\u2028c\n", "")
+    code, out, err = emq_("job", "mail", "j_1")
+    shown = out.splitlines()
+    assert code == 0 and "last_error: boom\\nstate: completed" in shown
+    assert [line for line in shown if line.startswith("state:")] == ["state: dead"]
+
+
+def test_an_error_line_is_one_line_whatever_its_text_holds(conn, monkeypatch, capsys, tmp_path):
+    """A line separator (U+2028), a carriage return or an escape in a path an error names
+    is escaped, and no password of a word holding several URLs is in it. Fails before:
+    U+2028 went out raw (a line break to a terminal), and `emq import --from` with a
+    second URL in the word printed its password (the path shows `//` as `/`)."""
+    emq_ = shell_on(conn, monkeypatch, capsys)
+    jobs.enqueue(conn, "mail", "{}")
+    path = f"{tmp_path}/no-dir/to redis://a:pw-A1@h/0 and rediss://b:pw-B2@h/1\u2028\r\x1b[2J"
+    for words in (("import", "mail", "--from", f"{path}.jsonl"), ("plot", "mail", "--save", f"{path}.png")):
+        code, out, err = emq_(*words)
+        assert (code, out) == (2, "") and err.count("\n") == 1 and err.startswith("emq: "), err
+        assert "pw-A1" not in err and "pw-B2" not in err and "\u2028" not in err and "\r" not in err, err
