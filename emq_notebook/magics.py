@@ -10,6 +10,7 @@ its traitlets are the settings (`%config EMQMagics.default_limit = 50`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 from typing import Any
 
@@ -17,8 +18,9 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Enum, Float, Int, TraitType, Unicode, observe, validate
 
 from . import grammar, settings, verbs
-from .decoding import shown_ids, visible
+from .decoding import one_line, shown_ids, visible
 from .errors import EMQError, Refused
+from .redaction import scrub, secrets_of
 
 
 class NotebookSession(verbs.Session):
@@ -62,7 +64,34 @@ SESSION = NotebookSession()
 def run(line: str, cell: str | None = None, namespace: dict[str, Any] | None = None) -> Any:
     """`%emq line` (cell None) or `%%emq` (each line of `cell` a step): what the magic
     returns.  A cell stops at the first step that refused or did not run (a help
-    request), and returns the list of the results of the steps it ran."""
+    request), and returns the list of the results of the steps it ran.  An error's line
+    is shown as the shell shows one (`redacted`)."""
+    try:
+        return _run(line, cell, namespace)
+    except EMQError as exc:
+        raise redacted(exc, line if cell is None else cell, namespace or {}) from None
+
+
+def redacted(exc: EMQError, typed: str, namespace: dict[str, Any]) -> EMQError:
+    """`exc` with its line on one line (`one_line`) and no password in it (`scrub`): of
+    any URL it shows, of the URLs typed and of the notebook variables a `{{name}}`
+    typed names (a value quoted in an error, `env is a short printable word, not
+    'redis://admin:pw@h'`, or a path shown with its `//` made `/`). A refusal's line is
+    built from names the gate passed, and stays as it is."""
+    if isinstance(exc, Refused) or len(exc.args) != 1 or not isinstance(exc.args[0], str):
+        return exc
+    texts = [typed, *(str(namespace.get(name, "")) for name in _NAMED.findall(typed))]
+    secrets = [x for text in texts for x in secrets_of(text)]
+    secrets += [x for c in SESSION.connections.values() for x in c._secrets]
+    exc.args = (one_line(scrub(exc.args[0], sorted(set(secrets), key=len, reverse=True))),)
+    return exc
+
+
+# a `{{name}}` written in a line: the notebook variable `name` (grammar.substitute)
+_NAMED = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
+
+
+def _run(line: str, cell: str | None, namespace: dict[str, Any] | None) -> Any:
     if cell is None:
         return _answer(verbs.execute(SESSION, verbs.parse(SESSION, line, namespace)))
     results: Steps = Steps()

@@ -488,3 +488,28 @@ def test_a_four_megabyte_payload_goes_through_the_magic(emq, conn):
     words = " ".join(f'w{i} "q {i}"' for i in range(100_000))
     emq(f"log mail j_1 {words}")
     assert jobs.get_job_logs(conn, "mail", "j_1") == [" ".join(f"w{i} q {i}" for i in range(100_000))]
+
+
+def test_an_error_line_holds_no_password_and_no_line_break_of_a_value_given(ip, emq, conn):
+    """A value the magic's error quotes (an env, a reason, a path) given by a notebook
+    variable holding newlines and URLs with passwords: the line, as IPython shows it,
+    is one line with no password, as the shell's. (The hostile pass of #41: the
+    magic's errors were never scrubbed: `env is a short printable word, not
+    'prod\\nredis://admin:pw-1@h/0'` showed the password; a path shows its `//` as
+    `/`, where only the secrets of what was typed can take it out.)"""
+    hostile = "prod\nredis://admin:pw-M1@h/0 and rediss://u:pw-M2@h:6380/1\u2028\r"
+    ip.user_ns["hostile"] = hostile
+    ip.user_ns["path"] = f"/no-dir/{hostile}.jsonl"
+    lines = [
+        "reason {{hostile}}",
+        f"connect {conn.label} --env {{{{hostile}}}} --name other",
+        "import mail --from {{path}}",
+        "pause mail --reason 'to redis://admin:pw-M3@h/0' --budget {{hostile}}",
+    ]
+    for line in lines:
+        with pytest.raises(EMQError) as info:
+            emq(line)
+        shown = "\n".join(info.value._render_traceback_())
+        assert "\n" not in shown and "\u2028" not in shown and "\r" not in shown, (line, shown)
+        assert [s for s in ("pw-M1", "pw-M2", "pw-M3") if s in shown] == [], (line, shown)
+    assert magics.SESSION.conn is conn
