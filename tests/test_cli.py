@@ -302,3 +302,30 @@ def test_an_error_line_is_one_line_whatever_its_text_holds(conn, monkeypatch, ca
         code, out, err = emq_(*words)
         assert (code, out) == (2, "") and err.count("\n") == 1 and err.startswith("emq: "), err
         assert "pw-A1" not in err and "pw-B2" not in err and "\u2028" not in err and "\r" not in err, err
+
+
+def test_the_exporter_and_move_say_their_usage_in_shell_syntax(conn, monkeypatch, capsys):
+    """`emq exporter --listen nonsense` and `emq move Q` with no target point at `emq …
+    --help`. (The hostile pass of #41: both said `see %emq … --help`.)"""
+    emq_ = shell_on(conn, monkeypatch, capsys)
+    for words, said in (
+        (("exporter", "--listen", "nonsense"), "— see emq exporter --help"),
+        (("move", "mail"), "move takes --to QUEUE (or --finish) — see emq move --help"),
+        (("move", "mail", "--finish", "--to", "b"), "— see emq move --help"),
+    ):
+        code, out, err = emq_(*words)
+        assert (code, out) == (2, "") and err.count("\n") == 1 and said in err and "%emq" not in err, err
+
+
+def test_a_file_that_cannot_be_opened_is_one_line_naming_it(conn, monkeypatch, capsys, tmp_path):
+    """`emq import --from` a missing file and `emq export --to` a missing directory: a
+    BadInput line naming the path (the magic shows the same line, not a traceback)."""
+    emq_ = shell_on(conn, monkeypatch, capsys)
+    jobs.enqueue(conn, "mail", "{}")
+    missing = tmp_path / "no-dir" / "x.jsonl"
+    for words, said in (
+        (("import", "mail", "--from", str(missing)), f"BadInput: cannot read {missing}: No such file"),
+        (("export", "mail", "--state", "pending", "--to", str(missing)), "BadInput: cannot write"),
+    ):
+        code, out, err = emq_(*words)
+        assert (code, out) == (2, "") and err.count("\n") == 1 and said in err, err

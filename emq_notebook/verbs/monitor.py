@@ -143,7 +143,7 @@ def shell(session: Session, opts: Namespace, words: list[str]) -> int:
 
     checking = words[0] == "check"
     try:
-        ns = grammar.parse(words)
+        ns = grammar.parse(words, front=session.front)
         if ns.show_help:
             execute(session, ns)
             return 0

@@ -9,12 +9,13 @@ of the preview it printed.
 
 from __future__ import annotations
 
+import contextlib
 from argparse import Namespace
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import admin, transfer, triage
-from ..errors import UsageProblem
+from ..errors import BadInput, EMQError, UsageProblem
 from ..grammar import whole_arg
 from ..keyspace import queue_key
 from ..registry import opt, verb
@@ -44,6 +45,18 @@ class _Paced:
             self.report(self.total)
 
 
+@contextlib.contextmanager
+def _file(doing: str, path: str) -> Iterator[None]:
+    """A file the verb cannot open (no such file or directory, no permission): `BadInput`,
+    one line naming it, where a raw OSError ended a notebook cell in a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, EMQError):  # a WireError is a ConnectionError
+            raise
+        raise BadInput(f"cannot {doing} {path}: {exc.strerror or exc}") from None
+
+
 @verb(
     "export",
     "write a set's jobs to a file: .jsonl, .jsonl.gz or .parquet (a read)",
@@ -60,16 +73,17 @@ def _export(s: Session, ns: Namespace) -> None:
     if ns.limit is not None:
         total = min(total, ns.limit)
     paced = _Paced(s.progress(f"export {q}", total), total)
-    n = transfer.export_jobs(
-        s.conn,
-        q,
-        ns.to,
-        state=ns.state,
-        error=ns.error,
-        limit=ns.limit,
-        progress=paced,
-        budget=s.settings.budget,
-    )
+    with _file("write", ns.to):
+        n = transfer.export_jobs(
+            s.conn,
+            q,
+            ns.to,
+            state=ns.state,
+            error=ns.error,
+            limit=ns.limit,
+            progress=paced,
+            budget=s.settings.budget,
+        )
     paced.end()
     s.say(f"exported {n:,} {ns.state} jobs of {q} to {n.path}")
     for line in n.lines():
@@ -88,7 +102,8 @@ def _export(s: Session, ns: Namespace) -> None:
 )
 def _import(s: Session, ns: Namespace) -> transfer.Imported:
     q, path = ns.queue, getattr(ns, "from")
-    checked = transfer.check_file(path)
+    with _file("read", path):
+        checked = transfer.check_file(path)
     s.say(f"import {q}: {checked.count:,} records in {path} ({checked.digest[:23]}…), all valid")
     if ns.dry_run:
         would = transfer.import_jobs(s.conn, q, path, state=ns.state, dry_run=True)
@@ -124,13 +139,15 @@ def _move(s: Session, ns: Namespace) -> transfer.MoveResult:
     budget = budget_of(s, ns, most=transfer.ID_BUDGET)
     if ns.finish:
         if ns.to is not None or ns.error is not None or ns.ids or ns.dry_run:
-            raise UsageProblem("move --finish takes no target, filter or --dry-run — see %emq move --help")
+            raise UsageProblem(
+                f"move --finish takes no target, filter or --dry-run — see {s.front.command} move --help"
+            )
         done = transfer.finish_moves(s.conn, q, take_over=ns.take_over, budget=budget)
         s.say(f"move {q} --finish: {done.moved:,} jobs of earlier moves finished")
         _lines(s, done)
         return done
     if ns.to is None:
-        raise UsageProblem("move takes --to QUEUE (or --finish) — see %emq move --help")
+        raise UsageProblem(f"move takes --to QUEUE (or --finish) — see {s.front.command} move --help")
     transfer.check_move(q, ns.to, ns.state)
     if ns.error is not None and ns.ids:
         raise UsageProblem("move takes --ids or --error, not both")
