@@ -215,7 +215,6 @@ class Connection:
         self.executor = executor
         self.cluster = cluster
         self.read_only = read_only
-        self.env = env
         self.name = name
         # the audit trail (the audit package): the session's reason, and the entries kept a queue
         self.reason: str | None = None
@@ -224,6 +223,8 @@ class Connection:
         # wrote something, so its record is kept (audit.Record)
         self.writes_sent = 0
         self._secrets: tuple[str, ...] = (secret,) if isinstance(secret, str) else tuple(secret or ())
+        # a label, shown in every confirmation and entry: a URL's password typed in it is not kept
+        self.env = None if env is None else scrub(env, self._secrets)
         self._scripts: dict[str, Any] = {}
         # the scripts (sha) a transaction of this connection has found on the server
         self._loaded: set[str] = set()

@@ -484,3 +484,31 @@ def test_a_failed_connect_says_which_connection_is_still_current(
     result, said = typed_in(ip, "%emq pause mailers")
     assert result.success and said == ["paused mailers: claims answer empty; the backlog is untouched"]
     assert admin.is_paused(conn, "mailers")
+
+
+def test_an_env_or_a_reason_holding_a_urls_password_is_shown_without_it(
+    ip: Any, unconnected: Any, conn: emq.Connection
+) -> None:
+    """An env label and the session's reason are free text an operator types; a URL's
+    password in them is shown nowhere: not in the connect line, the confirmations
+    (`where`), `%emq connections`, the reason's echo, nor the audit entry. (The
+    hostile pass of #41: the connect line showed `env=failing over to
+    redis://admin:pw-E1@…` and `%emq reason` echoed its password while the entry held
+    it scrubbed.)"""
+    target = "--embedded fake" if conn.label == "embedded fakeredis" else conn.label
+    ip.user_ns["label"] = "prod via redis://admin:pw-E1@replica/0"
+    result, said = typed_in(ip, f"%emq connect {target} --name p --env {{{{label}}}}")
+    assert result.success and said == [
+        f"connected: {conn.label} (env=prod via redis://admin:***@replica/0, executor=script) as p"
+    ]
+    result, said = typed_in(ip, "%emq reason failing over to rediss://u:pw-E2@replica:6380/0")
+    assert result.success and said == [
+        "reason: failing over to rediss://u:***@replica:6380/0 (each audit entry of this session says it)"
+    ]
+    assert typed_in(ip, "%emq reason")[1] == ["reason: failing over to rediss://u:***@replica:6380/0"]
+    assert "pw-E1" not in unconnected.where()
+    assert typed_in(ip, "%emq pause mailers")[0].success
+    entry = frames.audit(conn, "mailers").iloc[0]
+    assert entry["env"] == "prod via redis://admin:***@replica/0", entry
+    assert "pw-E2" not in entry["reason"] and "***" in entry["reason"]
+    typed_in(ip, "%emq reason --clear")

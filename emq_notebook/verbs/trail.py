@@ -10,6 +10,7 @@ import pandas as pd
 
 from .. import audit
 from ..grammar import duration, limit
+from ..redaction import scrub
 from ..registry import arg, opt, verb
 from .session import Session
 
@@ -22,15 +23,19 @@ from .session import Session
     needs_server=False,
 )
 def _reason(s: Session, ns: Namespace) -> None:
+    """Shows the reason as the entries hold it (`scrub`: no URL's password)."""
+    c = s.front.command
     if not ns.text and not ns.clear:
         now = s.settings.reason
         s.say(
-            f"reason: {now}" if now else "no reason set: %emq reason TEXT (or --reason TEXT on one command)"
+            f"reason: {scrub(now)}"
+            if now
+            else f"no reason set: {c} reason TEXT (or --reason TEXT on one command)"
         )
         return
     text = "" if ns.clear else " ".join(ns.text).strip()
     s.set_reason(text or None)
-    s.say(f"reason: {text} (each audit entry of this session says it)" if text else "reason cleared")
+    s.say(f"reason: {scrub(text)} (each audit entry of this session says it)" if text else "reason cleared")
 
 
 @verb(
