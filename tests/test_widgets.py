@@ -214,6 +214,8 @@ def test_job_panel_edits_the_row(conn):
     assert panel.reprocess_button.disabled  # no longer dead
     panel.remove_button.click()
     assert panel.row is None and "gone" in panel.row_view.value
+    # the line says the removal (the hostile pass of #41: it said "refused: job mail … — gone")
+    assert panel.status_text == f"removed {jid}"
 
 
 def test_job_panel_refusal_changes_nothing(conn):

@@ -160,8 +160,12 @@ class JobPanel(Panel):
     def remove(self) -> None:
         if not self.writable("remove"):
             return
-        self.attempt(jobs.remove_job, self.conn, self.q, self.job_id, done=f"removed {self.job_id}")
+        result = self.attempt(jobs.remove_job, self.conn, self.q, self.job_id, done=f"removed {self.job_id}")
+        said = self.status_text
         self.refresh()
+        if not isinstance(result, EMQError):
+            # the refresh finds the job gone: the line says the removal, not a refusal
+            self.say(said)
 
     def reprocess(self) -> None:
         if not self.writable("reprocess"):
