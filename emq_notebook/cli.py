@@ -51,7 +51,7 @@ def _watch(session: ShellSession, ns: argparse.Namespace) -> None:
 def show(value: Any) -> None:
     """Print a verb's result as text. Every line goes through `visible`, so server
     text holding bytes that are not UTF-8 or control characters prints as `\\xNN` on
-    any terminal; each item of a list and each value of a dict on its one line
+    any terminal; each item of a list and each key and value of a dict on its one line
     (`one_line`: a log line or a last_error holding a newline forges no line)."""
     if value is None or isinstance(value, Refused):
         return
@@ -61,7 +61,7 @@ def show(value: Any) -> None:
         say("\n".join(map(one_line, value)))
     elif isinstance(value, dict):
         for k, v in value.items():
-            say(f"{k}: {one_line(v)}")
+            say(f"{one_line(k)}: {one_line(v)}")
     else:
         say(value)
 

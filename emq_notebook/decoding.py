@@ -28,8 +28,10 @@ _ESCAPED = re.compile("[\udc80-\udcff]")
 # any other surrogate: half of a character pair (pasted cut, or built by code), which
 # no encoding writes and no server can hold
 LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
-# what a display would act on or drop rather than show: C0 controls but tab and newline, DEL
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+# what a display would act on or drop rather than show: C0 controls but tab and newline, DEL,
+# the C1 controls (a terminal may read 0x9b as an escape sequence's start) and the Unicode
+# line and paragraph separators (a line break to a browser and to `str.splitlines`)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def clipped(text: str, most: int) -> str:
@@ -48,9 +50,15 @@ def printable(value: object) -> str:
 
 def visible(value: object) -> str:
     """`printable`, and each control character but a tab or a newline (a NUL, an
-    escape, a carriage return) as `\\xNN` too: what a person reads in a panel, a frame
-    or a terminal, where such a character would vanish or act on the display."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", printable(value))
+    escape, a carriage return, a C1 control) as `\\xNN` too, a line separator as
+    `\\u2028`: what a person reads in a panel, a frame or a terminal, where such a
+    character would vanish or act on the display."""
+    return _CONTROL.sub(_shown_control, printable(value))
+
+
+def _shown_control(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 # what breaks a line or acts on a display, a newline and a tab included: every C0 and C1

@@ -1,5 +1,6 @@
 """The `emq` shell command: same grammar, exit 1 on a refusal, 2 on an error."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -329,3 +330,24 @@ def test_a_file_that_cannot_be_opened_is_one_line_naming_it(conn, monkeypatch, c
     ):
         code, out, err = emq_(*words)
         assert (code, out) == (2, "") and err.count("\n") == 1 and said in err, err
+
+
+def test_ids_another_node_wrote_forge_no_line_of_a_preview_or_a_frame(conn, monkeypatch, capsys):
+    """Dead jobs whose ids hold a newline, a C1 control and a line separator (written
+    by another node, outside the name gate): the bulk preview, the per-id words and the
+    jobs frame show each id on its own line, escaped. (The hostile pass of #41: the
+    per-id words printed `a` and `FORGED: reprocessed` as two lines, and U+2028 and
+    0x9b went out raw.)"""
+    from dead_letters import written_rows
+
+    emq_ = shell_on(conn, monkeypatch, capsys)
+    written_rows(conn, "mail", "dead", ["a\nFORGED", "b\u2028c", "d\x9b2J"], last_error="boom\nsecond")
+    for words in (
+        ("reprocess", "mail", "--error", "boom*", "--dry-run"),
+        ("jobs", "mail", "--state", "dead"),
+        ("remove", "mail", "--error", "boom*", "--yes"),
+    ):
+        code, out, err = emq_(*words)
+        assert (code, err) == (0, ""), err
+        assert not re.search("[\u2028\x9b\r]", out) and not re.search("^FORGED", out, re.M), out
+    assert conn.command("ZCARD", "emq:{mail}:dead") == 0

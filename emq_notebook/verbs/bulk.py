@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .. import moves, triage
-from ..decoding import visible
+from ..decoding import one_line
 from ..defaults import ID_BUDGET, MOVE_BUDGET
 from ..errors import UsageProblem
 from ..keyspace import queue_key
@@ -54,9 +54,10 @@ def preview(s: Session, doing: str, q: str, found: pd.DataFrame, limit: int | No
     for job_id, sig in zip(ids, sigs, strict=True):
         by_sig.setdefault(sig, []).append(job_id)
     for sig, members in sorted(by_sig.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        sample = ", ".join(visible(i) for i in members[:SAMPLES])
+        # an id or a signature another node wrote holding a newline forges no line
+        sample = ", ".join(one_line(i) for i in members[:SAMPLES])
         more = ", …" if len(members) > SAMPLES else ""
-        s.say(f"  {len(members):>6,}  {visible(sig) or '(no error)'}  [{sample}{more}]")
+        s.say(f"  {len(members):>6,}  {one_line(sig) or '(no error)'}  [{sample}{more}]")
     return ids
 
 
