@@ -749,6 +749,78 @@ def test_a_client_killed_in_the_middle_of_a_drain_leaves_its_started_entry(valke
     conn.client.delete(audit_key(q), *conn.scan(f"emq:{{{q}}}:*"))
 
 
+_MOVER = """
+import sys, time
+import emq_notebook as emq
+from emq_notebook import transfer
+
+url, verb, src, dst, path = sys.argv[1:]
+conn = emq.connect(url, name="doomed")
+
+def progress(calls, done):
+    if calls == 2:
+        print(verb, done, flush=True)
+        time.sleep(30)
+
+if verb == "import":
+    transfer.import_jobs(conn, dst, path, budget=50, progress=progress)
+else:
+    transfer.move_jobs(conn, src, dst, budget=50, progress=progress)
+"""
+
+
+@pytest.mark.parametrize("verb", ["import", "move"])
+def test_a_client_killed_in_the_middle_of_an_import_or_a_move_leaves_its_started_entry(
+    valkey, tmp_path, verb
+):
+    """The hostile pass of #41, as for drain: a client SIGKILLed after two calls of an
+    import (into `dst`) or a move (`src` to `dst`) leaves its `started` entry on the
+    stream that records it, and no entry claims a job it did not change (a move's new
+    target records only its pause). A real server only: the fake lives in one process."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from dead_letters import written_rows
+
+    from emq_notebook import transfer
+
+    url, src, dst = f"redis://127.0.0.1:{valkey.port}/0", "killed_src", "killed_dst"
+    conn = emq.connect(url)
+    for q in (src, dst):
+        conn.client.delete(audit_key(q), *conn.scan(f"emq:{{{q}}}:*"))
+    written_rows(conn, src, "dead", [f"j{i:04d}" for i in range(300)])
+    path = tmp_path / "dead.jsonl"
+    transfer.export_jobs(conn, src, path)
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root, "EMQ_URL": ""}
+    argv = [sys.executable, "-c", _MOVER, url, verb, src, dst, str(path)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        said = proc.stdout.readline().split()  # after its second call
+        assert said[0] == verb and int(said[1]) > 0, said
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    recorded_on = dst if verb == "import" else src
+    [entry] = [e for e in raw(conn, recorded_on) if e["verb"] == verb]
+    assert (entry["outcome"], entry["count"], entry["conn"]) == ("started", "", "doomed")
+    assert all(e["verb"] in (verb, "pause") for q in (src, dst) for e in raw(conn, q))
+    assert all(e["count"] in ("", "0") for q in (src, dst) for e in raw(conn, q))
+    assert conn.client.zcard(f"emq:{{{dst}}}:{'pending' if verb == 'import' else 'dead'}") > 0
+    shown = frames.audit(conn)
+    row = shown[(shown.queue == recorded_on) & (shown.verb == verb)].iloc[0]
+    assert (row.outcome, row.conn) == ("started", "doomed")
+    for q in (src, dst):
+        conn.client.delete(audit_key(q), *conn.scan(f"emq:{{{q}}}:*"))
+
+
 def test_a_url_password_in_any_text_is_never_recorded(conn):
     """Every field goes through the one redaction of all output (`redaction.scrub`): a
     URL's password typed in a reason, an option, the connection's name or env, or the
