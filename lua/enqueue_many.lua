@@ -15,6 +15,7 @@
 --@include common
 --@include lanes
 --@include enqueue_row
+--@include slices
 local base, group = KEYS[1], ARGV[1]
 -- every check runs before the first write
 local delay, priority, refused = enqueue_numbers(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
@@ -35,8 +36,8 @@ for i = 6, #ARGV, 3 do
   else
     write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, state,
               delay > 0 and score or nil)
-    members[#members + 1] = score
-    members[#members + 1] = id
+    local n = #members
+    members[n + 1], members[n + 2] = score, id
     emit_job(base, 'added', id, group ~= '' and group or nil)
     answers[#answers + 1] = id
   end
@@ -51,9 +52,6 @@ elseif group ~= '' then
   redis.call('SADD', base .. 'groups', group)
   target = lane_pending(base, group)
 end
--- slices of 500 members keep unpack well inside Lua's stack
-for s = 1, #members, 1000 do
-  redis.call('ZADD', target, unpack(members, s, math.min(s + 999, #members)))
-end
+in_slices('ZADD', target, members)
 if delay == 0 and group ~= '' then lane_wake(base, group) end
 return answers

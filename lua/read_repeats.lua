@@ -39,10 +39,8 @@ local function add(name, due)
       problem, size = bad or false, work
     end
   end
-  out[#out + 1] = name
-  out[#out + 1] = due
-  out[#out + 1] = def
-  out[#out + 1] = problem
+  local n = #out
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = name, due, def, problem
   return #name + size
 end
 local _, _, _, spent = each_member(base .. 'repeat', from, from + most, bytes, add)

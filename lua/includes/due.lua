@@ -2,6 +2,7 @@
 -- walked from the place the previous call ended at (includes/walk.lua)
 --@include common
 --@include walk
+--@include slices
 
 -- the due-member loop of @promote and @expire: each member of `set` due by now (from
 -- the place in argv) that may move is handed to move(id, group, priority, row key) and counted;
@@ -26,6 +27,6 @@ local function due_moves(set, base, verb, argv, move)
     return id_cost(id) + bytes
   end)
   -- the ghosts leave after the walk, which reads on by rank
-  for s = 1, #ghosts, 500 do redis.call('ZREM', set, unpack(ghosts, s, math.min(s + 499, #ghosts))) end
+  in_slices('ZREM', set, ghosts)
   return {moved, head[1], head[2], head[3]}
 end

@@ -3,15 +3,12 @@
 -- delay_ms, priority, max_attempts and backoff_ms as an enqueue takes them, each a
 -- whole number, checked before the first write (the Python side checks them too).
 -- Answers delay and priority, or nil, nil and the refusal naming the first bad one.
-local function enqueue_numbers(delay_ms, priority_s, max_attempts, backoff_ms)
-  local delay, priority = whole_of(delay_ms), whole_of(priority_s)
-  for i, v in ipairs({delay or false, priority or false, whole_of(max_attempts) or false, whole_of(backoff_ms) or false}) do
-    if v == false then
-      return nil, nil, redis.error_reply('ERR ' .. ({'delay_ms', 'priority', 'max_attempts', 'backoff_ms'})[i]
-        .. ' must be a whole number')
-    end
+local function enqueue_numbers(delay_ms, priority, max_attempts, backoff_ms)
+  local sent = {delay_ms = delay_ms, priority = priority, max_attempts = max_attempts, backoff_ms = backoff_ms}
+  for _, name in ipairs({'delay_ms', 'priority', 'max_attempts', 'backoff_ms'}) do
+    if not whole_of(sent[name]) then return nil, nil, redis.error_reply('ERR ' .. name .. ' must be a whole number') end
   end
-  return delay, priority
+  return whole_of(delay_ms), whole_of(priority)
 end
 
 -- the id that already answers for a job: the holder of its dedup key, or the id

@@ -48,12 +48,12 @@ end
 -- the leftmost character start at or after s where `piece` matches: its start and end,
 -- or nil (work.steps <= 0 when the work ran out first)
 local function leftmost(text, n, piece, s, work)
-  local anchor, f = piece.anchor, nil
+  local f -- where the piece's first literal run was found last
   while s <= n + 1 and work.steps > 0 do
-    if anchor and (not f or f < s + piece.before) then
+    if piece.anchor and (not f or f < s + piece.before) then
       -- no match starts before the first place its first literal run can be
       local from = s + piece.before
-      f = string.find(text, piece[anchor].lit, from, true)
+      f = string.find(text, piece[piece.anchor].lit, from, true)
       work.steps = work.steps - 1 - ((f or n) - from) / 64
       if not f then return nil end
       if f - 4 * piece.before > s then s = char_start(text, f - 4 * piece.before) end

@@ -57,8 +57,7 @@ local function monitor_minutes(base, first, last, measured_only, fields_most, by
             buckets = redis.call('HGETALL', key)
           end
         end
-        out[#out + 1] = minute
-        out[#out + 1] = buckets
+        out[#out + 1], out[#out + 2] = minute, buckets
       end
     end
     return out

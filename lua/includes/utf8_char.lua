@@ -39,13 +39,10 @@ end
 local function char_start(text, p)
   local b = string.byte(text, p)
   if not b or b < 128 or b > 191 then return p end
-  for q = p - 1, p - 3, -1 do
+  for q = p - 1, math.max(p - 3, 1), -1 do
     local lead = string.byte(text, q)
-    if not lead or lead < 128 then return p end
-    if lead >= 194 then
-      local _, len = char_at(text, q)
-      return math.max(q + len, p)
-    end
+    if lead < 128 then return p end
+    if lead >= 194 then return math.max(q + select(2, char_at(text, q)), p) end
   end
   return p
 end
