@@ -4,14 +4,11 @@
 -- ARGV = group ('' = flat), delay_ms, priority, max_attempts, backoff_ms,
 --        then one triple per job: id, payload, dedup key ('' = none)
 -- returns the id that answers for each job, in order: its own when created; the
--- holder when its dedup key is held or its id already has a row (that job writes
--- nothing). An error, with nothing written, for a number that is not whole or a
--- job list that is not whole triples.
--- The work shared by the chunk is done once: the clock, the meta hash, the
--- ZADD into the target set (in slices), the lane's wake. Bounded by its chunk:
--- jobs.enqueue_many sends at most `chunk` jobs and about defaults.BYTE_BUDGET bytes
--- of ids, payloads and dedup keys a call (a larger payload alone in its call); each
--- job costs a dedup read, an EXISTS, one HSET and an event.
+--   holder when its dedup key is held or its id already has a row (that job writes
+--   nothing). An error, with nothing written, for a number that is not whole or a job
+--   list that is not whole triples. The clock, the meta hash, the set's ZADD and the
+--   lane's wake are done once a chunk; bounded by the chunk jobs.enqueue_many sends
+--   (about defaults.BYTE_BUDGET bytes), each job a dedup read, an EXISTS, an HSET and an event.
 --@include common
 --@include lanes
 --@include enqueue_row
