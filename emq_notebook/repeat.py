@@ -29,11 +29,11 @@ REPEATS_A_CALL = 1000
 # same number): a longer one, another node's, is answered by its size in a listing,
 # skipped by a tick and refused by run-now, its bytes left on the server
 DEF_BYTES = BYTE_BUDGET
-# the due names one tick call examines at most (lua/includes/repeat_def.lua holds the
+# the due names one tick call examines at most (lua/repeat_tick.lua holds the
 # same number), whatever becomes of them: made, skipped as bad or taken out as nameless
 TICK_NAMES = 500
-# the `bad_row` events one tick call emits at most (lua/includes/repeat_def.lua holds the
-# same number): each bad definition is reported once while it stays as it is, the ones
+# the `bad_row` events one tick call emits at most (lua/includes/repeat_reported.lua holds
+# the same number): each bad definition is reported once while it stays as it is, the ones
 # past this many in the calls after
 TICK_REPORTS = 20
 # where each queue's next tick starts its walk, by connection: the rank the last call

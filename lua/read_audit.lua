@@ -1,17 +1,14 @@
 -- @read_audit -- a page of a queue's audit stream, newest first, an entry at a time within a byte budget; reads only.
 --@readonly
--- audit.read's page: the stream is read one entry a command (XREVRANGE COUNT 1, each
--- from below the last), each entry's bytes counted as read, so a page copies about
--- ARGV[4] bytes and one entry more, whatever the entries hold (another node's entries
--- of 2 MB, 30 of them after 32 small ones, read by one XREVRANGE of the count the
--- small ones' size allowed, held Valkey 40.6 ms; the first 32 of 2 MB, 48 ms).
 -- KEYS[1] = the audit stream (emq:audit:{q}); KEYS[2] = the queue base root (unread: the
 --   convention, and the same slot)
 -- ARGV[1] = the highest id read ('+', or '(' and an id: below it); ARGV[2] = the lowest
 --   ('-', or an id); ARGV[3] = entries at most; ARGV[4] = bytes at most
 -- returns {entry, ...} newest first, each {id, {name, value, ...}} as XREVRANGE answers
--- it: ARGV[3] of them, or fewer where the range ends or once their bytes (ids, names
--- and values) reach ARGV[4] (one at least); an error reply for a key that is no stream
+--   it: ARGV[3] of them, or fewer where the range ends or once their bytes (ids, names
+--   and values) reach ARGV[4] (one at least); an error reply for a key that is no
+--   stream. One XREVRANGE COUNT 1 an entry, so a page copies about ARGV[4] bytes and one
+--   entry more, whatever another node's entries hold.
 local key, high, low = KEYS[1], ARGV[1], ARGV[2]
 local most, bytes = tonumber(ARGV[3]), tonumber(ARGV[4])
 local out, spent = {}, 0

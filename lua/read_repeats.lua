@@ -1,23 +1,18 @@
 -- @read_repeats -- a page of a queue's repeat registry in due order, each definition
 -- with its name; reads only.
 --@readonly
--- A listing's page: the names are read a chunk at a time within a byte budget
--- (includes/reads.lua each_member), and each definition's length before its bytes
--- (HSTRLEN), so a registry of 100,000 repeatables, or a definition another node made
--- 20 MB long, costs a call about ARGV[3] bytes and ARGV[2] names, not the whole
--- registry (of 100,000 repeatables, one ZRANGE held Valkey 56 ms, one HGETALL 30).
 -- KEYS[1] = the queue base root
 -- ARGV[1] = the first rank (0-based, in due order); ARGV[2] = repeatables at most;
 --   ARGV[3] = bytes at most; ARGV[4] = the longest definition answered whole (bytes)
 -- returns {name, next due, definition, problem, ..., bytes}: from that rank, ARGV[2]
--- repeatables, or fewer where the registry ends or once their bytes reach ARGV[3] (one
--- at least), then the bytes the page counted (its names, and each definition read as
--- `readable` counts it: a short one decoded whole DECODE_WORK times its length). A
--- definition over ARGV[4] bytes is answered as its length (a number); a missing one (or
--- a definitions key that is no hash) as nil. The problem is nil for a definition a tick
--- reads, else the word `readable` (includes/repeat_def.lua) answers: the one rule of a
--- readable definition, read here as a tick reads it. A registry key that is no sorted
--- set answers no repeatable ({0}).
+--   repeatables, fewer where the registry ends or once their bytes reach ARGV[3] (one at
+--   least), then the bytes counted (names, and definitions as `readable` counts them).
+--   A definition over ARGV[4] bytes is answered by its length (HSTRLEN, never read); a
+--   missing one (or a definitions key that is no hash) as nil. The problem is nil for a
+--   definition a tick reads, else `readable`'s word (includes/repeat_def.lua). A
+--   registry key that is no sorted set answers {0}. Names are read a chunk at a time
+--   (`each_member`, includes/reads.lua), so a call costs about ARGV[3] bytes and ARGV[2]
+--   names, whatever the registry holds.
 --@include repeat_def
 local base = KEYS[1]
 local defs = base .. 'repeat:defs'
@@ -39,10 +34,8 @@ local function add(name, due)
       problem, size = bad or false, work
     end
   end
-  out[#out + 1] = name
-  out[#out + 1] = due
-  out[#out + 1] = def
-  out[#out + 1] = problem
+  local n = #out
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = name, due, def, problem
   return #name + size
 end
 local _, _, _, spent = each_member(base .. 'repeat', from, from + most, bytes, add)

@@ -4,11 +4,10 @@
 -- ARGV = name, definition (JSON text: every, payload, group ('' = flat), max_attempts,
 --   stored as sent; repeat.register writes it)
 -- returns the first due time (ms); EMQSTATE too long definition <n> bytes, at most
--- <DEF_BYTES> for a definition no tick would read (includes/repeat_def.lua; the client
--- refuses it before sending); ERR for a definition `readable` refuses (no caller of the
--- toolkit sends one); EMQSTATE bad row type (<type>) in <key> when a registry key holds
--- another type (`registry_misfit`). A refusal writes nothing. A tick's report of the
--- name's definition before, if any, is forgotten
+--   <DEF_BYTES>; ERR for a definition `readable` refuses (includes/repeat_def.lua; no
+--   caller of the toolkit sends one); EMQSTATE bad row type (<type>) in <key> when a
+--   registry key holds another type. A refusal writes nothing; a tick's report of the
+--   name's definition before is forgotten.
 --@include common
 --@include repeat_def
 --@include repeat_reported

@@ -1,7 +1,6 @@
 -- @repeat_remove -- unregister a repeatable; jobs it already produced stay.
 -- KEYS[1] = the queue base root ; ARGV[1] = name
--- returns 1 when it was registered, 0 when not (its tick's report, if any, forgotten
--- either way: `forget_reported`, includes/repeat_reported.lua)
+-- returns 1 when it was registered, 0 when not (a tick's report of it forgotten either way)
 --@include repeat_def
 --@include repeat_reported
 local base = KEYS[1]

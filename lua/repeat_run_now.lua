@@ -2,9 +2,9 @@
 -- was, so the cadence is kept (extension).
 -- KEYS[1] = the queue base root ; ARGV[1] = name, ARGV[2] = the new job's id
 -- returns the id of the job produced; -1 when no repeatable has that name;
--- EMQSTATE bad row <field> in repeat <name> for a definition that cannot be read, or
--- that is over DEF_BYTES (`definition`: never read; nothing written); EMQSTATE bad row
--- type (<type>) in <key> when a registry key holds another type (`registry_misfit`).
+--   EMQSTATE bad row <field> in repeat <name> for a definition `readable` refuses or
+--   over DEF_BYTES (never read); EMQSTATE bad row type (<type>) in <key> when a
+--   registry key holds another type. A refusal writes nothing.
 --@include common
 --@include lanes
 --@include enqueue_row

@@ -1,36 +1,28 @@
 -- @repeat_tick -- every due repeatable produces one job and moves its next due
 -- time past now (missed beats are skipped, not replayed).
 -- KEYS[1] = the queue base root
--- ARGV[1] = the place: the rank in the registry where the walk starts (what the last
---   call answered; 0 at first); ARGV[2...] = fresh job ids, one per job it may make
--- returns {place, id...}: the rank where the next call's walk starts, then the ids of
--- the jobs produced, one a repeatable at most; {0} when a registry key holds another
--- type than its own (`registry_misfit`, includes/repeat_def.lua: nothing read or
--- written, no event). A definition that does not read (`readable`,
--- includes/repeat_def.lua: not a JSON object, every / max_attempts not a whole number
--- >= 1, payload or group not text, a long one of another shape) or that is over
--- DEF_BYTES (never read) is skipped and left as it is; a `bad_row` event names the
--- repeatable as a report names an id (`reported_id`: a long name by its first 200 bytes
--- and its length), once while the definition stays as it is (`repeat:reported`,
--- includes/repeat_reported.lua: its problem, its length and its first and last bytes),
--- at most TICK_REPORTS a call, the rest in the calls after. A due name with no
--- definition is taken out of the registry.
--- Bounded by the work a call does, whatever another node wrote: at most TICK_NAMES due
--- names examined (made, skipped or taken out alike), read a chunk at a time
--- (`each_member`, includes/reads.lua), and about DEF_BYTES bytes of names (each counted
--- ID_WORK times: it is hashed at each key and member it names) and definitions read
--- (one at least; as `readable` counts them: one decoded whole DECODE_WORK times its
--- length). The walk starts at the place and, at the due names' end, goes on from the
--- head up to the place, so bad definitions due first (left where they are) hold the
--- rest back a call per TICK_NAMES of them, not for ever; the place answered is where the
--- walk stopped, the names it made or took out no longer counted. A place past the due
--- names (the registry changed since) starts the walk at the head. The registry is
--- written after the walk: each name is read once a call.
+-- ARGV[1] = the rank in the registry where the walk starts (what the last call
+--   answered; 0 at first); ARGV[2...] = fresh job ids, one per job it may make
+-- returns {place, id...}: the rank the next call starts at, then the ids of the jobs
+--   made, one a repeatable at most; {0} when a registry key holds another type than its
+--   own (nothing read or written). A definition `readable` refuses, or over DEF_BYTES
+--   (never read), is left as it is and reported by a `bad_row` event naming the
+--   repeatable (`reported_id`) once while it stays so, TICK_REPORTS a call; a due name
+--   with no definition leaves the registry. Bounded: TICK_NAMES due names examined and
+--   about DEF_BYTES bytes of names (ID_WORK each) and definitions read; the walk goes on
+--   from the place, then from the head up to it, so bad definitions due first hold the
+--   rest back a call per TICK_NAMES of them, not for ever.
 --@include common
 --@include lanes
 --@include enqueue_row
 --@include repeat_def
 --@include repeat_reported
+--@include slices
+
+-- the due names one tick examines at most, whatever becomes of them
+-- (emq_notebook.repeat.TICK_NAMES): each costs an HSTRLEN, an HGET and a decode
+local TICK_NAMES = 500
+
 local base = KEYS[1]
 local from = whole_of(ARGV[1])
 if not from or from < 0 then return redis.error_reply('ERR the place must be a whole number >= 0') end
@@ -57,23 +49,14 @@ local made, moved, gone, marks, unmarked = {}, {}, {}, {}, {}
 -- name not due
 local kept, lapped, reports = 0, false, 0
 
--- whether `name`'s report is `as` already: its length asked first (HSTRLEN), so a report
--- another node made long is never copied (100 of 4 MB held a tick 279 ms)
-local function marked_as(name, as)
-  return redis.call('HSTRLEN', reported, name) == #as and redis.call('HGET', reported, name) == as
-end
-
 -- a bad definition, left as it is: reported unless its report was made already
 -- (`as`: its problem, its length and its first and last bytes), TICK_REPORTS a call
 local function skipped(name, why, as)
   kept = kept + 1
-  if reported and marked > 0 and marked_as(name, as) then return end
+  if reported and marked > 0 and reported_as(reported, name, as) then return end
   if reports == TICK_REPORTS then return end
   reports = reports + 1
-  if reported then
-    marks[#marks + 1] = name
-    marks[#marks + 1] = as
-  end
+  if reported then marks[#marks + 1], marks[#marks + 2] = name, as end
   emit(base, {event = 'bad_row', verb = 'tick', ['repeat'] = reported_id(name), error = why})
 end
 
@@ -117,8 +100,7 @@ local function visit(name, score)
   local next_at = at + (math.floor((now - at) / def.every) + 1) * def.every
   -- a due time far in the past (another node's -1e300) rounds to no later than now
   if next_at <= now then next_at = now + def.every end
-  moved[#moved + 1] = next_at
-  moved[#moved + 1] = name
+  moved[#moved + 1], moved[#moved + 2] = next_at, name
   return id_cost(name) + work, #made == most
 end
 
@@ -147,15 +129,9 @@ if most > 0 then
   end
 end
 
-for i = 1, #moved, 2 * WRITE_CHUNK do
-  redis.call('ZADD', registry, unpack(moved, i, math.min(i + 2 * WRITE_CHUNK - 1, #moved)))
-end
-for i = 1, #gone, WRITE_CHUNK do
-  redis.call('ZREM', registry, unpack(gone, i, math.min(i + WRITE_CHUNK - 1, #gone)))
-end
-for i = 1, #unmarked, WRITE_CHUNK do
-  redis.call('HDEL', reported, unpack(unmarked, i, math.min(i + WRITE_CHUNK - 1, #unmarked)))
-end
+in_slices('ZADD', registry, moved)
+in_slices('ZREM', registry, gone)
+in_slices('HDEL', reported, unmarked)
 if #marks > 0 then redis.call('HSET', reported, unpack(marks)) end
 local out = {place}
 for i = 1, #made do out[i + 1] = made[i] end

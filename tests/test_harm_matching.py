@@ -246,9 +246,9 @@ def test_members_with_no_row_and_rows_with_no_error_cost_budget(harm):
 
 # -- the server's matcher and keyer against Python, on drawn input --------------------------
 
-MATCH = (scripts.lua_dir() / "includes" / "glob.lua").read_text() + (
-    "\nlocal said = glob_matches(ARGV[1], glob_of(ARGV[2]), {steps = 1e9})\nreturn said and 1 or 0"
-)
+MATCH = "".join(
+    (scripts.lua_dir() / "includes" / f"{n}.lua").read_text() for n in ("utf8_char", "glob_spec", "glob")
+) + ("\nlocal said = glob_matches(ARGV[1], glob_of(ARGV[2]), {steps = 1e9})\nreturn said and 1 or 0")
 UNDECODABLE = re.compile("[\udc80-\udcff]")
 CHARS = st.sampled_from(list("ab?*[]!-^x.\\ é€") + ["\udcff", "\udcc3", "\udca9", "😀"])
 

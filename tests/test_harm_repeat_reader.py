@@ -1,7 +1,7 @@
 """Do no harm, reading a definition: cjson builds a Lua value for each JSON value, so a
 definition another node wrote of 1 MiB of `{},{},...` decoded whole held Valkey 99 ms in
 one tick. One over SHAPED_FROM bytes is read in its shape (`shaped`, lua/includes/
-repeat_def.lua: plain fields around one payload string, only the payload decoded); one
+repeat_shape.lua: plain fields around one payload string, only the payload decoded); one
 of another shape is decoded whole up to WHOLE_BYTES (counted DECODE_WORK times a byte
 against a tick's budget), and past it not read (`shape`). Both backends."""
 
@@ -32,6 +32,7 @@ SHAPED_FROM, WHOLE_BYTES = constant("SHAPED_FROM"), constant("WHOLE_BYTES")
 # the reader alone: `shaped` and a whole decode of one text, each as a sorted dump
 PROBE = (
     (INCLUDES / "reads.lua").read_text()
+    + (INCLUDES / "repeat_shape.lua").read_text()
     + re.sub(r"^--@include \w+\s*$", "", (INCLUDES / "repeat_def.lua").read_text(), flags=re.M)
     + """
 local function dump(d)

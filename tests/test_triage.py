@@ -120,9 +120,9 @@ def test_find_agrees_with_fnmatchcase(conn, data):
 
 
 # the server's matcher alone, with work enough to decide any of these
-MATCH = (scripts.lua_dir() / "includes" / "glob.lua").read_text() + (
-    "\nlocal said = glob_matches(ARGV[1], glob_of(ARGV[2]), {steps = 1e9})\nreturn said and 1 or 0"
-)
+MATCH = "".join(
+    (scripts.lua_dir() / "includes" / f"{n}.lua").read_text() for n in ("utf8_char", "glob_spec", "glob")
+) + ("\nlocal said = glob_matches(ARGV[1], glob_of(ARGV[2]), {steps = 1e9})\nreturn said and 1 or 0")
 
 
 @settings(max_examples=300, deadline=None)

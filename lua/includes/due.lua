@@ -1,10 +1,10 @@
--- the due-member loop @promote and @expire share: the members of a set due by now,
--- walked from the place the previous call ended at (includes/walk.lua)
+-- the due-member loop @promote and @expire share (includes/walk.lua walks the set)
 --@include common
 --@include walk
+--@include slices
 
--- the due-member loop of @promote and @expire: each member of `set` due by now (from
--- the place in argv) that may move is handed to move(id, group, priority, row key) and counted;
+-- each member of `set` due by now (from the place in argv, where the previous call
+-- ended) that may move is handed to move(id, group, priority, row key) and counted;
 -- a ghost leaves the set; a bad row (or its lane's meta) or a foreign id stays where
 -- it is, announced once as a `bad_row` event of `verb`. Answers {moved, score, member, more}.
 local function due_moves(set, base, verb, argv, move)
@@ -26,6 +26,6 @@ local function due_moves(set, base, verb, argv, move)
     return id_cost(id) + bytes
   end)
   -- the ghosts leave after the walk, which reads on by rank
-  for s = 1, #ghosts, 500 do redis.call('ZREM', set, unpack(ghosts, s, math.min(s + 499, #ghosts))) end
+  in_slices('ZREM', set, ghosts)
   return {moved, head[1], head[2], head[3]}
 end

@@ -1,17 +1,15 @@
 -- a new job's row and its placement, shared by @enqueue and @enqueue_many
+--@include slices
 
 -- delay_ms, priority, max_attempts and backoff_ms as an enqueue takes them, each a
 -- whole number, checked before the first write (the Python side checks them too).
 -- Answers delay and priority, or nil, nil and the refusal naming the first bad one.
-local function enqueue_numbers(delay_ms, priority_s, max_attempts, backoff_ms)
-  local delay, priority = whole_of(delay_ms), whole_of(priority_s)
-  for i, v in ipairs({delay or false, priority or false, whole_of(max_attempts) or false, whole_of(backoff_ms) or false}) do
-    if v == false then
-      return nil, nil, redis.error_reply('ERR ' .. ({'delay_ms', 'priority', 'max_attempts', 'backoff_ms'})[i]
-        .. ' must be a whole number')
-    end
+local function enqueue_numbers(delay_ms, priority, max_attempts, backoff_ms)
+  local sent = {delay_ms = delay_ms, priority = priority, max_attempts = max_attempts, backoff_ms = backoff_ms}
+  for _, name in ipairs({'delay_ms', 'priority', 'max_attempts', 'backoff_ms'}) do
+    if not whole_of(sent[name]) then return nil, nil, redis.error_reply('ERR ' .. name .. ' must be a whole number') end
   end
-  return delay, priority
+  return whole_of(delay_ms), whole_of(priority)
 end
 
 -- the id that already answers for a job: the holder of its dedup key, or the id
@@ -42,19 +40,43 @@ local function write_row(base, id, payload, group, max_attempts, priority, backo
   redis.call('HSET', base .. 'job:' .. id, unpack(row))
 end
 
--- write a new job's row and place it: schedule when delayed, else ready
-local function add_job(base, id, payload, group, delay, priority, max_attempts, dedup, backoff, now)
-  local holder = held_by(base, id, dedup)
-  if holder then return {holder, 0} end
+-- add the jobs of `list` from `from` on (id, payload, dedup key, ...) that share the
+-- rest, as @enqueue_many does: each one's row unless an id already answers for it, then
+-- one ZADD (in slices) to the set they share and the lane's wake. Answers the id that
+-- answers for each job, in order, and how many were created.
+local function add_jobs(base, group, delay, priority, max_attempts, backoff, list, from, now)
+  local state, score, due = 'pending', priority, nil
+  if delay > 0 then state, score, due = 'schedule', now + delay, now + delay end
+  local g = group ~= '' and group or nil
+  local answers, members = {}, {}
+  for i = from, #list, 3 do
+    local id, dedup = list[i], list[i + 2]
+    local holder = held_by(base, id, dedup)
+    if not holder then
+      write_row(base, id, list[i + 1], group, max_attempts, priority, backoff, dedup, now, state, due)
+      local n = #members
+      members[n + 1], members[n + 2] = score, id
+      emit_job(base, 'added', id, g)
+    end
+    answers[#answers + 1] = holder or id
+  end
+  if #members == 0 then return answers, 0 end
   -- every queue has a meta hash, so queues are found by their meta key
   redis.call('HSETNX', base .. 'meta', 'created_at', tostring(now))
-  if delay > 0 then
-    write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, 'schedule', now + delay)
-    redis.call('ZADD', base .. 'schedule', now + delay, id)
-  else
-    write_row(base, id, payload, group, max_attempts, priority, backoff, dedup, now, 'pending')
-    make_ready(base, id, group ~= '' and group or nil, priority)
+  local target = base .. 'pending'
+  if due then
+    target = base .. 'schedule'
+  elseif g then
+    redis.call('SADD', base .. 'groups', g)
+    target = lane_pending(base, g)
   end
-  emit_job(base, 'added', id, group ~= '' and group or nil)
-  return {id, 1}
+  in_slices('ZADD', target, members)
+  if not due and g then lane_wake(base, g) end
+  return answers, #members / 2
+end
+
+-- one job as @enqueue adds it: {id, 1} when created, else {the id that answers for it, 0}
+local function add_job(base, id, payload, group, delay, priority, max_attempts, dedup, backoff, now)
+  local answers, created = add_jobs(base, group, delay, priority, max_attempts, backoff, {id, payload, dedup}, 1, now)
+  return {answers[1], created}
 end

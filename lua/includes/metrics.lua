@@ -29,21 +29,13 @@ end
 -- the most buckets a trim reads by name (HKEYS, then a sort), and the most it deletes in
 -- one call: a hash far past its `keep` (keep lowered, or buckets another node wrote) is
 -- trimmed TRIM_SAMPLE random buckets a call instead (HRANDFIELD): those before the window
--- of the last `keep` minutes, or not a bucket number, go. One trim of a hash 100,000
--- buckets past keep (an HKEYS, a sort and 99,000 HDELs) held a claim 454 ms
+-- of the last `keep` minutes, or not a bucket number, go
 local TRIM_EXACT, TRIM_MOST, TRIM_SAMPLE = 4096, 512, 256
 -- the bytes of names a trim reads at most (about: one name at least): a hash is read by
--- name whole only when Valkey measures it within them (MEMORY USAGE, no name copied; 4,096
--- buckets measure 170 KB), else sampled a name at a time while they last. Names another
--- node wrote long made one trim copy what they held: 4,000 names of 10 KB (an HKEYS of 40
--- MB and a sort reading each as a number at each comparison) held a claim 659 ms, a
--- sample of 256 names of 100 KB 184 ms. The embedded fake measures no key: a hash there
--- is read by name whole up to TRIM_EXACT names
+-- name whole only when Valkey measures it within them (MEMORY USAGE, no name copied),
+-- else sampled a name at a time while they last (names another node wrote may be long).
+-- The embedded fake measures no key: a hash there is read whole up to TRIM_EXACT names
 local TRIM_BYTES = 1048576
--- a bucket's minute, or nil for a name that is none (written by hand: `x`, `1e300`, a
--- hundred digits): a whole number as whole_of reads it (17 digits at most), so a long
--- name is never read as a number, and one read as a number once, not at each comparison
-local function bucket_minute(name) return whole_of(name) end
 
 -- whether hash `key` holds at most `bytes` all told, names and values (true when the
 -- server measures no key: the embedded fake, an ACL user without MEMORY USAGE)
@@ -66,11 +58,11 @@ local function bump_metric(base, kind, now, keep)
   if len <= keep then return end
   local gone = {}
   if len <= TRIM_EXACT and hash_within(mk, TRIM_BYTES) then
-    -- each name read as a number once; one that is none (written by hand) goes first.
-    -- The bucket just counted never goes, whatever names sort after it (another node's
-    -- `99999999999999999`, or `1e300` read by tonumber, made a claim trim its own count)
+    -- each name read as a bucket's minute once (whole_of: a long name, `x` or `1e300`
+    -- written by hand is none, and goes first); the bucket just counted never goes,
+    -- whatever names another node wrote sort after it
     local fields, at, current = redis.call('HKEYS', mk), {}, tostring(minute)
-    for _, f in ipairs(fields) do at[f] = bucket_minute(f) or -1 end
+    for _, f in ipairs(fields) do at[f] = whole_of(f) or -1 end
     table.sort(fields, function(a, b) return at[a] < at[b] end)
     local most = math.min(#fields - keep, TRIM_MOST)
     for _, f in ipairs(fields) do
@@ -83,7 +75,7 @@ local function bump_metric(base, kind, now, keep)
       local f = redis.call('HRANDFIELD', mk)
       if not f then break end
       spent = spent + #f
-      local m = bucket_minute(f)
+      local m = whole_of(f)
       if not seen[f] and (not m or m <= minute - keep) then
         gone[#gone + 1] = f
         seen[f] = true

@@ -19,15 +19,11 @@ local function monitor_minutes(base, first, last, measured_only, fields_most, by
     local key, out = base .. 'metrics:' .. kind, {}
     for minute = first, last do
       local field = string.format('%d', minute)
-      local size = redis.pcall('HSTRLEN', key, field)
-      local n = -1
-      if type(size) == 'number' then
-        if size == 0 then
-          n = 0
-        elseif size <= WHOLE_DIGITS then
-          n = whole_of(redis.call('HGET', key, field)) or -1
-          if n < 0 then n = -1 end
-        end
+      local size, n = redis.pcall('HSTRLEN', key, field), -1
+      if size == 0 then
+        n = 0
+      elseif type(size) == 'number' and size <= WHOLE_DIGITS then
+        n = math.max(whole_of(redis.call('HGET', key, field)) or -1, -1)
       end
       out[#out + 1] = n
     end
@@ -57,8 +53,7 @@ local function monitor_minutes(base, first, last, measured_only, fields_most, by
             buckets = redis.call('HGETALL', key)
           end
         end
-        out[#out + 1] = minute
-        out[#out + 1] = buckets
+        out[#out + 1], out[#out + 2] = minute, buckets
       end
     end
     return out

@@ -1,5 +1,6 @@
 -- a job row written whole into a queue and placed in its state's set, shared by
 -- @import_rows and @move_put: the row's fields as the caller sends them, then its set
+--@include slices
 
 -- the jobs of ARGV from `from` on, as the caller lays each out: its id, its score, n,
 -- then n field name/value pairs. Answers a list of {id, score, fields (as HSET takes
@@ -26,19 +27,14 @@ end
 -- the flat set; a job of another state is added to `members` (score, id) for the
 -- caller's one ZADD (`add_members`)
 local function put_job(base, job, state, score, members)
-  local id = job[1]
-  redis.call('HSET', base .. 'job:' .. id, unpack(job[3]))
+  redis.call('HSET', base .. 'job:' .. job[1], unpack(job[3]))
   if state == 'pending' then
-    make_ready(base, id, job[4] or nil, score)
+    make_ready(base, job[1], job[4] or nil, score)
   else
-    members[#members + 1] = score
-    members[#members + 1] = id
+    local n = #members
+    members[n + 1], members[n + 2] = score, job[1]
   end
 end
 
--- the members a call collected (`put_job`) added to sorted set `set`, in slices unpack takes
-local function add_members(set, members)
-  for s = 1, #members, 1000 do
-    redis.call('ZADD', set, unpack(members, s, math.min(s + 999, #members)))
-  end
-end
+-- the members a call collected (`put_job`) added to sorted set `set`
+local function add_members(set, members) in_slices('ZADD', set, members) end
