@@ -80,11 +80,20 @@ def redacted(exc: EMQError, typed: str, namespace: dict[str, Any]) -> EMQError:
     built from names the gate passed, and stays as it is."""
     if isinstance(exc, Refused) or len(exc.args) != 1 or not isinstance(exc.args[0], str):
         return exc
-    texts = [typed, *(str(namespace.get(name, "")) for name in _NAMED.findall(typed))]
+    texts = [typed, *(_text_of(namespace.get(name, "")) for name in _NAMED.findall(typed))]
     secrets = [x for text in texts for x in secrets_of(text)]
     secrets += [x for c in SESSION.connections.values() for x in c._secrets]
     exc.args = (one_line(scrub(exc.args[0], sorted(set(secrets), key=len, reverse=True))),)
     return exc
+
+
+def _text_of(value: object) -> str:
+    """A notebook variable as text, "" for one whose `str` fails (grammar.substitute
+    has said so in the error's line already)."""
+    try:
+        return str(value)
+    except Exception:  # any failure of the notebook's own object
+        return ""
 
 
 # a `{{name}}` written in a line: the notebook variable `name` (grammar.substitute)
