@@ -30,3 +30,35 @@ MODULES = sorted(ROOT.glob("emq_notebook/**/*.py"))
 def test_every_module_opens_with_a_docstring(path):
     doc = ast.get_docstring(ast.parse(path.read_text()))
     assert doc and len(doc.splitlines()[0]) > 10
+
+
+# -- docs/reliability.md: each guarantee names the tests that hold it, and they exist ------
+
+RELIABILITY = (ROOT / "docs" / "reliability.md").read_text()
+CITED = re.compile(r"`(tests/test_\w+\.py)::(test_\w+)`")
+
+
+def defines(path: Path, name: str) -> bool:
+    return path.is_file() and re.search(rf"^\s*(async\s+)?def {name}\(", path.read_text(), re.M) is not None
+
+
+def test_every_test_reliability_md_names_is_where_it_says():
+    cited = CITED.findall(RELIABILITY)
+    assert len(cited) > 50
+    wrong = []
+    for path, name in cited:
+        if not defines(ROOT / path, name):
+            now = [p.name for p in sorted((ROOT / "tests").glob("test_*.py")) if defines(p, name)]
+            wrong.append(f"{path}::{name} (defined in: {', '.join(now) or 'no test file'})")
+    assert wrong == []
+
+
+def test_every_guarantee_in_reliability_md_names_its_tests():
+    guarantees = [
+        item
+        for part in RELIABILITY.split("\n## ")[1:]
+        if not part.startswith("Running the suite")
+        for item in part.split("\n- ")[1:]
+    ]
+    assert len(guarantees) > 20
+    assert [g.split("\n", 1)[0] for g in guarantees if "Tested by `tests/" not in g] == []
