@@ -360,6 +360,7 @@ _HEX = re.compile(
 )
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _SPACE = re.compile(r"\s+")
+# the characters a signature keeps; sent to @errors, which reads a text only that far
 SIGNATURE_LENGTH = 200
 
 
@@ -446,7 +447,11 @@ def errors(
         cursor = ["", ""]
         while True:
             score, member, more, *rows = conn.run(
-                "errors", [key, base(q)], [*cursor, budget, defaults.BYTE_BUDGET], verb="errors", queue=q
+                "errors",
+                [key, base(q)],
+                [*cursor, budget, defaults.BYTE_BUDGET, SIGNATURE_LENGTH],
+                verb="errors",
+                queue=q,
             )
             for text_key, n, lo, hi, sample_id, sample_error in rows:
                 sig = sigs.get(text_key)

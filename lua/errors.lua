@@ -2,46 +2,41 @@
 --@readonly
 -- KEYS[1] = the set (a state set or a lane's backlog), KEYS[2] = the queue base root
 -- ARGV[1], ARGV[2] = the cursor, as @find; ARGV[3] = budget, members examined at most;
--- ARGV[4] = bytes of work at most: each member's id, the last_error texts read, and the
--- keying (each part of a text, a number, a quoted part..., as READ_BYTES or
--- CHECK_BYTES); the step ends after the member that reaches it, or before one whose id
--- and text would pass it (each measured before any is read: cursor.lua `scan_step`),
--- unless that is the step's first
+-- ARGV[4] = bytes of work at most: each member's id, the last_error texts read, and
+-- PIECE_BYTES for each piece of a key put; the step ends after the member that reaches
+-- it, or before one whose id and text would pass it (each measured before any is read:
+-- cursor.lua `scan_step`), unless that is the step's first; ARGV[5] = the signature's
+-- length (emq_notebook.triage.SIGNATURE_LENGTH): a text is read until its key holds more
+-- printable characters than that
 -- returns {score, member, more, group...}: the cursor and more as @find; each group is
 -- {key, count, least score, greatest score, sample id, sample error} for the rows of this
--- step whose last_error reads as `key` once the signature's replacements are made
--- (includes/signature.lua, in one pass over the text: quoted parts -> <str>; UUIDs and
--- runs of 8 or more hex digits holding a digit -> <hex>; numbers -> <num>), as
--- emq_notebook.triage.signature makes them before it collapses whitespace, strips and
--- cuts (a test holds the two together). So a step sends about one group per signature.
--- A row with no last_error counts under '' (its sample error nil); a member with no row,
--- a foreign id (reads.lua `foreign_id`) and a key that is no hash are examined
--- (each costs budget) and not counted. No last_error over ARGV[4] bytes is copied,
--- whoever wrote it (each measured first, reads.lua `over_fields`): every such row
--- counts under the key '<over ARGV[4] bytes>' (its digits: no text's key holds one),
--- its sample error the sample's length (a number). Side by side on Valkey, 50,000
--- ordinary dead rows, 1,000 a call: 3.1 to 3.2 ms a call, x1.5 measured (4.7 to
--- 4.8 ms: an HSTRLEN a row).
+-- step whose last_error has that key (includes/signature.lua: the text with
+-- emq_notebook.triage.signature's replacements, before it collapses whitespace, strips
+-- and cuts), so a step sends about one group per signature. A row with no last_error
+-- counts under '' (its sample error nil); a member with no row, a foreign id (reads.lua
+-- `foreign_id`) and a key that is no hash are examined (each costs budget) and not
+-- counted. No last_error over ARGV[4] bytes is copied (each measured first, reads.lua
+-- `over_fields`): such a row counts under '<over ARGV[4] bytes>' (its digits: no text's
+-- key holds one), its sample error the sample's length (a number).
 --@include reads
 --@include cursor
 --@include signature
-local set, base = KEYS[1], KEYS[2]
+local set, base, length = KEYS[1], KEYS[2], tonumber(ARGV[5])
 local start = rank_after(set, ARGV[1], ARGV[2])
-local key_of = signature_keyer()
+-- a piece of a key put, as bytes of a step's work
+local PIECE_BYTES = 64
 
 -- rows come in score order: a group's first row has its least score, its last the
 -- greatest; the groups hold those rows' ids until their scores are read, below
 local groups, order = {}, {}
--- the key of every last_error over the step's bytes (a number in it: no text's key has one)
 local OVER = '<over ' .. string.format('%d', tonumber(ARGV[4])) .. ' bytes>'
 local function count(id, rows, at)
   if foreign_id(id) then return 0 end
-  local text = rows[at + 1]
-  local key, work = '', 0
+  local text, key, pieces = rows[at + 1], '', 0
   if type(text) == 'number' then
     key = OVER
   elseif text then
-    key, work = key_of(text)
+    key, pieces = signature_key(text, length)
   end
   if text or redis.call('TYPE', base .. 'job:' .. id).ok == 'hash' then
     local g = groups[key]
@@ -53,7 +48,7 @@ local function count(id, rows, at)
       order[#order + 1] = g
     end
   end
-  return work
+  return pieces * PIECE_BYTES
 end
 local examined, last = scan_step(set, base, start, tonumber(ARGV[3]), tonumber(ARGV[4]), {'last_error'}, count)
 if examined == 0 then return cursor_head(set, 0, start, ARGV[1], ARGV[2]) end

@@ -220,7 +220,9 @@ def test_a_step_stops_at_its_byte_budget_and_the_scan_goes_on_from_there(harm):
     texts = [f"boom {i} " + "x" * 100_000 for i in range(30)]
     ids = put_dead(conn, texts)
     # 100 KB a text against 250 KB: the third's would pass it, so the step ends before it
-    score, member, more, *groups = bounded(lambda: step(conn, "errors", 1000, 250_000), srv)
+    score, member, more, *groups = bounded(
+        lambda: step(conn, "errors", 1000, 250_000, triage.SIGNATURE_LENGTH), srv
+    )
     assert (member, more) == (ids[1], 1) and [g[1] for g in groups] == [2]
     # find reads no text with no filter, and sends its matches' fields while they fit:
     # the third's text goes by its place (9: the caller reads it), and the step ends there
@@ -236,7 +238,9 @@ def test_members_with_no_row_and_rows_with_no_error_cost_budget(harm):
     conn.client.zadd(DEAD, {f"ghost_{i:03d}": i for i in range(50)})  # ahead of the rows
     ids = put_dead(conn, ["boom 1", "boom 2"])
     conn.client.hdel(ROOT + "job:" + ids[0], "last_error")
-    score, member, more, *groups = bounded(lambda: step(conn, "errors", 10, 1 << 20), srv)
+    score, member, more, *groups = bounded(
+        lambda: step(conn, "errors", 10, 1 << 20, triage.SIGNATURE_LENGTH), srv
+    )
     assert (member, more, groups) == ("ghost_009", 1, [])
     score, member, more, *rows = bounded(lambda: step(conn, "find", 10, 1 << 20, *FIND_ANY), srv)
     assert (member, more, rows) == ("ghost_009", 1, [])

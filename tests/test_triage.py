@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import random
+import re
 import threading
 
 import pandas as pd
@@ -559,7 +560,7 @@ def test_errors_of_a_moving_set_count_each_stayer_once(conn):
     assert len(ids) - left <= total <= len(ids)
 
 
-# -- @errors: a text keyed in one pass, or through the family of a text met before ----------
+# -- @errors: a text keyed in one pass, texts of one shape many times over -----------------
 
 # the parts a family keeps variable, each drawn afresh for every text of the family
 VARIABLE = {
@@ -625,40 +626,44 @@ def families(draw) -> list[str]:
 @on_a_backend
 @given(families(), st.integers(1, 6))
 def test_texts_of_one_family_group_as_the_signature_does(conn, texts, budget):
-    """A text keyed through the family of another met earlier in its step has the key its
-    own reading would give: numbers 7 and 8 digits long, hex runs with and without a
-    digit, UUIDs without one, quotes inside quotes, literal parts that run into the
-    variable ones."""
+    """Texts of one shape with their variable parts changed group as Python groups them:
+    numbers 7 and 8 digits long, hex runs with and without a digit, UUIDs without one,
+    quotes inside quotes, literal parts that run into the variable ones."""
     assert_grouped_by_signature(conn, texts, budget)
 
 
-# the keyer alone: one keyer keys the texts in order, as one @errors step does
+# the keyer alone: the keys of the texts in order, as one @errors step puts them
 KEYS_OF = (scripts.lua_dir() / "includes" / "signature.lua").read_text() + (
-    "\nlocal key_of, out = signature_keyer(), {}"
-    "\nfor i = 1, #ARGV do out[i] = key_of(ARGV[i]) end"
+    "\nlocal out = {}"
+    "\nfor i = 2, #ARGV do out[i - 1] = signature_key(ARGV[i], tonumber(ARGV[1])) end"
     "\nreturn out"
 )
+PRINTABLE = re.compile("[!-~]")
 
 
 def assert_keyed_as_python(said: list[str], texts: list[str]) -> None:
-    """Each Lua key is the text with `triage._replaced`'s replacements; a text over 256
-    bytes may be keyed only as far as its signature shows (a head of the replaced text
-    with the same signature)."""
+    """Each Lua key is the text with `triage._replaced`'s replacements, or a head of it
+    cut once it holds more than `SIGNATURE_LENGTH` printable ASCII characters (so its
+    signature is the text's)."""
     for key, text in zip(said, texts, strict=True):
-        if len(text.encode("utf-8", decoding.ERRORS)) <= 256:
-            assert key == triage._replaced(text), text
-        else:
-            assert triage._replaced(text).startswith(key), text
+        whole = triage._replaced(text)
+        if key != whole:
+            assert whole.startswith(key), text
+            assert len(PRINTABLE.findall(key)) > triage.SIGNATURE_LENGTH, text
             assert triage.signature(key) == triage.signature(text), text
+
+
+def keys_of(conn, texts: list[str]) -> list[str]:
+    return conn.client.eval(KEYS_OF, 0, triage.SIGNATURE_LENGTH, *(decoding.wire(t) for t in texts))
 
 
 @on_a_backend
 @given(st.one_of(st.lists(ERROR_TEXT, min_size=1, max_size=12), families()))
 def test_the_lua_key_is_the_signatures_replacements(conn, texts):
-    """The keyer's key of each text, read in one pass or through a family met before,
-    is exactly the text with `triage._replaced`'s replacements: the signature before its
-    whitespace is collapsed, stripped and cut."""
-    assert_keyed_as_python(conn.client.eval(KEYS_OF, 0, *(decoding.wire(t) for t in texts)), texts)
+    """The key of each text is the text with `triage._replaced`'s replacements (the
+    signature before its whitespace is collapsed, stripped and cut), or a head of it
+    with the same signature."""
+    assert_keyed_as_python(keys_of(conn, texts), texts)
 
 
 LONG_PART = st.one_of(
@@ -672,10 +677,10 @@ LONG_TEXT = st.lists(LONG_PART, min_size=1, max_size=10).map("".join).map(canoni
 @on_a_backend
 @given(st.lists(LONG_TEXT, min_size=1, max_size=4))
 def test_a_long_text_is_keyed_as_far_as_its_signature_shows(conn, texts):
-    """A text over 256 bytes is read until its key holds more than 200 printable ASCII
+    """A text is read until its key holds more than `SIGNATURE_LENGTH` printable ASCII
     characters, and no further: long runs of whitespace or bytes past ASCII (which the
     signature collapses or counts as characters) keep it reading."""
-    assert_keyed_as_python(conn.client.eval(KEYS_OF, 0, *(decoding.wire(t) for t in texts)), texts)
+    assert_keyed_as_python(keys_of(conn, texts), texts)
 
 
 def test_a_user_refused_reading_keys_by_pattern_gets_the_same_answers(valkey):
