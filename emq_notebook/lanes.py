@@ -23,13 +23,14 @@ from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_LIMIT
 from .errors import InvalidName
 from .jobs import Claimed, check_lease, gated_claim
-from .keyspace import MAX_SERVER_ID, base, check_name, lane_key, lane_meta_key, queue_key
+from .keyspace import LANES_A_CALL, MAX_SERVER_ID, base, check_name, lane_key, lane_meta_key, queue_key
 
 # lanes one `@read_lanes` call answers with their counts (a listing's page): a ZCARD, two
 # HSTRLEN, an HMGET and an HEXISTS a lane
 LANE_ROWS_A_CALL = 250
-# lanes one `@read_lanes` call examines for their names (a completion)
-NAMES_A_CALL = 2000
+# lanes one `@read_lanes` call examines for their names (a completion): as many as a
+# drain call looks at
+NAMES_A_CALL = LANES_A_CALL
 
 
 @contract("claim", writes=True)

@@ -1,7 +1,7 @@
 -- @lane_backlog -- the lanes' backlog summed a page of lanes at a time; reads only.
 --@readonly
 -- A count's step (frames.counts, admin.backlog, a watching look, health's lane sample):
--- the set of known groups is walked by SSCAN a chunk at a time (includes/lane_walk.lua),
+-- the set of known groups is walked by SSCAN a chunk at a time (includes/chunks.lua),
 -- each lane's backlog counted by one ZCARD, so a queue of 100,000 lanes costs a call
 -- about ARGV[2] lanes and ARGV[3] bytes, not the whole set (one SMEMBERS of 100,000
 -- lanes held Valkey 18.9 ms, and a ZCARD a lane from the client is 100,000 commands).
