@@ -223,7 +223,7 @@ def lane(conn: Connection, q: str, group: str) -> dict | None:
 
 def _over(name: str) -> bool:
     """True for a lane name (or a prefix of one) over `MAX_SERVER_ID` bytes: no walk of
-    the lanes answers one, and no key is built of it (lua/includes/lane_walk.lua
+    the lanes answers one, and no key is built of it (lua/includes/ids.lua
     `foreign_lane`)."""
     return len(name) > MAX_SERVER_ID // 4 and decoding.wire_size(name) > MAX_SERVER_ID
 

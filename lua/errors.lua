@@ -15,7 +15,7 @@
 -- emq_notebook.triage.signature makes them before it collapses whitespace, strips and
 -- cuts (a test holds the two together). So a step sends about one group per signature.
 -- A row with no last_error counts under '' (its sample error nil); a member with no row,
--- a foreign id (reads.lua `foreign_id`) and a key that is no hash are examined
+-- a foreign id (ids.lua `foreign_id`) and a key that is no hash are examined
 -- (each costs budget) and not counted. No last_error over ARGV[4] bytes is copied,
 -- whoever wrote it (each measured first, reads.lua `over_fields`): every such row
 -- counts under the key '<over ARGV[4] bytes>' (its digits: no text's key holds one),

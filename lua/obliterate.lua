@@ -10,7 +10,7 @@
 -- key the sweep deletes; a SCAN page costs 100), and the latency history (a day of
 -- minutes by default: at most 1,440 a call), about ARGV[3] bytes; every key goes by UNLINK, so a large one (a dedup hash of a million keys,
 -- a long :logs list) costs no more than a small one. No key is built from a foreign
--- id (reads.lua `foreign_id`): its member leaves, the sweep takes the rest.
+-- id (ids.lua `foreign_id`): its member leaves, the sweep takes the rest.
 --@include common
 --@include lanes
 local meta = KEYS[1]

@@ -3,8 +3,7 @@
 -- A listing's page (lanes.lanes, the Lanes tab, a completion of lane names): the set
 -- of known groups is walked by SSCAN a chunk at a time (includes/chunks.lua), so a
 -- queue of 1,000,000 lanes, or lane names another node made 1 MB long, costs a call
--- about ARGV[2] lanes and ARGV[3] bytes, not the whole set (one SMEMBERS of 100,000
--- lanes held Valkey 18.9 ms). A lane's limit and active count are measured (HSTRLEN)
+-- about ARGV[2] lanes and ARGV[3] bytes, not the whole set. A lane's limit and active count are measured (HSTRLEN)
 -- before they are read: another node may have written anything there.
 -- KEYS[1] = the queue base root
 -- ARGV[1] = the SSCAN cursor of the groups set ('0': the start); ARGV[2] = lanes

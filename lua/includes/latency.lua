@@ -51,8 +51,7 @@ local function record_latency(base, kind, ms, now, keep)
   if count_in(hk, bucket) ~= 1 then return end
   local index = base .. 'lat:minutes'
   if redis.pcall('ZADD', index, 'NX', minute, minute) == 1 then
-    -- the oldest TRIM_MOST minutes at most a call (metrics.lua): an index 100,000 minutes
-    -- past keep trimmed whole held a claim 216 ms
+    -- the oldest TRIM_MOST minutes at most a call (metrics.lua)
     local over = math.min(redis.call('ZCARD', index) - keep, TRIM_MOST)
     if over > 0 then trim_minutes(base, index, over, minute) end
   end
