@@ -17,8 +17,22 @@ from .decoding import wire_size
 from .errors import InvalidName
 
 MAX_NAME = 128
-# the longest id, in bytes, a verb addresses (lua/includes/reads.lua `MAX_ID`, the same rule)
+# the longest id, in bytes, a verb addresses (Lua's `MAX_ID`, rendered from this one:
+# scripts.constants)
 MAX_SERVER_ID = 65_536
+# a job row's whole-number fields and what an absent one reads as (Lua's `ROW_WHOLES`)
+ROW_WHOLES = (
+    ("attempts", 0),
+    ("failures", 0),
+    ("stalled", 0),
+    ("max_attempts", 1),
+    ("backoff", 1000),
+    ("priority", 0),
+)
+# the most members a script's walk reads at once (Lua's `WALK_CHUNK`, lua/includes/chunks.lua)
+WALK_CHUNK = 8
+# the most lanes one call examines by name (Lua's `LANES_A_CALL`: @drain, a completion's page)
+LANES_A_CALL = 2000
 # letters, digits and `_ . - @ +`; nothing a key, a hash tag or a SCAN glob reads specially
 _SAFE = re.compile(r"[A-Za-z0-9_.@+\-]+\Z")
 STATES = ("pending", "active", "schedule", "dead")

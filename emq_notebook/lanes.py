@@ -23,13 +23,14 @@ from .connector import Connection
 from .defaults import BYTE_BUDGET, DEFAULT_LIMIT
 from .errors import InvalidName
 from .jobs import Claimed, check_lease, gated_claim
-from .keyspace import MAX_SERVER_ID, base, check_name, lane_key, lane_meta_key, queue_key
+from .keyspace import LANES_A_CALL, MAX_SERVER_ID, base, check_name, lane_key, lane_meta_key, queue_key
 
 # lanes one `@read_lanes` call answers with their counts (a listing's page): a ZCARD, two
 # HSTRLEN, an HMGET and an HEXISTS a lane
 LANE_ROWS_A_CALL = 250
-# lanes one `@read_lanes` call examines for their names (a completion)
-NAMES_A_CALL = 2000
+# lanes one `@read_lanes` call examines for their names (a completion): as many as a
+# drain call looks at
+NAMES_A_CALL = LANES_A_CALL
 
 
 @contract("claim", writes=True)
@@ -222,7 +223,7 @@ def lane(conn: Connection, q: str, group: str) -> dict | None:
 
 def _over(name: str) -> bool:
     """True for a lane name (or a prefix of one) over `MAX_SERVER_ID` bytes: no walk of
-    the lanes answers one, and no key is built of it (lua/includes/lane_walk.lua
+    the lanes answers one, and no key is built of it (lua/includes/ids.lua
     `foreign_lane`)."""
     return len(name) > MAX_SERVER_ID // 4 and decoding.wire_size(name) > MAX_SERVER_ID
 

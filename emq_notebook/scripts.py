@@ -40,6 +40,37 @@ def _own(name: str) -> str:
     return (lua_dir() / f"{name}.lua").read_text()
 
 
+# the include rendered from Python (`constants`), not read from a file
+CONSTANTS = "constants"
+
+
+@functools.cache
+def constants() -> str:
+    """The `constants` include: the values a script shares with Python, rendered from
+    their one home (`checks.MAX_WHOLE`, `keyspace.MAX_SERVER_ID`, `ROW_WHOLES`,
+    `WALK_CHUNK`, `LANES_A_CALL`, `defaults.ID_WORK`), so the two never drift."""
+    from .checks import MAX_WHOLE
+    from .defaults import ID_WORK
+    from .keyspace import LANES_A_CALL, MAX_SERVER_ID, ROW_WHOLES, WALK_CHUNK
+
+    wholes = ", ".join(f"{{{_lua_text(name)}, {default}}}" for name, default in ROW_WHOLES)
+    return (
+        "-- constants: rendered from Python (emq_notebook/scripts.py `constants`)\n"
+        f"local MAX_WHOLE = {MAX_WHOLE}\n"
+        f"local MAX_ID = {MAX_SERVER_ID}\n"
+        f"local ID_WORK = {ID_WORK}\n"
+        f"local WALK_CHUNK = {WALK_CHUNK}\n"
+        f"local LANES_A_CALL = {LANES_A_CALL}\n"
+        f"local ROW_WHOLES = {{{wholes}}}\n"
+    )
+
+
+def _fragment_text(inc: str) -> str:
+    if inc == CONSTANTS:
+        return constants()
+    return (lua_dir() / "includes" / f"{inc}.lua").read_text()
+
+
 def _splicer() -> Callable[[re.Match], str]:
     """A replacement for include lines: the fragment, its own includes spliced in,
     each fragment once per splicer."""
@@ -50,9 +81,15 @@ def _splicer() -> Callable[[re.Match], str]:
         if inc in seen:
             return ""
         seen.add(inc)
-        return _INCLUDE.sub(splice, (lua_dir() / "includes" / f"{inc}.lua").read_text())
+        return _INCLUDE.sub(splice, _fragment_text(inc))
 
     return splice
+
+
+def fragment(name: str) -> str:
+    """Include `name` with its own includes spliced in, as a script gets it (a test
+    runs a fragment alone)."""
+    return _INCLUDE.sub(_splicer(), f"--@include {name}\n")
 
 
 @functools.cache

@@ -7,9 +7,8 @@
 --   since a paused queue holds one too; EchoMQ's callers send none and get {} for both)
 -- returns {} when empty, else {id, payload, attempts}; 'more' (ARGV[3] sent; {} when not)
 -- when the call stopped at its bound: one call drops at most CLAIM_SKIPS ghosts
--- (members whose row is gone) and about CLAIM_BYTES of their ids (includes/activate.lua),
--- so 100,000 ghosts ahead of a job are 200 calls of a few ms, not one of 520 ms;
--- an id over 64 KB (foreign, includes/activate.lua `claim_head`) is dropped as a ghost
+-- (members whose row is gone) and about CLAIM_BYTES of their ids (includes/activate.lua);
+-- an id over 64 KB (foreign, includes/claim_head.lua) is dropped as a ghost
 -- is, unread; EMQSTATE bad row <field> in <id> (the head row unreadable: nothing popped);
 -- EMQSTATE bad row type in <pending> when pending holds another type than a zset
 --@include common

@@ -13,9 +13,9 @@
 -- step whose last_error has that key (includes/signature.lua: the text with
 -- emq_notebook.triage.signature's replacements, before it collapses whitespace, strips
 -- and cuts), so a step sends about one group per signature. A row with no last_error
--- counts under '' (its sample error nil); a member with no row, a foreign id (reads.lua
+-- counts under '' (its sample error nil); a member with no row, a foreign id (ids.lua
 -- `foreign_id`) and a key that is no hash are examined (each costs budget) and not
--- counted. No last_error over ARGV[4] bytes is copied (each measured first, reads.lua
+-- counted. No last_error over ARGV[4] bytes is copied (each measured first, measured.lua
 -- `over_fields`): such a row counts under '<over ARGV[4] bytes>' (its digits: no text's
 -- key holds one), its sample error the sample's length (a number).
 --@include reads

@@ -17,5 +17,5 @@
 -- ring holds another type than a list
 --@include common
 --@include lanes
---@include activate
+--@include claim_lanes
 return claim_lanes(KEYS[1], KEYS[3], tonumber(ARGV[1]), ARGV[2] or '', nil, (ARGV[3] or '') ~= '')

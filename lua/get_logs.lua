@@ -17,8 +17,7 @@ local row, logs = KEYS[1], KEYS[2]
 local id = string.sub(row, #KEYS[3] + 5)
 local refused = row_refusal(row, id) or logs_refusal(logs, id)
 if refused then return refused end
--- the page a call takes when none is asked: a list read through LRANGE in a script
--- costs about 0.35 us a line (100,000 lines held a server 40 ms)
+-- the page a call takes when none is asked: LRANGE in a script copies each line
 local PAGE_LINES, PAGE_BYTES = 5000, 1048576
 -- lines read at once, so a page of long lines stops soon after its bytes
 local CHUNK = 100

@@ -1,10 +1,10 @@
 -- @lane_backlog -- the lanes' backlog summed a page of lanes at a time; reads only.
 --@readonly
 -- A count's step (frames.counts, admin.backlog, a watching look, health's lane sample):
--- the set of known groups is walked by SSCAN a chunk at a time (includes/lane_walk.lua),
+-- the set of known groups is walked by SSCAN a chunk at a time (includes/chunks.lua),
 -- each lane's backlog counted by one ZCARD, so a queue of 100,000 lanes costs a call
--- about ARGV[2] lanes and ARGV[3] bytes, not the whole set (one SMEMBERS of 100,000
--- lanes held Valkey 18.9 ms, and a ZCARD a lane from the client is 100,000 commands).
+-- about ARGV[2] lanes and ARGV[3] bytes, not the whole set (not one SMEMBERS,
+-- nor a ZCARD a lane from the client).
 -- KEYS[1] = the queue base root
 -- ARGV[1] = the SSCAN cursor of the groups set ('0': the start); ARGV[2] = lanes
 --   examined at most; ARGV[3] = bytes at most (a lane's name counts ID_WORK times: a
@@ -18,7 +18,7 @@
 -- hand), the jobs waiting in them, the lanes skipped uncounted (a name over MAX_ID
 -- bytes, of which no key is built, or a backlog key that is no sorted set), then the
 -- heads' ids; a head not read (over ARGV[5] bytes as measured first, includes/ends.lua
--- `readable_at`: another node's id of 30 MB held Valkey 50 ms read here) stands as its
+-- `readable_at`) stands as its
 -- bytes, a number (-1: not measurable). A walk may meet a lane twice when the set
 -- shrinks between calls (only an obliterate takes lanes out). A groups key that is no
 -- set is walked as an empty one.

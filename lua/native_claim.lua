@@ -8,7 +8,6 @@
 -- returns {} when paused or empty, else {id, payload, attempts}; 'more' (ARGV[3] sent; {} when not)
 -- when the call stopped at its bound: one call drops at most CLAIM_SKIPS ghosts
 -- (members whose row is gone) and about CLAIM_BYTES of their ids (includes/activate.lua),
--- so 100,000 ghosts ahead of a job are 200 calls of a few ms, not one of 520 ms;
 -- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
 --@include common
 --@include lanes

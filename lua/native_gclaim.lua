@@ -12,7 +12,7 @@
 -- EMQSTATE bad row <field> in <id> (the head row, or a lane meta, unreadable: nothing popped)
 --@include common
 --@include lanes
---@include activate
+--@include claim_lanes
 -- the paused field asked whether it is there (any value pauses: one another node wrote
 -- long is never copied); the metrics retention read measured by the claim (metrics_keep)
 if redis.call('HEXISTS', KEYS[3] .. 'meta', 'paused') == 1 then return {} end

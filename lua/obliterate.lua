@@ -7,10 +7,9 @@
 -- with ARGV[4], {1 or 0, the jobs this call deleted};
 -- EMQSTATE not paused; EMQSTATE active jobs present (unforced, jobs in flight).
 -- Bounded: at most ARGV[2] units of work (a member of a state set or lane, a lane, a
--- key the sweep deletes; a SCAN page costs 100), and the latency history (a day of
--- minutes by default: at most 1,440 a call), about ARGV[3] bytes; every key goes by UNLINK, so a large one (a dedup hash of a million keys,
--- a long :logs list) costs no more than a small one. No key is built from a foreign
--- id (reads.lua `foreign_id`): its member leaves, the sweep takes the rest.
+-- key the sweep deletes; a SCAN page costs 100), a day of latency minutes, about
+-- ARGV[3] bytes; every key goes by UNLINK. No key is built from a foreign id: its
+-- member leaves, the sweep takes the rest.
 --@include common
 --@include lanes
 local meta = KEYS[1]
@@ -24,9 +23,8 @@ local budget = tonumber(ARGV[2])
 local bytes = whole_of(ARGV[3]) or MAX_WHOLE
 local counted = ARGV[4] == '1'
 
--- a job leaves for good: its dedup key is given back and, when it was in flight,
--- its lane slot, so the queue is consistent after every call, not only the last
--- (the row is read only when there is something to give back)
+-- a job leaves for good: its dedup key is given back and, when it was in flight, its
+-- lane slot (the row is read only when there is something to give back)
 local has_dedup = redis.call('EXISTS', base .. 'dedup') == 1
 -- the bytes charged: the id's and the payload's
 local function destroy(id, in_flight)
@@ -53,7 +51,6 @@ local function answer(more)
   return more
 end
 local function sweep(sk, in_flight)
-  -- a chunk of members at a time: an id is counted only once read (each_member)
   local k, _, _, freed = each_member(sk, 0, budget, bytes - used, function(id)
     return destroy(id, in_flight)
   end)
@@ -80,29 +77,35 @@ for _, t in ipairs({'pending', 'schedule', 'dead'}) do
 end
 
 -- every state set is empty: the lanes, their rows first, under the same budget (a
--- lane's meta costs one unit; the lanes are read a budget's worth at a time)
-for _, g in ipairs(redis.call('SRANDMEMBER', base .. 'groups', budget)) do
-  if sweep(lane_pending(base, g)) then return answer(1) end
+-- lane's meta costs one unit), walked in chunks (chunks.lua `each_lane`; each call
+-- starts again, the lanes it finished gone)
+local full = false
+each_lane(base .. 'groups', '0', budget, bytes - used, function(g)
+  local before = used
+  if sweep(lane_pending(base, g)) then
+    full = true
+    return used - before, true
+  end
   redis.call('UNLINK', lane_meta(base, g))
   redis.call('SREM', base .. 'groups', g)
-  budget = budget - 1
-  if budget <= 0 then return answer(1) end
-end
-if redis.call('SCARD', base .. 'groups') > 0 then return answer(1) end
+  budget, used = budget - 1, used + id_cost(g)
+  full = budget <= 0 or used >= bytes
+  return used - before, full
+end)
+if full or redis.call('SCARD', base .. 'groups') > 0 then return answer(1) end
 -- the latency histograms: two hashes a minute, each minute a unit of the budget. They
 -- go in the call that deletes the metrics hashes, so the throughput record stays whole
--- between calls: the default retention is a day of minutes (metrics_keep 1,440), so at
--- most a day's worth goes in one call, a longer history (metrics_keep set higher) a
--- day's worth a call
+-- between calls: at most a day's worth of minutes (DAY, the default metrics_keep) a
+-- call, walked in chunks within the bytes left
 local DAY = 1440
 local index = base .. 'lat:minutes'
-local minutes = redis.call('ZRANGE', index, 0, DAY)
-local now = math.min(#minutes, DAY)
-for i = 1, now do
-  redis.call('UNLINK', base .. 'lat:wait:' .. minutes[i], base .. 'lat:run:' .. minutes[i])
-end
+local now, _, _, freed = each_member(index, 0, DAY, bytes - used, function(m)
+  redis.call('UNLINK', base .. 'lat:wait:' .. m, base .. 'lat:run:' .. m)
+  return id_cost(m)
+end)
+used = used + freed
 if now > 0 then redis.call('ZREMRANGEBYRANK', index, 0, now - 1) end
-if #minutes > DAY then return answer(1) end
+if redis.call('ZCARD', index) > 0 then return answer(1) end
 budget = budget - now
 -- the repeat records, the metrics hashes, the dedup keys, the ring
 redis.call('UNLINK', base .. 'groups', base .. 'ring', base .. 'wake',
@@ -129,13 +132,11 @@ while true do
   for _, k in ipairs(page[2]) do
     if k ~= meta then redis.call('UNLINK', k); budget = budget - 1; dirty = true end
   end
-  -- a page of 1000 slots is charged like 100 deletes, so a call stays bounded
-  -- however large the rest of the keyspace is
+  -- a page of 1000 slots is charged like 100 deletes
   budget = budget - 100
   if cursor == '0' then
-    -- a whole pass that found nothing: the queue is gone
+    -- a whole pass that found nothing: the queue is gone; else another pass
     if not dirty then break end
-    -- the pass found something: the next one starts from the beginning
     dirty = false
   end
   if budget <= 0 then

@@ -6,7 +6,7 @@
 -- returns {n, score, member, more}: n promoted; the place of the last member
 -- examined and more = 1 while due members follow it (more = 0: the next call starts
 -- from the start). A ghost (a member with no row) leaves the set, uncounted; a bad
--- row (or its lane's meta) or a foreign id (reads.lua `foreign_id`) is left where it is, with a `bad_row` event. Each costs its member of the
+-- row (or its lane's meta) or a foreign id (ids.lua `foreign_id`) is left where it is, with a `bad_row` event. Each costs its member of the
 -- budget. Bounded: at most ARGV[1] members (one HMGET each, and a promoted job's
 -- three writes; its leaving the set one ZREM per 500 jobs), and about ARGV[2] bytes
 -- read (a member's fields, its id).

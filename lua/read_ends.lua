@@ -2,8 +2,7 @@
 --@readonly
 -- One call a queue a watching look (health, a dashboard refresh) sends in place of the
 -- native reads of pending's head and tail, the schedule's due head and the dead set's
--- newest: another node may put a member of many MB at any of them (a 30 MB head read
--- natively held Valkey 14 to 20 ms, in a script 50 to 58 ms). A member is measured
+-- newest: another node may put a member of many MB at any of them. A member is measured
 -- before it is read (includes/ends.lua `probe`, `readable_at`: MEMORY USAGE) and
 -- read only within ARGV[2] bytes; a score whose member can not be measured (a
 -- skiplist's tail) is found by ZCOUNTs (`top_score`, `bottom_score`), its member never

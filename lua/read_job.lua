@@ -4,21 +4,17 @@
 -- `get_job`'s read, and a frame's payload too large for @read_rows: a field another node
 -- made 100 MB long is answered by its length (HSTRLEN), its bytes left on the server,
 -- and a row of a million fields by its count, so a call reads about ARGV[3] bytes and at
--- most ARGV[2] fields, not the whole row (one HGETALL of a 20 MB row held Valkey 11 to
--- 14 ms, bench/harm.py). No command gives a field NAME's length, so a row's names are
--- listed (each copied) only when the row measures at most the call's bytes (ARGV[3]) of
--- names and values all told (reads.lua `row_within`, one MEMORY USAGE): one name of 32
--- MiB listed held Valkey 276 ms. Any other row, and every row on a server or for an ACL
--- user without MEMORY USAGE (the embedded fake), is read by the names the caller sends.
--- An ordinary job row of 11 fields, side by side on Valkey (bench/read_job_names.py,
--- server time a call): listed unmeasured 29.0 us, measured first 30.4 us (x1.05);
--- another run 34.0 and 38.1 us (x1.12).
+-- most ARGV[2] fields, not the whole row. No command gives a field NAME's length, so a
+-- row's names are listed (each copied) only when the row measures at most the call's
+-- bytes (ARGV[3]) of names and values all told (measured.lua `row_within`). Any other
+-- row, and every row on a server or for an ACL user without MEMORY USAGE (the embedded
+-- fake), is read by the names the caller sends.
 -- KEYS[1] = the queue base root
 -- ARGV[1] = the job id; ARGV[2] = the most fields a row may hold to be listed (HKEYS);
 --   ARGV[3] = bytes at most (read a call; and of a row listed, its names and values);
 --   ARGV[4] = the longest field read whole (bytes); ARGV[5...] = the fields to read
 --   (none: every field of the row)
--- returns -1 for a missing row (a foreign id, reads.lua `foreign_id`: the same);
+-- returns -1 for a missing row (a foreign id, ids.lua `foreign_id`: the same);
 -- EMQSTATE bad row type in <id> for a key of another type than a hash; else {the row's field count, name, value, name, value, ...}: the
 -- fields named, in order, or with none named every field of a row of at most ARGV[2]
 -- within ARGV[3] bytes (none of any other row). A value is the field's bytes; its

@@ -1,10 +1,9 @@
 -- @read_lanes -- a page of a queue's lanes, by name or with each lane's backlog and bookkeeping; reads only.
 --@readonly
 -- A listing's page (lanes.lanes, the Lanes tab, a completion of lane names): the set
--- of known groups is walked by SSCAN a chunk at a time (includes/lane_walk.lua), so a
+-- of known groups is walked by SSCAN a chunk at a time (includes/chunks.lua), so a
 -- queue of 1,000,000 lanes, or lane names another node made 1 MB long, costs a call
--- about ARGV[2] lanes and ARGV[3] bytes, not the whole set (one SMEMBERS of 100,000
--- lanes held Valkey 18.9 ms). A lane's limit and active count are measured (HSTRLEN)
+-- about ARGV[2] lanes and ARGV[3] bytes, not the whole set. A lane's limit and active count are measured (HSTRLEN)
 -- before they are read: another node may have written anything there.
 -- KEYS[1] = the queue base root
 -- ARGV[1] = the SSCAN cursor of the groups set ('0': the start); ARGV[2] = lanes
@@ -21,7 +20,7 @@
 -- bytes: no whole number is that long); paused 1 or 0. A walk may meet a lane twice
 -- when the set shrinks between calls (only an obliterate takes lanes out). A groups key
 -- that is no set is walked as an empty one.
---@include lane_walk
+--@include reads
 local base = KEYS[1]
 local most, bytes, counted, prefix = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1', ARGV[5]
 -- the longest limit or active count read: a whole number is 19 digits at most
@@ -63,7 +62,7 @@ local cursor, examined = each_lane(base .. 'groups', ARGV[1], most, bytes, funct
   out[#out + 1] = limit or false
   out[#out + 1] = active or false
   out[#out + 1] = paused == 1 and 1 or 0
-  return #g + lane_cost(g)
+  return #g + id_cost(g)
 end)
 local head = {cursor, examined, skipped}
 for i = 1, #out do head[#head + 1] = out[i] end

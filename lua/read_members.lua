@@ -1,10 +1,8 @@
 -- @read_members -- a page of a sorted set's members and their scores; reads only.
 --@readonly
--- A frame's page of ids, a completion's: the set is read here a chunk at a time (one
--- member, then twice as many up to 8, fewer once long ids are met: includes/reads.lua
+-- A frame's page of ids, a completion's: the set is read in chunks (includes/chunks.lua
 -- each_member), so a page that meets ids another node made long copies about ARGV[4]
--- bytes of them and one chunk more, not its count of them (a ZRANGE of 300 ids of 1 MB
--- after 100 short ones held Valkey 176 ms).
+-- bytes of them and one chunk more, not its count of them.
 -- KEYS[1] = the queue base root
 -- ARGV[1] = the sorted set, its name under the root (`dead`, `lane:acme`); ARGV[2] = the
 --   first rank (0-based); ARGV[3] = members at most; ARGV[4] = bytes at most

@@ -11,7 +11,7 @@
 --   missing one (or a definitions key that is no hash) as nil. The problem is nil for a
 --   definition a tick reads, else `readable`'s word (includes/repeat_def.lua). A
 --   registry key that is no sorted set answers {0}. Names are read a chunk at a time
---   (`each_member`, includes/reads.lua), so a call costs about ARGV[3] bytes and ARGV[2]
+--   (`each_member`, includes/chunks.lua), so a call costs about ARGV[3] bytes and ARGV[2]
 --   names, whatever the registry holds.
 --@include repeat_def
 local base = KEYS[1]

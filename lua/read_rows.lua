@@ -4,14 +4,7 @@
 -- One call per batch (bounded by the caller's batch size and by ROW_BYTES bytes copied)
 -- instead of one command per job, so a 100,000-job snapshot is two hundred calls. No
 -- field over ARGV[2] bytes is copied, whoever wrote it, nor more than ROW_BYTES in all,
--- whatever a row holds: each row is measured first (reads.lua `measured_row`: a row of
--- at most MEASURED_FIELDS fields measured whole by one MEMORY USAGE, its figure the
--- row's bytes, and one within ARGV[2] and the bytes left read in one HMGET; any other
--- row, one whose figure is over the bytes left, or a server or ACL user without MEMORY
--- USAGE, as the embedded fake, an HSTRLEN a field). One row of 64 fields of 1 MiB-1,
--- each within ARGV[2], was copied whole and held Valkey 107 to 121 ms. 500 ordinary
--- rows of 8 fields, side by side on Valkey: 2.4 to 3.7 ms a call with only the payload
--- measured, x1.2 measured whole (2.8 to 4.5 ms), x2.0 with an HSTRLEN a field.
+-- whatever a row holds: each row is measured first (measured.lua `measured_row`).
 -- KEYS[1] = the queue base root
 -- ARGV[1] = n, the number of fields; ARGV[2] = the longest field read (bytes; ROW_BYTES
 --   at most); ARGV[3 .. n+2] = the fields; then the job ids
@@ -22,7 +15,7 @@
 -- for each such field, its place among the fields (1 to n), for the caller to read by
 -- name or leave. The call's first row is read as far as ROW_BYTES go: each field, in
 -- order, while it fits what is left; one that does not is answered by its place as if
--- it were over ARGV[2]. A foreign id (reads.lua `foreign_id`), and a key that is no
+-- it were over ARGV[2]. A foreign id (ids.lua `foreign_id`), and a key that is no
 -- hash, read as a row with no field.
 --@include reads
 local base, n = KEYS[1], tonumber(ARGV[1])

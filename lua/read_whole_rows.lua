@@ -2,7 +2,7 @@
 -- are copied; reads only (extension: what an export writes and a move carries).
 --@readonly
 -- A row is read whole (one HGETALL) only when one MEMORY USAGE measures it, names and
--- values, within the call's bytes left (as reads.lua `row_within`: a row of at most
+-- values, within the call's bytes left (as measured.lua `row_within`: a row of at most
 -- MEASURED_FIELDS fields), or, with ARGV[3], where no MEMORY USAGE answers (the
 -- in-process server no other client shares). Any other row is read by the names the
 -- caller sends, each field measured (HSTRLEN) first, and its field count tells the

@@ -5,7 +5,7 @@
 --   ARGV[2] = bytes at most (an id's, the payload its delete frees, and a ghost's lane names
 --   read, refusals.lua `ghost_lanes`); ARGV[3...] = ids
 -- returns one word per id examined, in order: 'removed', 'gone', 'locked' (left
--- untouched) or 'foreign_id' (reads.lua `foreign_id`: never
+-- untouched) or 'foreign_id' (ids.lua `foreign_id`: never
 -- addressed). The step ends once either budget is spent, after one id at least: the
 -- caller sends the ids past the last word again. Rows and logs go by UNLINK.
 -- @remove_jobs_check answers the same words and writes nothing.

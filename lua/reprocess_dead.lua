@@ -11,14 +11,14 @@
 -- last member examined and more = 1 while members within the death time follow it;
 -- the jobs moved; the ghosts (members with no row) dropped from dead; the bad rows
 -- (a field no transition can read, or their lane's meta) left in dead with a
--- `bad_row` event; the list of foreign ids (reads.lua `foreign_id`, each `reported_id`)
+-- `bad_row` event; the list of foreign ids (ids.lua `foreign_id`, each `reported_id`)
 -- left in dead with a `bad_row` event; the ids moved (when asked, else {}). Every
 -- member examined costs one of the budget, whatever becomes of it, and the next step
 -- starts after it: a run walks each member once. Bounded: at most ARGV[1] members
 -- (one HMGET each, and a moved job's HDEL, HSET and event; the set moves of a step
 -- are one ZREM per 500 and one ZADD per 500 jobs), about ARGV[2] bytes read; dead is
 -- read a chunk at a time (one member, then twice as many up to 8, within the bytes
--- left at the longest id yet: includes/reads.lua), so a step of one job on a clean
+-- left at the longest id yet: includes/chunks.lua), so a step of one job on a clean
 -- head reads one member.
 -- @reprocess_dead_check answers the same and writes nothing.
 --@include common

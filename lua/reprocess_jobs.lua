@@ -4,7 +4,7 @@
 -- ARGV[1] = budget, ids examined at most; ARGV[2] = bytes read at most; ARGV[3...] = ids
 -- returns one word per id examined, in order: 'reprocessed'; 'gone' (no row);
 -- 'not_dead' (not in dead); 'bad_row' (a field no transition can read: left in dead,
--- with a `bad_row` event); 'foreign_id' (reads.lua `foreign_id`: never
+-- with a `bad_row` event); 'foreign_id' (ids.lua `foreign_id`: never
 -- addressed). The step ends once either budget is spent, after one id at
 -- least: the caller sends the ids past the last word again. Each id costs one HMGET
 -- and one ZSCORE, and a moved job its writes.

@@ -311,15 +311,18 @@ def test_a_verb_by_id_sends_a_call_about_the_ids_it_can_take(harm, verb, char):
 
 
 def test_the_id_rules_are_the_same_numbers_in_python_and_lua():
-    """What a script counts for an id and the longest id it addresses are written twice
-    (the caller sizes its calls and refuses ids by them): they must not drift."""
+    """What a script counts for an id and the longest id it addresses are written once,
+    in Python (the caller sizes its calls and refuses ids by them), and rendered into
+    every script that includes `reads`."""
     import re
 
     from emq_notebook import defaults, scripts
 
-    reads = (scripts.lua_dir() / "includes" / "reads.lua").read_text()
+    reads = scripts.fragment("reads")
     assert re.search(r"^local ID_WORK = (\d+)$", reads, re.M).group(1) == str(defaults.ID_WORK)
     assert re.search(r"^local MAX_ID = (\d+)$", reads, re.M).group(1) == str(MAX_SERVER_ID)
+    files = scripts.lua_dir().rglob("*.lua")
+    assert not any(re.search(r"^local (ID_WORK|MAX_ID) =", p.read_text(), re.M) for p in files)
 
 
 def test_a_bad_row_event_names_its_long_id_whole_once_and_clipped_in_its_error(harm):

@@ -31,9 +31,7 @@ SHAPED_FROM, WHOLE_BYTES = constant("SHAPED_FROM"), constant("WHOLE_BYTES")
 
 # the reader alone: `shaped` and a whole decode of one text, each as a sorted dump
 PROBE = (
-    (INCLUDES / "reads.lua").read_text()
-    + (INCLUDES / "repeat_shape.lua").read_text()
-    + re.sub(r"^--@include \w+\s*$", "", (INCLUDES / "repeat_def.lua").read_text(), flags=re.M)
+    scripts.fragment("repeat_def")
     + """
 local function dump(d)
   if not d then return 'none' end

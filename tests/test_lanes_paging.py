@@ -21,7 +21,7 @@ from harm import bounded, sent
 
 from emq_notebook import admin, connector, counts, frames, health, lanes, magics, triage, watching
 from emq_notebook.completion import Completer
-from emq_notebook.keyspace import base
+from emq_notebook.keyspace import WALK_CHUNK, base
 from emq_notebook.verbs import Session
 from emq_notebook.widgets import Dashboard, HealthView
 from emq_notebook.widgets.job_grid import JobsView
@@ -29,10 +29,10 @@ from emq_notebook.widgets.lanes_view import LanesView
 
 Q = "tenants"
 P = base(Q)
-# the most lanes a walk reads past its budget: a chunk (lua/includes/lane_walk.lua
-# LANE_CHUNK, 8) and the rest of a bucket SSCAN answers whole (up to 7 in Valkey's, and
-# a chained one)
-CHUNK = 8 + 14
+# the most lanes a walk reads past its budget: a chunk (keyspace.WALK_CHUNK, rendered
+# into lua/includes/chunks.lua) and the rest of a bucket SSCAN answers whole (up to 7 in
+# Valkey's, and a chained one)
+CHUNK = WALK_CHUNK + 14
 
 
 @pytest.fixture

@@ -1,7 +1,11 @@
 -- a resumable place in a sorted set, kept as (score, member) rather than as a rank,
 -- so a scan in bounded calls stays right while members come and go: each call starts
 -- just after the last member the previous one examined, wherever that place is now;
--- and the bounded read of one step of such a scan. Reads only.
+-- and the bounded read of one step of such a scan (a chunked walk, chunks.lua, of rows
+-- measured before any field is read, measured.lua). Reads only.
+--@include ids
+--@include measured
+--@include chunks
 
 -- true when member `a` sorts after `b` at an equal score: byte order, as the set
 -- keeps it (Lua's own `>` on strings follows the server's locale)
@@ -30,18 +34,6 @@ local function rank_after(key, score, member)
   return lo
 end
 
--- members read at once: a step reads the ids of a chunk of members before it can count
--- their bytes (their rows are measured before any field is read, and read while they
--- fit: `scan_step`), so it reads at most its byte budget plus one chunk of ids. The first
--- chunk is FIRST_CHUNK members, each next one twice as many, up to CHUNK_MAX, and never
--- more than the bytes left over the largest row yet. A chunk's ids are read first, and
--- no key is built of a foreign one (reads.lua `foreign_id`, included before this): a
--- chunk of 64 that met ids of 1 MB after 63 short rows built a key of each for every
--- field, and held Valkey 191 ms in one find step. At 8 a chunk, read as ids, 17 ms; an
--- ordinary scan of 100,000 rows costs find 4% more server time, errors 40% (1.6 -> 2.2
--- ms a call), than one of 64 a chunk
-local FIRST_CHUNK, CHUNK_MAX = 1, 8
-
 -- One step of a scan: the members of `set` from rank `start`, each handed to
 -- visit(id, row, at, left) in set order with its row's `fields` (row[at + k] the k-th:
 -- its text; false where the row or the field is missing; a field over `bytes`, or over
@@ -51,7 +43,7 @@ local FIRST_CHUNK, CHUNK_MAX = 1, 8
 -- (another node's may be long, and a key is built of it) and of the fields it read,
 -- and what visit answers (the work it did past reading them, in bytes: what it sends
 -- back, what it matched), or false to stop there. Each row is measured before any field
--- of it is read (reads.lua `over_fields`), so a member whose id and fields would take
+-- of it is read (measured.lua `over_fields`), so a member whose id and fields would take
 -- the step past `bytes` ends it before that member is read, unless it is the step's
 -- first (read whatever it holds: its id and at most `bytes` a field, or its caps): a
 -- chunk of 8 rows of 4 fields of 1 MiB would copy 32 MiB. A chunk with no field over
@@ -72,10 +64,10 @@ local function scan_step(set, base, start, budget, bytes, fields, visit, caps)
       end
     end
   end
-  local examined, spent, largest, last, chunk = 0, 0, 1, nil, FIRST_CHUNK
+  local examined, spent, largest, last, chunk = 0, 0, 1, nil, 1
   while examined < budget and spent < bytes do
-    local want = math.min(chunk, budget - examined, math.max(1, math.floor((bytes - spent) / largest)))
-    chunk = math.min(2 * chunk, CHUNK_MAX)
+    local want
+    want, chunk = next_chunk(chunk, budget - examined, bytes - spent, largest)
     local ids = redis.call('ZRANGE', set, start + examined, start + examined + want - 1)
     if #ids == 0 then break end
     -- each row's fields over `bytes` (false: no hash; nil: no key built, or no field),

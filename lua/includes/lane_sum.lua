@@ -1,5 +1,5 @@
 -- one step of a walk over a queue's lanes summing their backlog (@lane_backlog, @read_watch)
---@include lane_walk
+--@include reads
 --@include ends
 
 -- {cursor, examined, jobs, skipped, head, ...} of the lanes of the queue at `base` from
@@ -17,7 +17,7 @@ local function lane_sum(base, cursor, most, bytes, want, longest, measured_only)
     local n = redis.pcall('ZCARD', key)
     if type(n) ~= 'number' then
       skipped = skipped + 1
-      return lane_cost(g)
+      return id_cost(g)
     end
     jobs = jobs + n
     if n > 0 and #heads < want then
@@ -25,14 +25,14 @@ local function lane_sum(base, cursor, most, bytes, want, longest, measured_only)
         local ok, size = readable_at(probe(key, longest, measured_only, n), 0)
         if not ok then
           heads[#heads + 1] = size
-          return lane_cost(g)
+          return id_cost(g)
         end
       end
       local head = redis.call('ZRANGE', key, 0, 0)[1]
       heads[#heads + 1] = head
-      return lane_cost(g) + #head
+      return id_cost(g) + #head
     end
-    return lane_cost(g)
+    return id_cost(g)
   end)
   local out = {walked, examined, jobs, skipped}
   for _, h in ipairs(heads) do out[#out + 1] = h end

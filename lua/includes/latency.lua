@@ -1,4 +1,6 @@
 --@include metrics
+--@include ids
+--@include chunks
 -- latency (extension): per-minute histograms kept on the server, so no verb reads
 -- rows to know how long jobs wait and run. `wait` is the claim time minus the later
 -- of the row's `created_at` and `due_at`; `run` is the complete / fail time minus
@@ -17,34 +19,22 @@ local function lat_bucket(ms)
   return math.floor(math.log(ms) / LAT_RATIO_LOG) + 1
 end
 
--- the oldest `over` minutes of the index go, both their hashes with them, read a few at
--- a time within about TRIM_BYTES of their names (each counted ID_WORK times, as an id:
--- it is hashed at both keys it names and copied into each; one at least a call): a
--- minute is a number, but another node may have written any member there, and 600 of
--- 100 KB trimmed at once held a claim 279 ms. The minutes read are the lowest ranks, so
--- one ZREMRANGEBYRANK takes them out. The trim stops at `minute`, the one just counted:
--- what ranks after it is no older (members another node scored in the future made a
--- claim delete the latency it had just recorded).
+-- the oldest `over` minutes of the index go, both their hashes with them, walked in
+-- chunks (chunks.lua `each_member`) within about TRIM_BYTES of their names: a minute is
+-- a number, but another node may have written any member there. The minutes walked
+-- are the lowest ranks, so one ZREMRANGEBYRANK takes them out. The trim stops at
+-- `minute`, the one just counted: what ranks after it is no older.
 local function trim_minutes(base, index, over, minute)
-  local n, spent, longest, chunk = 0, 0, 0, 1
-  while n < over and spent < TRIM_BYTES do
-    local want = math.min(chunk, over - n)
-    if longest > 0 then want = math.min(want, math.max(1, math.floor((TRIM_BYTES - spent) / (longest * ID_WORK)))) end
-    chunk = math.min(2 * chunk, 64)
-    local page = redis.call('ZRANGE', index, n, n + want - 1)
-    if #page == 0 then break end
-    for _, m in ipairs(page) do
-      if m == minute then
-        over = n
-        break
-      end
-      redis.call('DEL', base .. 'lat:wait:' .. m, base .. 'lat:run:' .. m)
-      if #m > longest then longest = #m end
-      spent = spent + id_cost(m)
-      n = n + 1
-      if spent >= TRIM_BYTES then break end
+  local reached = false
+  local n = each_member(index, 0, over, TRIM_BYTES, function(m)
+    if m == minute then
+      reached = true
+      return 0, true
     end
-  end
+    redis.call('DEL', base .. 'lat:wait:' .. m, base .. 'lat:run:' .. m)
+    return id_cost(m)
+  end)
+  if reached then n = n - 1 end
   if n > 0 then redis.call('ZREMRANGEBYRANK', index, 0, n - 1) end
 end
 
@@ -61,8 +51,7 @@ local function record_latency(base, kind, ms, now, keep)
   if count_in(hk, bucket) ~= 1 then return end
   local index = base .. 'lat:minutes'
   if redis.pcall('ZADD', index, 'NX', minute, minute) == 1 then
-    -- the oldest TRIM_MOST minutes at most a call (metrics.lua): an index 100,000 minutes
-    -- past keep trimmed whole held a claim 216 ms
+    -- the oldest TRIM_MOST minutes at most a call (metrics.lua)
     local over = math.min(redis.call('ZCARD', index) - keep, TRIM_MOST)
     if over > 0 then trim_minutes(base, index, over, minute) end
   end

@@ -53,46 +53,29 @@ local function reprocess_word(base, id, dead, seen)
 end
 
 -- a ghost (an id with no row) is looked for in every lane only while the queue knows
--- at most GHOST_LANES lanes (an SMEMBERS and a ZREM a lane: for one id among 100,000
--- lanes, over 100 ms), and in those whose names fit GHOST_BYTES (each name counted
--- ID_WORK times: a key is built of it; 1,000 lanes another node named 60 KB each, read
--- whole by SMEMBERS, held Valkey 159 ms for one ghost); past that it stays in
--- whichever lane holds it, and that lane's claim drops it when it reaches the head
--- (activate.lua `claim_lanes`)
+-- at most GHOST_LANES lanes (an SMEMBERS and a ZREM a lane), and in those whose names
+-- fit GHOST_BYTES (each name counted ID_WORK times: a key is built of it); past that it
+-- stays in whichever lane holds it, and that lane's claim drops it when it reaches the
+-- head (activate.lua `claim_flat`, claim_lanes.lua)
 local GHOST_LANES = 1000
 local GHOST_BYTES = 1048576
 
 -- the lanes a ghost is looked for in (remove.lua `remove_one`), each handed to
--- visit(g) when given: the groups set walked by SSCAN, one name first, then twice as
--- many up to 64, never more than the bytes left cover at the longest name yet, until
--- the walk ends or the names reach GHOST_BYTES. A name over MAX_ID bytes (no key is
--- built of it) is passed over, and so is a groups key that is no set. Answers the
--- lanes looked in, as the work counts them, and the bytes of names read (each counted
--- as it is above), which the call's bytes count: a step of many ghosts stops there.
+-- visit(g) when given: the groups set walked in chunks (chunks.lua `each_lane`) until
+-- the walk ends or the names reach GHOST_BYTES. A foreign lane is passed over, and so
+-- is a groups key that is no set. Answers the lanes looked in and the bytes of names
+-- read, which the call's bytes count: a step of many ghosts stops there.
 local function ghost_lanes(base, visit)
   local groups = base .. 'groups'
   local known = redis.pcall('SCARD', groups)
   if type(known) ~= 'number' or known == 0 or known > GHOST_LANES then return 0, 0 end
-  local cursor, looked, spent, longest, chunk = '0', 0, 0, 0, 1
-  repeat
-    local want = chunk
-    if longest > 0 then
-      want = math.min(want, math.max(1, math.floor((GHOST_BYTES - spent) / (longest * ID_WORK))))
-    end
-    chunk = math.min(2 * chunk, 64)
-    local page = redis.call('SSCAN', groups, cursor, 'COUNT', want)
-    cursor = page[1]
-    for _, g in ipairs(page[2]) do
-      if #g > longest then longest = #g end
-      if #g > MAX_ID then
-        spent = spent + #g
-      else
-        spent = spent + #g * ID_WORK
-        looked = looked + 1
-        if visit then visit(g) end
-      end
-    end
-  until cursor == '0' or spent >= GHOST_BYTES
+  local looked = 0
+  local _, _, spent = each_lane(groups, '0', GHOST_LANES, GHOST_BYTES, function(g)
+    if foreign_lane(g) then return #g end
+    looked = looked + 1
+    if visit then visit(g) end
+    return id_cost(g)
+  end)
   return looked, spent
 end
 

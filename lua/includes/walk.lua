@@ -10,7 +10,7 @@
 -- walk `set` from the place argv[3], argv[4] within `bound`: visit(id) examines one
 -- member and answers the bytes it read or wrote; the walk stops once argv[1] members
 -- are examined, argv[2] bytes spent, or full() is true (checked before each member).
--- The members are read a chunk at a time (each_member, includes/reads.lua): a step
+-- The members are read a chunk at a time (each_member, includes/chunks.lua): a step
 -- of one job on a clean head reads one member, and a step past ids of 70 KB reads
 -- about those its byte budget covers. visit must change nothing in `set` (the walk
 -- reads on by rank): a caller takes members out after the walk.
