@@ -130,6 +130,7 @@ TABLE: dict[str, Transition] = {
         Transition("read_rows"),
         Transition("read_job"),
         Transition("read_members"),
+        Transition("read_dead_page"),
         Transition("read_repeats"),
         Transition("read_lanes"),
         Transition("read_audit"),
