@@ -35,46 +35,35 @@ __all__ = [
 ]
 
 
-@contract(
-    "pause",
-    writes=True,
-    script="@pause",
-    precondition="none (idempotent)",
-    changes="HSET emq:{q}:meta paused 1; publishes `paused`",
-    replies="None — paused field set; the pending backlog is untouched",
-    native="none, a script only; EMQ.CLAIM reads the same paused field",
-)
+@contract("pause", writes=True)
 @audit.audited("pause", single=True)
 def pause(conn: Connection, q: str) -> None:
-    """Close the claim gate: HSET meta paused 1. No set moves; idempotent; never refuses."""
+    """Close the claim gate: HSET meta paused 1. No set moves; idempotent; never refuses.
+
+    script: @pause
+    precondition: none (idempotent)
+    writes: HSET emq:{q}:meta paused 1; publishes `paused`
+    replies: None — paused field set; the pending backlog is untouched
+    native: none, a script only; EMQ.CLAIM reads the same paused field
+    """
     conn.run("pause", [queue_key(q, "meta")], [base(q)], verb="pause", queue=q)
 
 
-@contract(
-    "resume",
-    writes=True,
-    script="@resume",
-    precondition="none (idempotent)",
-    changes="HDEL emq:{q}:meta paused; publishes `resumed`",
-    replies="None — a later claim serves the head of pending",
-    native="none, a script only",
-)
+@contract("resume", writes=True)
 @audit.audited("resume", single=True)
 def resume(conn: Connection, q: str) -> None:
-    """Open the claim gate: HDEL meta paused. Idempotent; never refuses."""
+    """Open the claim gate: HDEL meta paused. Idempotent; never refuses.
+
+    script: @resume
+    precondition: none (idempotent)
+    writes: HDEL emq:{q}:meta paused; publishes `resumed`
+    replies: None — a later claim serves the head of pending
+    native: none, a script only
+    """
     conn.run("resume", [queue_key(q, "meta")], [base(q)], verb="resume", queue=q)
 
 
-@contract(
-    "drain",
-    writes=True,
-    script="@drain",
-    precondition="none; bounded calls of `budget` jobs",
-    changes="deletes pending (and lane, and with include_schedule scheduled) rows and :logs, "
-    "releases their dedup keys; publishes `drained`",
-    replies="int — the count drained; active jobs and the repeat registry survive",
-    native="none, a script only",
-)
+@contract("drain", writes=True)
 @audit.audited("drain", bulk=True)
 def drain(
     conn: Connection,
@@ -92,6 +81,13 @@ def drain(
     no key built from it (`obliterate`'s sweep takes its row). An exception that ends
     it part way carries the count (`.done`). Refuses a budget above
     `defaults.MAX_BUDGET` (`BadInput`, before any I/O).
+
+    script: @drain
+    precondition: none; bounded calls of `budget` jobs
+    writes: deletes pending (and lane, and with include_schedule scheduled) rows and :logs, releases their
+      dedup keys; publishes `drained`
+    replies: int — the count drained; active jobs and the repeat registry survive
+    native: none, a script only
     """
     checks.budget(budget)
     keys = [base(q), queue_key(q, "pending")]
@@ -112,16 +108,7 @@ def drain(
             return total
 
 
-@contract(
-    "obliterate",
-    writes=True,
-    script="@obliterate",
-    precondition="paused; unforced, no jobs in flight",
-    changes="deletes up to `budget` jobs a call, then lanes, repeat records, metrics, dedup keys, "
-    "orphans and meta; publishes `obliterated`",
-    replies='"more" (call again) or "ok" (nothing left under emq:{q}:) / NotPaused / ActiveJobs',
-    native="none, a script only",
-)
+@contract("obliterate", writes=True)
 @audit.audited("obliterate", bulk=True)
 def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFAULT_BUDGET) -> str:
     """ONE bounded call of @obliterate: `"more"` (call again) or `"ok"` (nothing left
@@ -132,6 +119,13 @@ def obliterate(conn: Connection, q: str, force: bool = False, budget: int = DEFA
     in flight go too), a budget above `defaults.MAX_BUDGET` (`BadInput`, before any
     I/O). The script's fourth argument asks it for the jobs deleted (EchoMQ's callers
     send three and are answered as ever).
+
+    script: @obliterate
+    precondition: paused; unforced, no jobs in flight
+    writes: deletes up to `budget` jobs a call, then lanes, repeat records, metrics, dedup keys, orphans and
+      meta; publishes `obliterated`
+    replies: "more" (call again) or "ok" (nothing left under emq:{q}:) / NotPaused / ActiveJobs
+    native: none, a script only
     """
     checks.budget(budget)
     audit.started()

@@ -1,24 +1,32 @@
 """The verb catalogue: each Python operator verb's contract, declared on the function
-itself (`@contract`, just above it), and the registry of every function a `%emq`
-verb runs::
+itself, and the registry of every function a `%emq` verb runs::
 
-    @contract("pause", writes=True, script="@pause", precondition="none (idempotent)",
-              changes="HSET emq:{q}:meta paused 1; publishes `paused`",
-              replies="None — paused field set", native="none, a script only")
+    @contract("pause", writes=True)
     @audit.audited("pause", single=True)
-    def pause(conn, q): ...
+    def pause(conn, q):
+        '''Close the claim gate.
 
-The function is returned as it is, its docstring ending with the contract block.
-From these come the operator console's text (`describe`), the verbs table
-(`markdown()`, in docs/wire-contract.md; `python -m emq_notebook.catalogue` prints
-it), each `%emq` verb's entries (`registry.Verb.entries`) and `OPERATIONS`, among them
-the functions that can change a queue (`writers()`). The catalogue declares and
-records nothing: a writer is recorded by `@audit.audited` under its contract (a test
-holds that every writer is).
+        script: @pause
+        precondition: none (idempotent)
+        writes: HSET emq:{q}:meta paused 1; publishes `paused`
+        replies: None — paused field set
+        native: none, a script only
+        '''
+
+The block that ends the docstring, from its `script:` line, is the contract (a long
+value goes on over more indented lines); given as `contract`'s keywords instead, it is
+appended to the docstring. The function is returned as it is. From these come the
+operator console's text (`describe`), the verbs table (`markdown()`, in
+docs/wire-contract.md; `python -m emq_notebook.catalogue` prints it), each `%emq`
+verb's entries (`registry.Verb.entries`) and `OPERATIONS`, among them the functions
+that can change a queue (`writers()`). The catalogue declares and records nothing: a
+writer is recorded by `@audit.audited` under its contract (a test holds that every
+writer is).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -66,6 +74,26 @@ def describe(name: str) -> str:
     )
 
 
+# a contract block's labels, as `describe` shows them -> the Entry field each fills
+_LABELS = {"script": "script", "precondition": "precondition", "writes": "changes"}
+_LABELS |= {"replies": "replies", "native": "native"}
+
+
+def _block(doc: str | None) -> dict[str, str]:
+    """The contract block that ends `doc`, from its `script:` line: {field: value}."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("script: ")), len(lines))
+    fields: dict[str, str] = {}
+    for line in lines[start:]:
+        label, colon, value = line.partition(": ")
+        if colon and label in _LABELS:
+            field = _LABELS[label]
+            fields[field] = value.strip()
+        else:  # a value going on
+            fields[field] += " " + line.strip()
+    return fields
+
+
 def contract(
     verb: str,
     *,
@@ -77,17 +105,22 @@ def contract(
     native: str = "",
 ) -> Callable[[F], F]:
     """Declare the decorated function as run by the `%emq` verb `verb` (`writes`: it
-    can change a queue); with `script`, its catalogue entry too (appended to its
-    docstring). Refuses (`ValueError`) a name declared twice."""
+    can change a queue); with a contract (its docstring's block, or `script` and the
+    other keywords, then appended to its docstring), its catalogue entry too. Refuses
+    (`ValueError`) a name declared twice."""
 
     def declare(fn: F) -> F:
         name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
         if name in OPERATIONS:
             raise ValueError(f"{name} is declared twice")
-        if script is not None:
+        block = _block(fn.__doc__)
+        if block:
+            defaults = {"precondition": "", "changes": "nothing (a read)", "replies": "", "native": ""}
+            CATALOGUE[name] = Entry(name, verb, **(defaults | block))
+        elif script is not None:
             CATALOGUE[name] = Entry(name, verb, script, precondition, changes, replies, native)
-            block = describe(name).splitlines()[1:]
-            fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\n" + "\n".join("    " + b for b in block) + "\n"
+            shown = describe(name).splitlines()[1:]
+            fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\n" + "\n".join("    " + b for b in shown) + "\n"
         OPERATIONS[name] = Operation(name, verb, writes, fn)
         return fn
 

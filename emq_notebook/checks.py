@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from .decoding import clipped
 from .defaults import MAX_BUDGET, MAX_MOVE_BUDGET, MAX_PAYLOAD
-from .errors import BadInput, UsageProblem
+from .errors import BadInput, InvalidName, UsageProblem
 
 MAX_WHOLE = 2**53 - 1
 # a lease, a delay or a duration: at most a year of milliseconds
@@ -21,6 +22,15 @@ MAX_MS = 366 * 86_400_000
 
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)?\Z")
+
+
+def passes(check: Callable[[str], object], value: str) -> bool:
+    """True when `check(value)` (a name gate of `keyspace`) raises no `InvalidName`."""
+    try:
+        check(value)
+    except InvalidName:
+        return False
+    return True
 
 
 def whole(value: object, what: str, *, least: int = 1, most: int = MAX_WHOLE) -> int:

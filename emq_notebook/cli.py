@@ -1,17 +1,14 @@
 """The shell front end: `emq [--url URL | --embedded fake|valkey] VERB QUEUE [ID] [options]`.
 
-The same grammar, verbs and confirmation gate as `%emq` (the verb registry); help
-and error lines are in the shell's words (`emq pause QUEUE`, `see emq pause --help`).
-The settings come from `[tool.emq_notebook]` in the working directory's
-`pyproject.toml`.  Frames print as text.  Exit status: 0 done, 1 refused (the one
-line on stdout), 2 any error, as one line on stderr (no traceback), 130 interrupted.
-Words are taken as the shell gave them: no `{{name}}` substitution.  The shell's own
-options come before the verb: every word after it is the command's.
+The same grammar, verbs and confirmation gate as `%emq`, in the shell's words (`emq
+pause QUEUE`). Settings come from `[tool.emq_notebook]` in `./pyproject.toml`. Frames
+print as text. Exit status: 0 done, 1 refused (its line on stdout), 2 any error (one
+line on stderr), 130 interrupted. No `{{name}}` substitution; the shell's own options
+come before the verb.
 
-The server is `--url`, else `EMQ_URL`.  With neither, every verb that needs a server
-is refused (exit 2) unless `--embedded` asks for a throwaway server by name: a
-`pause` that paused nothing anybody runs must not say "paused", and a `queues` that
-read an empty server made for it must not say "(no rows)" as if it were the one meant.
+The server is `--url`, else `EMQ_URL`; with neither, a verb that needs a server is
+refused (exit 2) unless `--embedded` asks for a throwaway one: a `pause` of a server
+made for it must not say "paused".
 """
 
 from __future__ import annotations

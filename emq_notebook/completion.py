@@ -1,17 +1,12 @@
 """Tab completion of `%emq` lines (and of the lines of a `%%emq` cell) in IPython.
 
-Built from the verb registry: after `%emq ` the verbs; after `-` the options of the
-verb being typed; after an option with choices (`--state`) its choices; in a
-`queue` slot the queues the current connection knows (`frames.queues`: found once,
-then kept; a keystroke never walks the server's keyspace); in an
-`id` slot job ids from that queue's sets (at most a few hundred: dead ones for
-reprocess, active ones for complete and fail); in a `group` slot the names of the
-queue's lanes that start with what is typed, from ONE bounded walk of its lanes
-(`lanes.names`: a queue of a million lanes offers those met in its first
-`lanes.NAMES_A_CALL`); an option's value its choices, the queues (a QUEUE, as `move
---to`) or the paths in one folder (a PATH, as `export --to`); `use` completes the named
-connections and `help` the verbs.  A server that cannot be reached completes nothing,
-never an error.
+Built from the verb registry: the verbs, a verb's options and their choices; in a
+`queue` slot the queues the connection knows (`frames.queues`: a keystroke never walks
+the keyspace); in an `id` slot job ids from that queue's sets (a few hundred at most);
+in a `group` slot the lanes that start with what is typed, from one bounded walk
+(`lanes.names`); an option's value its choices, the queues or the paths of one folder;
+`use` the named connections and `help` the verbs. A server that cannot be reached
+completes nothing, never an error.
 """
 
 from __future__ import annotations
@@ -90,7 +85,7 @@ class Completer:
 
     def groups(self, q: str, prefix: str = "") -> list[str]:
         """The names of queue `q`'s lanes that start with `prefix`, at most `MAX_IDS`,
-        from one walk of at most `lanes.NAMES_A_CALL` lanes (about 1.4 ms of Valkey)."""
+        from one walk of at most `lanes.NAMES_A_CALL` lanes."""
 
         def fetch() -> list[str]:
             return lanes.names(self.session.conn, q, prefix)[:MAX_IDS]

@@ -32,16 +32,12 @@ def look(conn: Connection, queues_: list[str] | None = None, *, watch: bool = Fa
     left leaves the list and the frame. A named queue with no key at all (no meta
     hash, every set empty) raises `UnknownQueue`: a typo is not an empty queue.
 
-    The lanes' backlogs are summed on the server, never by reading the set of known
-    groups whole nor with a command per lane from here: exact, in as many bounded calls
-    as the lanes take (`watching.backlogs`), or with `watch=True` as a look that only
-    watches sums them (`watching.watched`, the dashboard's and health's: within the one
-    call a queue, whatever its lanes; a queue of more than `watching.LANE_EXACT` lanes
-    shows the total of its last whole pass over them, or while its first pass goes on
-    the jobs counted so far). A queue whose figure is not this read's whole sum, or that
-    holds lanes no call could count, has a note saying so (`watching.LaneCount.note`);
-    so has one holding a key of another type than its own (another client's), counted
-    as empty (`watching.unread_keys`), so one queue's bad key never blinds a look."""
+    The lanes' backlogs are summed on the server: exact, in as many bounded calls as the
+    lanes take (`watching.backlogs`), or with `watch=True` within one call a queue
+    (`watching.watched`: past `watching.LANE_EXACT` lanes, the total of its last whole
+    pass). A figure that is not this read's whole sum has a note saying so
+    (`watching.LaneCount.note`); so has a key of another type than its own, counted as
+    empty (`watching.unread_keys`)."""
     names, stamp = named(conn, queues_)
     readings = watching.read(conn, names, lanes=watch)
     return of(conn, readings, listed=queues_ is None, stamp=stamp)

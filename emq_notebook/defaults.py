@@ -5,37 +5,25 @@ obliterate, enqueue_many, the worker's promote and expire) does at most `budget`
 members of work a call AND reads or frees about `BYTE_BUDGET` bytes a call; a budget
 above `MAX_BUDGET` (`MAX_MOVE_BUDGET` for a call that moves the jobs it meets), a glob
 longer than `MAX_GLOB` and a payload larger than `MAX_PAYLOAD` are refused before any
-I/O, because no call may hold the server long (at most about 20 ms a call).
-
-The figures behind the numbers are bench/scale.py's (`--only budget` runs one call of
-each bulk verb at MAX_BUDGET; bench/README.md has the runs).
+I/O, because no call may hold the server long (20 ms at most). The figures behind the
+numbers are in bench/README.md (bench/scale.py, bench/harm.py).
 """
 
 from __future__ import annotations
 
 # members examined by one bounded call, when the caller names none: EchoMQ's own
-# obliterate default, and a search's. A drain or an obliterate call of 1,000 held a
-# 200,000-job server 10 to 14 ms, a read-only walk of the dead set 10 ms.
+# obliterate default, and a search's
 DEFAULT_BUDGET = 1000
 # the default of the calls that rewrite every job they move (reprocess_dead, promote,
-# expire): a moved job is a read, two or three writes and an event, about twice a
-# drained one, and a call of 1,000 of them held that server 20 to 26 ms on the shared
-# machine; 500 keeps a call near 10 ms, and a run's extra calls cost it a few per cent
+# expire): a moved job costs about twice a drained one
 MOVE_BUDGET = 500
 # the default of the calls given their ids (reprocess_jobs; remove_jobs, whose removed
-# job costs 2 of it): each id is looked up by itself (its row, its set, its lane) where
-# a walk reads members in one ZRANGE, and at 1,000,000 jobs (bench/harm.py) a call of
-# 500 moved ids held the server 15 ms at the median, 25 at worst; 250 keeps it near 8
+# job costs 2 of it): each id is looked up by itself (its row, its set, its lane)
 ID_BUDGET = 250
-# the most a caller may ask of one call: a search's default, and about
-# 20 ms for the heaviest writers on a quiet machine; above it one call could hold the
-# server too long (10,000 held it 60 to 250 ms)
+# the most a caller may ask of one call
 MAX_BUDGET = 1000
 # the most a caller may ask of one call that rewrites each job it moves or writes
-# (reprocess_dead, reprocess_jobs, promote, expire_leases, an enqueue_many chunk): at
-# 1,000,000 jobs (bench/scale.py, the server on a CPU of its own) single calls of 1,000
-# held the server 16 to 21 ms, at the 20 ms every call must stay under; 500 holds it
-# about half that
+# (reprocess_dead, reprocess_jobs, promote, expire_leases, an enqueue_many chunk)
 MAX_MOVE_BUDGET = 500
 # bytes one bounded call reads or frees, about: row text a search reads, payloads a
 # drain or an obliterate frees (a 100 MB payload is freed on the server's thread),
@@ -49,17 +37,12 @@ ID_WORK = 16
 # rows a listing or a search answers when the caller names no limit
 DEFAULT_LIMIT = 1000
 # the largest payload a write sends (bytes of its UTF-8): a script writing a payload
-# copies it two or three times on the server's thread, 1 to 2.5 ms a megabyte on the
-# bench machine (bench/harm.py: a 20 MB update_data held the server 42 ms, an 8 MB
-# enqueue 20 ms), so one of 4 MiB holds it about 10 ms at most
+# copies it two or three times on the server's thread
 MAX_PAYLOAD = 4 << 20
 # the most bytes of ONE field of a job row any read copies whole (`jobs.get_job`, a
-# frame's payload): a longer field, which only another node can write, shows as
-# `decoding.not_read` (its length), its bytes left on the server. 8 MiB is twice
-# MAX_PAYLOAD, so every payload the toolkit writes reads whole; a plain HGET copies about
-# 0.5 to 0.7 ms a MB (bench/harm.py), so one of 8 MiB holds the server about 5 ms. A
-# script reads fields up to BYTE_BUDGET only: its copy costs about 1.5 ms a MB, and
-# more for larger ones (an 8 MiB field read in a script held Valkey 14 to 19 ms)
+# frame's payload), twice MAX_PAYLOAD: a longer field, which only another node can
+# write, shows as `decoding.not_read` (its length), its bytes left on the server. A
+# script reads fields up to BYTE_BUDGET only
 MAX_WHOLE_FIELD = 8 << 20
 # the longest glob a search takes (characters): matching costs text length x glob length
 MAX_GLOB = 1000
@@ -92,7 +75,7 @@ AUDIT_KEEP = 10_000
 # -- finding the queues (directory.py) ------------------------------------------
 # a whole sweep of the keyspace starts at most this often in the background (seconds)
 RESCAN_EVERY_S = 60.0
-# keys one SCAN call examines: about 1 ms of Valkey's time (bench/watch.py)
+# keys one SCAN call examines
 SCAN_COUNT = 10_000
 
 # -- the monitor (monitor.py: `emq exporter`, `emq check`) -----------------------------

@@ -1,18 +1,15 @@
 """The demos: an incident end to end on the embedded default, and the guard that
 lets a demo write only to queues it made itself.
 
-`python -m emq_notebook.demo` runs, and tells as it goes: a worker with a bug kills
-two of four jobs, the operator pauses, reads the dead letters, mends their
-payloads, reprocesses them (a delivered job is refused as gone: a completed job
-leaves no row), resumes, and retires a scratch queue with a bounded obliterate.
+`python -m emq_notebook.demo` tells as it goes: a worker with a bug kills two of four
+jobs; the operator pauses, reads the dead letters, mends their payloads, reprocesses
+them, resumes, and retires a scratch queue with a bounded obliterate.
 
-A demo seeds and destroys, so before its first write it calls `fresh(conn, *queues)`.
-A queue a demo makes is marked in its own meta hash (`created_by` =
-`emq_notebook.demo`); meta is the last key an obliterate deletes, so the mark holds
-until the queue is gone. `fresh` refuses (`QueueInUse`, nothing written) when any of
-the queues holds a key and no mark: that queue is somebody's real queue.
-
-`stage_dashboard(conn)` stages the dashboard page's queues, on an empty server only.
+Before its first write a demo calls `fresh(conn, *queues)`: a queue a demo makes is
+marked in its meta hash (`created_by` = `emq_notebook.demo`, the last key an obliterate
+deletes), and `fresh` refuses (`QueueInUse`, nothing written) a queue that holds a key
+and no mark: somebody's real queue. `stage_dashboard(conn)` stages the dashboard
+page's queues, on an empty server only.
 """
 
 from __future__ import annotations

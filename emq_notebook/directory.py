@@ -1,26 +1,16 @@
 """The queues of one server as this process knows them: found once, then kept.
 
-Watching a server (a dashboard refresh, a health view, completion, `%emq queues`
-and `health`) asks `Directory.queues()`, which answers from memory: the number of
-commands a look costs depends on the queues shown, never on the keys in the
-database. Discovery walks the keyspace (SCAN on every primary of a
-cluster, `TYPE hash`, `MATCH emq:{*}:meta`, `SCAN_COUNT` keys a call, about a
-millisecond of server time on Valkey) and runs:
+`Directory.queues()` answers from memory, so a look costs commands by the queues shown,
+never by the keys in the database. Discovery (SCAN on every primary, `TYPE hash`,
+`MATCH emq:{*}:meta`, `SCAN_COUNT` keys a call) runs whole at first use, when asked
+(`rescan()`), and in the background at most once every `RESCAN_EVERY_S` (one SCAN call
+a step, `PAUSE_S` apart, on a thread of its own): a look never scans nor waits.
 
-- at first use, whole, so the first answer is complete;
-- when asked (`rescan()`: `%emq queues --rescan`, the dashboard's Rescan button);
-- in the background at most once every `RESCAN_EVERY_S`: a look that finds a sweep due
-  starts one on a thread of its own, one SCAN call a step with `PAUSE_S` between
-  steps, and answers at once. A look never sends a SCAN and never waits for a sweep.
-
-A queue this process names is known at once, without a scan, to every connection of
-this process to the same server (the same redacted URL; the embedded fakeredis is one
-server): every transition given a queue (enqueue, claim, pause ...) notes it
-(`Connection.run`), and so does a read of named counts that finds it. Each
-connection keeps its own directory (its own first sweep), shared with its
-`with_executor` twins. A whole sweep replaces what was known with what it found,
-keeping the queues named while it ran; a queue found with no key left
-(`frames.counts` sees none of its keys) leaves the list (`forget`).
+A queue this process names (a transition given it, `Connection.run`; a read of named
+counts that finds it) is known at once to every connection of this process to the same
+server. Each connection keeps its own directory, shared with its `with_executor` twins.
+A whole sweep replaces what was known, keeping the queues named while it ran; a queue
+found with no key left leaves the list (`forget`).
 """
 
 from __future__ import annotations

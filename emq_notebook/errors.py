@@ -11,6 +11,7 @@ IPython prints no traceback, yet the cell still counts as failed for nbval and
 from __future__ import annotations
 
 import html
+import re
 
 
 class EMQError(Exception):
@@ -117,6 +118,11 @@ class Refused(EMQError):
 
     reason = "refused"
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "reason" not in cls.__dict__:  # the wire word is the name: NotDead says not_dead
+            cls.reason = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
     def __init__(
         self, verb: str = "", queue: str = "", job: str | None = None, detail: str = "", note: str = ""
     ):
@@ -146,25 +152,17 @@ class Refused(EMQError):
 class Gone(Refused):
     """No such job row."""
 
-    reason = "gone"
-
 
 class Locked(Refused):
     """A worker holds the job (a `:lock` key or a `lock` field)."""
-
-    reason = "locked"
 
 
 class NotDead(Refused):
     """Reprocess of a job that is not in the dead set."""
 
-    reason = "not_dead"
-
 
 class NotPaused(Refused):
     """Obliterate of a queue that is still running: pause it first."""
-
-    reason = "not_paused"
 
 
 class ActiveJobs(Refused):
@@ -176,19 +174,13 @@ class ActiveJobs(Refused):
 class NotActive(Refused):
     """Complete or fail of a job that is not in flight (extension)."""
 
-    reason = "not_active"
-
 
 class NotOwner(Refused):
     """Complete or fail by a worker whose lease was lost: another claim owns the job now."""
 
-    reason = "not_owner"
-
 
 class NotScheduled(Refused):
     """Promote of a job that is not in the schedule set."""
-
-    reason = "not_scheduled"
 
 
 class TooLong(Refused, BadInput):
@@ -196,14 +188,10 @@ class TooLong(Refused, BadInput):
     `repeat.DEF_BYTES` once written as JSON, which no tick would read): nothing written.
     A `BadInput` too, as the client's own check of the same bound before any I/O."""
 
-    reason = "too_long"
-
 
 class BadRow(Refused):
     """A row (written by another node, or by hand) with a field the transition cannot
     read, e.g. a non-numeric `attempts`; the job is left exactly where it was."""
-
-    reason = "bad_row"
 
 
 # The ONE place a server's `EMQSTATE ...` error reply becomes a typed refusal

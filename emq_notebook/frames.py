@@ -28,23 +28,19 @@ from .health import health as health
 from .health import latency as latency
 from .keyspace import METRIC_KINDS, STATES, base, check_name, lane_key, metrics_key, queue_key
 
-# rows one `@read_rows` call reads: each field of each row is one value the script
-# hands back, about 10 us a row of FIELDS on the server (bench/harm.py: 1,000 rows of
-# dead with their errors took a median 11 ms and a p99 19.5 a call), so 500
+# rows one `@read_rows` call reads (each field of each row is one value it hands back)
 BATCH = 500
 # the longest field one `@read_rows` call copies (its ROW_BYTES, the most it takes): a
 # longer one, which only another node writes, is read by itself (`_whole`), as is one
 # past the call's bytes left
 FIELD_BYTES = BYTE_BUDGET
-# members one page asks for (`members_page`, which reads them a chunk of 8 at a time
-# and spends about 2 us a member: a page of 10,000 held Valkey 22.6 ms in bench/harm.py,
-# p99 15.6); the first page of a set FIRST_MEMBERS, each next one about BYTE_BUDGET
-# bytes of members as long as the page before's. The script answers fewer once their
-# bytes reach BYTE_BUDGET, whatever lengths follow
+# members one page asks for (`members_page`); the first page of a set FIRST_MEMBERS,
+# each next one about BYTE_BUDGET bytes of members as long as the page before's. The
+# script answers fewer once their bytes reach BYTE_BUDGET
 MEMBERS_A_CALL = 2_000
 FIRST_MEMBERS = 100
-# text columns: pandas' Arrow-backed strings, a fraction of the memory of Python
-# str objects on a big frame (bench/scale.py measures it); `object` where needed
+# text columns: pandas' Arrow-backed strings (a fraction of the memory of Python str
+# objects); `object` where needed
 TEXT: Any = "str"
 COLUMNS = [
     "state",
@@ -86,7 +82,7 @@ def members_page(conn: Connection, key: str, start: int, most: int) -> tuple[lis
     """At most `most` members of a queue's sorted set `key` from rank `start`, and their
     scores, in one `@read_members` call: fewer once their bytes reach `BYTE_BUDGET` (one
     at least), so a page that meets ids another node made long copies about a byte
-    budget of them (a ZRANGE of 300 ids of 1 MB held Valkey 176 ms). Reads only."""
+    budget of them. Reads only."""
     root = key[: key.index("}:") + 2]
     reply = conn.run("read_members", [root], [key[len(root) :], start, most, BYTE_BUDGET], verb="jobs")
     return list(reply[0::2]), [float(s) for s in reply[1::2]]

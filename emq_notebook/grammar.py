@@ -1,25 +1,19 @@
 """The command grammar: how a `%emq` line or `emq` argv becomes a parsed command.
 
-Parsing only -- the `verbs` package does the work, and `registry.py` declares the verbs
-this grammar is built from.  A line that does not parse raises `UsageProblem` (an
-`EMQError` that renders as one line and FAILS a notebook cell; IPython's plain
-`UsageError` would not fail it under nbval).
+Parsing only: the `verbs` package does the work, from the verbs `registry.py` declares.
+A line that does not parse raises `UsageProblem` (one line, and it fails a notebook
+cell, which IPython's `UsageError` would not under nbval).
 
-The rules, in order:
-
-- `split` cuts a line into words as a POSIX shell does ('single', "double" with
-  `\\"`, a backslash outside quotes) and drops a `# comment` that starts a word; it is
-  linear in the line's length, so a 10 MB JSON payload splits at once.
-- `substitute` replaces a word written exactly `{{name}}` by the value of `name` in
-  the notebook's namespace (a str as is, a dict or list as JSON, anything else
-  `str()`); nothing else in a line is expanded.
-- Payload arguments (JSON) and free text (a log line, an error) are literal: a word
-  there is data even when it reads `-h`, `--help` or `$x`.  Free text runs to the end
-  of the line; only a bare word that is exactly one of the verb's own options
-  (`--keep 5`) is still that option.  A quoted word (`'--keep'`, `"-h"`) and a
-  substituted one are always data.
-- `-h` / `--help` anywhere else asks for the verb's help; so do `help VERB` and
-  `VERB -h`; an empty line, `-h`, `--help` and `help` show the whole grammar.
+- `split` cuts a line into words as a POSIX shell does (quotes, backslash) and drops a
+  `# comment` that starts a word, in time linear in the line's length.
+- `substitute` replaces a word written exactly `{{name}}` by the notebook's `name` (a
+  str as is, a dict or list as JSON, anything else `str()`); nothing else is expanded.
+- Payload arguments (JSON) and free text are literal: a word there is data even when it
+  reads `-h` or `$x`. Free text runs to the end of the line; only a bare word that is
+  exactly one of the verb's options is still that option. A quoted or substituted word
+  is always data.
+- `-h` / `--help` anywhere else, `help VERB` and `VERB -h` ask for the verb's help; an
+  empty line, `-h`, `--help` and `help` show the whole grammar.
 """
 
 from __future__ import annotations

@@ -103,16 +103,10 @@ def _whole(value: Any) -> int | None:
     return None if value is None else decoding.whole_text(str(value))
 
 
-def health(
-    conn: Connection,
-    queues: list[str] | None = None,
-    *,
-    now_ms: int | None = None,
-    counts: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """One row per queue, most urgent first: `look(...).frame`, without the notes a view
-    shows beside it. Reads only."""
-    return look(conn, queues, now_ms=now_ms, counts=counts).frame
+def health(conn: Connection, queues: list[str] | None = None, **options: Any) -> pd.DataFrame:
+    """One row per queue, most urgent first: `look(conn, queues, **options).frame`,
+    without the notes a view shows beside it. Reads only."""
+    return look(conn, queues, **options).frame
 
 
 def look(
@@ -130,30 +124,17 @@ def look(
 
     `queues` None is every queue the connection's directory knows; a named queue
     with no key raises `UnknownQueue`. The counts are a watching look's
-    (`counts.look(watch=True)`: a queue of many lanes shows the lane backlog of its last
-    whole pass over them), read in the same call as the rest; the notes are the counts',
-    with what the look says of each member it left on the server at the ends of a
-    queue's sets (over `watching.HEAD_BYTES`). `counts` given (a `frames.counts` frame
-    read already) is taken for the queues and their sizes instead. `now_ms` judges at
-    another time than each server's clock (a replay, a test).
+    (`counts.look(watch=True)`), with its notes; `counts` given (a `frames.counts` frame)
+    is taken instead. `now_ms` judges at another time than the server's clock.
 
-    `oldest_pending_s` is how long the longest-waiting job of the backlog has
-    waited, from rows, never ids: the later of a row's `created_at` and `due_at`
-    (a retry waits from its due time; a reprocessed job keeps its `created_at`, so
-    it reads as old as it is). It is an approximation read in a bounded sample of
-    at most `LANE_SAMPLE + 2` rows a queue: pending is ordered by priority, then id,
-    so its head is the next job claimed, not the oldest; the sample is the head of
-    pending, the first job of its lowest priority (the band served last), the head
-    of each of the first `LANE_SAMPLE` lanes with a backlog that a walk of at most
-    `LANE_WALK` lanes from the start of the set of known groups meets (SSCAN's order:
-    a queue of a million lanes costs what one of ten does), and the most overdue
-    scheduled job (its due time is its score). An older job elsewhere (behind others of
-    its priority with a custom id out of enqueue order, in a band between the two, in a
-    lane past the sample) is not seen: the figure is then a lower bound. NaN when no
-    sampled row holds a time.
+    `oldest_pending_s`: how long the longest-waiting job has waited, from rows (the
+    later of `created_at` and `due_at`), read in a bounded sample of at most
+    `LANE_SAMPLE + 2` rows a queue: the head of pending, the first job of its lowest
+    priority, the heads of the first `LANE_SAMPLE` lanes with a backlog within
+    `LANE_WALK` lanes, and the most overdue scheduled job. An older job elsewhere is
+    not seen (the figure is then a lower bound); NaN when no sampled row holds a time.
 
-    Reads: ONE `@read_watch` call a queue, all in one pipeline (`watching.read`: a round
-    trip to each primary of a cluster, all at once), whatever the keys around.
+    Reads: one `@read_watch` call a queue, all in one pipeline (`watching.read`).
     """
     if counts is None:
         names, stamp = counting.named(conn, queues)

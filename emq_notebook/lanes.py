@@ -141,7 +141,7 @@ def page(
     width = 5 if counts else 1
     if _over(prefix):
         # no name answered is over MAX_SERVER_ID bytes (no key is built of one), so none
-        # starts with this prefix: nothing is sent (a prefix of 16 MB held Valkey 29 ms)
+        # starts with this prefix: nothing is sent
         return Page(cursor, 0, 0, {})
     if most is None:
         most = LANE_ROWS_A_CALL if counts else NAMES_A_CALL
@@ -164,7 +164,7 @@ def lanes(conn: Connection, q: str, limit: int | None = DEFAULT_LIMIT) -> LaneLi
     Read a page at a time (`@read_lanes`: at most `LANE_ROWS_A_CALL` lanes and about
     `BYTE_BUDGET` bytes of names a call), in the set's own order (SSCAN's), so a queue of
     1,000,000 lanes costs the first `limit` of them, never one SMEMBERS of the whole set
-    (100,000 lanes: 18.9 ms of Valkey) nor a command per lane from here. With no limit
+    nor a command per lane from here. With no limit
     every lane is read, in as many calls as it takes (a queue of 1,000,000 lanes: 4,000
     calls, a dict of a million). A lane name over 65,536 bytes (only another node writes
     one) is left out: no key is built of it. Reads only."""
@@ -197,8 +197,7 @@ def lane(conn: Connection, q: str, group: str) -> dict | None:
     (another node may have written anything there). Reads only."""
     check_name(q)
     if _over(group):
-        # the walks skip such a lane (no key is built of its name): a name of 16 MB typed
-        # here held Valkey 20 ms at each of the five commands that name it
+        # the walks skip such a lane (no key is built of its name)
         raise InvalidName(
             f"group {group[:40]!r}... is over {MAX_SERVER_ID:,} bytes: no key is built of a lane so named"
         )

@@ -119,15 +119,7 @@ class Pace:
                 time.sleep(wait)
 
 
-@contract(
-    "reprocess",
-    writes=True,
-    script="@reprocess_dead / @reprocess_jobs",
-    precondition="none; bounded calls; with rate / trial: only jobs dead when it began, each once",
-    changes="as reprocess_job for each job moved",
-    replies="int — the count moved / Halted (moved, failed_again) when a trial fails again",
-    native="none, a script only",
-)
+@contract("reprocess", writes=True)
 @audit.audited("reprocess", bulk=True)
 def reprocess_dead(
     conn: Connection,
@@ -155,6 +147,12 @@ def reprocess_dead(
     `.failed_again`) when that share of the trial is dead again.
     Refused before any I/O: `BadInput` (a budget above `defaults.MAX_MOVE_BUDGET`: each
     job moved is rewritten), `ReadOnly` (but a dry run).
+
+    script: @reprocess_dead / @reprocess_jobs
+    precondition: none; bounded calls; with rate / trial: only jobs dead when it began, each once
+    writes: as reprocess_job for each job moved
+    replies: int — the count moved / Halted (moved, failed_again) when a trial fails again
+    native: none, a script only
     """
     checks.move_budget(budget)
     if limit is not None:
@@ -303,11 +301,7 @@ def job_ids(ids: Iterable[str]) -> list[str]:
 
 def is_foreign(job_id: str) -> bool:
     """True for an id no verb addresses (`keyspace.check_server_id`)."""
-    try:
-        check_server_id(job_id)
-    except InvalidName:
-        return True
-    return False
+    return not checks.passes(check_server_id, job_id)
 
 
 def _bulk(
@@ -348,17 +342,7 @@ def _bulk(
     return {i: words.get(i, "foreign_id") for i in ids}
 
 
-@contract(
-    "reprocess",
-    writes=True,
-    script="@reprocess_jobs",
-    precondition="none; each id checked on its own",
-    changes="as reprocess_job for each id moved (grouped jobs to their lanes); dry_run: nothing "
-    "(@reprocess_jobs_check, read-only)",
-    replies="dict — {id: reprocessed / gone / not_dead} (bad_row: left in dead); the dry "
-    "run answers the same words",
-    native="none, a script only",
-)
+@contract("reprocess", writes=True)
 @audit.audited("reprocess", bulk=True)
 def reprocess_jobs(
     conn: Connection,
@@ -378,6 +362,14 @@ def reprocess_jobs(
     `dry_run=True` answers the same words from a read-only script. Counters stay.
     Refused before any I/O: a budget above `defaults.MAX_MOVE_BUDGET` or a rate that is
     not a positive number (`BadInput`), an id that is not a string, `ReadOnly`.
+
+    script: @reprocess_jobs
+    precondition: none; each id checked on its own
+    writes: as reprocess_job for each id moved (grouped jobs to their lanes); dry_run: nothing
+      (@reprocess_jobs_check, read-only)
+    replies: dict — {id: reprocessed / gone / not_dead} (bad_row: left in dead); the dry run answers the same
+      words
+    native: none, a script only
     """
     checks.move_budget(budget)
     if rate is not None:
@@ -392,15 +384,7 @@ def reprocess_jobs(
     )
 
 
-@contract(
-    "remove",
-    writes=True,
-    script="@remove_jobs",
-    precondition="none; each id checked on its own",
-    changes="as remove_job for each removed id; dry_run: nothing (@remove_jobs_check, read-only)",
-    replies="dict — {id: removed / gone / locked}; the dry run answers the same words",
-    native="none, a script only",
-)
+@contract("remove", writes=True)
 @audit.audited("remove", bulk=True)
 def remove_jobs(
     conn: Connection, q: str, ids: Iterable[str], *, dry_run: bool = False, budget: int = 2 * ID_BUDGET
@@ -410,6 +394,12 @@ def remove_jobs(
     removed job 2, a ghost one more a lane it is looked for in). `dry_run=True` answers
     the same words from a read-only script. Refused before any I/O: a budget above
     `defaults.MAX_BUDGET`, an id that is not a string, `ReadOnly`.
+
+    script: @remove_jobs
+    precondition: none; each id checked on its own
+    writes: as remove_job for each removed id; dry_run: nothing (@remove_jobs_check, read-only)
+    replies: dict — {id: removed / gone / locked}; the dry run answers the same words
+    native: none, a script only
     """
     checks.budget(budget)
     keys = [base(q)]

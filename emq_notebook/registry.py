@@ -1,41 +1,28 @@
 """The verb registry: every `%emq` / `emq` verb is declared here once.
 
-How to add a verb
------------------
-Write its handler (a function of the session and the parsed namespace) and declare
-it with `@verb` just above, in the module of `emq_notebook/verbs/` beside the verbs
-like it (or in a module of your own, imported in `verbs/__init__.py`)::
+To add a verb, write its handler (a function of the session and the parsed namespace)
+and declare it with `@verb` just above, in the module of `emq_notebook/verbs/` beside
+the verbs like it::
 
     @verb("errors", "the dead letters grouped by error signature",
           arg("queue"), opt("--state", choices=["dead", "schedule"], default="dead"))
     def _errors(s: Session, ns: Namespace) -> Any:
         return triage.errors(s.conn, ns.queue, ns.state)
 
-That one declaration gives the verb everything else:
+That one declaration gives the verb its argparse grammar, its help (`grammar.py`), the
+shell command (`cli.py`), `%emq` / `%%emq` (`magics.py`), tab completion (queue names
+and job ids for arguments named `queue` and `id`: `completion.py`) and the catalogue
+entries of the Python verbs it runs (`@catalogue.contract`: the README's verbs table).
+`writes=True`: refused with `ReadOnly` on a read-only connection before any I/O, and
+takes `--reason TEXT` for its audit entry (written by the Python verb, `@audit.audited`).
+A verb that destroys or moves many jobs calls `verbs.confirm(...)` with the count
+before its first write.
 
-- its argparse grammar, its line in `%emq help`, and `%emq errors -h` (`grammar.py`);
-- the shell command `emq errors ...` (`cli.py`) and `%emq` / `%%emq` (`magics.py`);
-- tab completion of its options and choices, and of queue names and job ids for
-  arguments named `queue` and `id` (`completion.py`);
-- its catalogue entries: those of the Python verbs declared with
-  `@catalogue.contract(name, ...)` (their Lua script, precondition, writes,
-  replies, native line), each a row of the README's verbs table;
-- `writes=True` for a verb that changes the queue: refused with `ReadOnly` on a
-  read-only connection before anything is read or sent; it takes `--reason TEXT`
-  (the reason its audit entry gives; the entry itself is written by the Python verb
-  it runs, declared `@catalogue.contract(name, writes=True)` and `@audit.audited`).  A verb that destroys or
-  moves many jobs at once also calls `verbs.confirm(...)` with the count before its
-  first write (the one confirmation gate, threshold `confirm_above`).
-
-Arguments: `arg(name)` is a positional word; `arg(name, literal=True)` is data taken
-as written (a JSON payload: `-h` is a payload there, not help); `arg(name,
-free=True)` is free text, every remaining word taken literally (the last positional
-only); `arg(name, many=True)` is a list of words (the last positional only), each read
-as any word is (`-h` asks for help: `check [QUEUE ...]`).
-`opt("--name", ...)` is an option; its keywords are argparse's
-(`type`, `choices`, `default`, `action="store_true"`, `help`, `metavar`).
-`tests/test_registry.py` fails for a verb without a handler, help text, or (with a
-catalogue entry) its README row.
+Arguments: `arg(name)` is a positional word; `literal=True` data taken as written (a
+JSON payload: `-h` is a payload there); `free=True` every remaining word taken
+literally, `many=True` a list of words (each the last positional only).
+`opt("--name", ...)` is an option, with argparse's keywords. `tests/test_registry.py`
+fails for a verb without a handler, help text, or (with a catalogue entry) its README row.
 """
 
 from __future__ import annotations

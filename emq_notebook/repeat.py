@@ -41,7 +41,6 @@ TICK_REPORTS = 20
 # Kept here, so every caller of `tick` (a Worker, a notebook) walks on without holding it
 _PLACES: weakref.WeakKeyDictionary[Connection, dict[str, int]] = weakref.WeakKeyDictionary()
 # the jobs one tick call makes at most, each a row, a placement and an event
-# (bench/repeat_tick.py)
 MAX_TICK_JOBS = 250
 # the due times (ms) a pandas Timestamp holds (ns since 1970: the years 1677 to 2262);
 # a score another node wrote may lie far past them (1e16, -1e300)
@@ -109,21 +108,14 @@ def unregister(conn: Connection, q: str, name: str) -> bool:
 def registered(conn: Connection, q: str, limit: int | None = None) -> list[dict]:
     """Every repeatable (the first `limit` due, when named) in due order: its `name`,
     `every_ms`, `payload`, `group`, `next_due_ms` (None for a score of +inf) and
-    `problem`, None for a definition that reads as `tick` reads it. Otherwise the row
-    says why, its `every_ms`, `payload` and `group` None: `too long (N bytes)` (over
-    `DEF_BYTES`: its bytes stay on the server, a plain HGET reads them), `no
-    definition`, `not JSON`, `not a JSON object`, or `bad <field>` (every, payload,
-    group or max_attempts; `shape` for a long one that is not plain fields around a
-    payload string): the server's word, `readable` in lua/includes/repeat_def.lua, the
-    one rule `tick` (which skips such a definition) and `run_now` (which refuses it)
-    read it by. A listing never fails on what another node wrote in the registry.
+    `problem`: None for a definition `tick` reads, else the server's word for why
+    (`too long (N bytes)`, `no definition`, `not JSON`, `not a JSON object`, `bad
+    <field>`; lua/includes/repeat_def.lua), its `every_ms`, `payload` and `group` None.
+    A listing never fails on what another node wrote in the registry.
 
     Read a page at a time (`@read_repeats`: at most `REPEATS_A_CALL` repeatables and
-    about `BYTE_BUDGET` bytes a call, a short definition counted as its decode costs),
-    so no call holds the server long however big the registry. Each page starts after
-    the last name of the one before, wherever it is then; a repeatable a tick moves
-    while the pages are read is listed once, or missed when it moves ahead of the place.
-    Reads only."""
+    about `BYTE_BUDGET` bytes a call), each page after the last name of the one before;
+    a repeatable a tick moves meanwhile is listed once, or missed. Reads only."""
     if limit is not None:
         whole(limit, "limit", least=0)
     key, out, seen, at = queue_key(q, "repeat"), list[dict](), set[str](), 0
@@ -243,20 +235,19 @@ def tick(conn: Connection, q: str, max_jobs: int = 100) -> list[str]:
     return made
 
 
-@contract(
-    "run-now",
-    writes=True,
-    script="@repeat_run_now",
-    precondition="the repeatable exists and its definition reads",
-    changes="a new job (row, pending or its lane); the next due time unchanged; publishes `added`",
-    replies="str — the new job's id / Gone / BadRow",
-    native="none, a script only",
-)
+@contract("run-now", writes=True)
 @audit.audited("run-now")
 def run_now(conn: Connection, q: str, name: str) -> str:
     """One job from repeatable `name`, now (its payload, group and attempts); answers the
     new job's id. The next due time is left as it was: the cadence is kept.
     Refuses `Gone` when no repeatable has that name, and `BadRow` when its definition
-    cannot be read; a refusal writes nothing."""
+    cannot be read; a refusal writes nothing.
+
+    script: @repeat_run_now
+    precondition: the repeatable exists and its definition reads
+    writes: a new job (row, pending or its lane); the next due time unchanged; publishes `added`
+    replies: str — the new job's id / Gone / BadRow
+    native: none, a script only
+    """
     check_name(name, "repeatable name")
     return str(conn.run("repeat_run_now", [base(q)], [name, new_id()], verb="run-now", queue=q, job=name))

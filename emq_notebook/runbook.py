@@ -1,26 +1,19 @@
 """Runbooks for a real incident: the opening cell, previewed steps, the closing check.
 
-A runbook (`notebooks/runbooks/`) is opened during an incident against the live
-server, by a person in Jupyter or by papermill. What every runbook does the same
-way lives here:
+A runbook (`notebooks/runbooks/`) runs against the live server, in Jupyter or papermill:
 
-- `start(...)` connects -- read-only unless `APPLY` -- and prints the head of the
-  incident record: the runbook, the redacted server label, env, executor, queue,
-  parameters and the time (UTC).
-- `Runbook.step(name, preview, apply, precheck)` shows what a writing step would do
-  (a `Preview`: one line, a count, sample ids). With `APPLY = False` that is all it
-  does. With `APPLY = True` it calls `precheck()` on the live server first and, when
-  the step's precondition no longer holds, raises `PreconditionFailed` before the
-  step writes anything; then it runs `apply()` and prints what it did.
-- `Runbook.glance(plot)` opens the diagnosis: the queue's health verdict and why,
-  printed, and its throughput (or latency) plot, shown as an image.
-- `Runbook.verify(outcome)` is the last cell: with `APPLY = True` every check must
-  hold, else `OutcomeNotReached` fails the notebook.
+- `start(...)` connects (read-only unless `APPLY`) and prints the head of the incident
+  record: runbook, redacted server label, env, executor, queue, parameters, UTC time.
+- `Runbook.step(name, preview, apply, precheck)` shows what a writing step would do (a
+  `Preview`). With `APPLY = True` it runs `precheck()` first and raises
+  `PreconditionFailed` before writing when the precondition no longer holds; then
+  `apply()`.
+- `Runbook.glance(plot)`: the health verdict and why, and a throughput or latency plot.
+- `Runbook.verify(outcome)`: the last cell; with `APPLY = True` a check that fails
+  raises `OutcomeNotReached`.
 
-Nothing here enqueues or seeds: the only writes are the steps' own `apply` calls.
-The readers below (expired leases, overdue jobs, lanes, the dead letters of one
-error signature) and the paced, trial-first reprocess of chosen dead jobs are
-shared by the runbooks.
+The only writes are the steps' `apply` calls. The readers below and the paced,
+trial-first reprocess of chosen dead jobs are shared by the runbooks.
 """
 
 from __future__ import annotations
@@ -298,17 +291,12 @@ def start(
 ) -> Runbook:
     """The connect cell: connect (read-only unless `apply`), print the record's head.
 
-    `url` None is `EMQ_URL`, else the embedded default. The password comes from the
-    `EMQ_PASSWORD` environment variable (used when the URL carries none); an `url`
-    parameter that carries a password is `BadInput` before any I/O, because papermill
-    writes every parameter into the executed notebook, the incident record. A queue
-    with no key on the server is `BadInput` (a typo in QUEUE must not pass as a
-    healthy queue), except for runbooks that say `absent_ok=True` (retiring a queue
-    already gone).
-
-    The audit trail: every entry the run writes says surface `runbook`, the runbook
-    and its parameters (`audit.runbook`), and `reason` (the `REASON` parameter: the
-    first line of the record shows it)."""
+    `url` None is `EMQ_URL`, else the embedded default; the password comes from
+    `EMQ_PASSWORD`. Refused (`BadInput`, before any I/O): an `url` carrying a password
+    (papermill writes every parameter into the executed notebook), and a queue with no
+    key unless `absent_ok=True` (a typo in QUEUE must not pass as a healthy queue).
+    Every audit entry of the run says surface `runbook`, the runbook and its parameters,
+    and `reason` (the `REASON` parameter)."""
     if not isinstance(apply, bool):
         raise BadInput(f"APPLY is True or False, not {apply!r}")
     check_name(queue)

@@ -11,39 +11,27 @@ queue, and jobs moved to another queue exactly once.
   slots, so no one call holds both; a journal in the source's slot makes it exactly
   once (below). Audited in both queues' streams.
 
-Records. A value is text as the row holds it; one holding bytes that are not UTF-8 is
-`{"base64": ...}` in JSON Lines, and every value is binary in Parquet, so a round trip
-gives the row back byte for byte. A field name that is not UTF-8 is written escaped
-(`"\\udcff"`), which Python reads back as the same byte. The row's `state` field is the
-record's `state` (the set the job was found in); a row holding a field named `id` or
-`at`, a field no read copies (over `defaults.MAX_WHOLE_FIELD`), or fields the server
-could not measure before listing them (`read_rows`) is left out of an export and said so.
+Records. A value is text as the row holds it; bytes that are not UTF-8 are
+`{"base64": ...}` in JSON Lines and every value is binary in Parquet, so a round trip
+gives the row back byte for byte. A row holding a field named `id` or `at`, or a field
+no read copies (`read_rows`), is left out of an export and said so.
 
 A move, batch by batch (`budget` jobs a batch), each step one bounded call:
-1. in the source's slot (`@move_take`): the batch leaves its state set for the journal
-   `emq:{source}:moving:<batch>` (id -> its state and score), and `emq:{source}:moving`
-   names the batch, its owner (the connection's token), a lease and the target. The
-   rows stay in the source.
-2. in the target's slot (`@move_put`): each row, its `:logs` and its set membership
-   written, and its id added to `emq:{target}:arrived:<batch>`. A job the arrived set
-   names was written already: it is not written again, whatever became of it since (a
-   worker may have run it). A target holding an identical row under the id: `same`,
-   nothing written. A target holding another job under the id: `conflict`, nothing
-   written, and the job stays in the source.
-3. in the source's slot (`@move_clear`, its owner only): the rows the target holds are
-   deleted (their dedup keys given back), the others put back in their set at their
-   score, the journal entries cleared; then the arrived set is deleted.
-Any later call (a move, or `finish_moves`) first finishes what the journal holds: its
-own batches at once, another owner's once that owner's lease has passed (a client
-killed, a kernel restarted), or at once with `take_over=True` (the operator knows that
-client is gone). Killed at any point, a re-run leaves every job in exactly one of the two
-queues with its id and fields. What this does not close: an owner still alive that
-stalls longer than its lease after reading a batch's rows and before writing them (step
-2), while another client takes the batch over and finishes it and a worker of the target
-runs and deletes one of its jobs: the stalled owner's write then adds that job again.
-And it rests on each server keeping what it acknowledged (AOF with `appendfsync always`,
-or no restart): a restart that forgets the last writes of one slot and not the other's
-(`everysec`, a failover to a replica behind its primary) can forget a step.
+1. source slot (`@move_take`): the batch leaves its set for the journal
+   `emq:{source}:moving:<batch>` (id -> state and score); `emq:{source}:moving` names the
+   batch, its owner (the connection's token), a lease and the target.
+2. target slot (`@move_put`): each row, its `:logs` and its set membership written, its
+   id added to `emq:{target}:arrived:<batch>` (so it is never written twice). An
+   identical row under the id: `same`; another job under it: `conflict`, nothing
+   written, the job stays in the source.
+3. source slot (`@move_clear`, its owner only): the rows the target holds are deleted,
+   the others put back at their score, the journal cleared; then the arrived set.
+Any later call (a move, `finish_moves`) first finishes what the journal holds: its own
+batches at once, another owner's once its lease has passed or with `take_over=True`.
+Killed at any point, a re-run leaves every job in exactly one queue. Not closed: an owner
+that stalls past its lease between reading and writing a batch while another finishes it
+and a target worker deletes one of its jobs (the stalled write adds it again); and a
+server restart that forgets acknowledged writes of one slot and not the other's.
 """
 
 from __future__ import annotations
@@ -359,13 +347,7 @@ class Exported(int):
 LEFT_SHOWN = 100
 
 
-@contract(
-    "export",
-    script="@read_whole_rows",
-    precondition="none; a read, in bounded calls (the jobs found by triage.find's)",
-    replies="int — the jobs written (`.path`, `.left`: those found and not written, and why)",
-    native="none, read-only scripts (FCALL_RO with the function executor)",
-)
+@contract("export")
 def export_jobs(
     conn: Connection,
     q: str,
@@ -391,7 +373,14 @@ def export_jobs(
     The file is written beside `path` as `<path>.part` and renamed at the end: an export
     cut part way leaves no file that looks whole. `progress(pages, written)` after each
     page. Refused before any I/O (`BadInput`): a suffix not in `FORMATS`, a state not in
-    `STATES`, a limit that is not a whole number, a budget over `defaults.MAX_BUDGET`."""
+    `STATES`, a limit that is not a whole number, a budget over `defaults.MAX_BUDGET`.
+
+    script: @read_whole_rows
+    precondition: none; a read, in bounded calls (the jobs found by triage.find's)
+    writes: nothing (a read)
+    replies: int — the jobs written (`.path`, `.left`: those found and not written, and why)
+    native: none, read-only scripts (FCALL_RO with the function executor)
+    """
     check_name(q)
     target = Path(path)
     suffix = suffix_of(target)
@@ -405,7 +394,9 @@ def export_jobs(
     written, pages, left_count = 0, 0, 0
     left: dict[str, str] = {}
     try:
-        for page, scores in _pages(conn, q, state, (error, payload, signature), limit, budget):
+        for page, scores in _pages(
+            conn, q, state, limit, budget, error=error, payload=payload, signature=signature
+        ):
             rows = read_rows(conn, q, [i for i in page if not moves.is_foreign(i)], MAX_WHOLE_FIELD)
             for job_id, score in zip(page, scores, strict=True):
                 row = rows.get(job_id, "foreign_id")
@@ -435,26 +426,15 @@ def _unwritable(fields: dict[str, str]) -> str:
 
 
 def _pages(
-    conn: Connection, q: str, state: str, filters: tuple[str | None, ...], limit: int | None, budget: int
+    conn: Connection, q: str, state: str, limit: int | None, budget: int, **filters: Any
 ) -> Iterator[tuple[list[str], list[float | None]]]:
     """The jobs of `state` that `filters` (`triage.find`'s error, payload and signature)
     match, a page at a time: their ids and, for a timed set, their scores."""
-    error, payload, signature = filters
     place: triage.Place | None = None
     found = 0
     while limit is None or found < limit:
         want = PAGE if limit is None else min(PAGE, limit - found)
-        frame = triage.find(
-            conn,
-            q,
-            state=state,
-            error=error,
-            payload=payload,
-            signature=signature,
-            limit=want,
-            budget=budget,
-            after=place,
-        )
+        frame = triage.find(conn, q, state=state, limit=want, budget=budget, after=place, **filters)
         if not len(frame):
             return
         ids = list(frame.index)
@@ -671,16 +651,7 @@ def import_jobs(
     )
 
 
-@contract(
-    "import",
-    writes=True,
-    script="@import_rows",
-    precondition="every record of the file checked first; bounded calls of `budget` jobs",
-    changes="each new id: its row as the record says, its set (pending: its lane when grouped); "
-    "publishes `imported`",
-    replies="Imported — int, the jobs added; .added, .skipped (ids held already), .digest",
-    native="none, a script only",
-)
+@contract("import", writes=True)
 @audit.audited("import", bulk=True)
 def import_file(
     conn: Connection,
@@ -694,7 +665,15 @@ def import_file(
 ) -> Imported:
     """`import_jobs` past its checks: the file's jobs written, recorded once with its
     `digest` (`check_file`'s) among the args. A file changed since it was checked (its
-    digest differs once read again) raises `BadInput` after the jobs read went in."""
+    digest differs once read again) raises `BadInput` after the jobs read went in.
+
+    script: @import_rows
+    precondition: every record of the file checked first; bounded calls of `budget` jobs
+    writes: each new id: its row as the record says, its set (pending: its lane when grouped); publishes
+      `imported`
+    replies: Imported — int, the jobs added; .added, .skipped (ids held already), .digest
+    native: none, a script only
+    """
     conn.refuse_writes(f"import {q}")
     added: list[str] = []
     skipped = calls = 0
@@ -862,7 +841,7 @@ class _Mover:
         cursor = "0"
         while True:
             cursor, page = self.conn.command("HSCAN", moving_key(self.source), cursor, "COUNT", 100)
-            names += [n for n in page if _is_batch(n)]
+            names += [n for n in page if checks.passes(check_batch, n)]
             if int(cursor) == 0:
                 return sorted(set(names))
 
@@ -967,14 +946,6 @@ class _Mover:
         return words
 
 
-def _is_batch(name: str) -> bool:
-    try:
-        check_batch(name)
-    except InvalidName:
-        return False
-    return True
-
-
 def check_move(source: str, target: str, state: str) -> None:
     """What a move is refused before any I/O: a bad name, the same queue twice, a state
     a move takes no job from (`BadInput`, `InvalidName`)."""
@@ -989,17 +960,7 @@ def check_move(source: str, target: str, state: str) -> None:
         )
 
 
-@contract(
-    "move",
-    writes=True,
-    script="@move_take / @move_put / @move_clear",
-    precondition="source and target differ; bounded calls of `budget` jobs; the journal's earlier "
-    "batches finished first",
-    changes="each job: out of its source set into emq:{source}:moving:<batch>, then row, :logs and "
-    "set written in the target, then deleted in the source; publishes `moved_in` on the target",
-    replies="MoveResult — int, the jobs moved; .ids, .stayed ({id: why}), .busy",
-    native="none, scripts only",
-)
+@contract("move", writes=True)
 @audit.audited("move", queue="source", bulk=True)
 def move_jobs(
     conn: Connection,
@@ -1020,23 +981,26 @@ def move_jobs(
     keeping each one's id, fields, `:logs` and set score: those whose `last_error`
     matches the glob `error`, or the `ids` given (ids as the server holds them), or all;
     at most `limit`. Each job is moved exactly once, across calls cut at any point (the
-    module's docstring says how): after a completed move every job is in exactly one of
-    the two queues. A job stays where it is when the target holds another job under its
-    id (`conflict`), and so does one the move cannot carry whole (`MoveResult.stayed`).
+    module's docstring says how). A job stays when the target holds another job under
+    its id (`conflict`) or the move cannot carry it whole (`MoveResult.stayed`).
 
-    First, what the source's journal holds is finished (`finish_moves`; `take_over`
-    as there). A target with no meta hash yet (a new queue, e.g. `mailers.quarantine`)
-    is paused before the first job is written into it, unless `pause=False` (a move
-    that finds nothing to move creates no queue). Bounded calls of at most `budget` jobs
-    (`defaults.ID_BUDGET`; `defaults.MAX_MOVE_BUDGET` at most) and about `BYTE_BUDGET`
-    bytes each; `progress(batches, moved)` after each batch. Recorded in the source's
-    stream, and in the target's beside it.
+    The source's journal is finished first (`finish_moves`; `take_over` as there). A
+    target with no meta hash yet is paused before the first job is written into it,
+    unless `pause=False`. Bounded calls of at most `budget` jobs and about `BYTE_BUDGET`
+    bytes; `progress(batches, moved)` after each batch. Recorded in both queues' streams.
 
-    `dry_run=True` writes nothing (a read-only session may run it): `moved` is what
-    would move, `stayed` what would stay, from the rows as they are now (a target row
-    equal to the source's counts as moved: `same`).
+    `dry_run=True` writes nothing: `moved` is what would move, `stayed` what would stay.
     Refused before any I/O (`BadInput`, `InvalidName`, `ReadOnly`): the same queue twice,
-    a state an active job is in, `ids` with `error`, a limit or budget out of range."""
+    a state an active job is in, `ids` with `error`, a limit or budget out of range.
+
+    script: @move_take / @move_put / @move_clear
+    precondition: source and target differ; bounded calls of `budget` jobs; the journal's earlier batches
+      finished first
+    writes: each job: out of its source set into emq:{source}:moving:<batch>, then row, :logs and set written
+      in the target, then deleted in the source; publishes `moved_in` on the target
+    replies: MoveResult — int, the jobs moved; .ids, .stayed ({id: why}), .busy
+    native: none, scripts only
+    """
     check_move(source, target, state)
     if ids is not None and error is not None:
         raise BadInput("move takes ids or an error glob, not both")

@@ -1,24 +1,17 @@
 """The transition table: each Lua transition, the body each executor runs for it,
 and how its reply becomes a result.
 
-One row per transition (`TABLE`), named as its script `lua/<name>.lua` is:
+One row per transition (`TABLE`), named as its script `lua/<name>.lua`: the `script`
+executor sends EVALSHA of it, `function` FCALL of `emq_<twin or name>`, `native` the
+EchoMQ node's command when it has one, else EVALSHA of the twin (or the script).
+A `twin` is the script with the native semantics (`native_claim`: the paused read
+folded into the claim; `native_reprocess`: dead membership read first, a grouped row
+refused); `folds_pause` says the twin reads the paused field itself (a caller whose
+own pause read met a wire fault asks for the twin: `folded=True`).
 
-- `script` executor: EVALSHA of `lua/<name>.lua`;
-- `function` executor: FCALL of the library function `emq_<twin or name>`;
-- `native` executor: the EchoMQ node's own command (`native`) when it has one, else
-  EVALSHA of the twin (or the script).
-
-A `twin` is the script with the native semantics (`native_claim` for `claim2`: the
-paused read folded into the claim; `native_reprocess` for `reprocess2`: dead
-membership read first, a grouped row refused). `folds_pause` says that the twin
-(and the native command) read the paused field themselves, so the caller sends no
-separate pause read; a caller whose own pause read met a wire fault asks for the
-twin under the script executor too (`folded=True`).
-
-Every reply is decoded here, in one place (`decode`): an `EMQSTATE ...` error is
-the typed refusal `errors.refusal_for` names (`error`), and each reply kind is one
-case of the switch. A script with no row in the table (one a new module adds)
-runs with the default: `lua/<name>.lua` by every executor, its reply as sent.
+Every reply is decoded here (`decode`): an `EMQSTATE ...` error is the typed refusal
+`errors.refusal_for` names. A script with no row runs as `lua/<name>.lua` by every
+executor, its reply as sent.
 """
 
 from __future__ import annotations

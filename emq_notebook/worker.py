@@ -30,33 +30,20 @@ class Worker:
     `handler(id, payload, attempts)` returns on success; an exception fails the
     job with its text as `last_error`. `grouped=True` claims from the lanes.
 
-    A complete or fail that is refused (`NotActive`, `NotOwner`, `Gone`,
-    `BadRow`: the lease was lost, or the row was changed under the worker) is
-    logged and counted in `lost`; so is a claim refused `BadRow` (counted in
-    `bad_rows`, then the worker idles as on an empty queue). The loop goes on.
-    A claim refused the same way at every poll (one bad row at the queue's head: the
-    same note, its field and id) is logged when it starts, at most once every
-    `REFUSAL_LOG_S` while it goes on (with the claims refused since), and once when
-    a claim is no longer refused so: a worker polling 20 times a second logged it 20
-    times a second.
+    A refused complete or fail (`NotActive`, `NotOwner`, `Gone`, `BadRow`: the lease
+    was lost or the row changed under the worker) is logged and counted in `lost`; a
+    claim refused `BadRow` is counted in `bad_rows` and the worker idles. The loop goes
+    on. The same refusal at every poll is logged when it starts, at most once every
+    `REFUSAL_LOG_S` while it lasts, and when it ends.
 
-    Ghosts (members of pending or of a lane whose row is gone: another node deleted
-    it, or a TTL expired it) never starve the jobs behind them, nor hold the server:
-    each claim call drops a bounded number (lua/includes/activate.lua CLAIM_SKIPS)
-    and, past it, answers "more" (`jobs.MORE`) instead of "empty", because the
-    toolkit asks for that answer (an optional last argument EchoMQ's own callers never
-    send, so their reply stays `{}`). A claim that met only ghosts (`more`, after
-    `jobs.CLAIM_CALLS` such calls) is no idle queue: `run` claims again at once,
-    without its `idle_sleep`. Why that answer and not a cheap re-check of pending's
-    ZCARD (or the ring's LLEN) after an empty claim: a paused queue holds a backlog
-    no claim serves, and a worker re-checking would spin on it (or read the pause
-    again, a third round trip on every idle poll); only the claim knows it stopped at
-    its bound, and it says so at no cost to a claim that serves a job.
+    Ghosts (members whose row is gone) never starve the jobs behind them: each claim
+    drops a bounded number and then answers "more" (`jobs.MORE`), and `run` claims
+    again at once instead of sleeping `idle_sleep` (a paused queue answers "empty",
+    so a worker never spins on a backlog no claim serves).
 
-    `run` also outlives the server: a wire fault (the server restarted, a cut
-    connection) is logged and counted in `wire_faults`, and the loop waits (0.05 s,
-    doubling up to `MAX_BACKOFF_S`) and tries again. A job whose complete or fail met
-    the fault keeps its lease and comes back when the lease expires.
+    A wire fault (a restart, a cut connection) is logged and counted in `wire_faults`;
+    the loop waits (0.05 s, doubling up to `MAX_BACKOFF_S`) and tries again. A job whose
+    complete or fail met the fault comes back when its lease expires.
     """
 
     MAX_BACKOFF_S = 2.0

@@ -4,6 +4,10 @@ conftest.py; tests import these from here (`from helpers import dump`)."""
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+
 import emq_notebook as emq
 from emq_notebook.footprint import keyspace
 from emq_notebook.keyspace import AUDIT_PREFIX
@@ -140,3 +144,57 @@ def claim_new(conn, q: str) -> None:
 
     jobs.enqueue(conn, q, "{}")
     assert jobs.claim(conn, q, 60_000) is not None
+
+
+def until(condition: Callable[[], object], seconds: float = 10.0) -> object:
+    """Wait for `condition()` (a background thread's work), at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def worked(conn, q: str, n: int, fail: int = 0, error: str = "boom") -> list[str]:
+    """Enqueue `n` jobs on `q` and work them: the first `fail` raise `error` (one
+    attempt, so dead)."""
+    from emq_notebook import Worker, jobs
+
+    ids = [jobs.enqueue(conn, q, str(i), max_attempts=1) for i in range(n)]
+    broken = set(ids[:fail])
+
+    def handler(job_id, payload, attempts):
+        if job_id in broken:
+            raise RuntimeError(error)
+
+    Worker(conn, q, handler).run(until_empty=True)
+    return ids
+
+
+def failed(conn, q: str, n: int = 3, error: str = "boom") -> list[str]:
+    """`n` dead jobs on `q` (payload `{"n": i}`), each claimed and failed with `error`."""
+    from emq_notebook import jobs
+
+    ids = []
+    for i in range(n):
+        jid = jobs.enqueue(conn, q, f'{{"n": {i}}}', max_attempts=1)
+        jobs.claim(conn, q, 60_000)
+        jobs.fail(conn, q, jid, error)
+        ids.append(jid)
+    return ids
+
+
+@contextlib.contextmanager
+def lost_server(backend: str) -> Iterator[emq.Connection]:
+    """A connection that has lost its server: the embedded one emulating a lost
+    connection, or a real client at a port where nothing listens."""
+    from emq_notebook import connector
+
+    if backend == "fake":
+        conn = emq.connect(embedded="fake")
+        connector.fake_server().connected = False
+    else:
+        conn = emq.connect("redis://127.0.0.1:1/0")
+    try:
+        yield conn
+    finally:
+        connector.fake_server().connected = True

@@ -7,7 +7,12 @@ bounded, and an ACL user limited to `~emq:*` writing it (real Valkey)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import helpers
@@ -711,35 +716,34 @@ admin.drain(conn, sys.argv[2], budget=50, progress=progress)
 """
 
 
+def killed_after_its_first_line(*argv: str) -> list[str]:
+    """Run `python -c *argv` as a client of its own and SIGKILL it once it prints its
+    first line (after its second call, before its third); that line's words."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "EMQ_URL": ""}
+    proc = subprocess.Popen([sys.executable, "-c", *argv], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        said = proc.stdout.readline().split()  # empty: it ended without printing
+        if said:
+            os.kill(proc.pid, signal.SIGKILL)
+            assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    return said
+
+
 def test_a_client_killed_in_the_middle_of_a_drain_leaves_its_started_entry(valkey):
     """A kernel SIGKILLed mid-drain (restart, OOM) writes no closing entry: its `started`
     entry is on the server, and every reader shows it (a queue new to this process)."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-
     url, q = f"redis://127.0.0.1:{valkey.port}/0", "killed_mid_drain"
     conn = emq.connect(url)
     conn.client.delete(audit_key(q), *conn.scan(f"emq:{{{q}}}:*"))
     for i in range(200):
         jobs.enqueue(conn, q, "{}", id=f"j{i:04d}")
-    root = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": root, "EMQ_URL": ""}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _DRAINER, url, q], stdout=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # the drainer prints it after its second call, or ends
-        assert line.split() == ["drained", "100"], line
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(10) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+    said = killed_after_its_first_line(_DRAINER, url, q)
+    assert said == ["drained", "100"], said
     [entry] = raw(conn, q)
     assert (entry["verb"], entry["outcome"], entry["conn"]) == ("drain", "started", "doomed")
     assert conn.client.zcard(f"emq:{{{q}}}:pending") == 100
@@ -777,12 +781,6 @@ def test_a_client_killed_in_the_middle_of_an_import_or_a_move_leaves_its_started
     import (into `dst`) or a move (`src` to `dst`) leaves its `started` entry on the
     stream that records it, and no entry claims a job it did not change (a move's new
     target records only its pause). A real server only: the fake lives in one process."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-
     from dead_letters import written_rows
 
     from emq_notebook import transfer
@@ -794,20 +792,8 @@ def test_a_client_killed_in_the_middle_of_an_import_or_a_move_leaves_its_started
     written_rows(conn, src, "dead", [f"j{i:04d}" for i in range(300)])
     path = tmp_path / "dead.jsonl"
     transfer.export_jobs(conn, src, path)
-    root = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": root, "EMQ_URL": ""}
-    argv = [sys.executable, "-c", _MOVER, url, verb, src, dst, str(path)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout is not None
-        said = proc.stdout.readline().split()  # after its second call
-        assert said[0] == verb and int(said[1]) > 0, said
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(10) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+    said = killed_after_its_first_line(_MOVER, url, verb, src, dst, str(path))
+    assert said[:1] == [verb] and int(said[1]) > 0, said
     recorded_on = dst if verb == "import" else src
     [entry] = [e for e in raw(conn, recorded_on) if e["verb"] == verb]
     assert (entry["outcome"], entry["count"], entry["conn"]) == ("started", "", "doomed")

@@ -101,23 +101,6 @@ def lab(tmp_path, url):
         "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
         "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
     }
-    log = open(tmp_path / "lab.log", "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--allow-root",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            f"--ServerApp.token={token}",
-            f"--ServerApp.root_dir={work}",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     base = f"http://127.0.0.1:{port}"
 
     def up():
@@ -127,12 +110,23 @@ def lab(tmp_path, url):
         except OSError:
             return False
 
-    try:
-        wait_for(up, "JupyterLab to answer", 60)
+    argv = ["jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}"]
+    argv += [f"--ServerApp.token={token}", f"--ServerApp.root_dir={work}"]
+    with launched(tmp_path / "lab.log", argv, up, "JupyterLab to answer", env=env):
         yield base, token, work
-    finally:
-        stop(proc)
-        log.close()
+
+
+@contextlib.contextmanager
+def launched(log: Path, argv: list[str], up, what: str, **popen):
+    """`python -m *argv` (its output to `log`) for the block, once `up()` holds; stopped
+    by its pid."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", *argv], stdout=out, stderr=subprocess.STDOUT, **popen)
+        try:
+            wait_for(up, what, 60)
+            yield proc
+        finally:
+            stop(proc)
 
 
 def run_all(page, ready: str = "Pause") -> None:
@@ -152,7 +146,6 @@ def run_all(page, ready: str = "Pause") -> None:
 
 
 def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
-    from playwright.sync_api import sync_playwright
 
     base, token, work = lab
     conn = emq.connect(url)
@@ -176,59 +169,52 @@ def test_the_panels_clicked_in_jupyterlab_reach_valkey(lab, url):
     (work / "panels.ipynb").write_text(json.dumps(nb))
 
     shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else work
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1100, "height": 1400})
-            page.goto(f"{base}/lab/tree/panels.ipynb?reset&token={token}")
-            run_all(page)
-            panels = page.locator(".jp-OutputArea-output .widget-vbox")
+    with chromium_page(1100, 1400) as page:
+        page.goto(f"{base}/lab/tree/panels.ipynb?reset&token={token}")
+        run_all(page)
+        panels = page.locator(".jp-OutputArea-output .widget-vbox")
 
-            page.get_by_role("button", name="Pause").click()
-            wait_for(lambda: spy.hget(f"emq:{{{Q}}}:meta", "paused") == "1", "the paused field")
-            page.get_by_role("button", name="Resume").click()
-            wait_for(lambda: not spy.hexists(f"emq:{{{Q}}}:meta", "paused"), "the paused field to go")
-            page.get_by_text("resumed browser").wait_for()
+        page.get_by_role("button", name="Pause").click()
+        wait_for(lambda: spy.hget(f"emq:{{{Q}}}:meta", "paused") == "1", "the paused field")
+        page.get_by_role("button", name="Resume").click()
+        wait_for(lambda: not spy.hexists(f"emq:{{{Q}}}:meta", "paused"), "the paused field to go")
+        page.get_by_text("resumed browser").wait_for()
 
-            dead = page.locator(".widget-select-multiple select")
-            dead.select_option(value=dead.locator("option").first.get_attribute("value"))
-            shots.mkdir(exist_ok=True)
-            panels.nth(1).screenshot(path=str(shots / "dead-letter-panel.png"))
-            page.get_by_role("button", name="Reprocess 1 selected").click()  # the count restated
-            wait_for(
-                lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad") is not None, "j_bad to move to pending"
-            )
-            assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad") is None
-            assert spy.hget(f"emq:{{{Q}}}:job:j_bad", "failures") == "1"
-            # the status line, and the line beside the bar
-            page.get_by_text("reprocess selected: 1 reprocessed").nth(1).wait_for()
+        dead = page.locator(".widget-select-multiple select")
+        dead.select_option(value=dead.locator("option").first.get_attribute("value"))
+        shots.mkdir(exist_ok=True)
+        panels.nth(1).screenshot(path=str(shots / "dead-letter-panel.png"))
+        page.get_by_role("button", name="Reprocess 1 selected").click()  # the count restated
+        wait_for(lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad") is not None, "j_bad to move to pending")
+        assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad") is None
+        assert spy.hget(f"emq:{{{Q}}}:job:j_bad", "failures") == "1"
+        # the status line, and the line beside the bar
+        page.get_by_text("reprocess selected: 1 reprocessed").nth(1).wait_for()
 
-            # triage: a second dead job, found by the filter, previewed, reprocessed
-            jobs.enqueue(conn, Q, '{"to": "nobody"}', id="j_bad2", max_attempts=1)
-            spy.zadd(f"emq:{{{Q}}}:pending", {"j_bad2": -1})
-            assert jobs.claim(conn, Q, 60_000)[0] == "j_bad2"
-            jobs.fail(conn, Q, "j_bad2", "SMTP 550: mailbox unavailable")
-            page.get_by_placeholder("error glob, e.g. SMTP 5*").fill("SMTP 550*")
-            page.locator("button.widget-button", has_text=re.compile(r"^\s*Filter\s*$")).click()
-            page.locator("button.widget-button", has_text=re.compile(r"^\s*Preview\s*$")).click()
-            page.get_by_text("Preview: 1 dead jobs").wait_for()
-            page.get_by_role("button", name="Reprocess 1 previewed").click()
-            wait_for(
-                lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad2") is not None, "j_bad2 to move to pending"
-            )
-            assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad2") is None
-            page.get_by_text("reprocess previewed: 1 reprocessed").last.wait_for()
-            # the result beside its bar: the labelled progress of the bulk action
-            bar = panels.nth(1).locator(".widget-hprogress").locator("xpath=..")
-            assert "reprocess previewed: 1 reprocessed" in bar.inner_text()
-            panels.nth(1).screenshot(path=str(shots / "dead-letter-panel-done.png"))
+        # triage: a second dead job, found by the filter, previewed, reprocessed
+        jobs.enqueue(conn, Q, '{"to": "nobody"}', id="j_bad2", max_attempts=1)
+        spy.zadd(f"emq:{{{Q}}}:pending", {"j_bad2": -1})
+        assert jobs.claim(conn, Q, 60_000)[0] == "j_bad2"
+        jobs.fail(conn, Q, "j_bad2", "SMTP 550: mailbox unavailable")
+        page.get_by_placeholder("error glob, e.g. SMTP 5*").fill("SMTP 550*")
+        page.locator("button.widget-button", has_text=re.compile(r"^\s*Filter\s*$")).click()
+        page.locator("button.widget-button", has_text=re.compile(r"^\s*Preview\s*$")).click()
+        page.get_by_text("Preview: 1 dead jobs").wait_for()
+        page.get_by_role("button", name="Reprocess 1 previewed").click()
+        wait_for(
+            lambda: spy.zscore(f"emq:{{{Q}}}:pending", "j_bad2") is not None, "j_bad2 to move to pending"
+        )
+        assert spy.zscore(f"emq:{{{Q}}}:dead", "j_bad2") is None
+        page.get_by_text("reprocess previewed: 1 reprocessed").last.wait_for()
+        # the result beside its bar: the labelled progress of the bulk action
+        bar = panels.nth(1).locator(".widget-hprogress").locator("xpath=..")
+        assert "reprocess previewed: 1 reprocessed" in bar.inner_text()
+        panels.nth(1).screenshot(path=str(shots / "dead-letter-panel-done.png"))
 
-            page.get_by_role("button", name="Pause").click()  # shown paused
-            wait_for(lambda: spy.hexists(f"emq:{{{Q}}}:meta", "paused"), "paused again")
-            page.get_by_text("paused browser").wait_for()
-            panels.nth(0).screenshot(path=str(shots / "queue-panel.png"))
-        finally:
-            browser.close()
+        page.get_by_role("button", name="Pause").click()  # shown paused
+        wait_for(lambda: spy.hexists(f"emq:{{{Q}}}:meta", "paused"), "paused again")
+        page.get_by_text("paused browser").wait_for()
+        panels.nth(0).screenshot(path=str(shots / "queue-panel.png"))
     for name in ("queue-panel.png", "dead-letter-panel.png"):
         png = (shots / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
@@ -259,7 +245,6 @@ def stage_dead(conn, q: str, spy, errors: list[tuple[str, str]]) -> None:
 
 
 def test_the_dashboard_in_jupyterlab_reprocesses_two_selected_rows(lab, url):
-    from playwright.sync_api import sync_playwright
 
     base, token, work = lab
     conn = emq.connect(url)
@@ -288,60 +273,53 @@ def test_the_dashboard_in_jupyterlab_reprocesses_two_selected_rows(lab, url):
 
     shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else work
     shots.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1400})
-            page.goto(f"{base}/lab/tree/dashboard.ipynb?reset&token={token}")
-            run_all(page, ready="Refresh")
-            # the file browser folded away: the notebook gets the page's width
-            page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
-            dashboard = page.locator(".jp-OutputArea-output").last
-            grids = dashboard.locator(".ipydatagrid-widget")
-            grids.first.wait_for()
-            page.get_by_text(
-                "2 queues · 1,234 pending · 0 active · 1 schedule · 6 dead · 1 paused"
-            ).wait_for()
-            click_row(page, grids.first, 0)  # the first queue: browser
-            page.get_by_text(f"queue {Q}", exact=True).wait_for()
-            page.get_by_role("tab", name="Jobs", exact=True).click()
-            page.get_by_text("rows 1–6 of 6 dead").wait_for()
-            page.get_by_placeholder("error glob, e.g. SMTP 5*").fill("SMTP*")
-            dashboard.get_by_role("button", name=re.compile(r"^\W*Filter$")).click()
-            page.get_by_text("matches 1–4").wait_for()
-            jobs_grid = grids.nth(1)
-            click_row(page, jobs_grid, 1)
-            click_row(page, jobs_grid, 2, add=True)
-            page.get_by_text("2 selected", exact=True).wait_for()
-            page.wait_for_timeout(500)
-            dashboard.screenshot(path=str(shots / "dashboard-jobs.png"))
-            dashboard.get_by_role("button", name=re.compile(r"^\W*Reprocess 2 selected$")).click()
-            wait_for(
-                lambda: all(spy.zscore(f"emq:{{{Q}}}:pending", j) is not None for j in smtp[1:3]),
-                "the two selected jobs to move to pending",
-            )
-            page.get_by_text("2 reprocessed").wait_for()
-            assert set(spy.zrange(f"emq:{{{Q}}}:dead", 0, -1)) == {dns[0], smtp[0], smtp[3], dns[1]}
-            assert spy.hget(f"emq:{{{Q}}}:job:{smtp[1]}", "failures") == "1"
-            page.get_by_role("tab", name="Dead letters", exact=True).click()
-            page.get_by_text("4 dead").first.wait_for()
-            page.wait_for_timeout(300)
-            # docs/ has the 200-queue one, its Reprocess all asking first
-            dashboard.screenshot(path=str(work / "dashboard-dead-letters.png"))
-            # the Audit tab: the click above is on the record, surface panel
-            page.get_by_role("tab", name="Audit", exact=True).click()
-            trail = dashboard.locator("table.emq").filter(has_text="surface").last
-            trail.wait_for()
-            first = trail.locator("tr").nth(1)
-            assert [first.locator("td").nth(i).inner_text() for i in (1, 2, 3, 4, 6)] == [
-                Q,
-                "reprocess",
-                "done",
-                "2",
-                "panel",
-            ]
-        finally:
-            browser.close()
+    with chromium_page(1280, 1400) as page:
+        page.goto(f"{base}/lab/tree/dashboard.ipynb?reset&token={token}")
+        run_all(page, ready="Refresh")
+        # the file browser folded away: the notebook gets the page's width
+        page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
+        dashboard = page.locator(".jp-OutputArea-output").last
+        grids = dashboard.locator(".ipydatagrid-widget")
+        grids.first.wait_for()
+        page.get_by_text("2 queues · 1,234 pending · 0 active · 1 schedule · 6 dead · 1 paused").wait_for()
+        click_row(page, grids.first, 0)  # the first queue: browser
+        page.get_by_text(f"queue {Q}", exact=True).wait_for()
+        page.get_by_role("tab", name="Jobs", exact=True).click()
+        page.get_by_text("rows 1–6 of 6 dead").wait_for()
+        page.get_by_placeholder("error glob, e.g. SMTP 5*").fill("SMTP*")
+        dashboard.get_by_role("button", name=re.compile(r"^\W*Filter$")).click()
+        page.get_by_text("matches 1–4").wait_for()
+        jobs_grid = grids.nth(1)
+        click_row(page, jobs_grid, 1)
+        click_row(page, jobs_grid, 2, add=True)
+        page.get_by_text("2 selected", exact=True).wait_for()
+        page.wait_for_timeout(500)
+        dashboard.screenshot(path=str(shots / "dashboard-jobs.png"))
+        dashboard.get_by_role("button", name=re.compile(r"^\W*Reprocess 2 selected$")).click()
+        wait_for(
+            lambda: all(spy.zscore(f"emq:{{{Q}}}:pending", j) is not None for j in smtp[1:3]),
+            "the two selected jobs to move to pending",
+        )
+        page.get_by_text("2 reprocessed").wait_for()
+        assert set(spy.zrange(f"emq:{{{Q}}}:dead", 0, -1)) == {dns[0], smtp[0], smtp[3], dns[1]}
+        assert spy.hget(f"emq:{{{Q}}}:job:{smtp[1]}", "failures") == "1"
+        page.get_by_role("tab", name="Dead letters", exact=True).click()
+        page.get_by_text("4 dead").first.wait_for()
+        page.wait_for_timeout(300)
+        # docs/ has the 200-queue one, its Reprocess all asking first
+        dashboard.screenshot(path=str(work / "dashboard-dead-letters.png"))
+        # the Audit tab: the click above is on the record, surface panel
+        page.get_by_role("tab", name="Audit", exact=True).click()
+        trail = dashboard.locator("table.emq").filter(has_text="surface").last
+        trail.wait_for()
+        first = trail.locator("tr").nth(1)
+        assert [first.locator("td").nth(i).inner_text() for i in (1, 2, 3, 4, 6)] == [
+            Q,
+            "reprocess",
+            "done",
+            "2",
+            "panel",
+        ]
     for png in (
         (shots / "dashboard-jobs.png").read_bytes(),
         (work / "dashboard-dead-letters.png").read_bytes(),
@@ -368,23 +346,6 @@ def serve_voila(tmp_path: Path, url: str, notebook_path: str, *options: str):
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env = {**os.environ, "HOME": str(home), "EMQ_URL": url, "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}
-    log = open(tmp_path / "voila.log", "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "voila",
-            "--no-browser",
-            f"--port={port}",
-            "--Voila.ip=127.0.0.1",
-            *options,
-            notebook_path,
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
 
     def up():
         # the port only: a GET of the page would run the notebook before the test stages
@@ -394,12 +355,9 @@ def serve_voila(tmp_path: Path, url: str, notebook_path: str, *options: str):
         except OSError:
             return False
 
-    try:
-        wait_for(up, "Voilà to listen", 60)
+    argv = ["voila", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", *options, notebook_path]
+    with launched(tmp_path / "voila.log", argv, up, "Voilà to listen", cwd=ROOT, env=env) as proc:
         yield Served(f"http://127.0.0.1:{port}", proc.pid)
-    finally:
-        stop(proc)
-        log.close()
 
 
 @pytest.fixture
@@ -410,7 +368,6 @@ def voila(tmp_path, url):
 
 
 def test_the_dashboard_served_by_voila_lists_the_queues_and_pauses(voila, url):
-    from playwright.sync_api import sync_playwright
 
     conn = emq.connect(url)
     spy = redis.Redis.from_url(url, decode_responses=True)
@@ -423,48 +380,43 @@ def test_the_dashboard_served_by_voila_lists_the_queues_and_pauses(voila, url):
     emq.admin.pause(conn, "reports")
     counts = emq.frames.counts(emq.connect(url))  # what the page must say
     shots = voila_shots()  # docs/ has the 200-queue page
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1100})
-            page.goto(voila, timeout=90_000)
-            page.locator(".ipydatagrid-widget").first.wait_for(timeout=90_000)
-            total = {c: int(counts[c].sum()) for c in ("pending", "active", "schedule", "dead")}
-            page.get_by_text(
-                f"3 queues · {total['pending']:,} pending · {total['active']:,} active · "
-                f"{total['schedule']:,} schedule · {total['dead']:,} dead · 1 paused"
-            ).wait_for()
-            picker = page.locator("select").first
-            assert picker.locator("option").all_inner_texts()[-3:] == ["mailers", "reports", "thumbnails"]
-            assert emq.frames.counts(conn).equals(counts)  # the page staged nothing here
-            for q in ("reports", "thumbnails", "mailers"):  # each queue's counts, as chips
-                picker.select_option(q)
-                page.get_by_text(f"queue {q}", exact=True).wait_for()
-                chips = page.locator(".emq-chips").first
-                for state in ("pending", "active", "schedule", "dead"):
-                    n = int(counts.loc[q, state])
-                    chips.get_by_text(f"{state} {n:,}", exact=True).wait_for()
-            page.get_by_role("button", name=re.compile(r"^\W*Pause$")).click()
-            wait_for(lambda: spy.hget("emq:{mailers}:meta", "paused") == "1", "mailers to be paused")
-            page.get_by_text("paused mailers: claims answer empty").wait_for()
-            page.get_by_role("button", name=re.compile(r"^\W*Resume$")).click()
-            wait_for(lambda: not spy.hexists("emq:{mailers}:meta", "paused"), "mailers to run again")
-            page.get_by_text("resumed mailers").wait_for()
-            page.wait_for_timeout(2_500)  # one refresh of the overview
-            bottom = page.locator(".jp-OutputArea-output").last.bounding_box()
-            assert bottom is not None
-            page.screenshot(
-                path=str(shots / "dashboard-overview-small.png"),
-                clip={"x": 0, "y": 0, "width": 1280, "height": bottom["y"] + bottom["height"] + 16},
-            )
-            # the page left: its unload asks Voila to shut the kernel down, and it does
-            kernel_id = json.loads(page.locator("#jupyter-config-data").text_content())["kernelId"]
-            assert kernel_known(voila, kernel_id) and kernel_processes(voila.pid) == 1
-            page.goto("about:blank")
-            wait_for(lambda: not kernel_known(voila, kernel_id), "the page's kernel to shut down", 15)
-            wait_for(lambda: kernel_processes(voila.pid) == 0, "the kernel process to end", 15)
-        finally:
-            browser.close()
+    with chromium_page(1280, 1100) as page:
+        page.goto(voila, timeout=90_000)
+        page.locator(".ipydatagrid-widget").first.wait_for(timeout=90_000)
+        total = {c: int(counts[c].sum()) for c in ("pending", "active", "schedule", "dead")}
+        page.get_by_text(
+            f"3 queues · {total['pending']:,} pending · {total['active']:,} active · "
+            f"{total['schedule']:,} schedule · {total['dead']:,} dead · 1 paused"
+        ).wait_for()
+        picker = page.locator("select").first
+        assert picker.locator("option").all_inner_texts()[-3:] == ["mailers", "reports", "thumbnails"]
+        assert emq.frames.counts(conn).equals(counts)  # the page staged nothing here
+        for q in ("reports", "thumbnails", "mailers"):  # each queue's counts, as chips
+            picker.select_option(q)
+            page.get_by_text(f"queue {q}", exact=True).wait_for()
+            chips = page.locator(".emq-chips").first
+            for state in ("pending", "active", "schedule", "dead"):
+                n = int(counts.loc[q, state])
+                chips.get_by_text(f"{state} {n:,}", exact=True).wait_for()
+        page.get_by_role("button", name=re.compile(r"^\W*Pause$")).click()
+        wait_for(lambda: spy.hget("emq:{mailers}:meta", "paused") == "1", "mailers to be paused")
+        page.get_by_text("paused mailers: claims answer empty").wait_for()
+        page.get_by_role("button", name=re.compile(r"^\W*Resume$")).click()
+        wait_for(lambda: not spy.hexists("emq:{mailers}:meta", "paused"), "mailers to run again")
+        page.get_by_text("resumed mailers").wait_for()
+        page.wait_for_timeout(2_500)  # one refresh of the overview
+        bottom = page.locator(".jp-OutputArea-output").last.bounding_box()
+        assert bottom is not None
+        page.screenshot(
+            path=str(shots / "dashboard-overview-small.png"),
+            clip={"x": 0, "y": 0, "width": 1280, "height": bottom["y"] + bottom["height"] + 16},
+        )
+        # the page left: its unload asks Voila to shut the kernel down, and it does
+        kernel_id = json.loads(page.locator("#jupyter-config-data").text_content())["kernelId"]
+        assert kernel_known(voila, kernel_id) and kernel_processes(voila.pid) == 1
+        page.goto("about:blank")
+        wait_for(lambda: not kernel_known(voila, kernel_id), "the page's kernel to shut down", 15)
+        wait_for(lambda: kernel_processes(voila.pid) == 0, "the kernel process to end", 15)
     png = (shots / "dashboard-overview-small.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
 
@@ -621,7 +573,6 @@ def test_the_metrics_and_health_views_in_jupyterlab(lab, url):
     """MetricsView draws both plots and says when, its Stop stops the refresh; HealthView
     counts the verdicts a separate connection computes, each chip in its colour, and
     names the queues that need a look."""
-    from playwright.sync_api import sync_playwright
 
     base, token, work = lab
     conn = emq.connect(url)
@@ -652,39 +603,34 @@ def test_the_metrics_and_health_views_in_jupyterlab(lab, url):
         "emq_notebook.widgets.HealthView(emq_notebook.current())",
     )
     shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else work
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1800})
-            page.goto(f"{base}/lab/tree/health.ipynb?reset&token={token}")
-            run_all(page, ready="Stop")
-            # the file browser folded away: the notebook gets the page's width
-            page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
-            views = page.locator(".jp-OutputArea-output .widget-vbox")
-            metrics = views.nth(0)
-            metrics.locator("img").nth(1).wait_for(timeout=30_000)  # both plots drawn
-            first = metrics.get_by_text(re.compile(r"last refreshed \d\d:\d\d:\d\d UTC · every 2s"))
-            first.wait_for()
-            said = first.inner_text()
-            wait_for(
-                lambda: metrics.get_by_text(re.compile("last refreshed")).inner_text() != said,
-                "a second refresh by the view's own thread",
-            )
-            metrics.get_by_text("claimed").first.wait_for()
-            health = views.nth(1)
-            health.locator(".ipydatagrid-widget").wait_for()
-            for verdict in verdicts.values():  # one queue each, as a chip in its colour
-                health.locator("span", has_text=re.compile(rf"^1 {verdict}$")).wait_for()
-            health.get_by_text("needs a look: billing, exports").wait_for()
-            page.wait_for_timeout(500)
-            shots.mkdir(exist_ok=True)
-            health.screenshot(path=str(shots / "health-view.png"))
-            metrics.get_by_role("button", name="Stop").click()
-            metrics.get_by_text(re.compile(r"last refreshed .* · stopped")).wait_for()
-            metrics.get_by_role("button", name="Start").wait_for()
-            metrics.screenshot(path=str(shots / "metrics-view.png"))
-        finally:
-            browser.close()
+    with chromium_page(1400, 1800) as page:
+        page.goto(f"{base}/lab/tree/health.ipynb?reset&token={token}")
+        run_all(page, ready="Stop")
+        # the file browser folded away: the notebook gets the page's width
+        page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
+        views = page.locator(".jp-OutputArea-output .widget-vbox")
+        metrics = views.nth(0)
+        metrics.locator("img").nth(1).wait_for(timeout=30_000)  # both plots drawn
+        first = metrics.get_by_text(re.compile(r"last refreshed \d\d:\d\d:\d\d UTC · every 2s"))
+        first.wait_for()
+        said = first.inner_text()
+        wait_for(
+            lambda: metrics.get_by_text(re.compile("last refreshed")).inner_text() != said,
+            "a second refresh by the view's own thread",
+        )
+        metrics.get_by_text("claimed").first.wait_for()
+        health = views.nth(1)
+        health.locator(".ipydatagrid-widget").wait_for()
+        for verdict in verdicts.values():  # one queue each, as a chip in its colour
+            health.locator("span", has_text=re.compile(rf"^1 {verdict}$")).wait_for()
+        health.get_by_text("needs a look: billing, exports").wait_for()
+        page.wait_for_timeout(500)
+        shots.mkdir(exist_ok=True)
+        health.screenshot(path=str(shots / "health-view.png"))
+        metrics.get_by_role("button", name="Stop").click()
+        metrics.get_by_text(re.compile(r"last refreshed .* · stopped")).wait_for()
+        metrics.get_by_role("button", name="Start").wait_for()
+        metrics.screenshot(path=str(shots / "metrics-view.png"))
     for name in ("metrics-view.png", "health-view.png"):
         png = (shots / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
@@ -753,7 +699,6 @@ def test_the_dashboard_of_200_queues_in_voila_keeps_its_scroll_guards_and_shuts_
     all" on 60 dead jobs (above confirm_above 50) asks first, naming the count and the
     connection, and moves nothing until confirmed; the page closed, its kernel is gone
     from the server's kernels API and its processes."""
-    from playwright.sync_api import sync_playwright
 
     profile = tmp_path / "home" / ".ipython" / "profile_default"
     profile.mkdir(parents=True)
@@ -767,65 +712,60 @@ def test_the_dashboard_of_200_queues_in_voila_keeps_its_scroll_guards_and_shuts_
     verdicts = emq.frames.health(conn)["verdict"].value_counts().to_dict()
     assert verdicts == {"failing": 1, "stuck": 12, "growing": 8, "paused": 5, "ok": 175}
     shots = ROOT / "docs" if os.environ.get("EMQ_SAVE_SCREENSHOTS") else voila_shots()
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1100})
-            overview = voila_overview(page, voila)
-            page.get_by_text(re.compile(r"^201 queues · ")).wait_for()
-            page.get_by_text("1 failing", exact=True).wait_for()  # mailers, first
-            page.get_by_text("12 stuck", exact=True).wait_for()
-            kernel_id = json.loads(page.locator("#jupyter-config-data").text_content())["kernelId"]
-            assert kernel_known(voila, kernel_id)
-            page.wait_for_timeout(500)
-            page.locator(".emq-dashboard").screenshot(path=str(shots / "dashboard-overview.png"))
+    with chromium_page(1400, 1100) as page:
+        overview = voila_overview(page, voila)
+        page.get_by_text(re.compile(r"^201 queues · ")).wait_for()
+        page.get_by_text("1 failing", exact=True).wait_for()  # mailers, first
+        page.get_by_text("12 stuck", exact=True).wait_for()
+        kernel_id = json.loads(page.locator("#jupyter-config-data").text_content())["kernelId"]
+        assert kernel_known(voila, kernel_id)
+        page.wait_for_timeout(500)
+        page.locator(".emq-dashboard").screenshot(path=str(shots / "dashboard-overview.png"))
 
-            box = overview.bounding_box()
-            page.mouse.move(box["x"] + 400, box["y"] + 200)
-            page.mouse.wheel(0, 2_400)  # about 100 rows down
-            wait_for(lambda: scroll_top(overview) > 0, "the overview to scroll")
-            page.wait_for_timeout(300)
-            scrolled = scroll_top(overview)
-            for refresh in range(2):  # two refreshes, each with counts and ranks that moved
-                for q in names[::10]:
-                    jobs.enqueue(conn, q, "{}")
-                for _ in range(15):  # the biggest of the growing queues
-                    jobs.enqueue(conn, "q199", "{}")
-                pending = int(emq.frames.counts(conn)["pending"].sum())
-                page.get_by_text(re.compile(rf"^201 queues · {pending:,} pending ")).wait_for(timeout=20_000)
-                assert scroll_top(overview) == scrolled, f"refresh {refresh + 1} moved the overview's scroll"
-            # the browser sorted the patched rows again: q199, grown, is where the kernel ranks it
-            rank = list(emq.frames.health(conn).index).index("q199")
-            assert 12 < rank < 20  # after the failing and the stuck queues, on the first screen
-            page.mouse.move(box["x"] + 400, box["y"] + 200)
-            page.mouse.wheel(0, -10_000)
-            wait_for(lambda: scroll_top(overview) <= 1, "the overview to scroll back to the top")
-            page.mouse.click(box["x"] + 300, box["y"] + grids.HEADER_PX + grids.ROW_PX * (rank + 0.5))
-            page.get_by_text("queue q199", exact=True).wait_for()
+        box = overview.bounding_box()
+        page.mouse.move(box["x"] + 400, box["y"] + 200)
+        page.mouse.wheel(0, 2_400)  # about 100 rows down
+        wait_for(lambda: scroll_top(overview) > 0, "the overview to scroll")
+        page.wait_for_timeout(300)
+        scrolled = scroll_top(overview)
+        for refresh in range(2):  # two refreshes, each with counts and ranks that moved
+            for q in names[::10]:
+                jobs.enqueue(conn, q, "{}")
+            for _ in range(15):  # the biggest of the growing queues
+                jobs.enqueue(conn, "q199", "{}")
+            pending = int(emq.frames.counts(conn)["pending"].sum())
+            page.get_by_text(re.compile(rf"^201 queues · {pending:,} pending ")).wait_for(timeout=20_000)
+            assert scroll_top(overview) == scrolled, f"refresh {refresh + 1} moved the overview's scroll"
+        # the browser sorted the patched rows again: q199, grown, is where the kernel ranks it
+        rank = list(emq.frames.health(conn).index).index("q199")
+        assert 12 < rank < 20  # after the failing and the stuck queues, on the first screen
+        page.mouse.move(box["x"] + 400, box["y"] + 200)
+        page.mouse.wheel(0, -10_000)
+        wait_for(lambda: scroll_top(overview) <= 1, "the overview to scroll back to the top")
+        page.mouse.click(box["x"] + 300, box["y"] + grids.HEADER_PX + grids.ROW_PX * (rank + 0.5))
+        page.get_by_text("queue q199", exact=True).wait_for()
 
-            page.locator("select").first.select_option("mailers")
-            page.get_by_text("queue mailers", exact=True).wait_for()
-            page.get_by_role("tab", name="Dead letters", exact=True).click()
-            # the panel is built by the kernel on the tab's first show: on a loaded machine
-            # (CI, a full run beside it) that took over the 30 s default once
-            page.get_by_role("button", name="Reprocess all 60…").click(timeout=90_000)
-            question = page.get_by_text(re.compile(r"Reprocess 60 dead jobs of mailers\?"))
-            question.wait_for()
-            assert "connected: " in question.inner_text()
-            page.wait_for_timeout(500)
-            assert spy.zcard("emq:{mailers}:dead") == 60  # asked, nothing moved
-            page.locator(".emq-dashboard .widget-tab").first.screenshot(
-                path=str(shots / "dashboard-dead-letters.png")
-            )
-            page.get_by_role("button", name="Confirm").click()
-            wait_for(lambda: spy.zcard("emq:{mailers}:dead") == 0, "the 60 dead jobs to move", 15)
-            page.get_by_text("reprocessed 60 dead jobs").last.wait_for()  # beside the bar, and the status
+        page.locator("select").first.select_option("mailers")
+        page.get_by_text("queue mailers", exact=True).wait_for()
+        page.get_by_role("tab", name="Dead letters", exact=True).click()
+        # the panel is built by the kernel on the tab's first show: on a loaded machine
+        # (CI, a full run beside it) that took over the 30 s default once
+        page.get_by_role("button", name="Reprocess all 60…").click(timeout=90_000)
+        question = page.get_by_text(re.compile(r"Reprocess 60 dead jobs of mailers\?"))
+        question.wait_for()
+        assert "connected: " in question.inner_text()
+        page.wait_for_timeout(500)
+        assert spy.zcard("emq:{mailers}:dead") == 60  # asked, nothing moved
+        page.locator(".emq-dashboard .widget-tab").first.screenshot(
+            path=str(shots / "dashboard-dead-letters.png")
+        )
+        page.get_by_role("button", name="Confirm").click()
+        wait_for(lambda: spy.zcard("emq:{mailers}:dead") == 0, "the 60 dead jobs to move", 15)
+        page.get_by_text("reprocessed 60 dead jobs").last.wait_for()  # beside the bar, and the status
 
-            assert kernel_processes(voila.pid) == 1
-            page.goto("about:blank")  # leave the page (its unload asks for the shutdown)
-            wait_for(lambda: not kernel_known(voila, kernel_id), "the page's kernel to shut down", 15)
-            wait_for(lambda: kernel_processes(voila.pid) == 0, "the kernel process to end", 15)
-        finally:
-            browser.close()
+        assert kernel_processes(voila.pid) == 1
+        page.goto("about:blank")  # leave the page (its unload asks for the shutdown)
+        wait_for(lambda: not kernel_known(voila, kernel_id), "the page's kernel to shut down", 15)
+        wait_for(lambda: kernel_processes(voila.pid) == 0, "the kernel process to end", 15)
     png = (shots / "dashboard-overview.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000

@@ -5,12 +5,13 @@ thread per dashboard, and what opening it costs on a 100,000-job queue."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
 import pytest
 import redis
-from helpers import dump
+from helpers import dump, until
 
 import emq_notebook as emq
 from emq_notebook import admin, audit, frames, jobs, lanes, repeat, triage, watching
@@ -27,13 +28,6 @@ Q = "mail"
 VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def until(condition, seconds=5.0):
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return condition()
-
-
 def dead(conn, q, n, error="SMTP 550", start=0):
     ids = []
     for i in range(start, start + n):
@@ -42,6 +36,16 @@ def dead(conn, q, n, error="SMTP 550", start=0):
         jobs.fail(conn, q, jid, f"{error} user{i}")
         ids.append(jid)
     return ids
+
+
+@contextlib.contextmanager
+def opened(*args, **kwargs):
+    """A Dashboard, closed on the way out."""
+    d = Dashboard(*args, **kwargs)
+    try:
+        yield d
+    finally:
+        d.close()
 
 
 def click(grid, row, column="state"):
@@ -77,8 +81,7 @@ def stage(conn):
 
 
 def test_the_overview_has_every_queue_with_its_counts(conn, stage, ip):
-    d = Dashboard(conn, auto=False)
-    try:
+    with opened(conn, auto=False) as d:
         assert list(d.overview.index) == ["mail", "reports"]
         assert d.overview[list(frames.counts(conn).columns)].equals(frames.counts(conn))
         assert d.overview.loc["reports", "verdict"] == "paused"
@@ -99,8 +102,6 @@ def test_the_overview_has_every_queue_with_its_counts(conn, stage, ip):
         verdict = d.overview.loc["mail", "verdict"].replace("_", " ")
         assert f"mail | 1 | {verdict} | running | 2 | 0 | 0 | 3 |" in data["text/plain"]
         assert '<td style="text-align:right">3</td>' in data["text/html"]
-    finally:
-        d.close()
 
 
 def test_a_new_queue_shows_on_refresh(conn, stage):
@@ -115,8 +116,7 @@ def test_a_new_queue_shows_on_refresh(conn, stage):
 def test_a_refresh_reads_the_counts_once_for_the_overview_its_verdicts_and_the_open_panel(
     conn, stage, monkeypatch
 ):
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         reads: list = []
         real = watching.read
 
@@ -128,14 +128,11 @@ def test_a_refresh_reads_the_counts_once_for_the_overview_its_verdicts_and_the_o
         d.refresh()
         assert reads == [sorted(d.overview.index)]  # one read of every queue, shared
         assert "pending <b>2</b>" in d.parts["Overview"].counts.value
-    finally:
-        d.close()
 
 
 def test_the_overview_puts_the_most_urgent_first_and_counts_each_verdict(conn, stage):
     jobs.enqueue(conn, "quiet", "{}", delay_ms=3_600_000)  # idle
-    d = Dashboard(conn, auto=False)
-    try:
+    with opened(conn, auto=False) as d:
         assert list(d.overview.index) == ["mail", "reports", "quiet"]
         assert list(d.overview["verdict"]) == ["failing", "paused", "idle"]
         assert [">1 failing<", ">1 paused<", ">1 idle<"] == [
@@ -146,26 +143,20 @@ def test_the_overview_puts_the_most_urgent_first_and_counts_each_verdict(conn, s
         assert list(d.grid.data.index) == ["mail", "quiet", "reports"]
         assert d.grid.data["#"].tolist() == [1, 3, 2]
         assert d.grid._transforms == [{"type": "sort", "column": "#", "desc": False}]
-    finally:
-        d.close()
 
 
 def test_the_rescan_button_finds_a_queue_another_process_made(conn, stage):
-    d = Dashboard(conn, auto=False)
-    try:
+    with opened(conn, auto=False) as d:
         conn.client.hset("emq:{elsewhere}:meta", "created_at", "1")
         d.refresh_button.click()
         assert "elsewhere" not in d.overview.index  # a refresh reads the queues known
         d.rescan_button.click()
         assert "elsewhere" in d.overview.index and "elsewhere" in d.picker.options
         assert d.status_text.startswith("rescanned: 3 queues")
-    finally:
-        d.close()
 
 
 def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
-    d = Dashboard(conn, auto=False)
-    try:
+    with opened(conn, auto=False) as d:
         assert d.tabs.layout.display == "none"
         click(d.grid, list(d.shown_frame.index).index("mail"))
         assert d.q == "mail" and d.picker.value == "mail"
@@ -192,8 +183,6 @@ def test_clicking_a_queue_opens_its_tabs_built_from_the_panels(conn, stage):
         assert not events.running and events.comm is None
         assert d.q == "reports" and set(d.parts) == {"Overview"}
         assert d.parts["Overview"].paused
-    finally:
-        d.close()
 
 
 def browser_sorts(grid):
@@ -212,8 +201,7 @@ def highlighted(d) -> list[str]:
 def test_the_highlight_follows_the_open_queue_when_a_refresh_ranks_another_above(conn):
     for q in ("alpha", "beta", "gamma"):
         jobs.enqueue(conn, q, "{}", delay_ms=3_600_000)  # idle: ranked by name
-    d = Dashboard(conn, auto=False)
-    try:
+    with opened(conn, auto=False) as d:
         browser_sorts(d.grid)
         assert list(d.overview.index) == ["alpha", "beta", "gamma"]
         at = list(d.grid._visible_rows).index(list(d.shown_frame.index).index("beta"))
@@ -228,15 +216,12 @@ def test_the_highlight_follows_the_open_queue_when_a_refresh_ranks_another_above
         # the operator sorts by another column: the highlight follows again
         d.grid._visible_rows = list(reversed(d.grid._visible_rows))
         assert highlighted(d) == ["beta"]
-    finally:
-        d.close()
 
 
 def test_the_highlight_follows_the_open_queue_through_the_name_filter(conn):
     for q in ("alpha", "beta", "gamma"):
         jobs.enqueue(conn, q, "{}", delay_ms=3_600_000)
-    d = Dashboard(conn, auto=False, queue="gamma")
-    try:
+    with opened(conn, auto=False, queue="gamma") as d:
         assert highlighted_by_rank(d) == ["gamma"]  # opened by name: highlighted too
         d.name_filter.value = "a"  # alpha, beta, gamma all match: the rows replaced
         assert highlighted_by_rank(d) == ["gamma"]
@@ -246,8 +231,6 @@ def test_the_highlight_follows_the_open_queue_through_the_name_filter(conn):
         assert highlighted_by_rank(d) == ["gamma"]
         browser_sorts(d.grid)  # the browser drew the rows: the same highlight
         assert highlighted(d) == ["gamma"]
-    finally:
-        d.close()
 
 
 def highlighted_by_rank(d) -> list[str]:
@@ -259,8 +242,7 @@ def highlighted_by_rank(d) -> list[str]:
 def test_the_open_queue_obliterated_elsewhere_is_said_gone_and_its_tab_writes_nothing(
     conn, stage, connect_as
 ):
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         overview = d.parts["Overview"]
         assert "running" in overview.counts.value and not overview.pause_button.disabled
         other = connect_as()
@@ -274,13 +256,10 @@ def test_the_open_queue_obliterated_elsewhere_is_said_gone_and_its_tab_writes_no
         before = dump(conn)
         overview.pause_button.click()
         assert dump(conn) == before  # no meta hash made again
-    finally:
-        d.close()
 
 
 def test_a_reason_typed_in_a_dashboard_tab_is_the_audit_entrys_reason(conn, stage):
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
         assert view.reason in view.children and d.reason not in d.children  # the tabs write
         view.reason.value = "INC-7 clear the poison jobs"
@@ -294,27 +273,21 @@ def test_a_reason_typed_in_a_dashboard_tab_is_the_audit_entrys_reason(conn, stag
             "INC-7 clear the poison jobs",
             "panel",
         )
-    finally:
-        d.close()
 
 
 def test_the_audit_tab_shows_who_did_what_to_the_queue_from_its_panels(conn, stage):
-    d = Dashboard(conn, auto=False, queue="mail")
-    try:
+    with opened(conn, auto=False, queue="mail") as d:
         d.parts["Overview"].pause_button.click()  # the QueuePanel's pause toggle: a panel write
         trail = d.tab("Audit")
         assert isinstance(trail, AuditView) and trail.q == "mail"
         top = trail.entries.iloc[0]
         assert (top.verb, top.outcome, top.surface, top.queue) == ("pause", "done", "panel", "mail")
         assert "pause" in trail.table.value and "1 of 1 entries" in trail.status.value
-    finally:
-        d.close()
 
 
 def test_jobs_page_100_rows_at_a_time_in_set_order(conn):
     ids = dead(conn, Q, 230)
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
         assert view.frame.index.tolist() == ids[:100]
         assert view.page_label.value == "rows 1–100 of 230 dead"
@@ -328,14 +301,11 @@ def test_jobs_page_100_rows_at_a_time_in_set_order(conn):
         assert view.frame.index.tolist() == ids[100:200]
         view.state.value = "pending"
         assert view.frame.empty and view.page_label.value == "no pending jobs" and view.offset == 0
-    finally:
-        d.close()
 
 
 def test_selected_rows_reprocess_exactly_those_ids(conn):
     ids = dead(conn, Q, 8)
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
         view.grid.select(1, 0)  # the Python API selects as well
         assert view.selected() == [ids[1]]
@@ -354,8 +324,6 @@ def test_selected_rows_reprocess_exactly_those_ids(conn):
             assert conn.client.hget(f"emq:{{{Q}}}:job:{i}", "failures") == before[i]["failures"]
         assert view.frame.index.tolist() == [i for i in ids if i not in moved]  # the page re-read
         assert view.selected() == []
-    finally:
-        d.close()
 
 
 def test_selection_follows_the_browsers_sort(conn):
@@ -383,8 +351,7 @@ def test_an_id_that_left_the_dead_set_answers_its_refusal(conn):
 
 def test_remove_asks_first_and_removes_only_what_it_named(conn):
     ids = dead(conn, Q, 4)
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
         select(view.grid, (0, 0), (2, 2))
         view.remove_button.click()
@@ -402,15 +369,12 @@ def test_remove_asks_first_and_removes_only_what_it_named(conn):
         assert conn.client.zrange(f"emq:{{{Q}}}:dead", 0, -1) == [ids[1]]
         assert not conn.client.exists(f"emq:{{{Q}}}:job:{ids[0]}")
         assert not view.confirming
-    finally:
-        d.close()
 
 
 def test_filter_by_error_and_payload_glob(conn):
     smtp = dead(conn, Q, 3, error="SMTP 550")
     dns = dead(conn, Q, 2, error="DNS timeout", start=3)
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
         view.error_glob.value = "DNS *"
         view.filter_button.click()
@@ -431,14 +395,11 @@ def test_filter_by_error_and_payload_glob(conn):
         view.grid.select(1, 0)
         view.reprocess_button.click()  # the row of the filtered page
         assert view.results == {dns[1]: "reprocessed"}
-    finally:
-        d.close()
 
 
 def test_a_row_click_opens_the_job_panel_in_the_job_tab(conn):
     ids = dead(conn, Q, 3)
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
         click(view.grid, 2, column="last_error")
         panel = d.parts["Job"]
@@ -463,16 +424,13 @@ def test_a_row_click_opens_the_job_panel_in_the_job_tab(conn):
         assert d.parts["Job"].job_id == ids[0]
         d.parts["Job"].reprocess_button.click()
         assert conn.client.zscore(f"emq:{{{Q}}}:pending", ids[0]) is not None
-    finally:
-        d.close()
 
 
 def test_lanes_and_repeatables_tabs_act(conn):
     for g in ("acme", "globex"):
         jobs.enqueue(conn, Q, "{}", group=g)
     repeat.register(conn, Q, "nightly", 86_400_000, '{"report": 1}')
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Lanes")
         assert view.frame.index.tolist() == ["acme", "globex"]
         click(view.grid, 1, column="pending")
@@ -488,15 +446,12 @@ def test_lanes_and_repeatables_tabs_act(conn):
         reps.name.value = "nightly"
         reps.run_button.click()
         assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 1
-    finally:
-        d.close()
 
 
 def test_overview_tab_pauses_and_its_drain_holds_the_refresh(conn):
     for i in range(3):
         jobs.enqueue(conn, Q, str(i))
-    d = Dashboard(conn, refresh_every=0.5, queue=Q)
-    try:
+    with opened(conn, refresh_every=0.5, queue=Q) as d:
         panel = d.parts["Overview"]
         panel.pause_button.click()
         assert conn.client.hget(f"emq:{{{Q}}}:meta", "paused") == "1"
@@ -511,8 +466,6 @@ def test_overview_tab_pauses_and_its_drain_holds_the_refresh(conn):
         panel.cancel_button.click()
         assert until(lambda: d.refreshes > held and d.grid.data.loc[Q, "pending"] == 4)
         assert until(lambda: "updated" in d.updated.value and "every 0.5 s" in d.updated.value)
-    finally:
-        d.close()
 
 
 def test_read_only_greys_every_writing_button_and_refuses_before_io(conn, backend, request):
@@ -525,8 +478,7 @@ def test_read_only_greys_every_writing_button_and_refuses_before_io(conn, backen
         if url
         else emq.connect(embedded="fake", read_only=True, env="production")
     )
-    d = Dashboard(ro, auto=False, queue=Q)
-    try:
+    with opened(ro, auto=False, queue=Q) as d:
         assert "production</span>" in d.heading.value and "read-only</span>" in d.heading.value
         assert "#cf222e" in d.heading.value
         overview, view = d.parts["Overview"], d.tab("Jobs")
@@ -558,8 +510,6 @@ def test_read_only_greys_every_writing_button_and_refuses_before_io(conn, backen
         overview.toggle_pause()
         assert "read-only session" in overview.status_text
         assert dump(conn) == before
-    finally:
-        d.close()
 
 
 def emq_threads():
@@ -678,8 +628,7 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
     if backend == "valkey":
         conn.client.config_resetstat()
         spy.take()
-    d = Dashboard(conn, auto=False)
-    try:
+    with opened(conn, auto=False) as d:
         sent, runs = spy.take()
         names = [str(c[0]).upper() for c in sent]
         scans = names.count("SCAN")
@@ -719,8 +668,6 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
         assert view.page_label.value == "rows 101–200 of 100,000 dead"
         view.prev_button.click()  # from where the first page began
         assert [a[:2] for a in spy.args][0] == ["", ""] and view.frame.index[0] == "j_000001"
-    finally:
-        d.close()
 
 
 # -- the demo page's staging ---------------------------------------------------------
@@ -831,8 +778,7 @@ def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_vie
     # refresh reads the counts from the server and orders the queues by severity and size
     judged = frames.health(conn)[["verdict", "why"]]
     monkeypatch.setattr(frames, "health", lambda c, counts: health_module.by_severity(counts.join(judged)))
-    d = Dashboard(conn, auto=False, queue="beta")
-    try:
+    with opened(conn, auto=False, queue="beta") as d:
         d.tab("Lanes")
         d.tab("Overview")
         d.grid.transform([{"type": "sort", "column": "pending", "desc": True}])  # the browser's sort
@@ -857,14 +803,11 @@ def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_vie
         assert d.grid.selections == [{"r1": 2, "c1": 0, "r2": 2, "c2": len(d.shown_frame.columns) - 1}]
         assert d.grid._transforms == [{"type": "sort", "column": "pending", "desc": True}]
         assert "pending <b>1</b>" in d.parts["Overview"].counts.value
-    finally:
-        d.close()
 
 
 def test_a_refresh_keeps_an_open_confirmation(conn):
     ids = dead(conn, Q, 3)
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
         select(view.grid, (0, 1))
         view.remove_button.click()
@@ -872,16 +815,13 @@ def test_a_refresh_keeps_an_open_confirmation(conn):
         assert view.confirming and "Remove <b>2</b>" in view.confirm_text.value
         view.confirm_remove_button.click()
         assert view.results == {ids[0]: "removed", ids[1]: "removed"}
-    finally:
-        d.close()
 
 
 def test_auto_refresh_pauses_while_nobody_looks_and_after_idle_minutes(conn, monkeypatch):
     from emq_notebook.widgets import dashboard as module
 
     jobs.enqueue(conn, Q, "{}")
-    d = Dashboard(conn, refresh_every=0.5)
-    try:
+    with opened(conn, refresh_every=0.5) as d:
         assert until(lambda: d.refreshes >= 2)
         d.presence.visible = False  # the tab hidden, or the dashboard scrolled away
         time.sleep(0.3)
@@ -901,16 +841,13 @@ def test_auto_refresh_pauses_while_nobody_looks_and_after_idle_minutes(conn, mon
         assert d.refreshes == held + 1 and d.resume_button.layout.display == "none"
         d.presence.touched += 1  # the browser saw a click: the idle clock starts again
         assert time.monotonic() - d.touched_at < 0.5
-    finally:
-        d.close()
 
 
 def test_a_page_that_died_without_its_unload_leaves_a_kernel_that_publishes_nothing(conn, monkeypatch):
     import ipywidgets
 
     jobs.enqueue(conn, Q, "{}")
-    d = Dashboard(conn, auto=False, queue=Q)
-    try:
+    with opened(conn, auto=False, queue=Q) as d:
         events = d.tab("Events")
         d.presence.beat += 1  # the page's first beat: a browser shows the dashboard
         d.updated_at = None
@@ -931,8 +868,6 @@ def test_a_page_that_died_without_its_unload_leaves_a_kernel_that_publishes_noth
         d.presence.beat += 1  # heard again (a laptop woke up): all of it resumes
         d._tick()
         assert d.refreshes == held + 1 and events.running and not d.events_held
-    finally:
-        d.close()
 
 
 def test_a_page_is_not_lost_while_a_cell_runs_or_without_a_browser(conn, monkeypatch):
@@ -940,8 +875,7 @@ def test_a_page_is_not_lost_while_a_cell_runs_or_without_a_browser(conn, monkeyp
 
     monkeypatch.setattr(presence._Cells, "running", False)
     monkeypatch.setattr(presence._Cells, "ended_at", 0.0)
-    d = Dashboard(conn, auto=False)
-    try:
+    with opened(conn, auto=False) as d:
         assert d.presence.heard_at is None and not d.presence.lost  # nbval, a test: no page
         d.presence.beat += 1
         d.presence.heard_at -= 3600
@@ -950,15 +884,12 @@ def test_a_page_is_not_lost_while_a_cell_runs_or_without_a_browser(conn, monkeyp
         assert not d.presence.lost
         presence._Cells._ended(None)  # they are read once it ends
         assert not d.presence.lost
-    finally:
-        d.close()
 
 
 def test_the_name_filter_shows_the_matching_queues(conn):
     for q in ("mail-eu", "mail-us", "reports"):
         jobs.enqueue(conn, q, "{}")
-    d = Dashboard(conn, auto=False)
-    try:
+    with opened(conn, auto=False) as d:
         d.name_filter.value = "MAIL"
         assert list(d.grid.data.index) == ["mail-eu", "mail-us"]
         assert "2 of 3 queues match" in d.summary.value
@@ -967,8 +898,6 @@ def test_the_name_filter_shows_the_matching_queues(conn):
         assert "mail-eu |" in d.static_text() and "reports |" not in d.static_text()
         d.name_filter.value = ""
         assert len(d.grid.data) == 3
-    finally:
-        d.close()
 
 
 # -- one guard, actions where they apply, paging from a place --------------------------------

@@ -59,5 +59,6 @@ def test_the_catalogue_feeds_the_docstrings():
     for name, entry in catalogue.CATALOGUE.items():
         mod, fn = name.split(".")
         doc = getattr(__import__(f"emq_notebook.{mod}", fromlist=[fn]), fn).__doc__
+        doc = " ".join(doc.split())  # a value of a declared block may go on over lines
         assert f"precondition: {entry.precondition}" in doc and f"replies: {entry.replies}" in doc
     assert j.reprocess_job.__doc__.count("EMQ.REPROCESS 4") == 1

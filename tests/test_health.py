@@ -11,6 +11,7 @@ import random
 import pandas as pd
 import pytest
 import redis
+from helpers import worked
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ulid import ULID
@@ -125,16 +126,7 @@ def test_the_histogram_reads_back_within_five_percent():
 
 
 def run_jobs(conn, q, n, fail=0):
-    """Enqueue `n` jobs and work them: the first `fail` raise (one attempt, so dead)."""
-    ids = [jobs.enqueue(conn, q, str(i), max_attempts=1) for i in range(n)]
-    broken = set(ids[:fail])
-
-    def handler(job_id, payload, attempts):
-        if job_id in broken:
-            raise RuntimeError("smtp 554")
-
-    Worker(conn, q, handler).run(until_empty=True)
-    return ids
+    return worked(conn, q, n, fail, error="smtp 554")
 
 
 def verdicts(conn, now_ms=None):

@@ -10,23 +10,15 @@ import warnings
 
 import ipywidgets
 import pytest
+from helpers import lost_server, until, worked
 
 import emq_notebook as emq
-from emq_notebook import Worker, admin, connector, health, jobs
+from emq_notebook import admin, health, jobs
 from emq_notebook.plots import VERDICT_COLOURS
 from emq_notebook.widgets import HealthView, MetricsView
 from emq_notebook.widgets.base import close_all, live_panels
 
 Q = "mail"
-
-
-def until(check, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def threads(prefix="emq-"):
@@ -41,14 +33,7 @@ def no_panel_left():
 
 
 def work(conn, q=Q, n=4, fail=0):
-    ids = [jobs.enqueue(conn, q, str(i), max_attempts=1) for i in range(n)]
-    broken = set(ids[:fail])
-
-    def handler(job_id, payload, attempts):
-        if job_id in broken:
-            raise RuntimeError("boom")
-
-    Worker(conn, q, handler).run(until_empty=True)
+    worked(conn, q, n, fail)
 
 
 # -- MetricsView -----------------------------------------------------------------
@@ -103,19 +88,12 @@ def test_rebuilding_a_metrics_view_leaves_one_thread(conn):
 
 
 def test_a_metrics_view_that_loses_the_server_says_so(backend, capfd):
-    if backend == "fake":
-        conn = emq.connect(embedded="fake")
-        connector.fake_server().connected = False
-    else:
-        conn = emq.connect("redis://127.0.0.1:1/0")
-    try:
+    with lost_server(backend) as conn:
         view = MetricsView(conn, "lost", refresh_every=0.5)
         assert view.status_text.startswith("error: lost the server at ")
         view.say("")
         assert until(lambda: view.status_text.startswith("error: lost the server at "))
         assert view.running  # it keeps trying
-    finally:
-        connector.fake_server().connected = True
     view.close()
     assert capfd.readouterr() == ("", "")
 

@@ -6,11 +6,10 @@ import html
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from helpers import dump
+from helpers import dump, failed, lost_server, until
 
 import emq_notebook as emq
 from emq_notebook import admin, connector, jobs
@@ -29,24 +28,6 @@ VIEW = "application/vnd.jupyter.widget-view+json"
 CHANNEL = f"emq:{{{Q}}}:events"
 
 
-def until(condition, seconds=5.0):
-    """Wait for `condition()` (a background thread's work), at most `seconds`."""
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return condition()
-
-
-def dead(conn, n, error="boom"):
-    ids = []
-    for i in range(n):
-        jid = jobs.enqueue(conn, Q, f'{{"n": {i}}}', max_attempts=1)
-        jobs.claim(conn, Q, 60_000)
-        jobs.fail(conn, Q, jid, error)
-        ids.append(jid)
-    return ids
-
-
 # -- the static fallback --------------------------------------------------------------
 def shown(ip, panel):
     data, _ = ip.display_formatter.format(panel)
@@ -54,7 +35,7 @@ def shown(ip, panel):
 
 
 def test_queue_panel_bundle_keeps_the_view_and_shows_the_counts(conn, ip):
-    dead(conn, 2)
+    failed(conn, Q, 2)
     for i in range(3):
         jobs.enqueue(conn, Q, str(i))
     panel = QueuePanel(conn, Q)
@@ -74,7 +55,7 @@ def test_queue_panel_bundle_keeps_the_view_and_shows_the_counts(conn, ip):
 
 
 def test_every_panel_has_a_static_fallback(conn, ip):
-    ids = dead(conn, 2, error="SMTP 550") + dead(conn, 1, error="timeout")
+    ids = failed(conn, Q, 2, error="SMTP 550") + failed(conn, Q, 1, error="timeout")
     jobs.add_log(conn, Q, ids[0], "retried by hand")
     panels = {
         JobPanel(conn, Q, ids[0]): [
@@ -247,12 +228,15 @@ def test_events_view_says_when_its_thread_dies(conn, backend):
 
 
 # -- confirm what you show ------------------------------------------------------------------
-def test_drain_recounts_at_confirm_and_asks_again(conn):
+def test_drain_asks_first_recounts_at_confirm_and_asks_again(conn):
     for i in range(3):
         jobs.enqueue(conn, Q, str(i))
     panel = QueuePanel(conn, Q)
     panel.drain_button.click()
     assert "Drain <b>3</b> pending jobs" in panel.confirm_text.value
+    panel.cancel_button.click()
+    assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 3  # nothing drained
+    panel.drain_button.click()
     for i in range(497):
         jobs.enqueue(conn, Q, f"late {i}")
     before = dump(conn)
@@ -364,7 +348,7 @@ WRITING = {
 
 
 def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, labelled):
-    jid = dead(conn, 1)[0]
+    jid = failed(conn, Q, 1)[0]
     jobs.enqueue(conn, Q, "{}")
     ro = labelled(read_only=True, env="production")
     panels = {
@@ -413,7 +397,7 @@ def unsendable(widget):
 
 
 def test_undecodable_bytes_show_as_escapes_and_stay_bytes(conn, ip):
-    jid = dead(conn, 1)[0]
+    jid = failed(conn, Q, 1)[0]
     key = f"emq:{{{Q}}}:job:{jid}"
     conn.client.execute_command("HSET", key, "payload", b'{"to": "\xff"}', "last_error", b"bad \xfe byte")
     conn.client.execute_command("RPUSH", key + ":logs", b"log \xfd line")
@@ -434,7 +418,7 @@ def test_undecodable_bytes_show_as_escapes_and_stay_bytes(conn, ip):
 
 
 def test_a_dead_letter_with_undecodable_bytes_is_listed_as_escapes(conn, ip):
-    jid = dead(conn, 1)[0]
+    jid = failed(conn, Q, 1)[0]
     conn.client.execute_command("HSET", f"emq:{{{Q}}}:job:{jid}", "last_error", b"bad \xfe byte")
     panel = DeadLetterPanel(conn, Q)
     assert panel.select._options_labels == (f"{jid} — bad \\xfe byte (failures 1)",)
@@ -442,8 +426,8 @@ def test_a_dead_letter_with_undecodable_bytes_is_listed_as_escapes(conn, ip):
 
 
 def test_the_dead_letter_summary_counts_the_whole_set_not_the_page(conn, ip):
-    dead(conn, 3, error="SMTP 550")
-    dead(conn, 2, error="timeout")
+    failed(conn, Q, 3, error="SMTP 550")
+    failed(conn, Q, 2, error="timeout")
     panel = DeadLetterPanel(conn, Q, page=2)
     assert len(panel.select.options) == 2
     text = shown(ip, panel)["text/plain"]
@@ -464,22 +448,14 @@ def test_an_undecodable_event_is_shown_and_the_tail_goes_on(conn, ip):
 
 
 def test_a_refresh_thread_that_loses_the_server_says_so_and_prints_nothing(backend, capfd):
-    # a real fault on each client: the embedded server emulating a lost connection, or a
-    # real client at a port where nothing listens
-    if backend == "fake":
-        conn = emq.connect(embedded="fake")
-        connector.fake_server().connected = False
-    else:
-        conn = emq.connect("redis://127.0.0.1:1/0")
-    try:
+    # a real fault on each client
+    with lost_server(backend) as conn:
         panel = QueuePanel(conn, "lost", refresh_every=0.5, auto=True)
         assert panel.status_text.startswith("error: lost the server at ")
         ticks = panel.status.value
         panel.say("")
         assert until(lambda: panel.status_text.startswith("error: lost the server at "))
         assert panel.status.value == ticks and panel.auto.value  # it keeps trying, quietly
-    finally:
-        connector.fake_server().connected = True
     panel.close()
     assert not emq_threads()
     assert capfd.readouterr() == ("", "")

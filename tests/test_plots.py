@@ -7,13 +7,14 @@ import io
 
 import matplotlib
 import pytest
+from helpers import worked
 
 matplotlib.use("Agg")
 
 from matplotlib.dates import DateFormatter, num2date  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from emq_notebook import Worker, admin, frames, jobs, plots  # noqa: E402
+from emq_notebook import admin, frames, jobs, plots  # noqa: E402
 from emq_notebook.errors import UsageProblem  # noqa: E402
 
 Q = "mail"
@@ -30,14 +31,7 @@ def lines_by_label(ax) -> dict:
 
 
 def staged(conn, failing=1, total=6):
-    ids = [jobs.enqueue(conn, Q, str(i), max_attempts=1) for i in range(total)]
-    broken = set(ids[:failing])
-
-    def handler(job_id, payload, attempts):
-        if job_id in broken:
-            raise RuntimeError("boom")
-
-    Worker(conn, Q, handler).run(until_empty=True)
+    worked(conn, Q, total, failing)
 
 
 def test_throughput_draws_claimed_completed_failed_per_minute(conn):

@@ -2,23 +2,13 @@
 
 import time
 
-from helpers import dump, keys_of
+from helpers import dump, failed, keys_of
 
 from emq_notebook import admin, audit, jobs
 from emq_notebook.widgets import DeadLetterPanel, EventsView, JobPanel, QueuePanel
 from emq_notebook.widgets.base import plain
 
 Q = "mail"
-
-
-def dead(conn, n=3, error="boom"):
-    ids = []
-    for i in range(n):
-        jid = jobs.enqueue(conn, Q, f'{{"n": {i}}}', max_attempts=1)
-        jobs.claim(conn, Q, 60_000)
-        jobs.fail(conn, Q, jid, error)
-        ids.append(jid)
-    return ids
 
 
 def test_queue_panel_pause_toggle(conn):
@@ -31,21 +21,6 @@ def test_queue_panel_pause_toggle(conn):
     assert panel.pause_button.description == "Resume"
     panel.pause_button.click()
     assert not conn.client.hexists(f"emq:{{{Q}}}:meta", "paused")
-
-
-def test_queue_panel_drain_asks_first(conn):
-    for i in range(4):
-        jobs.enqueue(conn, Q, str(i))
-    panel = QueuePanel(conn, Q)
-    panel.drain_button.click()
-    assert "Drain <b>4</b> pending jobs" in panel.confirm_text.value
-    assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 4  # nothing yet
-    panel.cancel_button.click()
-    assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 4
-    panel.drain_button.click()
-    panel.confirm_drain_button.click()
-    assert conn.client.zcard(f"emq:{{{Q}}}:pending") == 0
-    assert panel.status_text == "drained 4 jobs from mail"
 
 
 def test_queue_panel_obliterate_is_gated_and_bounded(conn):
@@ -137,7 +112,7 @@ def test_a_greyed_out_button_says_why(conn, connect_as):
 
 
 def test_bulk_buttons_restate_their_count_and_the_bar_says_what_it_did(conn):
-    ids = dead(conn, 4)
+    ids = failed(conn, Q, 4)
     panel = DeadLetterPanel(conn, Q, confirm_above=100)
     assert panel.reprocess_all_button.description == "Reprocess all 4…"
     panel.preview_button.click()
@@ -157,7 +132,7 @@ def test_bulk_buttons_restate_their_count_and_the_bar_says_what_it_did(conn):
 
 
 def test_a_reason_typed_in_a_panel_is_the_audit_entrys_reason(conn):
-    ids = dead(conn, 3)
+    ids = failed(conn, Q, 3)
     queue = QueuePanel(conn, Q)
     assert queue.reason in queue.children
     queue.reason.value = "INC-42: bounce storm"
@@ -194,7 +169,7 @@ def test_queue_panel_auto_refresh_is_opt_in_and_stops(conn):
 
 
 def test_job_panel_edits_the_row(conn):
-    jid = dead(conn, 1)[0]
+    jid = failed(conn, Q, 1)[0]
     panel = JobPanel(conn, Q, jid)
     assert not panel.reprocess_button.disabled
     panel.payload.value = "{not json"
@@ -229,7 +204,7 @@ def test_job_panel_refusal_changes_nothing(conn):
 
 
 def test_dead_letter_panel_in_bulk(conn):
-    ids = dead(conn, 4) + dead(conn, 2, error="timeout")
+    ids = failed(conn, Q, 4) + failed(conn, Q, 2, error="timeout")
     panel = DeadLetterPanel(conn, Q)
     assert "6 dead" in panel.summary.value and "timeout" in panel.errors_view.value
     assert panel.reprocess_button.disabled and panel.remove_button.disabled  # nothing selected
@@ -348,7 +323,7 @@ def test_values_read_as_an_operator_reads_them(conn, monkeypatch):
     monkeypatch.setattr(values, "_zone", None)
     assert values.set_zone("Europe/Berlin")
     local = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CES?T$")
-    ids = [jid for n in (30, 31, 32) for jid in dead(conn, 1, f"TimeoutError: after {n} s")]
+    ids = [jid for n in (30, 31, 32) for jid in failed(conn, Q, 1, f"TimeoutError: after {n} s")]
     jobs.enqueue_many(conn, Q, ["{}"] * 1_200)
 
     view = JobsView(conn, Q, state="dead")

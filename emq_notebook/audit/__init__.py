@@ -1,30 +1,23 @@
 """The audit trail: who did what to which queue, when, why, and what came of it.
 
 Every operator write leaves one entry in the queue's stream `emq:audit:{q}`
-(`keyspace.audit_key`: the queue's hash tag, outside its footprint `emq:{q}:*`, so
-the record of an obliterate survives it), written beside the transition: by the
-transition's audited twin in the same call (a one-transition verb), or by
-`XADD ... MAXLEN ~ <keep> *` after it (`append`). The stream id is the server time.
+(`keyspace.audit_key`: the queue's hash tag, outside `emq:{q}:*`, so the record of an
+obliterate survives it), written by the transition's audited twin in the same call, or
+by `XADD ... MAXLEN ~ <keep> *` after it (`append`). The stream id is the server time.
 
-One recorder writes every entry: `audited(verb)` (a decorator of a writing verb
-`fn(conn, q, ...)`) or `recorded(conn, verb, queue)` (a context manager). An entry
-says its `outcome` (`done`, `refused:<reason>`, `unknown` for a wire fault or an
-interrupt, `error`), `count` and `ids` (`touched`), `args` (the options, secrets
-never) and who made it (`identity`); each value is cut to size (`MAX_TEXT`,
-`MAX_ARG`), so an entry is a few KB at most.
+One recorder writes every entry: `audited(verb)` (a decorator of a writing verb) or
+`recorded(conn, verb, queue)` (a context manager). An entry says its `outcome` (`done`,
+`refused:<reason>`, `unknown` for a wire fault or an interrupt, `error`), `count` and
+`ids`, `args` (never secrets) and who made it (`identity`), each value cut to size.
 
-Nothing is written for a request refused as malformed before any write (`BadInput`,
-`UsageProblem`, `InvalidName`), a read, a dry run, a read-only session, or a call
-nested in another record of the same verb and queue (`obliterate_all` is one entry).
-A failure to write the entry never hides the verb's result nor its exception: it
-becomes a one-line note, `audit_failed: <why>`, on the surface's line
-(`surface(...)`'s `Said.suffix()`), as an `AuditNotWritten` warning in plain Python,
-and as a note on the verb's exception.
+Nothing is written for a request refused before any write (`BadInput`, `UsageProblem`,
+`InvalidName`), a read, a dry run, a read-only session, or a call nested in another
+record of the same verb and queue. A failed write of the entry never hides the verb's
+result nor its exception: it becomes a note, `audit_failed: <why>` (on the surface's
+line, an `AuditNotWritten` warning, a note on the exception).
 
-Its rooms, each importing only those before it: `entry` (what an entry says),
-`context` (the surface, the reason, the notebook), `identities` (who makes it),
-`reading` (the streams and their entries, newest first), `recorder` (the one path
-that writes every entry).
+Its rooms, each importing only those before it: `entry`, `context` (surface, reason,
+notebook), `identities`, `reading`, `recorder`.
 """
 
 from ..connector import who

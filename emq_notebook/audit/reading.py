@@ -161,13 +161,10 @@ def read(
     `notebook`, `acl_user`, `ids_digest` and `entry` (the stream id). Text is shown
     with any non-UTF-8 byte as `\\xNN`.
 
-    Bounded by the bytes each call copies, whatever the entries hold: each stream is
-    read a page at a time, newest first (`_pages`: `FIRST_PAGE` entries, then as many as
-    `defaults.BYTE_BUDGET` bytes hold at the size of the page before), the streams'
-    first pages in one pipeline, and a stream's next page only while the newest
-    `limit` entries of all may still be in it. Reads only, so it works on a read-only
-    session. A `limit` outside 1 to `MAX_READ` is `BadInput`, a bad queue name
-    `InvalidName`, before any I/O."""
+    Each stream is read a page at a time, newest first (`_pages`: about
+    `defaults.BYTE_BUDGET` bytes a call), the first pages in one pipeline, a next page
+    only while the newest `limit` entries may still be in it. Reads only. Refused before
+    any I/O: a `limit` outside 1 to `MAX_READ` (`BadInput`), a bad queue name."""
     whole(limit, "limit", most=MAX_READ)
     if since_ms is not None:
         whole(since_ms, "since_ms", least=0)

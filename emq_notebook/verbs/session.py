@@ -1,16 +1,11 @@
-"""A front end's session and what every verb shares: `Session` (the named
-connections, the settings, the output), `execute` (one parsed command -> one call),
-`confirm` (the one confirmation gate) and the options several verbs take; then the
-session verbs (connect, use, connections, help).
+"""A front end's session and what every verb shares: `Session` (the named connections,
+the settings, the output), `execute` (one parsed command -> one call), `confirm` (the
+one confirmation gate, stating the count, the connection and its env) and the options
+several verbs take; then the session verbs (connect, use, connections, help).
 
-`parse(session, line)` parses a line in the session's words; `execute(session, ns)`
-runs it: an action prints one line and returns None, a query returns its value (a
-DataFrame, a dict, a list).  A refusal is an answer: its one line is printed and the
-refusal object returned.  Every other `EMQError` propagates (and fails a notebook
-cell).
-
-Every command that destroys or moves many jobs at once passes `confirm` first,
-stating the count, the connection and its env.
+`execute(session, ns)` runs a parsed line: an action prints one line and returns None,
+a query returns its value. A refusal's line is printed and the refusal returned; every
+other `EMQError` propagates (and fails a notebook cell).
 """
 
 from __future__ import annotations
