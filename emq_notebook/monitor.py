@@ -28,8 +28,8 @@ The metrics (SPEC 13), label `queue` on every one but `emq_up` and
 - `emq_job_wait_seconds`, `emq_job_run_seconds`: histograms fed the same way by the
   per-minute latency histograms. Their bounds (`BOUNDS_MS`, each an upper end of the
   histograms' own buckets, so each cumulative count is exact) are seven of the
-  histograms' 200 (one a 10% step), 10 ms to an hour, a Prometheus series each; `_sum` is within 5%
-  (each sample read as its bucket's middle). A queue's histograms appear at its first
+  histograms' 200 (one a 10% step), 10 ms to an hour, a Prometheus series each; `_sum`
+  is within 5% (each sample read as its bucket's middle). A queue's histograms appear at its first
   wait or run counted since the collector began;
 - `emq_up` (1 when the server answered the whole read) and
   `emq_scrape_duration_seconds` (that read).
@@ -73,9 +73,9 @@ CATCH_UP_MINUTES = 15
 # 10% step of ms: about 200 for a day); a larger one is another node's, left unread
 HASH_FIELDS = 512
 HASH_BYTES = 65_536
-# the histograms' exposed bounds (ms): a decade apart to 10 s, then a minute, ten minutes
-# and an hour. Each is a series a queue, and the samples are what a scrape writes; each
-# becomes the upper end of the histograms' own bucket at or below it (`_bound`), so its
+# the histograms' exposed bounds (ms), a decade apart to 10 s, then a minute, ten minutes
+# and an hour: each is a series a queue, and a scrape's cost is its samples. Each becomes
+# the upper end of the histograms' own bucket at or below it (`_bound`), so its
 # cumulative count is exact
 BOUNDS_MS = (10, 100, 1_000, 10_000, 60_000, 600_000, 3_600_000)
 CHECK_VERDICTS, CRITICAL_VERDICTS = defaults.CHECK_VERDICTS, defaults.CHECK_CRITICAL_VERDICTS
