@@ -12,7 +12,10 @@ latency histograms. The sides
 alternate, `--repeat` times; each side's best counts. Its split is printed too: the read
 of the server (`emq_scrape_duration_seconds`: health with the scrape's minutes, one
 `@read_watch` call a queue; `frames.health` alone is timed beside it) and the rest (the exposition by
-prometheus_client and HTTP). The commands of a scrape are counted by the servers (`INFO
+prometheus_client and HTTP); and a scrape's three parts timed apart on a collector of
+their own, each the best of `--repeat`, by the clock and by this process's CPU time:
+the read (`monitor.read`), the build of the metric families, and their writing in the
+text format (`generate_latest`). The commands of a scrape are counted by the servers (`INFO
 commandstats`; no SCAN in a scrape).
 
 The memory run: `emq exporter` in a process of its own on another private Valkey with
@@ -40,6 +43,7 @@ from pathlib import Path
 import redis
 from common import commandstats as commands
 from common import server, shared_cpu_flag
+from prometheus_client import CollectorRegistry, generate_latest
 
 import emq_notebook as emq
 from emq_notebook import admin, frames, jobs, monitor
@@ -141,6 +145,9 @@ class Side:
         self.reads: list[float] = []
         self.size = 0
         self.sent: dict[str, int] = {}
+        # a scrape's parts timed apart: (read, build, write), by the clock and CPU
+        self.parted = monitor.collector(self.watcher)
+        self.parts: list[tuple[float, ...]] = []
 
     def scrape(self, count: bool = False) -> None:
         before = commands(self.clients) if count else {}
@@ -153,6 +160,20 @@ class Side:
             self.sent["info"] = self.sent.get("info", 0) - len(self.clients)
         self.times.append(took)
         self.reads.append(read)
+
+    def split(self) -> None:
+        """A scrape's read, build and write timed apart, by the clock and by CPU time."""
+        c = self.parted
+        marks = [(time.perf_counter(), time.process_time())]
+        look = monitor.read(c.conn, {q: s.last - 2 for q, s in c._queues.items() if s.last is not None})
+        marks.append((time.perf_counter(), time.process_time()))
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(Written(c._families(look)))
+        marks.append((time.perf_counter(), time.process_time()))
+        generate_latest(registry)
+        marks.append((time.perf_counter(), time.process_time()))
+        steps = list(zip(marks, marks[1:], strict=False))
+        self.parts.append((*(b[0] - a[0] for a, b in steps), *(b[1] - a[1] for a, b in steps)))
 
     def look(self) -> None:
         t = time.perf_counter()
@@ -167,14 +188,29 @@ class Side:
         top = ", ".join(f"{k} {n:,}" for k, n in sorted(sent.items(), key=lambda kv: -kv[1])[:6])
         median = statistics.median(self.times) * 1000
         rest = (best - read) * 1000
+        parts = [min(p[i] for p in self.parts) * 1000 for i in range(6)]
         return (
             f"{self.name}: scrape of {queues:,} queues {best * 1000:.0f} ms (best of {len(self.times)}, "
             f"median {median:.0f}; CPU {min(self.cpu) * 1000:.0f} ms): read {read * 1000:.0f} ms "
             "(frames.health alone, best: "
             f"{min(self.health) * 1000:.0f} ms), exposition and HTTP {rest:.0f} ms; "
             f"{self.size / 1e6:.1f} MB of text; {total:,} commands ({total / queues:.1f} a queue), "
-            f"SCAN {sent.get('scan', 0)}: {top}"
+            f"SCAN {sent.get('scan', 0)}: {top}; apart (best, CPU): read {parts[0]:.0f} ({parts[3]:.0f}), "
+            f"build {parts[1]:.0f} ({parts[4]:.0f}), write {parts[2]:.0f} ({parts[5]:.0f}) ms"
         )
+
+
+class Written:
+    """A collector of families already built (what `generate_latest` writes)."""
+
+    def __init__(self, families: list) -> None:
+        self.families = families
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> list:
+        return self.families
 
 
 def side_by_side(opts: argparse.Namespace) -> float:
@@ -197,6 +233,8 @@ def side_by_side(opts: argparse.Namespace) -> float:
             ]
             for side in sides:
                 side.scrape()  # the first look finds the queues (one sweep); not counted
+                side.split()
+                side.parts.clear()
                 side.cpu.clear()
                 frames.health(side.watcher)
                 side.times.clear()
@@ -208,6 +246,7 @@ def side_by_side(opts: argparse.Namespace) -> float:
                 for side in sides:
                     side.scrape(count=r == 0)
                     side.look()
+                    side.split()
             for side in sides:
                 print(side.line(opts.queues), flush=True)
                 side.exporter.stop()

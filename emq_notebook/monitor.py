@@ -27,9 +27,9 @@ The metrics (SPEC 13), label `queue` on every one but `emq_up` and
   `CATCH_UP_MINUTES` back: what a longer pause between scrapes let by is not counted;
 - `emq_job_wait_seconds`, `emq_job_run_seconds`: histograms fed the same way by the
   per-minute latency histograms. Their bounds (`BOUNDS_MS`, each an upper end of the
-  histograms' own buckets, so each cumulative count is exact) are eleven of the
-  histograms' 200 (one a 10% step), a Prometheus series each; `_sum` is within 5%
-  (each sample read as its bucket's middle). A queue's histograms appear at its first
+  histograms' own buckets, so each cumulative count is exact) are seven of the
+  histograms' 200 (one a 10% step), 10 ms to an hour, a Prometheus series each; `_sum`
+  is within 5% (each sample read as its bucket's middle). A queue's histograms appear at its first
   wait or run counted since the collector began;
 - `emq_up` (1 when the server answered the whole read) and
   `emq_scrape_duration_seconds` (that read).
@@ -38,6 +38,7 @@ The metrics (SPEC 13), label `queue` on every one but `emq_up` and
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import logging
 import math
@@ -45,7 +46,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
@@ -72,9 +73,11 @@ CATCH_UP_MINUTES = 15
 # 10% step of ms: about 200 for a day); a larger one is another node's, left unread
 HASH_FIELDS = 512
 HASH_BYTES = 65_536
-# the histograms' exposed bounds (ms): each becomes the upper end of the histograms' own
-# bucket at or below it (`_bound`), so its cumulative count is exact
-BOUNDS_MS = (10, 50, 100, 500, 1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 1_800_000)
+# the histograms' exposed bounds (ms), a decade apart to 10 s, then a minute, ten minutes
+# and an hour: each is a series a queue, and a scrape's cost is its samples. Each becomes
+# the upper end of the histograms' own bucket at or below it (`_bound`), so its
+# cumulative count is exact
+BOUNDS_MS = (10, 100, 1_000, 10_000, 60_000, 600_000, 3_600_000)
 CHECK_VERDICTS, CRITICAL_VERDICTS = defaults.CHECK_VERDICTS, defaults.CHECK_CRITICAL_VERDICTS
 # Nagios plugin exit codes, by status
 STATUSES = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
@@ -283,12 +286,14 @@ class Collector:
                 log.warning("emq exporter: the read of %s failed: %s", self.conn.label, _line(exc))
                 look = None
             took = time.perf_counter() - started
-            if look is not None:
-                yield from self._families(look)
-        yield _gauge("emq_up", _DOC["up"], [([], 0.0 if look is None else 1.0)], ())
-        yield _gauge("emq_scrape_duration_seconds", _DOC["duration"], [([], took)], ())
+            families = [] if look is None else self._families(look)
+        yield from families
+        yield GaugeMetricFamily("emq_up", _DOC["up"], value=0.0 if look is None else 1.0)
+        yield GaugeMetricFamily("emq_scrape_duration_seconds", _DOC["duration"], value=took)
 
-    def _families(self, look: Look) -> Iterator[Metric]:
+    def _families(self, look: Look) -> list[Metric]:
+        """The metrics of `look`: each family made once, then one pass over the queues
+        adding each queue's samples to them."""
         h = look.health
         names = [str(q) for q in h.index]
         # a queue gone from the server is gone from the counters (memory stays flat)
@@ -298,59 +303,36 @@ class Collector:
                 self._queues[q].add(look.first[q], look.replies[q])
         # the frame's columns as plain lists (a row at a time through pandas is slow)
         col = {c: h[c].tolist() for c in (*STATES, "paused", "oldest_pending_s", "verdict")}
-        yield _gauge(
-            "emq_jobs",
-            _DOC["jobs"],
-            [([q, s], float(col[s][i])) for i, q in enumerate(names) for s in STATES],
-            ("queue", "state"),
-        )
-        yield _gauge(
-            "emq_queue_paused", _DOC["paused"], [([q], float(col["paused"][i])) for i, q in enumerate(names)]
-        )
-        ages = []
+        jobs = GaugeMetricFamily("emq_jobs", _DOC["jobs"], labels=["queue", "state"])
+        paused = GaugeMetricFamily("emq_queue_paused", _DOC["paused"], labels=["queue"])
+        oldest = GaugeMetricFamily("emq_oldest_job_age_seconds", _DOC["oldest"], labels=["queue", "state"])
+        verdict = GaugeMetricFamily("emq_queue_verdict", _DOC["verdict"], labels=["queue", "verdict"])
+        completed = CounterMetricFamily("emq_jobs_completed", _DOC["completed"], labels=["queue"])
+        failed = CounterMetricFamily("emq_jobs_failed", _DOC["failed"], labels=["queue"])
+        wait = HistogramMetricFamily("emq_job_wait_seconds", _DOC["wait"], labels=["queue"])
+        run = HistogramMetricFamily("emq_job_run_seconds", _DOC["run"], labels=["queue"])
         for i, q in enumerate(names):
-            waited = _pending_age(col["oldest_pending_s"][i], col["pending"][i])
-            ages.append(([q, "pending"], waited))
-            ages.append(([q, "dead"], _dead_age(col["dead"][i], look.replies.get(q), look.now_ms)))
-        yield _gauge("emq_oldest_job_age_seconds", _DOC["oldest"], ages, ("queue", "state"))
-        yield _gauge(
-            "emq_queue_verdict",
-            _DOC["verdict"],
-            [([q, v], float(col["verdict"][i] == v)) for i, q in enumerate(names) for v in health.SEVERITY],
-            ("queue", "verdict"),
-        )
-        for name, kind in (("emq_jobs_completed", "completed"), ("emq_jobs_failed", "failed")):
-            family = CounterMetricFamily(name, _DOC[kind], labels=["queue"])
-            for q in names:
-                family.add_metric([q], getattr(self._queues[q], kind))
-            yield family
-        for kind in ("wait", "run"):
-            name = f"emq_job_{kind}_seconds"
-            spread = HistogramMetricFamily(name, _DOC[kind], labels=["queue"])
-            for q in names:
-                counted = self._queues[q]
-                if not counted.measured:
-                    continue
-                # sample by sample (`add_sample`): half the time of `add_metric`'s
-                seen = 0
-                for le, n in zip(_LE, getattr(counted, kind), strict=True):
-                    seen += n
-                    spread.add_sample(f"{name}_bucket", {"queue": q, "le": le}, float(seen))
-                spread.add_sample(f"{name}_count", {"queue": q}, float(seen))
-                spread.add_sample(f"{name}_sum", {"queue": q}, getattr(counted, f"{kind}_ms") / 1000)
-            yield spread
+            one = [q]
+            for s in STATES:
+                jobs.add_metric([q, s], float(col[s][i]))
+            paused.add_metric(one, float(col["paused"][i]))
+            oldest.add_metric([q, "pending"], _pending_age(col["oldest_pending_s"][i], col["pending"][i]))
+            oldest.add_metric([q, "dead"], _dead_age(col["dead"][i], look.replies.get(q), look.now_ms))
+            for v in health.SEVERITY:
+                verdict.add_metric([q, v], float(col["verdict"][i] == v))
+            counted = self._queues[q]
+            completed.add_metric(one, counted.completed)
+            failed.add_metric(one, counted.failed)
+            if counted.measured:
+                wait.add_metric(one, _cumulative(counted.wait), counted.wait_ms / 1000)
+                run.add_metric(one, _cumulative(counted.run), counted.run_ms / 1000)
+        return [jobs, paused, oldest, verdict, completed, failed, wait, run]
 
 
-def _gauge(
-    name: str,
-    doc: str,
-    samples: Iterable[tuple[Sequence[str], float]],
-    labels: Sequence[str] = ("queue",),
-) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, doc, labels=list(labels))
-    for values, value in samples:
-        family.add_metric(list(values), value)
-    return family
+def _cumulative(counts: list[int]) -> list[tuple[str, float]]:
+    """A histogram's counts by exposed bound as `HistogramMetricFamily.add_metric`
+    takes them: (le, the count at or below it), +Inf last."""
+    return list(zip(_LE, itertools.accumulate(counts), strict=True))
 
 
 def _pending_age(oldest_s: float, pending: int) -> float:
