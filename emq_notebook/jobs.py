@@ -16,9 +16,9 @@ from .catalogue import contract
 from .checks import MAX_MS, move_budget, whole
 from .checks import payload as _payload
 from .connector import Connection, Pipeline
-from .defaults import BYTE_BUDGET, MAX_BUDGET, MAX_WHOLE_FIELD, MOVE_BUDGET
+from .defaults import BYTE_BUDGET, MAX_WHOLE_FIELD, MOVE_BUDGET
 from .errors import BadInput, BadRow, Gone, WireError
-from .keyspace import STATES, base, check_name, check_text, job_key, logs_key, new_id, queue_key
+from .keyspace import base, check_name, check_text, job_key, logs_key, new_id, queue_key
 from .transitions import MORE, Claimed
 
 
@@ -712,44 +712,3 @@ def whole_field(conn: Connection, q: str, job_id: str, name: str) -> str | None:
         return _whole_fields(conn, q, job_id, job_key(q, job_id, gate=False), row).get(name)
     except (Gone, BadRow):
         return None
-
-
-# how a page of a set is ordered (`dead_page`)
-PAGE_ORDERS = ("time", "oldest", "attempts")
-
-
-def dead_page(
-    conn: Connection,
-    q: str,
-    start: int = 0,
-    count: int = 100,
-    *,
-    by: str = "time",
-    state: str = "dead",
-) -> Any:
-    """A page of `count` jobs of `state` (dead by default) from place `start`, as a
-    `frames.snapshot` frame: `by="time"` the newest death first (the set's score,
-    highest first), `"oldest"` the oldest first, `"attempts"` the most attempts first
-    (then the newest) among the `defaults.MAX_BUDGET` newest. The order is the
-    server's (one `@read_dead_page` call, bounded by MAX_BUDGET members and
-    BYTE_BUDGET bytes of ids; then the rows, `frames.rows`), so a page costs the same
-    at the end of a 100,000-job set as at its start. `attrs`: `total` (the set's size)
-    and `ranked` (how many the order ranked: the size, or those examined for
-    attempts). Reads only."""
-    from . import frames  # frames reads jobs: imported here, not at the top
-
-    check_name(q)
-    whole(start, "start", least=0)
-    whole(count, "count", most=MAX_BUDGET)
-    if by not in PAGE_ORDERS:
-        raise BadInput(f"unknown order {by!r}: one of {', '.join(PAGE_ORDERS)}")
-    if state not in STATES:
-        raise BadInput(f"unknown state {state!r}: one of {', '.join(STATES)}")
-    reply = conn.run(
-        "read_dead_page", [base(q)], [state, by, start, count, MAX_BUDGET, BYTE_BUDGET], verb="jobs", queue=q
-    )
-    total, ranked, rest = int(reply[0]), int(reply[1]), reply[2:]
-    ids, scores = [str(i) for i in rest[0::3]], [float(s) for s in rest[1::3]]
-    out = frames.frame(ids, [state] * len(ids), scores, [None] * len(ids), [frames.rows(conn, q, ids)])
-    out.attrs.update(total=total, ranked=ranked)
-    return out

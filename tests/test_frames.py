@@ -188,3 +188,42 @@ def test_a_set_of_long_non_ascii_ids_is_read_whole_when_a_page_stops_on_its_byte
     conn.client.zadd(key, {m: i for i, m in enumerate(ids)})
     got, scores = frames._ranks(conn, key, 0, None)
     assert got == ids and scores == [float(i) for i in range(200)]
+
+
+# -- dead letters newest first, paged on the server ---------------------------------------
+def test_dead_page_of_100000_dead_reads_newest_first(conn):
+    """100,000 dead rows (another node's, scored by their time of death): each page is
+    the next newest deaths, whatever its place in the set (one server call a page, the
+    cost the same at the end as at the start: bench/README.md); the oldest order and the
+    attempts order are the server's too."""
+    from dead_letters import written_rows
+
+    q, n = "deadpage", 100_000
+    ids = [f"d{i:06d}" for i in range(n)]
+    for at in range(0, n, 10_000):  # died in id order, one ms apart; attempts 1 to 7
+        written_rows(
+            conn,
+            q,
+            "dead",
+            ids[at : at + 10_000],
+            first=1_700_000_000_000 + at,
+            attempts=lambda i, at=at: str(1 + (at + i) % 7),
+        )
+    for start in (0, 100, 50_000, n - 100):
+        page = frames.dead_page(conn, q, start, 100)
+        want = [f"d{i:06d}" for i in range(n - 1 - start, n - 101 - start, -1)]
+        assert list(page.index) == want
+        assert page["at"].is_monotonic_decreasing and (page["state"] == "dead").all()
+        assert page.attrs["total"] == n
+    past = frames.dead_page(conn, q, n - 50, 100)  # the last page: the 50 oldest
+    assert list(past.index) == [f"d{i:06d}" for i in range(49, -1, -1)]
+    assert list(frames.dead_page(conn, q, 0, 3, by="oldest").index) == ["d000000", "d000001", "d000002"]
+    top = frames.dead_page(conn, q, 0, 100, by="attempts")
+    # among the 1,000 newest: the most attempts first, then the newest
+    assert top.attrs["ranked"] == 1_000 and list(top["attempts"]) == [7] * 100
+    sevens = [i for i in range(n - 1, n - 1_001, -1) if (1 + i % 7) == 7]
+    assert list(top.index) == [f"d{i:06d}" for i in sevens[:100]]
+    with pytest.raises(BadInput):
+        frames.dead_page(conn, q, 0, 5, by="size")
+    with pytest.raises(BadInput):
+        frames.dead_page(conn, q, 0, 1_001)

@@ -17,7 +17,6 @@
 -- scans of its bytes (plain finds, anchored single-class runs, one fixed-length UUID
 -- pattern); no pattern is built from a text. Definitions only.
 
-local find, sub, byte, gsub, concat = string.find, string.sub, string.byte, string.gsub, table.concat
 -- bytes: DIGIT 0-9; HEX 0-9a-fA-F; LETTER a-fA-F; STRETCH hex digits, '.' and '-'
 local DIGIT, HEX, LETTER, STRETCH = {}, {}, {}, {[45] = true, [46] = true}
 for b = 48, 57 do DIGIT[b], HEX[b], STRETCH[b] = true, true, true end
@@ -25,7 +24,7 @@ for b = 65, 70 do
   HEX[b], LETTER[b], STRETCH[b], HEX[b + 32], LETTER[b + 32], STRETCH[b + 32] = true, true, true, true, true, true
 end
 -- what follows a UUID's first 8 hex digits
-local X4 = string.rep('[0-9a-fA-F]', 4)
+local X4 = '[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]'
 local UUID_TAIL = '^%-' .. X4 .. '%-' .. X4 .. '%-' .. X4 .. '%-' .. X4 .. X4 .. X4
 
 -- the key being put: its pieces, the bytes and the printable ASCII characters in them
@@ -37,16 +36,16 @@ local function put(piece)
   out[n] = piece
   size = size + #piece
   if size <= limit then return end
-  for k = counted + 1, n do shown = shown + select(2, gsub(out[k], '[!-~]', '', limit + 1)) end
+  for k = counted + 1, n do shown = shown + select(2, string.gsub(out[k], '[!-~]', '', limit + 1)) end
   counted, cut = n, shown > limit
 end
 
 -- the end of the <hex> that starts at a hex run's first byte r (a UUID, or the run
 -- when 8 or more long and holding a digit; nil when none), and the run's end
 local function hex_end(s, r)
-  local _, l = find(s, '^[a-fA-F]*', r)
-  local _, h = find(s, '^[0-9a-fA-F]*', l + 1)
-  if h == r + 7 and find(s, UUID_TAIL, r + 8) and not HEX[byte(s, r + 36)] then return r + 35, h end
+  local _, l = string.find(s, '^[a-fA-F]*', r)
+  local _, h = string.find(s, '^[0-9a-fA-F]*', l + 1)
+  if h == r + 7 and string.find(s, UUID_TAIL, r + 8) and not HEX[string.byte(s, r + 36)] then return r + 35, h end
   if h - r >= 7 and h > l then return h, h end
   return nil, h
 end
@@ -56,15 +55,15 @@ end
 -- that run is no <hex>. Answers where the next piece starts.
 local function run(s, r, h)
   while r <= h and not cut do
-    local _, e = find(s, '^[a-fA-F]*', r)
+    local _, e = string.find(s, '^[a-fA-F]*', r)
     if e >= r then
-      put(sub(s, r, e))
+      put(string.sub(s, r, e))
     else
-      _, e = find(s, '^[0-9]*', r)
-      if e == h and byte(s, e + 1) == 46 and DIGIT[byte(s, e + 2)] then
+      _, e = string.find(s, '^[0-9]*', r)
+      if e == h and string.byte(s, e + 1) == 46 and DIGIT[string.byte(s, e + 2)] then
         local x, next_h = hex_end(s, e + 2)
         if not x then
-          _, e = find(s, '^[0-9]*', e + 2)
+          _, e = string.find(s, '^[0-9]*', e + 2)
           h = next_h
         end
       end
@@ -79,9 +78,9 @@ end
 local function stretch(s, a, e)
   local r = a
   while r <= e and not cut do
-    local _, h = find(s, '^[.-]*', r)
+    local _, h = string.find(s, '^[.-]*', r)
     if h >= r then
-      put(sub(s, r, h))
+      put(string.sub(s, r, h))
       r = h + 1
     else
       local x
@@ -100,23 +99,23 @@ end
 -- measured on the bytes reversed: a byte loop costs ten times a find)
 local function run_start(s, i, t)
   local a = t
-  while a > i and LETTER[byte(s, a - 1)] do
+  while a > i and LETTER[string.byte(s, a - 1)] do
     a = a - 1
-    if t - a > 8 then return t - select(2, find(string.reverse(sub(s, i, t - 1)), '^[a-fA-F]*')) end
+    if t - a > 8 then return t - select(2, string.find(string.reverse(string.sub(s, i, t - 1)), '^[a-fA-F]*')) end
   end
   return a
 end
 
 -- the first digit or dash of s at or after i (nil: none)
 local function mark_at(s, i)
-  local _, e = find(s, '^[^0-9-]*', i)
+  local _, e = string.find(s, '^[^0-9-]*', i)
   if e < #s then return e + 1 end
 end
 
 -- the key of text, cut once it holds more than `length` printable ASCII characters, and
 -- the pieces put (the work it took)
 local function signature_key(text, length)
-  local q1, q2, t = find(text, "'", 1, true), find(text, '"', 1, true), mark_at(text, 1)
+  local q1, q2, t = string.find(text, "'", 1, true), string.find(text, '"', 1, true), mark_at(text, 1)
   if not (q1 or q2 or t) then return text, 0 end
   n, size, shown, counted, limit, cut = 0, 0, 0, 0, length, false
   local i = 1
@@ -125,25 +124,25 @@ local function signature_key(text, length)
     if q2 and (not q or q2 < q) then q = q2 end
     if t and (not q or t < q) then
       local a = run_start(text, i, t)
-      if a > i then put(sub(text, i, a - 1)) end
-      local _, e = find(text, '^[0-9]*', t)
-      if a == t and e - t < 7 and not STRETCH[byte(text, e + 1)] then
+      if a > i then put(string.sub(text, i, a - 1)) end
+      local _, e = string.find(text, '^[0-9]*', t)
+      if a == t and e - t < 7 and not STRETCH[string.byte(text, e + 1)] then
         put('<num>') -- a number alone, the most common stretch
       else
-        _, e = find(text, '^[0-9a-fA-F.-]*', t)
+        _, e = string.find(text, '^[0-9a-fA-F.-]*', t)
         stretch(text, a, e)
       end
       i = e + 1
       t = mark_at(text, i)
     elseif q then
-      local close = find(text, q == q1 and "'" or '"', q + 1, true)
+      local close = string.find(text, q == q1 and "'" or '"', q + 1, true)
       if close then
-        if q > i then put(sub(text, i, q - 1)) end
+        if q > i then put(string.sub(text, i, q - 1)) end
         put('<str>')
         i = close + 1
         if t and t < i then t = mark_at(text, i) end
-        if q1 and q1 < i then q1 = find(text, "'", i, true) end
-        if q2 and q2 < i then q2 = find(text, '"', i, true) end
+        if q1 and q1 < i then q1 = string.find(text, "'", i, true) end
+        if q2 and q2 < i then q2 = string.find(text, '"', i, true) end
       elseif q == q1 then
         q1 = nil
       else
@@ -153,6 +152,6 @@ local function signature_key(text, length)
       break
     end
   end
-  if not cut and i <= #text then put(sub(text, i)) end
-  return concat(out, '', 1, n), n
+  if not cut and i <= #text then put(string.sub(text, i)) end
+  return table.concat(out, '', 1, n), n
 end
