@@ -5,36 +5,22 @@
 --   from the start); ARGV[3] = budget, members examined at most; ARGV[4] = bytes of
 --   work at most (each member's id, the fields the filters read, each glob item tried
 --   as STEP_BYTES, the matches' fields sent; the step ends after the member that
---   reaches it, or before one whose id and fields the filters read would pass it,
---   unless that is the step's first); ARGV[5] = limit, matches at most; ARGV[6],
---   ARGV[7] = the last_error and payload globs (specs as includes/glob.lua reads them;
---   '' = any); ARGV[8] = group ('' = any); ARGV[9] = least attempts, ARGV[10] = created
---   at or after, ARGV[11] = created before (epoch ms; '' = any); ARGV[12] = '1': only
---   the rows whose last_error is over ARGV[4] bytes, those @errors counts under
---   '<over ARGV[4] bytes>' (each measured, HSTRLEN, none read: no last_error is copied;
---   '' = any)
--- returns {score, member, more, match...}: the next call's cursor (the last member
--- examined) and more = 1 while members follow it; each match is {id, score, group,
--- priority, attempts, failures, stalled, last_error, progress, payload}, and one value
--- more for each of those fields not read here, its place (1 to 8), its value nil, for
--- the caller to read by name (emq_notebook.jobs.whole_field): a field over ARGV[4]
--- bytes, and one past the step's bytes left (SENT_BYTES at least), read while they fit
--- in order (reads.lua `measured_row`); the step ends after such a match.
--- No field over ARGV[4] bytes is copied, whoever wrote it (a script holds the server
--- about 1.5 ms a megabyte it copies), nor more than about ARGV[4] bytes in all: each
--- row is measured first (reads.lua `over_fields`, cursor.lua `scan_step`); a field a
--- filter reads (group, attempts, created_at, last_error) over it matches no filter, no
--- glob (but ARGV[12], which wants such a last_error), nor is a group longer than the group asked, an attempts or created_at longer
--- than a whole number (WHOLE_DIGITS) read. A row that lacks a field a filter reads does
--- not match; a member with no row never does, nor an id naming another job's :logs or
--- :lock, nor a key that is no hash. A glob is matched exactly but where the text or
--- the glob holds a byte that is no part of a well-formed UTF-8 character, where a
--- match would spend more than the step's work left (includes/glob.lua), or where the
--- payload a payload glob reads is over ARGV[4] bytes: there the row may be sent though
--- the glob does not match it, for the caller to check again. Side by side on Valkey,
--- 50,000 ordinary dead rows, 1,000 a call: an error glob 3.5 to 3.9 ms a call, x1.2 to
--- x1.3 measured (4.4 to 4.5 ms); group, attempts and created_at 3.6 to 4.2 ms, x1.4
--- to x1.6 (5.7 ms); 1,000 matches a call 10 to 15 ms, 11.6 ms measured.
+--   reaches it, or before one whose id and fields would pass it, unless that is the
+--   step's first); ARGV[5] = limit, matches at most; ARGV[6], ARGV[7] = the last_error
+--   and payload globs (includes/glob.lua; '' = any); ARGV[8] = group ('' = any);
+--   ARGV[9] = least attempts, ARGV[10] = created at or after, ARGV[11] = created before
+--   (epoch ms; '' = any); ARGV[12] = '1': only the rows whose last_error is over ARGV[4]
+--   bytes (measured, never read; '' = any)
+-- returns {score, member, more, match...}: the next call's cursor and more = 1 while
+-- members follow it; each match is {id, score, group, priority, attempts, failures,
+-- stalled, last_error, progress, payload}, then the place (1 to 8) of each field not
+-- read here (over ARGV[4] bytes, or past the step's bytes left), its value nil, for the
+-- caller to read by name (emq_notebook.jobs.whole_field); the step ends after it.
+-- Every row is measured before it is read (measured.lua, cursor.lua): a field over
+-- ARGV[4] bytes is never copied and matches no filter; a member with no row, a foreign
+-- id or a key that is no hash never matches. A glob the step cannot decide (bytes that
+-- are no UTF-8, work past the step's, a payload over ARGV[4]) sends the row for the
+-- caller to check again.
 --@include reads
 --@include cursor
 --@include glob

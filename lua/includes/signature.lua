@@ -1,21 +1,14 @@
--- The key of an error text: emq_notebook.triage._replaced's replacements, made in one
--- pass (tests/test_triage.py holds the two together), in its order:
---   1. each quoted part -> <str>: scanning left to right, a quote opens a part when
---      a quote of its kind follows it, and that one closes it;
---   2. each UUID (hex 8-4-4-4-12) and each run of 8 or more hex digits holding a
---      digit, with no hex digit either side -> <hex>;
---   3. each remaining number, digits with an optional dot and digits -> <num>.
--- 2 and 3 happen inside a *stretch*: a run of hex digits, dots and dashes from a digit or
--- dash (and the hex letters just before it) to the first byte that is none of those. The
--- plain text between stretches and quoted parts (no digit, dash or quote) stays as it is.
+-- The key of an error text: emq_notebook.triage._replaced's replacements in one pass
+-- (tests/test_triage.py holds the two together), in its order: 1. each quoted part ->
+-- <str> (a quote opens a part when a quote of its kind follows it); 2. each UUID and
+-- each run of 8 or more hex digits holding a digit, no hex digit either side -> <hex>;
+-- 3. each remaining number (digits, an optional dot and digits) -> <num>. 2 and 3 happen
+-- inside a *stretch*: hex digits, dots and dashes from a digit or dash (and the hex
+-- letters just before it); the plain text between stays as it is.
 --
--- Bounded: the text is read only until its key is known. Its key's pieces are put one
--- by one, each piece of a stretch at least one printable ASCII character; once the key
--- holds more than `length` printable ASCII characters (never whitespace) its signature's
--- first `length` characters are in it and no later byte can change them, so the key is
--- cut there. So a text costs at most a few pieces a character of `length`, plus C-speed
--- scans of its bytes (plain finds, anchored single-class runs, one fixed-length UUID
--- pattern); no pattern is built from a text. Definitions only.
+-- Bounded: the key's pieces are put one by one; once it holds more than `length`
+-- printable ASCII characters no later byte can change the signature's first `length`,
+-- so reading stops there. No pattern is built from a text. Definitions only.
 
 -- bytes: DIGIT 0-9; HEX 0-9a-fA-F; LETTER a-fA-F; STRETCH hex digits, '.' and '-'
 local DIGIT, HEX, LETTER, STRETCH = {}, {}, {}, {[45] = true, [46] = true}
