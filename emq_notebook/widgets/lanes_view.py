@@ -30,9 +30,8 @@ LANE_COLOURS = {
     "paused": "cell.value == 'yes' ? '#fff8c5' : 'white'",
     "active": "cell.value >= cell.metadata.data['limit'] && cell.value > 0 ? '#ddf4ff' : 'white'",
 }
-# the lanes a refresh reads and shows, at most (one `@read_lanes` call of their counts,
-# about 1.4 ms of Valkey): a queue of a million lanes costs an open panel what one of
-# 200 does
+# the lanes a refresh reads and shows, at most (one `@read_lanes` call of their counts):
+# a queue of a million lanes costs an open panel what one of 200 does
 SHOWN_LANES = 200
 
 
