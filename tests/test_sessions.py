@@ -100,6 +100,7 @@ READING = {
     "frames.queues": (lambda c: frames.queues(c), [Q]),
     "frames.counts": (lambda c: frames.counts(c, [Q]).loc[Q, "dead"], 1),
     "frames.members_page": (lambda c: frames.members_page(c, f"emq:{{{Q}}}:dead", 0, 10)[0], ["j_dead"]),
+    "frames.dead_page": (lambda c: list(frames.dead_page(c, Q).index), ["j_dead"]),
     "frames.metrics": (lambda c: len(frames.metrics(c, Q)) >= 0, True),
     "triage.find": (lambda c: list(triage.find(c, Q, state="all", error="b*").index), ["j_dead"]),
     "triage.errors": (lambda c: triage.errors(c, Q)["count"].to_dict(), {"boom": 1}),
