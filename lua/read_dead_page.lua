@@ -25,57 +25,34 @@ local function attempts_of(id)
   return whole_of(redis.call('HGET', jk, 'attempts'), -1) or -1
 end
 
-local out, spent, longest = {size, size}, 0, 0
-
--- members from place `at` of the order `range` reads, at most `want`: a chunk grows from
--- 8 to 100 and holds no more ids than the bytes left would take at the longest id met
-local function chunk_of(range, at, want)
-  if longest > 0 then want = math.min(want, math.max(1, math.floor((bytes - spent) / longest))) end
-  local page = redis.call(range, set, at, at + want - 1, 'WITHSCORES')
-  for k = 1, #page, 2 do
-    if #page[k] > longest then longest = #page[k] end
-  end
-  return page, #page < 2 * want
-end
+local out = {size, size}
 local function add(id, score, attempts)
   out[#out + 1], out[#out + 2], out[#out + 3] = id, score, attempts
-  spent = spent + #id
+  return #id
 end
 
 if order == 'attempts' then
-  -- the newest `examine` members, read a chunk at a time, ranked here
-  local ranked, at, chunk = {}, 0, 8
-  while at < examine and spent < bytes do
-    local page, ended = chunk_of('ZREVRANGE', at, math.min(chunk, examine - at))
-    for k = 1, #page, 2 do
-      ranked[#ranked + 1] = {page[k], tonumber(page[k + 1]), attempts_of(page[k]), page[k + 1]}
-      spent = spent + #page[k]
-    end
-    if ended then break end
-    at, chunk = at + #page / 2, math.min(2 * chunk, 100)
-  end
+  -- the newest `examine` members, ranked here
+  local ranked = {}
+  each_member(set, 0, examine, bytes, function(id, score)
+    ranked[#ranked + 1] = {id, tonumber(score), attempts_of(id), score}
+    return #id
+  end, 'ZREVRANGE')
   table.sort(ranked, function(a, b)
     if a[3] ~= b[3] then return a[3] > b[3] end
     if a[2] ~= b[2] then return a[2] > b[2] end
     return a[1] < b[1]
   end)
-  out[2], spent = #ranked, 0
+  out[2] = #ranked
+  local spent = 0
   for i = from + 1, math.min(#ranked, from + most) do
-    add(ranked[i][1], ranked[i][4], ranked[i][3])
+    spent = spent + add(ranked[i][1], ranked[i][4], ranked[i][3])
     if spent >= bytes then break end
   end
   return out
 end
 
-local range = order == 'oldest' and 'ZRANGE' or 'ZREVRANGE'
-local at, chunk = from, 8
-while at < from + most and spent < bytes do
-  local page, ended = chunk_of(range, at, math.min(chunk, from + most - at))
-  for k = 1, #page, 2 do
-    add(page[k], page[k + 1], attempts_of(page[k]))
-    if spent >= bytes then return out end
-  end
-  if ended then break end
-  at, chunk = at + #page / 2, math.min(2 * chunk, 100)
-end
+each_member(set, from, from + most, bytes, function(id, score)
+  return add(id, score, attempts_of(id))
+end, order == 'oldest' and 'ZRANGE' or 'ZREVRANGE')
 return out

@@ -24,45 +24,29 @@
 --@include common
 --@include lanes
 --@include reprocess
---@include walk
+--@include dead_step
 local dead, pending, base = KEYS[1], KEYS[2], KEYS[3]
-local most = whole_of(ARGV[6]) or tonumber(ARGV[1])
-local listed = ARGV[7] == '1'
-local moved, ghosts, bad, foreign, ids = 0, 0, 0, {}, {}
-local seen = {}
 local gone, flat = {}, {}
-local head, start = walk(dead, ARGV, ARGV[5] ~= '' and ARGV[5] or '+inf', function(id)
-  if foreign_id(id) then
-    foreign[#foreign + 1] = reported_id(id)
-    skipped_bad_row(base, 'reprocess', reported_id(id), {err = 'foreign id'})
-    return foreign_cost(id)
-  end
-  local refused, g, _, bytes, jk = read_member(base, id, seen)
-  if refused == nil then
+local out, start = dead_step(dead, base, ARGV, {
+  move = function(id, g, jk)
     gone[#gone + 1] = id
     reprocess_row(base, id, g, jk)
     if not g then
       flat[#flat + 1] = 0
       flat[#flat + 1] = id
     end
-    moved = moved + 1
-    if listed then ids[#ids + 1] = id end
-  elseif refused == -1 then
-    gone[#gone + 1] = id
-    ghosts = ghosts + 1
-  else
-    bad = bad + 1
-    skipped_bad_row(base, 'reprocess', id, refused)
-  end
-  return id_cost(id) + bytes
-end, function() return moved >= most end)
+  end,
+  ghost = function(id) gone[#gone + 1] = id end,
+  bad = function(id, refused) skipped_bad_row(base, 'reprocess', id, refused) end,
+  foreign = function(id) skipped_bad_row(base, 'reprocess', reported_id(id), {err = 'foreign id'}) end,
+})
 -- the step's set moves: out of dead (by rank when every member examined leaves, the
 -- usual case), the flat ones into pending at 0 (slices of 500 members keep unpack well
 -- inside Lua's stack)
-if bad == 0 and #foreign == 0 and #gone > 0 then
+if out[6] == 0 and #out[7] == 0 and #gone > 0 then
   redis.call('ZREMRANGEBYRANK', dead, start, start + #gone - 1)
 else
   for s = 1, #gone, 500 do redis.call('ZREM', dead, unpack(gone, s, math.min(s + 499, #gone))) end
 end
 for s = 1, #flat, 1000 do redis.call('ZADD', pending, unpack(flat, s, math.min(s + 999, #flat))) end
-return {head[1], head[2], head[3], moved, ghosts, bad, foreign, ids}
+return out

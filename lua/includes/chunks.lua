@@ -15,17 +15,19 @@ local function next_chunk(chunk, most, left, costliest)
 end
 
 -- the members of sorted set `set` from rank `from` (0-based) to before rank `upto`,
--- each handed in set order to visit(id, score), which answers the bytes it read or
--- wrote and true to end the step after it; the step also ends once `bytes` are spent
--- (after one member at least). A member is costed ID_WORK times its id. Nothing in
--- `set` may change until it ends: it reads on by rank. Answers the members examined,
--- the last one's id and score, and the bytes spent.
-local function each_member(set, from, upto, bytes, visit)
+-- each handed in set order (`range`: ZRANGE, or ZREVRANGE for highest first) to
+-- visit(id, score), which answers the bytes it read or wrote and true to end the step
+-- after it; the step also ends once `bytes` are spent (after one member at least). A
+-- member is costed ID_WORK times its id. Nothing in `set` may change until it ends: it
+-- reads on by rank. Answers the members examined, the last one's id and score, and the
+-- bytes spent.
+local function each_member(set, from, upto, bytes, visit, range)
   local n, spent, longest, chunk, id, score = 0, 0, 0, 1, nil, nil
+  range = range or 'ZRANGE'
   while from + n < upto do
     local want
     want, chunk = next_chunk(chunk, upto - from - n, bytes - spent, longest * ID_WORK)
-    local page = redis.call('ZRANGE', set, from + n, from + n + want - 1, 'WITHSCORES')
+    local page = redis.call(range, set, from + n, from + n + want - 1, 'WITHSCORES')
     for k = 1, #page, 2 do
       id, score, n = page[k], page[k + 1], n + 1
       if #id > longest then longest = #id end
