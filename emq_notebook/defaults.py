@@ -31,8 +31,8 @@ MAX_MOVE_BUDGET = 500
 # 100-byte payloads are 100 KB); it bounds the calls that meet large values
 BYTE_BUDGET = 1 << 20
 # what a bulk move counts for an id against BYTE_BUDGET: 16 times its bytes (it hashes
-# and copies the id at each key and member it names; lua/includes/reads.lua `ID_WORK`,
-# the same), so the caller sends a call about the ids it can take
+# and copies the id at each key and member it names; Lua's `ID_WORK` is rendered from
+# this one), so the caller sends a call about the ids it can take
 ID_WORK = 16
 # rows a listing or a search answers when the caller names no limit
 DEFAULT_LIMIT = 1000

@@ -69,6 +69,7 @@ from .defaults import (
 from .errors import BadInput, BadRecord, EMQError, InvalidName
 from .frames import BATCH
 from .keyspace import (
+    ROW_WHOLES,
     STATES,
     arrived_key,
     base,
@@ -100,8 +101,8 @@ TIMED = ("active", "schedule", "dead")
 PAGE = 500
 # records a Parquet row group holds
 PARQUET_ROWS = 10_000
-# the row fields whose text must be a whole number (lua/includes/reads.lua ROW_WHOLES)
-WHOLE_FIELDS = ("attempts", "failures", "stalled", "max_attempts", "backoff", "priority")
+# the row fields whose text must be a whole number, as every transition reads them
+WHOLE_FIELDS = tuple(name for name, _ in ROW_WHOLES)
 _WHOLE = re.compile(r"-?(?:0|[1-9][0-9]{0,16})\Z")
 # fields a record may hold (a row of more is one HSET of as many)
 MAX_FIELDS = jobs.ROW_FIELDS
