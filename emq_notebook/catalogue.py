@@ -94,20 +94,10 @@ def _block(doc: str | None) -> dict[str, str]:
     return fields
 
 
-def contract(
-    verb: str,
-    *,
-    writes: bool = False,
-    script: str | None = None,
-    precondition: str = "",
-    changes: str = "nothing (a read)",
-    replies: str = "",
-    native: str = "",
-) -> Callable[[F], F]:
+def contract(verb: str, *, writes: bool = False) -> Callable[[F], F]:
     """Declare the decorated function as run by the `%emq` verb `verb` (`writes`: it
-    can change a queue); with a contract (its docstring's block, or `script` and the
-    other keywords, then appended to its docstring), its catalogue entry too. Refuses
-    (`ValueError`) a name declared twice."""
+    can change a queue); with a contract block ending its docstring (from a `script:`
+    line), its catalogue entry too. Refuses (`ValueError`) a name declared twice."""
 
     def declare(fn: F) -> F:
         name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
@@ -117,10 +107,6 @@ def contract(
         if block:
             defaults = {"precondition": "", "changes": "nothing (a read)", "replies": "", "native": ""}
             CATALOGUE[name] = Entry(name, verb, **(defaults | block))
-        elif script is not None:
-            CATALOGUE[name] = Entry(name, verb, script, precondition, changes, replies, native)
-            shown = describe(name).splitlines()[1:]
-            fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\n" + "\n".join("    " + b for b in shown) + "\n"
         OPERATIONS[name] = Operation(name, verb, writes, fn)
         return fn
 

@@ -365,21 +365,20 @@ def _lap(conn: Connection, q: str, name: str, key: str, budget: int) -> int:
     return int(moved)
 
 
-@contract(
-    "promote",
-    writes=True,
-    script="@promote_job",
-    precondition="the row exists and is in schedule",
-    changes="ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job: its "
-    "lane); publishes `promoted`",
-    replies="None / Gone / NotScheduled",
-    native="none, a script only",
-)
+@contract("promote", writes=True)
 @audit.audited("promote", job="job_id", single=True)
 def promote_job(conn: Connection, q: str, job_id: str) -> None:
     """One scheduled job (delayed, or waiting to retry) becomes ready now: pending, or its
     lane for a grouped job, at its priority. Refuses `Gone`, `NotScheduled` (a job not
-    in the schedule set) and `BadRow`; a refusal writes nothing."""
+    in the schedule set) and `BadRow`; a refusal writes nothing.
+
+    script: @promote_job
+    precondition: the row exists and is in schedule
+    writes: ZREM schedule, HSET state pending, ZADD pending at its priority (a grouped job:
+        its lane); publishes `promoted`
+    replies: None / Gone / NotScheduled
+    native: none, a script only
+    """
     conn.run(
         "promote_job",
         [job_key(q, job_id), queue_key(q, "schedule"), base(q)],
@@ -393,20 +392,19 @@ def promote_job(conn: Connection, q: str, job_id: str) -> None:
 # -- the per-job operator verbs ---------------------------------------------
 
 
-@contract(
-    "data",
-    writes=True,
-    script="@update_data",
-    precondition="the row exists",
-    changes="HSET payload; publishes `data`",
-    replies="None / Gone",
-    native="none, a script only",
-)
+@contract("data", writes=True)
 @audit.audited("data", job="job_id", single=True)
 def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     """Replace the row's payload. Refuses `Gone`, `BadRow` (field `type`) when another
     client wrote a key of another type where the row should be, and a payload over
-    `defaults.MAX_PAYLOAD` bytes (`BadInput`, before any I/O); a refusal writes nothing."""
+    `defaults.MAX_PAYLOAD` bytes (`BadInput`, before any I/O); a refusal writes nothing.
+
+    script: @update_data
+    precondition: the row exists
+    writes: HSET payload; publishes `data`
+    replies: None / Gone
+    native: none, a script only
+    """
     conn.run(
         "update_data",
         [job_key(q, job_id), base(q)],
@@ -417,20 +415,19 @@ def update_data(conn: Connection, q: str, job_id: str, payload: str) -> None:
     )
 
 
-@contract(
-    "progress",
-    writes=True,
-    script="@update_progress",
-    precondition="the row exists",
-    changes="HSET progress; PUBLISH {event: progress, job, progress}",
-    replies="None / Gone",
-    native="none, a script only",
-)
+@contract("progress", writes=True)
 @audit.audited("progress", job="job_id", single=True)
 def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> None:
     """HSET progress, then PUBLISH `{"event":"progress","job":id,"progress":...}`. Refuses
     `Gone`, and `BadRow` (field `type`) for a key of another type where the row should be;
-    a refusal writes and publishes nothing."""
+    a refusal writes and publishes nothing.
+
+    script: @update_progress
+    precondition: the row exists
+    writes: HSET progress; PUBLISH {event: progress, job, progress}
+    replies: None / Gone
+    native: none, a script only
+    """
     conn.run(
         "update_progress",
         [job_key(q, job_id)],
@@ -441,20 +438,19 @@ def update_progress(conn: Connection, q: str, job_id: str, progress: Any) -> Non
     )
 
 
-@contract(
-    "log",
-    writes=True,
-    script="@add_log",
-    precondition="the row exists",
-    changes="RPUSH :logs (LTRIM to the last `keep`)",
-    replies="int — the list length / Gone",
-    native="none, a script only",
-)
+@contract("log", writes=True)
 @audit.audited("log", job="job_id", single=True)
 def add_log(conn: Connection, q: str, job_id: str, line: str, keep: int | None = None) -> int:
     """RPUSH one line onto `:logs` (LTRIM to the last `keep`); answers the length. Refuses
     `Gone`, and `BadRow` (field `type`) for a key of another type where the row or its
-    `:logs` list should be (note `field type in logs <id>`); a refusal writes nothing."""
+    `:logs` list should be (note `field type in logs <id>`); a refusal writes nothing.
+
+    script: @add_log
+    precondition: the row exists
+    writes: RPUSH :logs (LTRIM to the last `keep`)
+    replies: int — the list length / Gone
+    native: none, a script only
+    """
     if keep is not None:
         whole(keep, "keep")
     return int(
@@ -486,13 +482,7 @@ class Lines(list):
         self.total = max(total, len(self))
 
 
-@contract(
-    "logs",
-    script="@get_logs",
-    precondition="the row exists",
-    replies="list[str] in append order ([] when empty) / Gone",
-    native="none, a script only",
-)
+@contract("logs")
 def get_job_logs(conn: Connection, q: str, job_id: str, limit: int | None = LOG_LINES) -> Lines:
     """The log lines in append order (`[]` when none): the last `limit` lines
     (`LOG_LINES` unless named, None for all), as a `Lines` list whose `.total` is the
@@ -503,7 +493,14 @@ def get_job_logs(conn: Connection, q: str, job_id: str, limit: int | None = LOG_
     Read in pages of at most `PAGE_LINES` lines and about `defaults.BYTE_BUDGET`
     bytes, one bounded call each: a list of a million lines never holds the server
     long. A list up to a page long is read in one call; a longer one written between
-    two pages may show a line twice or miss one, as any paged read."""
+    two pages may show a line twice or miss one, as any paged read.
+
+    script: @get_logs
+    precondition: the row exists
+    writes: nothing (a read)
+    replies: list[str] in append order ([] when empty) / Gone
+    native: none, a script only
+    """
     if limit is not None:
         whole(limit, "limit")
     return read_logs(conn, q, job_id, job_key(q, job_id), limit)
@@ -534,16 +531,7 @@ def read_logs(conn: Connection, q: str, job_id: str, row: str, limit: int | None
     return Lines(lines, total)
 
 
-@contract(
-    "remove",
-    writes=True,
-    script="@remove_job2",
-    precondition="the row exists and no worker holds it",
-    changes="ZREM from its set and lane (a lane slot given back when in flight), DEL row and "
-    ":logs, release dedup; publishes `removed`",
-    replies="None / Gone / Locked (a :lock key or a lock field: untouched)",
-    native="none, a script only",
-)
+@contract("remove", writes=True)
 @audit.audited("remove", job="job_id", single=True)
 def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) -> None:
     """Remove the job from its set and lane (a lane slot given back when it was in
@@ -553,6 +541,13 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     where the row should be is removed like a row unless a `:lock` key holds the job:
     remove is the one verb that clears it; its fields unread, it leaves the four sets
     (not a lane) and releases only the `dedup` key supplied.
+
+    script: @remove_job2
+    precondition: the row exists and no worker holds it
+    writes: ZREM from its set and lane (a lane slot given back when in flight), DEL row and
+        :logs, release dedup; publishes `removed`
+    replies: None / Gone / Locked (a :lock key or a lock field: untouched)
+    native: none, a script only
     """
     if dedup is not None:
         check_text(dedup, "dedup key")
@@ -566,17 +561,7 @@ def remove_job(conn: Connection, q: str, job_id: str, dedup: str | None = None) 
     )
 
 
-@contract(
-    "reprocess",
-    writes=True,
-    script="@reprocess2",
-    precondition="the row exists and is in dead",
-    changes="ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job: its "
-    "lane and the ring); counters kept; publishes `reprocessed`",
-    replies="None / Gone / NotDead",
-    native="EMQ.REPROCESS 4 emq:{q}:job:<id> emq:{q}:dead emq:{q}:pending emq:{q}: <id> — reads "
-    "dead membership before writing; refuses a grouped row (reprocess lane not native)",
-)
+@contract("reprocess", writes=True)
 @audit.audited("reprocess", job="job_id", single=True)
 def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     """Move a dead job back to pending (a grouped one to its lane); counters stay,
@@ -585,6 +570,15 @@ def reprocess_job(conn: Connection, q: str, job_id: str) -> None:
     Refuses `Gone`, `NotDead` and `BadRow` (field `type` for a key of another type where
     the row or its lane's meta should be). The function executor refuses a grouped
     dead row (`NotDead`, detail "reprocess lane not native"), as the native twin does.
+
+    script: @reprocess2
+    precondition: the row exists and is in dead
+    writes: ZREM dead, HDEL last_error, HSET state pending, ZADD pending 0 (a grouped job:
+        its lane and the ring); counters kept; publishes `reprocessed`
+    replies: None / Gone / NotDead
+    native: EMQ.REPROCESS 4 emq:{q}:job:<id> emq:{q}:dead emq:{q}:pending emq:{q}: <id> —
+        reads dead membership before writing; refuses a grouped row (reprocess lane not
+        native)
     """
     keys = [job_key(q, job_id), queue_key(q, "dead"), queue_key(q, "pending"), base(q)]
     conn.run("reprocess2", keys, [job_id], verb="reprocess", queue=q, job=job_id)
@@ -621,13 +615,7 @@ OTHER_FIELDS = "<other fields>"
 SHORT_NAME = 256
 
 
-@contract(
-    "job",
-    script="@read_job",
-    precondition="the row exists",
-    replies="dict / Gone",
-    native="none, a read-only script (FCALL_RO with the function executor)",
-)
+@contract("job")
 def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
     """The row as a dict of its fields, in the row's order. Refuses `Gone`, and `BadRow`
     (field `type`) for a key of another type where the row should be.
@@ -639,6 +627,12 @@ def get_job(conn: Connection, q: str, job_id: str) -> dict[str, str]:
     fake), shows the fields of `JOB_FIELDS` it holds, and `OTHER_FIELDS` how many more.
     Read in `@read_job` calls of about `defaults.BYTE_BUDGET` bytes (a field over that
     by an HGET of its own).
+
+    script: @read_job
+    precondition: the row exists
+    writes: nothing (a read)
+    replies: dict / Gone
+    native: none, a read-only script (FCALL_RO with the function executor)
     """
     key = job_key(q, job_id)
     count, row = _read_job(conn, q, job_id, ())

@@ -202,13 +202,7 @@ def _bound(value: object, what: str) -> str:
     return "" if value is None else str(whole(value, what, least=0))
 
 
-@contract(
-    "find",
-    script="@find",
-    precondition="none; bounded calls of `budget` members examined",
-    replies="DataFrame — frames.snapshot's columns, index id, at most `limit` rows, in set order",
-    native="none, a read-only script (FCALL_RO with the function executor)",
-)
+@contract("find")
 def find(
     conn: Connection,
     q: str,
@@ -248,6 +242,13 @@ def find(
     (`BadInput`: a budget over the maximum, a glob over `defaults.MAX_GLOB` characters;
     `InvalidName`). A member with no row is never returned. Reads only: works on a
     read-only connection.
+
+    script: @find
+    precondition: none; bounded calls of `budget` members examined
+    writes: nothing (a read)
+    replies: DataFrame — frames.snapshot's columns, index id, at most `limit` rows, in set
+        order
+    native: none, a read-only script (FCALL_RO with the function executor)
     """
     check_name(q)
     states = _states(state)
@@ -413,14 +414,7 @@ def long_error_signature() -> str:
 ERROR_COLUMNS = ["count", "first_seen", "last_seen", "sample_id", "sample_error"]
 
 
-@contract(
-    "errors",
-    script="@errors",
-    precondition="none; bounded calls of `budget` members",
-    replies="DataFrame by signature — count, first_seen, last_seen, sample_id, sample_error; "
-    "count descending",
-    native="none, a read-only script (FCALL_RO with the function executor)",
-)
+@contract("errors")
 def errors(
     conn: Connection, q: str, state: str | Iterable[str] = "dead", budget: int = DEFAULT_BUDGET
 ) -> pd.DataFrame:
@@ -435,6 +429,13 @@ def errors(
     counted. A `last_error` over `defaults.BYTE_BUDGET` bytes is not read: it counts
     under `long_error_signature()`, its group's `sample_error` its length
     (`decoding.not_read`). Reads only.
+
+    script: @errors
+    precondition: none; bounded calls of `budget` members
+    writes: nothing (a read)
+    replies: DataFrame by signature — count, first_seen, last_seen, sample_id, sample_error;
+        count descending
+    native: none, a read-only script (FCALL_RO with the function executor)
     """
     check_name(q)
     states = _states(state)
