@@ -431,7 +431,7 @@ def test_the_dead_letter_summary_counts_the_whole_set_not_the_page(conn, ip):
     panel = DeadLetterPanel(conn, Q, page=2)
     assert len(panel.select.options) == 2
     text = shown(ip, panel)["text/plain"]
-    assert "5 dead (the oldest 2 listed below)" in text
+    assert "5 dead (2 listed below, newest death first)" in text
     assert "SMTP <num> | 3" in text and "timeout | 2" in text
 
 
