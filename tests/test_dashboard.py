@@ -285,8 +285,8 @@ def test_the_audit_tab_shows_who_did_what_to_the_queue_from_its_panels(conn, sta
         assert "pause" in trail.table.value and "1 of 1 entries" in trail.status.value
 
 
-def test_jobs_page_100_rows_at_a_time_in_set_order(conn):
-    ids = dead(conn, Q, 230)
+def test_jobs_page_100_rows_at_a_time_newest_death_first(conn):
+    ids = dead(conn, Q, 230)[::-1]  # died in id order: the newest first
     with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
         assert view.frame.index.tolist() == ids[:100]
@@ -299,6 +299,8 @@ def test_jobs_page_100_rows_at_a_time_in_set_order(conn):
         assert view.page_label.value == "rows 201–230 of 230 dead"
         view.prev_button.click()
         assert view.frame.index.tolist() == ids[100:200]
+        view.order.value = "oldest"  # the server's other order, from its first page
+        assert view.frame.index.tolist() == ids[::-1][:100] and view.prev_button.disabled
         view.state.value = "pending"
         assert view.frame.empty and view.page_label.value == "no pending jobs" and view.offset == 0
 
@@ -307,6 +309,7 @@ def test_selected_rows_reprocess_exactly_those_ids(conn):
     ids = dead(conn, Q, 8)
     with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
+        view.order.value = "oldest"  # the page in id order
         view.grid.select(1, 0)  # the Python API selects as well
         assert view.selected() == [ids[1]]
         select(view.grid, (1, 1), (5, 4))  # a rectangle: rows 4 and 5
@@ -330,6 +333,7 @@ def test_selection_follows_the_browsers_sort(conn):
     ids = dead(conn, Q, 5)
     d = Dashboard(conn, auto=False, queue=Q)
     view = d.tab("Jobs")
+    view.order.value = "oldest"  # the page in id order
     view.grid._visible_rows = [4, 3, 2, 1, 0]  # the browser sorted the page backwards
     view.grid.select(0, 0)
     assert view.selected() == [ids[4]]
@@ -353,6 +357,7 @@ def test_remove_asks_first_and_removes_only_what_it_named(conn):
     ids = dead(conn, Q, 4)
     with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
+        view.order.value = "oldest"  # the page in id order
         select(view.grid, (0, 0), (2, 2))
         view.remove_button.click()
         assert "Remove <b>2</b> selected dead jobs of mail (j_0000, j_0002)?" in view.confirm_text.value
@@ -376,6 +381,7 @@ def test_filter_by_error_and_payload_glob(conn):
     dns = dead(conn, Q, 2, error="DNS timeout", start=3)
     with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
+        view.order.value = "oldest"  # the page in id order
         view.error_glob.value = "DNS *"
         view.filter_button.click()
         assert view.frame.index.tolist() == dns
@@ -401,6 +407,7 @@ def test_a_row_click_opens_the_job_panel_in_the_job_tab(conn):
     ids = dead(conn, Q, 3)
     with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
+        view.order.value = "oldest"  # the page in id order
         click(view.grid, 2, column="last_error")
         panel = d.parts["Job"]
         assert isinstance(panel, JobPanel) and panel.job_id == ids[2]
@@ -650,24 +657,29 @@ def test_opening_on_a_100000_job_queue_reads_counts_then_one_page(conn, backend,
         sent, runs = spy.take()
         assert len(sent) <= 20 and [r[0] for r in runs] == ["read_watch"], sent
 
-        view = d.tab("Jobs")  # one page of rows, found from the start of the set
+        view = d.tab("Jobs")  # one page of rows: the newest deaths, in the server's order
         asked = list(spy.args)
         sent, runs = spy.take()
-        # the page (100 matches wanted) and one match past it (is there a next page?)
-        assert [n for n, _ in runs] == ["find", "find"]
-        assert [a[:2] for a in asked] == [["", ""], ["1100", "j_000100"]]
-        assert [int(a[4]) for a in asked] == [100, 1]
+        # the page's ids (one bounded call from its place in the order), then their rows
+        assert [n for n, _ in runs] == ["read_dead_page", "read_rows"]
+        assert asked[0][:4] == ["dead", "time", 0, 100]
         assert len(sent) <= 10
         assert view.page_label.value == "rows 1–100 of 100,000 dead"
-        assert view.frame.index[-1] == "j_000100"
+        assert view.frame.index.tolist() == [f"j_{i:06d}" for i in range(N, N - 100, -1)]
         view.next_button.click()  # from where the page ended: no re-read from the start
         asked = list(spy.args)
         sent, runs = spy.take()
-        assert [a[:2] for a in asked] == [["1100", "j_000100"], ["1200", "j_000200"]]
-        assert view.frame.index.tolist() == [f"j_{i:06d}" for i in range(101, 201)]
+        assert [n for n, _ in runs] == ["read_dead_page", "read_rows"] and asked[0][2] == 100
+        assert view.frame.index.tolist() == [f"j_{i:06d}" for i in range(N - 100, N - 200, -1)]
         assert view.page_label.value == "rows 101–200 of 100,000 dead"
-        view.prev_button.click()  # from where the first page began
-        assert [a[:2] for a in spy.args][0] == ["", ""] and view.frame.index[0] == "j_000001"
+        view.last_button.click()  # the oldest deaths: one call, as at the start
+        asked = list(spy.args)
+        sent, runs = spy.take()
+        assert [n for n, _ in runs] == ["read_dead_page", "read_rows"] and asked[0][2] == N - 100
+        assert view.frame.index.tolist() == [f"j_{i:06d}" for i in range(100, 0, -1)]
+        assert view.page_label.value == "rows 99,901–100,000 of 100,000 dead"
+        view.prev_button.click()  # a page back from the last
+        assert spy.args[0][2] == N - 200 and view.frame.index[0] == "j_000200"
 
 
 # -- the demo page's staging ---------------------------------------------------------
@@ -741,13 +753,14 @@ def test_find_filters_on_the_server_and_bulk_reprocess_is_used(conn, monkeypatch
     view.payload_glob.value = '{"n": [13]}'
     view.filter_button.click()
     asked = {"state": "dead", "error": None, "payload": '{"n": [13]}', "limit": 100, "after": None}
-    assert calls[1:] == [("find", Q, asked)]  # the page; no place after it: no next page
+    # the page (the unfiltered one was the server's order: no find); no place after it
+    assert calls == [("find", Q, asked)]
     assert view.frame.index.tolist() == [ids[1], ids[3]]
     assert view.page_label.value == "matches 1–2 of 2 · found on the server"
     select(view.grid, (1, 1))
     view.reprocess_button.click()
-    assert calls[2] == ("bulk", [ids[3]]) and view.results == {ids[3]: "reprocessed"}
-    assert calls[3][0] == "find" and calls[3][2]["after"] is None  # the filtered page read again
+    assert calls[1] == ("bulk", [ids[3]]) and view.results == {ids[3]: "reprocessed"}
+    assert calls[2][0] == "find" and calls[2][2]["after"] is None  # the filtered page read again
     assert view.frame.index.tolist() == [ids[1]]
     d.close()
 
@@ -809,6 +822,7 @@ def test_a_refresh_keeps_an_open_confirmation(conn):
     ids = dead(conn, Q, 3)
     with opened(conn, auto=False, queue=Q) as d:
         view = d.tab("Jobs")
+        view.order.value = "oldest"  # the page in id order
         select(view.grid, (0, 1))
         view.remove_button.click()
         d.refresh()
@@ -921,6 +935,7 @@ def test_jobs_actions_apply_where_they_mean_something_and_only_with_a_selection(
 def test_reprocess_above_confirm_above_asks_naming_count_and_connection(conn):
     ids = dead(conn, Q, 5)
     view = JobsView(conn, Q, state="dead", confirm_above=3)
+    view.order.value = "oldest"  # the page in id order
     try:
         view.grid.select(0, 0, 3, 0)
         assert view.reprocess_selected() is None  # 4 > 3: asked, nothing moved

@@ -431,7 +431,7 @@ def test_the_dead_letter_summary_counts_the_whole_set_not_the_page(conn, ip):
     panel = DeadLetterPanel(conn, Q, page=2)
     assert len(panel.select.options) == 2
     text = shown(ip, panel)["text/plain"]
-    assert "5 dead (the oldest 2 listed below)" in text
+    assert "5 dead (2 listed below, newest death first)" in text
     assert "SMTP <num> | 3" in text and "timeout | 2" in text
 
 
@@ -494,3 +494,55 @@ def test_the_job_panel_shows_numbers_another_node_wrote_as_text(conn, ip):
     conn.client.hset(key, mapping={"attempts": "12345", "created_at": "1700000000000"})
     panel = JobPanel(conn, Q, jid)
     assert "12,345" in panel.row_view.value and "(1700000000000)" in panel.row_view.value
+
+
+# -- the detail pane: hostile rows whole, a job gone since the page ----------------------
+def test_the_detail_pane_shows_hostile_rows_whole_and_escaped(conn, ip):
+    """Bytes that are not UTF-8 as `\\xNN`, markup in an error as text (never markup), a
+    1 MiB error every character of it; nothing the comm cannot send."""
+    from emq_notebook.widgets.job_grid import JobsView
+
+    raw, big = failed(conn, Q, 2)
+    key = f"emq:{{{Q}}}:job:"
+    markup = b"<script>alert(1)</script><b>x\xfe</b>"
+    conn.client.execute_command("HSET", key + raw, "payload", b'{"to": "\xff"}', "last_error", markup)
+    huge = "<i>" + "E" * (1 << 20) + "</i>"
+    conn.client.execute_command("HSET", key + big, "last_error", huge)
+    view = JobsView(conn, Q, state="dead")
+    try:
+        assert view.open_detail(raw) is not None
+        body = view.detail.body.value
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;x\\xfe&lt;/b&gt;" in body
+        assert "<script>" not in body and "<b>x" not in body
+        assert html.escape('"to": "\\xff"') in body  # the payload's JSON, indented
+        assert unsendable(view) == []
+        assert view.open_detail(big) is not None
+        assert html.escape(huge) in view.detail.body.value  # whole, escaped
+        assert f"{len(huge):,} characters" in view.detail.body.value
+    finally:
+        view.close()
+
+
+def test_a_job_gone_between_the_page_and_the_click_is_said_gone(conn, ip):
+    """The page was read; another operator removed a job before its row was clicked: the
+    detail pane says it is gone (no stale row, no error), and the next click works."""
+    from emq_notebook.widgets.job_grid import JobsView
+
+    gone, kept = failed(conn, Q, 2)
+    view = JobsView(conn, Q, state="dead")
+    panel = DeadLetterPanel(conn, Q)
+    try:
+        assert gone in view.frame.index and gone in [v for _, v in panel.select.options]
+        jobs.remove_job(conn, Q, gone)
+        assert view.open_detail(gone) is None
+        assert "gone: no such job now" in view.detail.body.value and view.detail.row is None
+        panel.select.value = (gone,)  # picked in the Dead letters list, read before the removal
+        assert panel.detail.job_id == gone and "gone: no such job now" in panel.detail.body.value
+        panel.select.value = (gone, kept)
+        assert panel.detail.job_id == kept and panel.detail.row["state"] == "dead"
+        assert view.open_detail(kept) is not None and "gone" not in view.detail.body.value
+        view.refresh()  # the page read again: the gone job is no longer listed
+        assert list(view.frame.index) == [kept]
+    finally:
+        view.close()
+        panel.close()

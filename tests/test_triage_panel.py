@@ -172,3 +172,39 @@ def test_export_previewed_writes_the_signature_and_shows_its_path(conn, tmp_path
     ids = sorted(i.decode() for i in pd.read_parquet(tmp_path / "smtp.parquet")["id"])
     assert ids == [f"j_smtp{i}" for i in range(4)]
     panel.close()
+
+
+def test_the_list_pages_newest_death_first_and_a_pick_shows_the_job_whole(conn):
+    """The Dead letters list is the server's order, a page at a time: the newest death
+    first (First, Next, Last), the oldest or the most attempts when asked; a filter lists
+    what it matches (the set's order). The job picked last is shown whole below."""
+    from dead_letters import written_rows
+
+    ids = [f"j_{i:03d}" for i in range(7)]
+    written_rows(conn, Q, "dead", ids, first=1_700_000_000_000, attempts=lambda i: str(1 + i % 3))
+    conn.client.hset(K + "job:j_003", "last_error", "SMTP 550 " + "x" * 5_000)
+    panel = DeadLetterPanel(conn, Q, page=3)
+    listed = lambda: [v for _, v in panel.select.options]  # noqa: E731
+    try:
+        assert listed() == ["j_006", "j_005", "j_004"]
+        assert "7 dead (3 listed below, newest death first)" in panel.summary.value
+        assert panel.page_label.value == "rows 1–3 of 7 dead" and panel.prev_button.disabled
+        panel.next_button.click()
+        assert listed() == ["j_003", "j_002", "j_001"]
+        panel.last_button.click()
+        assert listed() == ["j_002", "j_001", "j_000"] and panel.next_button.disabled
+        panel.first_button.click()
+        assert listed() == ["j_006", "j_005", "j_004"]
+        panel.order.value = "attempts"  # 3 attempts: j_002 and j_005, the newer first
+        assert listed() == ["j_005", "j_002", "j_004"]
+        panel.order.value = "oldest"
+        assert listed() == ["j_000", "j_001", "j_002"]
+        panel.error_glob.value = "SMTP*"
+        panel.filter_button.click()
+        assert listed() == ["j_003"] and panel.order.disabled and panel.next_button.disabled
+        panel.select.value = ("j_003",)
+        assert panel.detail.job_id == "j_003" and "SMTP 550 " + "x" * 5_000 in panel.detail.body.value
+        panel.select_all_button.click()  # many picked at once: the pane keeps the one shown
+        assert panel.detail.job_id == "j_003"
+    finally:
+        panel.close()

@@ -11,7 +11,11 @@ touched. Move previewed to… moves exactly those ids to another queue (a quaran
 `transfer.move_jobs`: each once; a new target is created paused), its question stating
 what a dry run of it answers; Export previewed writes the jobs the preview's filter and
 signature match to a file (`transfer.export_jobs`, a read) and shows its path. The
-selection list acts on the jobs picked by hand. Every write is a verb
+selection list acts on the jobs picked by hand. It lists the dead set in the server's
+order (`job_grid.DeadPages`: the newest death first by default, or the oldest, or the
+most attempts), a page at a time through First, Previous, Next and Last; a filtered
+list is `triage.find`'s (the set's order, the oldest death first). The job picked last
+in it is shown whole below it (`JobDetail`: its error, payload and logs, never cut). Every write is a verb
 whose answer, refusal or error is shown on the status line; on a read-only
 connection the writing buttons are greyed out.
 
@@ -42,6 +46,8 @@ from ..errors import EMQError
 from ..keyspace import queue_key
 from ..settings import Settings
 from .base import Confirmation, Panel, Progress, Question, counted, table
+from .job_grid import ORDER_WORDS, ORDERS, DeadPages
+from .job_panel import JobDetail
 from .values import when
 
 PAGE = 500
@@ -87,7 +93,20 @@ class DeadLetterPanel(Panel):
             placeholder='payload glob, e.g. *"to": "*@example.com"*', description="payload"
         )
         self.filter_button = w.Button(description="Filter")
-        self.filter_button.on_click(lambda _: self.refresh())
+        self.filter_button.on_click(lambda _: self.first_page())
+        self.pages = DeadPages(page)
+        self.order = w.Dropdown(options=ORDERS, value="time", description="order")
+        self.order.observe(lambda _: self.first_page(), names="value")
+        self.first_button = w.Button(description="⏮ First", layout=_whole())
+        self.first_button.on_click(lambda _: self.first_page())
+        self.prev_button = w.Button(description="◀ Previous", layout=_whole())
+        self.prev_button.on_click(lambda _: self.turn(self.pages.previous))
+        self.next_button = w.Button(description="Next ▶", layout=_whole())
+        self.next_button.on_click(lambda _: self.turn(self.pages.next))
+        self.last_button = w.Button(description="Last ⏭", layout=_whole())
+        self.last_button.on_click(lambda _: self.turn(self.pages.last))
+        self.page_label = w.HTML()
+        self.detail = JobDetail()
         self.errors_view = w.HTML()
         self.signature = w.Dropdown(
             options=[EVERY], value=EVERY, description="signature", layout=w.Layout(width="100%")
@@ -120,7 +139,7 @@ class DeadLetterPanel(Panel):
         self.export_button.on_click(lambda _: self.export_previewed())
 
         self.select = w.SelectMultiple(options=[], rows=10, layout=w.Layout(width="100%"))
-        self.select.observe(lambda _: self._gate(), names="value")
+        self.select.observe(self._picked, names="value")
         self.select_all_button = w.Button(description="Select all")
         self.select_all_button.on_click(lambda _: self.select_all())
         self.reprocess_button = w.Button(
@@ -157,12 +176,23 @@ class DeadLetterPanel(Panel):
             _row([self.preview_button, self.rate, self.reprocess_preview_button, self.remove_preview_button]),
             self.preview_view,
             _row([self.target, self.move_preview_button, self.export_path, self.export_button]),
+            _row(
+                [
+                    self.order,
+                    self.first_button,
+                    self.prev_button,
+                    self.next_button,
+                    self.last_button,
+                    self.page_label,
+                ]
+            ),
             self.select,
             _row([self.select_all_button, self.reprocess_button, self.remove_button]),
             _row([self.reprocess_all_button, self.budget]),
             self.confirmation.view,
             self.progress.view,
             self.status,
+            self.detail,
         ]
         self.refresh()
 
@@ -178,31 +208,64 @@ class DeadLetterPanel(Panel):
     def _globs(self) -> dict[str, str | None]:
         return {f: self._glob(f) for f in ("error", "payload")}
 
+    @property
+    def filtering(self) -> bool:
+        return any(self._globs().values())
+
+    def first_page(self) -> None:
+        self.pages.first()
+        self.refresh()
+
+    def turn(self, step: Callable[[], None]) -> None:
+        """Another page of the server's order (`DeadPages.next`, `.previous`, `.last`)."""
+        step()
+        self.refresh()
+
+    def _listed(self) -> tuple[Any, int, str]:
+        """The jobs listed, the dead set's size, and what the summary says of the list."""
+        if not self.filtering:
+            by = self.order.value
+            dead = self.pages.read(self.conn, self.q, by)
+            self.page_label.value = html.escape(self.pages.label())
+            total = self.pages.total
+            if not len(dead) or (total <= len(dead) and by != "attempts"):
+                return dead, total, ""
+            return dead, total, f"{len(dead):,} listed below, {ORDER_WORDS[by]}"
+        total = int(self.conn.command("ZCARD", queue_key(self.q, "dead")))
+        dead = triage.find(
+            self.conn,
+            self.q,
+            state="dead",
+            limit=self.page,
+            error=self._glob("error"),
+            payload=self._glob("payload"),
+        )
+        self.page_label.value = "<small>a filtered list: the oldest death first</small>"
+        more = dead.attrs.get("next") is not None and len(dead) >= self.page
+        shown = f"{len(dead):,}{' or more' if more else ''} match the filter"
+        if more:
+            shown += f"; the first {len(dead):,} listed below"
+        return dead, total, shown
+
     def refresh(self) -> None:
-        """Read the dead set again: its size, the filtered jobs (a page of them) and the
-        signatures of the whole set; a wire fault or a bad glob is shown in the status."""
+        """Read the dead set again: its size, the listed jobs (a page of them, in the
+        server's order, or those the filter matches) and the signatures of the whole set;
+        a wire fault or a bad glob is shown in the status."""
         try:
-            total = int(self.conn.command("ZCARD", queue_key(self.q, "dead")))
-            dead = triage.find(
-                self.conn,
-                self.q,
-                state="dead",
-                limit=self.page,
-                error=self._glob("error"),
-                payload=self._glob("payload"),
-            )
+            dead, total, shown = self._listed()
             errors = triage.errors(self.conn, self.q)
         except EMQError as exc:
             self.say(f"error: {exc}", "error")
             return
         self.frame, self.errors_frame, self.total = dead, errors, total
-        more = dead.attrs.get("next") is not None and len(dead) >= self.page
-        if any(self._globs().values()):
-            shown = f"{len(dead):,}{' or more' if more else ''} match the filter"
-            if more:
-                shown += f"; the first {len(dead):,} listed below"
-        else:
-            shown = f"the oldest {len(dead):,} listed below" if total > len(dead) else ""
+        paged = not self.filtering
+        self.order.disabled = not paged
+        for button in (self.first_button, self.prev_button):
+            button.disabled = not paged or len(self.pages.starts) <= 1
+        for button in (self.next_button, self.last_button):
+            button.disabled = not paged or not self.pages.more
+        if self.detail.job_id is not None and self.detail.job_id not in dead.index:
+            self.detail.clear()
         self.summary.value = f"<div>{total:,} dead" + (f" ({shown})" if shown else "") + "</div>"
         rows = [
             (sig or "(no error)", (f"{int(r['count']):,}", when(r["last_seen"])))
@@ -222,6 +285,14 @@ class DeadLetterPanel(Panel):
             (f"{visible(i)} — {visible(row.last_error)} (failures {row.failures:,})", i)
             for i, row in dead.iterrows()
         ]
+        self._gate()
+
+    def _picked(self, change: dict) -> None:
+        """The one job just picked (added to the selection) is shown whole below the list;
+        Select all shows none anew."""
+        added = [i for i in change["new"] if i not in set(change["old"] or ())]
+        if len(added) == 1:
+            self.detail.show(self.conn, self.q, added[0])
         self._gate()
 
     def _gate(self) -> None:

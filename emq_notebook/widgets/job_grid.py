@@ -2,13 +2,21 @@
 filtered by an error or payload glob, and the actions that apply to that state on
 exactly the selected rows, each id's outcome shown.
 
-A page is one `triage.find` from a place on the server (the set, the score and the
-member after the last row shown): Next reads on from the place the page ended,
-Previous from the place the page before it started, so a page costs one page of
-rows wherever it is in a 100,000-job set, and a filter never reads again from the
-start. The grid shows the ids whole. A filtered view knows how many matched so far:
-it says "at least N", and Count all walks the rest (on the server, a page at a time)
-for the whole number.
+The dead set unfiltered is read in the server's order (`frames.dead_page`, one bounded
+call a page, from a place in that order): the newest death first by default, or the
+oldest first, or the most attempts first (among the `defaults.MAX_BUDGET` newest), as
+the order box says; First, Previous, Next and Last page through that order, and a page
+costs the same at the end of a 100,000-job set as at its start. The grid's own header
+menu sorts the one page it holds. A click on a row shows that job whole below the grid
+(`JobDetail`: the whole error, payload and logs, times in the viewer's zone).
+
+Any other listing (another state, or a filter) is one `triage.find` a page, from a
+place on the server (the set, the score and the member after the last row shown):
+Next reads on from the place the page ended, Previous from the place the page before
+it started, so a page costs one page of rows wherever it is in a 100,000-job set, and
+a filter never reads again from the start. The grid shows the ids whole. A filtered
+view knows how many matched so far: it says "at least N", and Count all walks the
+rest (on the server, a page at a time) for the whole number.
 
 The actions apply where they mean something: Reprocess on dead jobs only, Remove on
 every state but active (a job in flight belongs to its worker). Each restates the count
@@ -37,20 +45,22 @@ from ..keyspace import STATES, queue_key
 from ..settings import Settings
 from . import grid as grids
 from .base import Confirmation, Panel, Question, chip, counted
+from .job_panel import JobDetail
 
 PAGE = 100
 COLOURS = {
     "last_error": "cell.value != '' ? '#fff5f5' : 'white'",
     "failures": "cell.value > 0 ? '#fff5f5' : 'white'",
 }
+# the time of death (the set's score) first, then what the job died of
 WIDTHS = {
     "state": 72,
+    "at": 200,
+    "attempts": 84,
     "last_error": 300,
     "payload": 300,
-    "attempts": 84,
     "failures": 84,
     "stalled": 76,
-    "at": 190,
     "group": 84,
     "priority": 80,
     "progress": 84,
@@ -69,6 +79,78 @@ REPROCESS_STATES = ("dead",)
 REMOVE_STATES = ("pending", "schedule", "dead")
 # matches Count all reads a call
 COUNT_PAGE = 1000
+# the orders the server pages the dead set in (`frames.dead_page`), as the order box says them
+ORDERS = (
+    ("newest death first", "time"),
+    ("oldest death first", "oldest"),
+    ("most attempts first", "attempts"),
+)
+ORDER_WORDS = {key: label for label, key in ORDERS}
+# a character of the grid's 12px text at most, for a column that must show its text whole
+CELL_CHAR_PX = 8
+
+
+class DeadPages:
+    """Where a listing of a queue's dead set stands in an order the server keeps
+    (`frames.dead_page`): the place each page shown so far started, the last one this
+    page's. Next starts where this page ended (a page may hold fewer than asked when its
+    ids are long: the call's byte budget), Previous where the page before began, Last at
+    the final page of what the order ranked."""
+
+    def __init__(self, page: int = PAGE):
+        self.page = page
+        self.starts = [0]
+        self.shown = 0
+        self.total = 0
+        self.ranked = 0
+
+    @property
+    def start(self) -> int:
+        return self.starts[-1]
+
+    @property
+    def more(self) -> bool:
+        return self.start + self.shown < self.ranked
+
+    def read(self, conn: Connection, q: str, by: str) -> pd.DataFrame:
+        """This page, in order `by` (`time`, `oldest`, `attempts`). Refuses what
+        `frames.dead_page` refuses."""
+        page = frames.dead_page(conn, q, self.start, self.page, by=by)
+        self.total, self.ranked, self.shown = page.attrs["total"], page.attrs["ranked"], len(page)
+        return page
+
+    def first(self) -> None:
+        self.starts, self.shown = [0], 0
+
+    def next(self) -> None:
+        if self.more:
+            self.starts.append(self.start + self.shown)
+
+    def previous(self) -> None:
+        """The page before: where it began, or (after Last) a page's length back."""
+        if len(self.starts) > 1:
+            was = self.starts.pop()
+            if self.start < was - self.page:
+                self.starts.append(was - self.page)
+
+    def last(self) -> None:
+        """The final page of what was ranked (the oldest deaths, newest first)."""
+        at = max(0, self.ranked - self.page)
+        if at > self.start:
+            self.starts.append(at)
+
+    def label(self) -> str:
+        """`rows 1–100 of 100,000 dead` (the order box names the order); `of the 1,000
+        newest of 100,000 dead` when the order ranked fewer than the set holds."""
+        if not self.total:
+            return "no dead jobs"
+        if not self.shown:
+            return f"no more dead jobs (of {self.total:,})"
+        first, last = self.start + 1, self.start + self.shown
+        of = f"{self.total:,}"
+        if self.ranked < self.total:
+            of = f"the {self.ranked:,} newest of {of}"
+        return f"rows {first:,}–{last:,} of {of} dead"
 
 
 class JobsView(Panel):
@@ -91,6 +173,8 @@ class JobsView(Panel):
         self.confirm_above = confirm_above
         # where each page shown so far started (None: the start); the last is this page's
         self.starts: list[triage.Place | None] = [None]
+        # the dead set unfiltered: its place in the server's order
+        self.pages = DeadPages(page)
         self.next_place: triage.Place | None = None
         self.offset = 0
         self.total = 0
@@ -100,6 +184,15 @@ class JobsView(Panel):
         self.frame = _empty()
         self.state = w.ToggleButtons(options=list(STATES), value=state, style={"button_width": "90px"})
         self.state.observe(lambda _: self.first_page(), names="value")
+        self.order = w.Dropdown(
+            options=ORDERS,
+            value="time",
+            description="order",
+            tooltip="the order the server pages the dead set in",
+            layout=w.Layout(width="250px"),
+            style={"description_width": "40px"},
+        )
+        self.order.observe(lambda _: self.first_page(), names="value")
         self.error_glob = w.Text(
             placeholder="error glob, e.g. SMTP 5*",
             description="error",
@@ -116,6 +209,10 @@ class JobsView(Panel):
         self.filter_button.on_click(lambda _: self.first_page())
         self.clear_button = w.Button(description="Clear")
         self.clear_button.on_click(lambda _: self.clear_filter())
+        self.first_button = w.Button(description="⏮ First", layout=w.Layout(width="auto"))
+        self.first_button.on_click(lambda _: self.first_page())
+        self.last_button = w.Button(description="Last ⏭", layout=w.Layout(width="auto"))
+        self.last_button.on_click(lambda _: self.last_page())
         self.prev_button = w.Button(description="◀ Previous")
         self.prev_button.on_click(lambda _: self.turn(-1))
         self.next_button = w.Button(description="Next ▶")
@@ -144,13 +241,23 @@ class JobsView(Panel):
         self.confirmation = Confirmation(self)
         self.outcome = w.HTML()
         self.results: dict[str, str] = {}
+        self.detail = JobDetail()
         self.writes(self.reprocess_button, self.remove_button)
         self.children = [
             self.state,
             w.HBox([self.error_glob, self.payload_glob, self.filter_button, self.clear_button]),
             w.HBox(
-                [self.prev_button, self.next_button, self.refresh_button, self.count_button, self.page_label],
-                layout=w.Layout(align_items="center"),
+                [
+                    self.order,
+                    self.first_button,
+                    self.prev_button,
+                    self.next_button,
+                    self.last_button,
+                    self.refresh_button,
+                    self.count_button,
+                    self.page_label,
+                ],
+                layout=w.Layout(align_items="center", flex_flow="row wrap"),
             ),
             self.grid,
             w.HBox(
@@ -160,6 +267,7 @@ class JobsView(Panel):
             self.confirmation.view,
             self.outcome,
             self.status,
+            self.detail,
         ]
         self.refresh()
 
@@ -167,6 +275,12 @@ class JobsView(Panel):
     @property
     def filtering(self) -> bool:
         return bool(self.error_glob.value or self.payload_glob.value)
+
+    @property
+    def server_order(self) -> bool:
+        """True when the page is read in the server's order of the dead set (`DeadPages`):
+        the dead state, unfiltered (a filter reads in the set's order, oldest first)."""
+        return self.state.value == "dead" and not self.filtering
 
     @property
     def confirming(self) -> bool:
@@ -183,7 +297,15 @@ class JobsView(Panel):
 
     def first_page(self) -> None:
         self.starts, self.offset, self.counted = [None], 0, None
+        self.pages.first()
         self.refresh()
+
+    def last_page(self) -> None:
+        """The final page of the server's order (the oldest deaths, newest first); a
+        filtered listing has no last page short of reading every match: it stays."""
+        if self.server_order:
+            self.pages.last()
+            self.refresh()
 
     def clear_filter(self) -> None:
         self.error_glob.value = self.payload_glob.value = ""
@@ -191,7 +313,9 @@ class JobsView(Panel):
 
     def turn(self, step: int) -> None:
         """The next page (from where this one ended) or the previous one (from where it began)."""
-        if step > 0 and self.more:
+        if self.server_order:
+            (self.pages.next if step > 0 else self.pages.previous)()
+        elif step > 0 and self.more:
             self.starts.append(self.next_place)
             self.offset += len(self.frame)
         elif step < 0 and len(self.starts) > 1:
@@ -202,6 +326,8 @@ class JobsView(Panel):
     def _busy(self, on: bool, what: str = "reading…") -> None:
         self.busy = on
         for b in (
+            self.first_button,
+            self.last_button,
             self.prev_button,
             self.next_button,
             self.refresh_button,
@@ -225,10 +351,24 @@ class JobsView(Panel):
         self._busy(False)
         self.frame = page
         grids.patch(self.grid, page[SHOWN])
+        self._fit_times()
         self.grid.selections = []
         self.page_label.value = note
-        self.prev_button.disabled = len(self.starts) <= 1
+        paged = self.server_order
+        self.prev_button.disabled = len(self.pages.starts if paged else self.starts) <= 1
+        self.first_button.disabled = self.prev_button.disabled
         self.next_button.disabled = not self.more
+        self.last_button.disabled = not self.more
+        self.last_button.layout.display = self.first_button.layout.display = "flex" if paged else "none"
+        self.order.layout.display = "flex" if self.state.value == "dead" else "none"
+        self.order.disabled = not paged
+        self.order.tooltip = (
+            "the order the server pages the dead set in"
+            if paged
+            else "a filtered listing reads in the set's order (the oldest death first)"
+        )
+        if self.detail.job_id is not None and self.detail.job_id not in page.index:
+            self.detail.clear()
         self.count_button.layout.display = (
             "flex"
             if self.filtering and self.counted is None and (self.more or len(self.starts) > 1)
@@ -236,6 +376,13 @@ class JobsView(Panel):
         )
         self.confirmation.cancel()
         self._show_selection()
+
+    def _fit_times(self) -> None:
+        """The time column as wide as its longest text (a zone's name is never cut)."""
+        longest = max((len(str(t)) for t in self.grid.data["at"]), default=0)
+        want = max(WIDTHS["at"], CELL_CHAR_PX * longest + 16)
+        if self.grid.column_widths.get("at") != want:
+            self.grid.column_widths = {**WIDTHS, "at": want}
 
     def _size(self) -> tuple[int, str]:
         """How many jobs the state holds, a lane's backlog counted as pending, and what a
@@ -265,6 +412,11 @@ class JobsView(Panel):
 
     def _read(self) -> tuple[pd.DataFrame, str]:
         state = self.state.value
+        if self.server_order:
+            by = self.order.value
+            page = self.pages.read(self.conn, self.q, by)
+            self.more, self.offset, self.total = self.pages.more, self.pages.start, self.pages.total
+            return page, html.escape(self.pages.label())
         page = self._find(self.page, self.starts[-1])
         self.next_place = page.attrs.get("next")
         # one match past the page says whether a next page exists (its row is not kept)
@@ -335,8 +487,16 @@ class JobsView(Panel):
 
     def _clicked(self, event: dict) -> None:
         job_id = grids.clicked_id(event, self.frame)
-        if job_id is not None and self.on_open is not None:
+        if job_id is None:
+            return
+        self.open_detail(job_id)
+        if self.on_open is not None:
             self.on_open(job_id)
+
+    def open_detail(self, job_id: str) -> dict[str, str] | None:
+        """Show job `job_id` whole below the grid (`JobDetail`); answers its row, None when
+        it is gone since the page was read (the pane says so)."""
+        return self.detail.show(self.conn, self.q, job_id)
 
     def facts(self) -> list[tuple[str, object]]:
         return [

@@ -1,5 +1,6 @@
 """JobPanel: one job's row, its payload editor, progress, logs, Remove, and
-Reprocess (enabled only when the job is dead).
+Reprocess (enabled only when the job is dead); JobDetail: one job read whole beside a
+listing (its error, payload and logs never cut), writing nothing.
 
 Every string from the server is shown through `printable`, so a row written by
 another client with bytes that are not UTF-8 shows them as `\\xNN`; the editor
@@ -16,10 +17,16 @@ import ipywidgets as w
 
 from .. import jobs
 from ..connector import Connection
-from ..decoding import printable, whole_text
+from ..decoding import printable, visible, whole_text
 from ..errors import BadInput, EMQError, Gone
 from .base import Panel, table
 from .values import when
+
+# a whole text's box: as tall as this at most, then it scrolls (its width wraps)
+WHOLE_TEXT_STYLE = (
+    "max-height:22em;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 8px;"
+    "font-family:monospace;font-size:12px;background:#f6f8fa;border:1px solid #d0d7de;padding:6px"
+)
 
 
 def _readable(field: str, value: str) -> str:
@@ -178,3 +185,76 @@ class JobPanel(Panel):
             done=f"reprocessed {self.job_id}: dead -> pending",
         )
         self.refresh()
+
+
+def text_box(title: str, text: str, note: str = "") -> str:
+    """`text` in a monospace box under `title`, whole: every character, bytes that are not
+    UTF-8 and control characters as `\\xNN`, markup escaped; a long one scrolls in its box."""
+    shown = visible(text)
+    size = f"{len(shown):,} characters" + (f" · {note}" if note else "")
+    return (
+        f'<div><b>{html.escape(title)}</b> <small style="color:#57606a">{html.escape(size)}</small></div>'
+        f'<pre class="emq-whole" style="{WHOLE_TEXT_STYLE}">{html.escape(shown)}</pre>'
+    )
+
+
+def _payload_text(payload: str) -> str:
+    """A payload as JSON indented when it reads as JSON, else as it is."""
+    try:
+        return json.dumps(json.loads(payload), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return payload
+
+
+class JobDetail(w.VBox):
+    """One job as `jobs.get_job` and `jobs.get_job_logs` read it, shown whole beside a
+    listing: its fields (times in the viewer's zone, whole), its last error, payload and
+    logs each in a scrolling monospace box, never cut (a field over
+    `defaults.MAX_WHOLE_FIELD` bytes is the one thing not read, and says so). Writes
+    nothing. A job gone since its listing was read (removed, moved, its row expired) is
+    said gone, not shown stale."""
+
+    def __init__(self) -> None:
+        self.head = w.HTML()
+        self.body = w.HTML()
+        super().__init__([self.head, self.body], layout=w.Layout(width="100%"))
+        self.job_id: str | None = None
+        self.row: dict[str, str] | None = None
+        self.clear()
+
+    def clear(self) -> None:
+        self.job_id, self.row = None, None
+        self.head.value = (
+            '<small style="color:#57606a">click a row for its whole error, payload and logs</small>'
+        )
+        self.body.value = ""
+
+    def show(self, conn: Connection, q: str, job_id: str) -> dict[str, str] | None:
+        """Read job `job_id` of `q` and show it whole; answers its row, None when it is gone
+        or the read failed (the pane says which)."""
+        self.job_id, self.row = job_id, None
+        self.head.value = f"<b>job {html.escape(visible(job_id))}</b> in <b>{html.escape(visible(q))}</b>"
+        try:
+            row = jobs.get_job(conn, q, job_id)
+            logs = jobs.get_job_logs(conn, q, job_id)
+        except Gone:
+            self.body.value = (
+                '<div style="color:#9a6700">gone: no such job now (removed, moved or reprocessed '
+                "and finished since this page was read)</div>"
+            )
+            return None
+        except EMQError as exc:
+            self.body.value = f'<div style="color:#cf222e">error: {html.escape(visible(str(exc)))}</div>'
+            return None
+        self.row = row
+        fields = {k: _readable(k, v) for k, v in sorted(row.items()) if k not in ("payload", "last_error")}
+        lines = "\n".join(printable(line) for line in logs)
+        total = getattr(logs, "total", len(logs))
+        said = f"the last {len(logs):,} of {total:,} lines" if total > len(logs) else f"{len(logs):,} lines"
+        self.body.value = (
+            table(fields, ("field", "value"))
+            + text_box("last error", row.get("last_error", ""))
+            + text_box("payload", _payload_text(row.get("payload", "")))
+            + (text_box("logs", lines, said) if logs else "<div><b>logs</b> <small>none</small></div>")
+        )
+        return row
