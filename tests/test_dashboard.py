@@ -101,7 +101,8 @@ def test_the_overview_has_every_queue_with_its_counts(conn, stage, ip):
         assert data["text/plain"].startswith(f"Dashboard(dashboard) · env not set · connected: {conn.label}")
         # the verdict (frames.health) follows the state, in words in the saved view
         verdict = d.overview.loc["mail", "verdict"].replace("_", " ")
-        assert f"mail | 1 | {verdict} | running | 2 | 0 | 0 | 3 |" in data["text/plain"]
+        why = d.overview.loc["mail", "why"]
+        assert f"{verdict} | mail | {why} | 2 | 0 | 0 | 3 | running | 1 |" in data["text/plain"]
         assert '<td style="text-align:right">3</td>' in data["text/html"]
 
 
@@ -709,14 +710,30 @@ def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
     shown = d.grid.data
     assert shown.loc[["reports", "mail"], "#"].tolist() == [1, 2]
     assert shown.loc["mail", "verdict"] == health_module.SEVERITY.index("failing")
-    assert list(shown.columns)[:3] == ["#", "verdict", "state"] and "why" in shown.columns
+    # what is read first, then the counts, the rarely-used columns last
+    assert list(shown.columns) == [
+        "verdict",
+        "queue",
+        "why",
+        "pending",
+        "active",
+        "schedule",
+        "dead",
+        "state",
+        "#",
+        "lanes",
+        "repeatables",
+    ]
+    assert d.grid.header_visibility == "column"  # the queue is a column, after the verdict
+    assert d.grid.renderers["why"].text_wrap  # read whole: wrapped onto the row's two lines
     colours = d.grid.renderers["verdict"].background_color.value
     assert colours.startswith("['#ffcecb', '#ffd8b5'") and colours.endswith("[cell.value]")
     assert "'failing', 'stuck', 'growing', 'dead letters'" in d.grid.renderers["verdict"].text_value.value
     assert len(set(VERDICT_COLOURS.values())) == len(VERDICT_COLOURS)  # one colour a verdict
     text = d.static_text()
-    assert "reports | 1 | paused | paused |" in text and "mail | 2 | failing | running | 2 |" in text
-    assert text.index("reports | 1") < text.index("mail | 2")
+    assert "paused | reports | paused by an operator | 1 | 0 | 1 | 0 | paused | 1 |" in text
+    assert "failing | mail | 3 of 3 failed in 5 minutes | 2 | 0 | 0 | 3 | running | 2 |" in text
+    assert text.index("| reports |") < text.index("| mail |")
     d.close()
 
 
@@ -802,6 +819,38 @@ def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_vie
         assert d.grid.selections == [{"r1": 2, "c1": 0, "r2": 2, "c2": len(d.shown_frame.columns) - 1}]
         assert d.grid._transforms == [{"type": "sort", "column": "pending", "desc": True}]
         assert "pending <b>1</b>" in d.parts["Overview"].counts.value
+
+
+def test_a_refresh_that_changed_nothing_sends_no_grid_message(conn, monkeypatch):
+    """Issue 43 item 1: the page repainted the grid at every refresh. A refresh whose
+    counts and reasons are the same sends nothing to the grid or its row writer, and
+    one that changed a queue sends that queue's row alone."""
+    import ipywidgets
+
+    for q in ("alpha", "beta", "gamma"):
+        jobs.enqueue(conn, q, "{}", delay_ms=3_600_000)  # idle: nothing moves by itself
+    with opened(conn, auto=False, queue="beta") as d:
+        d.refresh()
+        sent: list = []
+        real = ipywidgets.Widget._send
+
+        def counted(self, msg, buffers=None):
+            sent.append((self, msg))
+            return real(self, msg, buffers)
+
+        monkeypatch.setattr(ipywidgets.Widget, "_send", counted)
+        for _ in range(3):
+            d.refresh()
+        grid_side = [m for who, m in sent if who is d.grid or who is grids.writer()]
+        assert grid_side == []
+        assert {who for who, _ in sent} <= {d.updated}  # the freshness line alone
+        jobs.enqueue(conn, "alpha", "{}", delay_ms=3_600_000)  # one queue's counts move, its rank kept
+        d.refresh()
+        written = [m for who, m in sent if who is grids.writer()]
+        assert [who for who, _ in sent if who is d.grid] == []  # no data replaced, no reset
+        assert len(written) == 1
+        (message,) = [m["content"] for m in written]
+        assert [row for row, _, _ in message["rows"]] == [list(d.shown_frame.index).index("alpha")]
 
 
 def test_a_refresh_keeps_an_open_confirmation(conn):

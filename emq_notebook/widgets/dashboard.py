@@ -80,7 +80,9 @@ SIZES = (*COUNTS, "lanes", "repeatables")
 IDLE_S = 30 * 60.0
 # the open queue's throughput plot is drawn again at most this often
 PLOT_EVERY_S = 10.0
-ROWS = 25
+# the overview's rows shown at once: short enough that the open queue's tabs below it
+# show on the first screen
+ROWS = 11
 VERDICTS = health.SEVERITY
 # the queues whose lane backlog note the summary shows, at most
 NOTES_SHOWN = 5
@@ -98,21 +100,26 @@ OVERVIEW_COLOURS = {
     "state": "cell.value == 'paused' ? '#ddf4ff' : 'white'",
     "dead": "cell.value > 0 ? '#e8dbff' : 'white'",
 }
-# the whole grid (with a 120 px queue column) fits a 1,400 px page
+# what an operator reads first, in order: the verdict, the queue and why, then the
+# counts; the rarely-used columns last (on a narrow page they are the ones cut). The
+# whole grid fits a 1,400 px page; `why` wraps onto its row's two lines.
 OVERVIEW_WIDTHS = {
-    "#": 40,
     "verdict": 96,
-    "state": 68,
+    "queue": 170,
+    "why": 520,
     "pending": 76,
-    "active": 68,
-    "schedule": 88,
-    "dead": 68,
-    "lanes": 64,
-    "repeatables": 100,
-    # last: on a narrow page the end of a sentence is cut, never a count
-    "why": 540,
+    "active": 64,
+    "schedule": 80,
+    "dead": 64,
+    "state": 68,
+    "#": 48,
+    "lanes": 56,
+    "repeatables": 96,
 }
+# a row holds two lines of `why`
+ROW_PX = 36
 COLUMNS = list(OVERVIEW_WIDTHS)
+INTEGERS = ("#", "verdict", *SIZES)
 
 
 class Dashboard(Panel):
@@ -160,10 +167,12 @@ class Dashboard(Panel):
             self.shown_frame,
             colours=OVERVIEW_COLOURS,
             widths=OVERVIEW_WIDTHS,
-            index_px=120,
             most_rows=ROWS,
             texts={"verdict": VERDICT_TEXT},
             sort="#",
+            row_px=ROW_PX,
+            wrap=("why",),
+            row_header=False,
         )
         self.grid.on_cell_click(self._clicked)
         # the browser sorted the rows again (a refresh re-ranked them, a header was clicked):
@@ -217,6 +226,13 @@ class Dashboard(Panel):
         )
         self.resume_button.on_click(lambda _: self.resume())
         self.updated = w.HTML()
+        # the freshness line keeps its place and height whatever it says (or the resume
+        # button beside it), so the grid below never moves
+        self.freshness = w.HBox(
+            [self.updated, self.resume_button],
+            layout=w.Layout(align_items="center", height="30px", min_height="30px", overflow="hidden"),
+        )
+        self.freshness.add_class("emq-freshness")
         self.summary = w.HTML()
         self.queue_title = w.HTML()
         self.plot = w.Image(format="png", layout=w.Layout(max_width="760px"))
@@ -229,7 +245,7 @@ class Dashboard(Panel):
                 [self.name_filter, self.picker, self.refresh_button, self.rescan_button, self.auto],
                 layout=w.Layout(align_items="center", flex_flow="row wrap"),
             ),
-            w.HBox([self.resume_button, self.updated], layout=w.Layout(align_items="center")),
+            self.freshness,
             self.grid,
             self.queue_title,
             self.tabs,
@@ -679,7 +695,7 @@ def _overview_frame(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> p
     verdict as its severity (shown as its word), the state, the counts, why."""
     if shown.empty:
         return pd.DataFrame(
-            {c: pd.Series(dtype="int64" if c in ("#", "verdict", *SIZES) else "object") for c in COLUMNS},
+            {c: pd.Series(dtype="int64" if c in INTEGERS else "object") for c in COLUMNS},
             index=pd.Index([], name="queue"),
         )
     every = shown if every is None else every
@@ -693,12 +709,13 @@ def _overview_frame(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> p
         verdict = r.get("verdict")
         columns["#"].append(rank[q])
         columns["verdict"].append(VERDICTS.index(verdict) if verdict in VERDICTS else last)
+        columns["queue"].append(printable(str(q)))
         columns["state"].append("paused" if r["paused"] else "running")
         columns["why"].append(str(r.get("why", "")))
         for c in SIZES:
             columns[c].append(int(r[c]))
     return pd.DataFrame(
-        {c: pd.Series(v, dtype="object" if c in ("state", "why") else "int64") for c, v in columns.items()},
+        {c: pd.Series(v, dtype="int64" if c in INTEGERS else "object") for c, v in columns.items()},
     ).set_axis(pd.Index(names, name="queue"))
 
 
@@ -706,10 +723,10 @@ def overview_table(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> st
     """The overview as a static HTML table, most urgent first: numbers right-aligned,
     thousands separated, each verdict in its colour."""
     view = _overview_frame(shown, every).sort_values("#", kind="stable")
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in ("queue", *view.columns))
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns)
     rows = []
-    for q, row in view.iterrows():
-        cells = [f"<td>{html.escape(printable(str(q)))}</td>"]
+    for _, row in view.iterrows():
+        cells = []
         for c in view.columns:
             v = row[c]
             if c == "verdict":
