@@ -17,6 +17,7 @@ import emq_notebook as emq
 from emq_notebook import admin, audit, frames, jobs, lanes, repeat, triage, watching
 from emq_notebook import health as health_module
 from emq_notebook.connector import Connection
+from emq_notebook.decoding import printable
 from emq_notebook.plots import VERDICT_COLOURS
 from emq_notebook.widgets import AuditView, Dashboard, DeadLetterPanel, EventsView, JobPanel, QueuePanel
 from emq_notebook.widgets import grid as grids
@@ -100,7 +101,8 @@ def test_the_overview_has_every_queue_with_its_counts(conn, stage, ip):
         assert data["text/plain"].startswith(f"Dashboard(dashboard) · env not set · connected: {conn.label}")
         # the verdict (frames.health) follows the state, in words in the saved view
         verdict = d.overview.loc["mail", "verdict"].replace("_", " ")
-        assert f"mail | 1 | {verdict} | running | 2 | 0 | 0 | 3 |" in data["text/plain"]
+        why = d.overview.loc["mail", "why"]
+        assert f"{verdict} | mail | {why} | 2 | 0 | 0 | 3 | running | 1 |" in data["text/plain"]
         assert '<td style="text-align:right">3</td>' in data["text/html"]
 
 
@@ -109,7 +111,7 @@ def test_a_new_queue_shows_on_refresh(conn, stage):
     jobs.enqueue(conn, "fresh", "{}")
     d.refresh_button.click()
     assert "fresh" in d.overview.index and "fresh" in d.picker.options
-    assert d.picker.value is None and d.q is None  # replacing the options opened nothing
+    assert d.picker.value == "" and d.q is None  # replacing the options opened nothing
     d.close()
 
 
@@ -135,10 +137,8 @@ def test_the_overview_puts_the_most_urgent_first_and_counts_each_verdict(conn, s
     with opened(conn, auto=False) as d:
         assert list(d.overview.index) == ["mail", "reports", "quiet"]
         assert list(d.overview["verdict"]) == ["failing", "paused", "idle"]
-        assert [">1 failing<", ">1 paused<", ">1 idle<"] == [
-            c for c in (">1 failing<", ">1 paused<", ">1 idle<") if c in d.summary.value
-        ]
-        assert d.summary.value.index(">1 failing<") < d.summary.value.index(">1 paused<")
+        shown = [c.description for c in d.chips_box.children if c.layout.display != "none"]
+        assert shown[:3] == ["1 failing", "1 paused", "1 idle"]  # most urgent first
         # the grid holds the queues by name and shows them most urgent first (#)
         assert list(d.grid.data.index) == ["mail", "quiet", "reports"]
         assert d.grid.data["#"].tolist() == [1, 3, 2]
@@ -722,14 +722,30 @@ def test_verdicts_from_health_colour_the_overview(conn, stage, monkeypatch):
     shown = d.grid.data
     assert shown.loc[["reports", "mail"], "#"].tolist() == [1, 2]
     assert shown.loc["mail", "verdict"] == health_module.SEVERITY.index("failing")
-    assert list(shown.columns)[:3] == ["#", "verdict", "state"] and "why" in shown.columns
+    # what is read first, then the counts, the rarely-used columns last
+    assert list(shown.columns) == [
+        "verdict",
+        "queue",
+        "why",
+        "pending",
+        "active",
+        "schedule",
+        "dead",
+        "state",
+        "#",
+        "lanes",
+        "repeatables",
+    ]
+    assert d.grid.header_visibility == "column"  # the queue is a column, after the verdict
+    assert d.grid.renderers["why"].text_wrap  # read whole: wrapped onto the row's two lines
     colours = d.grid.renderers["verdict"].background_color.value
     assert colours.startswith("['#ffcecb', '#ffd8b5'") and colours.endswith("[cell.value]")
     assert "'failing', 'stuck', 'growing', 'dead letters'" in d.grid.renderers["verdict"].text_value.value
     assert len(set(VERDICT_COLOURS.values())) == len(VERDICT_COLOURS)  # one colour a verdict
     text = d.static_text()
-    assert "reports | 1 | paused | paused |" in text and "mail | 2 | failing | running | 2 |" in text
-    assert text.index("reports | 1") < text.index("mail | 2")
+    assert "paused | reports | paused by an operator | 1 | 0 | 1 | 0 | paused | 1 |" in text
+    assert "failing | mail | 3 of 3 failed in 5 minutes | 2 | 0 | 0 | 3 | running | 2 |" in text
+    assert text.index("| reports |") < text.index("| mail |")
     d.close()
 
 
@@ -816,6 +832,38 @@ def test_a_thousand_refreshes_with_moving_counts_make_no_widget_and_keep_the_vie
         assert d.grid.selections == [{"r1": 2, "c1": 0, "r2": 2, "c2": len(d.shown_frame.columns) - 1}]
         assert d.grid._transforms == [{"type": "sort", "column": "pending", "desc": True}]
         assert "pending <b>1</b>" in d.parts["Overview"].counts.value
+
+
+def test_a_refresh_that_changed_nothing_sends_no_grid_message(conn, monkeypatch):
+    """Issue 43 item 1: the page repainted the grid at every refresh. A refresh whose
+    counts and reasons are the same sends nothing to the grid or its row writer, and
+    one that changed a queue sends that queue's row alone."""
+    import ipywidgets
+
+    for q in ("alpha", "beta", "gamma"):
+        jobs.enqueue(conn, q, "{}", delay_ms=3_600_000)  # idle: nothing moves by itself
+    with opened(conn, auto=False, queue="beta") as d:
+        d.refresh()
+        sent: list = []
+        real = ipywidgets.Widget._send
+
+        def counted(self, msg, buffers=None):
+            sent.append((self, msg))
+            return real(self, msg, buffers)
+
+        monkeypatch.setattr(ipywidgets.Widget, "_send", counted)
+        for _ in range(3):
+            d.refresh()
+        grid_side = [m for who, m in sent if who is d.grid or who is grids.writer()]
+        assert grid_side == []
+        assert {who for who, _ in sent} <= {d.updated}  # the freshness line alone
+        jobs.enqueue(conn, "alpha", "{}", delay_ms=3_600_000)  # one queue's counts move, its rank kept
+        d.refresh()
+        written = [m for who, m in sent if who is grids.writer()]
+        assert [who for who, _ in sent if who is d.grid] == []  # no data replaced, no reset
+        assert len(written) == 1
+        (message,) = [m["content"] for m in written]
+        assert [row for row, _, _ in message["rows"]] == [list(d.shown_frame.index).index("alpha")]
 
 
 def test_a_refresh_keeps_an_open_confirmation(conn):
@@ -906,12 +954,93 @@ def test_the_name_filter_shows_the_matching_queues(conn):
     with opened(conn, auto=False) as d:
         d.name_filter.value = "MAIL"
         assert list(d.grid.data.index) == ["mail-eu", "mail-us"]
-        assert "2 of 3 queues match" in d.summary.value
+        assert "2 of 3 queues match “MAIL”" in d.shown_line.value
         d.refresh()
         assert list(d.grid.data.index) == ["mail-eu", "mail-us"]
         assert "mail-eu |" in d.static_text() and "reports |" not in d.static_text()
         d.name_filter.value = ""
         assert len(d.grid.data) == 3
+
+
+def test_a_verdict_chip_toggles_a_filter_of_the_overview_combined_with_the_name_filter(conn):
+    """Issue 43 item 3: "3 failing" is a button; on, the overview shows those queues only."""
+    for q in ("mail-eu", "mail-us", "reports", "thumbs"):
+        jobs.enqueue(conn, q, "{}")
+    dead(conn, "mail-eu", 2)  # failing
+    dead(conn, "reports", 1)  # failing
+    admin.pause(conn, "thumbs")
+    with opened(conn, auto=False) as d:
+        chips = d.verdict_chips
+        assert chips["failing"].description == "2 failing" and chips["failing"].layout.display == "flex"
+        assert chips["paused"].description == "1 paused"
+        assert chips["stuck"].layout.display == "none"  # no stuck queue: no chip
+        chips["failing"].click()
+        assert d.verdicts_on == ["failing"] and chips["failing"].icon == "check"
+        assert list(d.grid.data.index) == ["mail-eu", "reports"]
+        assert "2 of 4 queues match failing" in d.shown_line.value
+        chips["paused"].click()  # two chips on: either verdict
+        assert list(d.grid.data.index) == ["mail-eu", "reports", "thumbs"]
+        d.name_filter.value = "mail"  # and the name
+        assert list(d.grid.data.index) == ["mail-eu"]
+        assert "1 of 4 queues match “mail” and failing and paused" in d.shown_line.value
+        d.refresh()  # a refresh keeps the filters
+        assert list(d.grid.data.index) == ["mail-eu"]
+        chips["failing"].click()
+        chips["paused"].click()  # all off: every queue the name lets through
+        assert d.verdicts_on == [] and chips["failing"].icon == ""
+        assert list(d.grid.data.index) == ["mail-eu", "mail-us"]
+        d.name_filter.value = ""
+        assert len(d.grid.data) == 4 and "all 4 shown" in d.shown_line.value
+
+
+def test_a_chip_on_stays_shown_when_its_last_queue_leaves_the_verdict(conn):
+    jobs.enqueue(conn, "thumbs", "{}")
+    admin.pause(conn, "thumbs")
+    with opened(conn, auto=False) as d:
+        d.verdict_chips["paused"].click()
+        assert list(d.grid.data.index) == ["thumbs"]
+        admin.resume(conn, "thumbs")
+        d.refresh()
+        chip = d.verdict_chips["paused"]
+        assert chip.description == "0 paused" and chip.layout.display == "flex"  # can be switched off
+        assert len(d.grid.data) == 0
+        chip.click()
+        assert chip.layout.display == "flex" or d.verdicts_on == []
+        d.refresh()
+        assert chip.layout.display == "none" and list(d.grid.data.index) == ["thumbs"]
+
+
+def test_the_queue_picker_searches_and_opens_only_a_whole_name(conn):
+    for q in ("mail", "mailers", "reports"):
+        jobs.enqueue(conn, q, "{}")
+    with opened(conn, auto=False) as d:
+        assert isinstance(d.picker, __import__("ipywidgets").Combobox)
+        assert list(d.picker.options) == ["mail", "mailers", "reports"]
+        d.picker.value = "mai"  # typing: part of a name opens nothing
+        assert d.q is None
+        d.picker.value = "mail"
+        assert d.q == "mail"
+        d.picker.value = "mailers"
+        assert d.q == "mailers"
+        click(d.grid, list(d.shown_frame.index).index("reports"))
+        assert d.q == "reports" and d.picker.value == "reports"  # the box says the open queue
+
+
+def test_hostile_queue_keys_stay_out_and_the_longest_name_opens_from_the_picker(conn):
+    """Keys another node wrote with HTML or bytes that are not UTF-8 in the name are no
+    queue (the name gate): no chip, row or option; a 128-character name is one."""
+    longest = "q.-@+_" + "x" * 122
+    jobs.enqueue(conn, longest, "{}")
+    for name in (b"<img src=x onerror=alert(1)>", b"bad\xff\xfename", b"a" * 2_000):
+        conn.client.hset(b"emq:{" + name + b"}:meta", "created_at", "1")
+        conn.client.zadd(b"emq:{" + name + b"}:pending", {b"j1": 1})
+    frames.queues(conn, rescan=True)
+    with opened(conn, auto=False) as d:
+        assert list(d.overview.index) == [longest] and list(d.picker.options) == [longest]
+        assert "<img" not in d.summary.value + d.shown_line.value
+        assert d.verdict_chips["growing"].description == "1 growing"
+        d.picker.value = longest
+        assert d.q == longest and printable(longest) in d.queue_title.value
 
 
 # -- one guard, actions where they apply, paging from a place --------------------------------

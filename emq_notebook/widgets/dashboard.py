@@ -80,7 +80,9 @@ SIZES = (*COUNTS, "lanes", "repeatables")
 IDLE_S = 30 * 60.0
 # the open queue's throughput plot is drawn again at most this often
 PLOT_EVERY_S = 10.0
-ROWS = 25
+# the overview's rows shown at once: short enough that the open queue's tabs below it
+# show on the first screen
+ROWS = 11
 VERDICTS = health.SEVERITY
 # the queues whose lane backlog note the summary shows, at most
 NOTES_SHOWN = 5
@@ -98,21 +100,26 @@ OVERVIEW_COLOURS = {
     "state": "cell.value == 'paused' ? '#ddf4ff' : 'white'",
     "dead": "cell.value > 0 ? '#e8dbff' : 'white'",
 }
-# the whole grid (with a 120 px queue column) fits a 1,400 px page
+# what an operator reads first, in order: the verdict, the queue and why, then the
+# counts; the rarely-used columns last (on a narrow page they are the ones cut). The
+# whole grid fits a 1,400 px page; `why` wraps onto its row's two lines.
 OVERVIEW_WIDTHS = {
-    "#": 40,
     "verdict": 96,
-    "state": 68,
+    "queue": 170,
+    "why": 520,
     "pending": 76,
-    "active": 68,
-    "schedule": 88,
-    "dead": 68,
-    "lanes": 64,
-    "repeatables": 100,
-    # last: on a narrow page the end of a sentence is cut, never a count
-    "why": 540,
+    "active": 64,
+    "schedule": 80,
+    "dead": 64,
+    "state": 68,
+    "#": 48,
+    "lanes": 56,
+    "repeatables": 96,
 }
+# a row holds two lines of `why`
+ROW_PX = 36
 COLUMNS = list(OVERVIEW_WIDTHS)
+INTEGERS = ("#", "verdict", *SIZES)
 
 
 class Dashboard(Panel):
@@ -160,10 +167,12 @@ class Dashboard(Panel):
             self.shown_frame,
             colours=OVERVIEW_COLOURS,
             widths=OVERVIEW_WIDTHS,
-            index_px=120,
             most_rows=ROWS,
             texts={"verdict": VERDICT_TEXT},
             sort="#",
+            row_px=ROW_PX,
+            wrap=("why",),
+            row_header=False,
         )
         self.grid.on_cell_click(self._clicked)
         # the browser sorted the rows again (a refresh re-ranked them, a header was clicked):
@@ -175,9 +184,26 @@ class Dashboard(Panel):
             layout=w.Layout(width="220px"),
         )
         self.name_filter.observe(lambda _: self._filtered(), names="value")
-        self.picker = w.Dropdown(
-            options=[], description="open queue", value=None, style={"description_width": "auto"}
+        # one toggle a verdict ("3 failing"): those switched on filter the overview
+        self.verdict_chips = {v: _chip(v) for v in VERDICTS}
+        self._on: set[str] = set()
+        for v, chip in self.verdict_chips.items():
+            chip.on_click(lambda _, v=v: self.toggle_verdict(v))
+        self.shown_line = w.HTML()
+        self.chips_box = w.HBox(
+            [*self.verdict_chips.values(), self.shown_line],
+            layout=w.Layout(flex_flow="row wrap", align_items="center", min_height="30px"),
         )
+        # the queue picker searches (the browser's list of the names that match what is
+        # typed) instead of listing every queue; the options are the names as shown,
+        # `_named` maps each back to the queue
+        self.picker = w.Combobox(
+            options=[],
+            placeholder="open queue: type to search",
+            ensure_option=False,
+            layout=w.Layout(width="260px"),
+        )
+        self._named: dict[str, str] = {}
         self._quiet = False  # True while the refresh replaces the picker's options
         self.picker.observe(self._picked, names="value")
         self.refresh_button = w.Button(description="Refresh", layout=w.Layout(width="auto"))
@@ -200,6 +226,13 @@ class Dashboard(Panel):
         )
         self.resume_button.on_click(lambda _: self.resume())
         self.updated = w.HTML()
+        # the freshness line keeps its place and height whatever it says (or the resume
+        # button beside it), so the grid below never moves
+        self.freshness = w.HBox(
+            [self.updated, self.resume_button],
+            layout=w.Layout(align_items="center", height="30px", min_height="30px", overflow="hidden"),
+        )
+        self.freshness.add_class("emq-freshness")
         self.summary = w.HTML()
         self.queue_title = w.HTML()
         self.plot = w.Image(format="png", layout=w.Layout(max_width="760px"))
@@ -207,11 +240,12 @@ class Dashboard(Panel):
         self.tabs.observe(lambda ch: self._show(ch["new"]), names="selected_index")
         self.children = [
             self.summary,
+            self.chips_box,
             w.HBox(
                 [self.name_filter, self.picker, self.refresh_button, self.rescan_button, self.auto],
                 layout=w.Layout(align_items="center", flex_flow="row wrap"),
             ),
-            w.HBox([self.resume_button, self.updated], layout=w.Layout(align_items="center")),
+            self.freshness,
             self.grid,
             self.queue_title,
             self.tabs,
@@ -244,12 +278,12 @@ class Dashboard(Panel):
                 return
             self.overview, self.look = _overview_of(look), look
             self._show_overview()
-            names = sorted(str(q) for q in self.overview.index)
+            self._named = {printable(str(q)): str(q) for q in self.overview.index}
+            names = sorted(self._named)
             if list(self.picker.options) != names:
                 self._quiet = True
                 try:
                     self.picker.options = names
-                    self.picker.value = self.q if self.q in names else None
                 finally:
                     self._quiet = False
             panel = self.parts.get("Overview")
@@ -279,11 +313,29 @@ class Dashboard(Panel):
         with self._lock:
             grids.select_id(self.grid, self.shown_frame, self.q)
 
+    @property
+    def verdicts_on(self) -> list[str]:
+        """The verdicts whose chip is switched on, most urgent first (none: all shown)."""
+        return [v for v in VERDICTS if v in self._on]
+
+    def toggle_verdict(self, verdict: str) -> None:
+        """A chip's click: switch its verdict's filter on or off, and show the overview so."""
+        self._on ^= {verdict}
+        _paint_chip(self.verdict_chips[verdict], verdict, verdict in self._on)
+        self._filtered()
+
     def _matching(self, frame: pd.DataFrame) -> pd.DataFrame:
-        typed = self.name_filter.value.strip()
-        if not typed or frame.empty:
+        """The queues the filters let through: the name holds what is typed (any case)
+        and, when a chip is on, the verdict is one of those switched on."""
+        typed = self.name_filter.value.strip().lower()
+        on = set(self.verdicts_on)
+        if frame.empty or not (typed or on):
             return frame
-        return frame[[typed.lower() in str(q).lower() for q in frame.index]]
+        keep = [
+            (not typed or typed in str(q).lower()) and (not on or verdict in on)
+            for q, verdict in zip(frame.index, frame["verdict"], strict=True)
+        ]
+        return frame[keep]
 
     def _filtered(self) -> None:
         self.touch()
@@ -309,16 +361,33 @@ class Dashboard(Panel):
         parts = [f"{len(frame):,} queues", *(f"{n:,} {c}" for c, n in total.items())]
         if paused:
             parts.append(f"{paused:,} paused")
-        counted = frame["verdict"].value_counts() if "verdict" in frame.columns else pd.Series()
-        chips = "".join(plots.verdict_chip(v, int(counted[v])) for v in VERDICTS if v in counted.index)
+        self._count_chips(frame)
+        self._say_shown(shown)
+        return f"<div>{' · '.join(parts)}</div>{self._lane_notes()}"
+
+    def _say_shown(self, shown: pd.DataFrame) -> None:
+        """How many queues the overview shows, and which filters chose them."""
+        every = len(self.overview)
         typed = self.name_filter.value.strip()
-        matching = (
-            f'<div style="color:#57606a">{len(shown):,} of {len(frame):,} queues match '
-            f"“{html.escape(printable(typed))}”</div>"
-            if typed
-            else ""
-        )
-        return f"<div>{' · '.join(parts)}</div><div>{chips}</div>{matching}{self._lane_notes()}"
+        said = [f"“{html.escape(printable(typed))}”"] if typed else []
+        said += [v.replace("_", " ") for v in self.verdicts_on]
+        text = f"all {every:,} shown"
+        if said:
+            text = f"{len(shown):,} of {every:,} queues match {' and '.join(said)}"
+        self.shown_line.value = f'<span style="color:#57606a">{text}</span>'
+
+    def _count_chips(self, frame: pd.DataFrame) -> None:
+        """Each verdict's chip says how many queues have it; a chip with none is hidden
+        unless it is on (so it can be switched off again)."""
+        counted = frame["verdict"].value_counts() if "verdict" in frame.columns else pd.Series()
+        for v, chip in self.verdict_chips.items():
+            n = int(counted[v]) if v in counted.index else 0
+            label = f"{n:,} {v.replace('_', ' ')}"
+            if chip.description != label:
+                chip.description = label
+            display = "flex" if n or v in self._on else "none"
+            if chip.layout.display != display:
+                chip.layout.display = display
 
     def _lane_notes(self) -> str:
         """A line for each queue whose pending count holds a lane backlog from a pass over
@@ -372,9 +441,11 @@ class Dashboard(Panel):
 
     # -- one queue's tabs -------------------------------------------------------------
     def _picked(self, change: dict) -> None:
-        if not self._quiet and change["new"] is not None and change["new"] != self.q:
+        """A queue's name typed or picked whole opens it (a part of a name opens nothing)."""
+        q = self._named.get(change["new"])
+        if not self._quiet and q is not None and q != self.q:
             self.touch()
-            self.open_queue(change["new"])
+            self.open_queue(q)
 
     def _clicked(self, event: dict) -> None:
         self.touch()
@@ -405,8 +476,8 @@ class Dashboard(Panel):
         with self._lock:
             self._close_parts()
             self.q = q
-            if self.picker.value != q and q in self.picker.options:
-                self.picker.value = q
+            if self._named.get(self.picker.value) != q and q in self._named.values():
+                self.picker.value = printable(q)
             self._highlight()
             self._title_queue()
             self.tabs.children = [w.VBox() for _ in TABS]
@@ -579,6 +650,26 @@ class Dashboard(Panel):
         super().close()
 
 
+def _chip(verdict: str) -> w.Button:
+    """A verdict's toggle: its count and word on the verdict's tint (off) or its colour
+    with a tick (on: the overview shows only the verdicts switched on)."""
+    chip = w.Button(
+        description=verdict.replace("_", " "),
+        tooltip=f"show only the {verdict.replace('_', ' ')} queues (and those of any other chip on)",
+        layout=w.Layout(width="auto", height="26px", display="none", margin="1px 4px 1px 0"),
+    )
+    chip.add_class("emq-verdict-chip")
+    _paint_chip(chip, verdict, False)
+    return chip
+
+
+def _paint_chip(chip: w.Button, verdict: str, on: bool) -> None:
+    chip.style.button_color = plots.VERDICT_COLOURS[verdict] if on else plots.VERDICT_TINTS[verdict]
+    chip.style.text_color = "white" if on else plots.VERDICT_COLOURS[verdict]
+    chip.style.font_weight = "bold"
+    chip.icon = "check" if on else ""
+
+
 def _busiest(overview: pd.DataFrame, q: str) -> str:
     """The state the Jobs tab opens on: dead when there are dead jobs, else the first
     non-empty set, else pending."""
@@ -604,7 +695,7 @@ def _overview_frame(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> p
     verdict as its severity (shown as its word), the state, the counts, why."""
     if shown.empty:
         return pd.DataFrame(
-            {c: pd.Series(dtype="int64" if c in ("#", "verdict", *SIZES) else "object") for c in COLUMNS},
+            {c: pd.Series(dtype="int64" if c in INTEGERS else "object") for c in COLUMNS},
             index=pd.Index([], name="queue"),
         )
     every = shown if every is None else every
@@ -618,12 +709,13 @@ def _overview_frame(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> p
         verdict = r.get("verdict")
         columns["#"].append(rank[q])
         columns["verdict"].append(VERDICTS.index(verdict) if verdict in VERDICTS else last)
+        columns["queue"].append(printable(str(q)))
         columns["state"].append("paused" if r["paused"] else "running")
         columns["why"].append(str(r.get("why", "")))
         for c in SIZES:
             columns[c].append(int(r[c]))
     return pd.DataFrame(
-        {c: pd.Series(v, dtype="object" if c in ("state", "why") else "int64") for c, v in columns.items()},
+        {c: pd.Series(v, dtype="int64" if c in INTEGERS else "object") for c, v in columns.items()},
     ).set_axis(pd.Index(names, name="queue"))
 
 
@@ -631,10 +723,10 @@ def overview_table(shown: pd.DataFrame, every: pd.DataFrame | None = None) -> st
     """The overview as a static HTML table, most urgent first: numbers right-aligned,
     thousands separated, each verdict in its colour."""
     view = _overview_frame(shown, every).sort_values("#", kind="stable")
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in ("queue", *view.columns))
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns)
     rows = []
-    for q, row in view.iterrows():
-        cells = [f"<td>{html.escape(printable(str(q)))}</td>"]
+    for _, row in view.iterrows():
+        cells = []
         for c in view.columns:
             v = row[c]
             if c == "verdict":

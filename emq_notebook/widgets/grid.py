@@ -7,14 +7,16 @@ the whole row), ids are shown whole (the row header is as wide as the longest), 
 a column can be coloured by a Vega expression over its value. The grid sorts in the
 browser (each column header's menu); it holds one page.
 
-A grid is built once and then patched (`patch`): the rows whose shown values changed
-are sent together in ONE message (`RowWriter`), which the browser writes into the
-grid's dataset before it redraws once, so it keeps its scroll position, its sort and
-its selection, and no widget is made (the renderers are the grid's from the start).
-ipydatagrid's own row message rebuilds the view and redraws the whole grid for each
-row (85-770 ms a row on a 200-row grid here), and its data replacement scrolls back
-to the top. A change of the rows themselves (another page, a queue found or gone)
-replaces the data in one message, and the view starts again at the top.
+A grid is built once and then patched (`patch`): a patch that changes no shown value
+sends nothing; else the rows whose shown values changed are sent together in ONE
+message (`RowWriter`), whose browser side writes the values that differ into the
+grid's dataset and has the grid repaint those cells alone (and the rows the sort
+moved), so it keeps its scroll position, its sort and its selection, and no widget
+is made (the renderers are the grid's from the start). ipydatagrid's own row and
+cell messages reset its model, which repaints every cell on screen for each one,
+and its data replacement scrolls back to the top. A change of the rows themselves
+(another page, a queue found or gone, a filter) replaces the data in one message,
+and the view starts again at the top.
 """
 
 from __future__ import annotations
@@ -65,10 +67,14 @@ def _cell(value: Any) -> str:
 
 
 def renderers(
-    frame: pd.DataFrame, colours: dict[str, str] | None = None, texts: dict[str, str] | None = None
+    frame: pd.DataFrame,
+    colours: dict[str, str] | None = None,
+    texts: dict[str, str] | None = None,
+    wrap: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Right-aligned `1,234` for whole-number columns, a background expression per coloured
-    column, a text expression per column shown through one, and the index left-aligned."""
+    column, a text expression per column shown through one, the `wrap` columns' text
+    wrapped onto the row's lines, and the index left-aligned."""
     colours, texts = colours or {}, texts or {}
     # the index (the row header) is named like a column: left-aligned, on the headers' grey
     out: dict[str, Any] = {
@@ -84,6 +90,8 @@ def renderers(
             kw["background_color"] = dg.VegaExpr(colours[col])
         if col in texts:
             kw["text_value"] = dg.VegaExpr(texts[col])
+        if col in wrap:
+            kw.update(text_wrap=True, vertical_alignment="top")
         if kw:
             out[col] = dg.TextRenderer(**kw)
     return out
@@ -94,9 +102,13 @@ COLUMN_PX = 96
 EDGE_PX = 30
 
 
-def height(rows: int, most: int = 12) -> str:
+def height(rows: int, most: int = 12, row_px: int = ROW_PX) -> str:
     """A grid tall enough for `rows` rows (at most `most`, then it scrolls)."""
-    return f"{HEADER_PX + ROW_PX * max(1, min(rows, most)) + EDGE_PX}px"
+    return f"{HEADER_PX + row_px * max(1, min(rows, most)) + EDGE_PX}px"
+
+
+def _height(g: dg.DataGrid, rows: int) -> str:
+    return height(rows, getattr(g, "most_rows", 12), getattr(g, "row_px", ROW_PX))
 
 
 def width(frame: pd.DataFrame, widths: dict[str, int], index_px: int) -> str:
@@ -107,6 +119,8 @@ def width(frame: pd.DataFrame, widths: dict[str, int], index_px: int) -> str:
 # a character of the row header's 12px font, at most (ids are ASCII: digits and capitals)
 CHAR_PX = 8
 INDEX_MAX_PX = 420
+# the row header's size when it is not shown (the grid needs one)
+INDEX_HIDDEN_PX = 64
 
 
 def index_width(frame: pd.DataFrame, least: int) -> int:
@@ -124,36 +138,42 @@ def grid(
     index_px: int = 220,
     texts: dict[str, str] | None = None,
     sort: str | None = None,
+    row_px: int = ROW_PX,
+    wrap: tuple[str, ...] = (),
+    row_header: bool = True,
 ) -> dg.DataGrid:
     """A row-selecting DataGrid of `shown(frame)`, its renderers made once for its columns
-    (`texts`: a column shown through a Vega expression of its value); `sort` names the
-    column the browser sorts by at first (ascending)."""
+    (`texts`: a column shown through a Vega expression of its value; `wrap`: columns
+    whose text wraps onto rows `row_px` high); `sort` names the column the browser sorts
+    by at first (ascending). Without `row_header` the ids are not shown (a column of
+    the frame names the row) and take no width."""
     view = shown(frame)
     widths = dict(widths or {})
-    least = index_width(view, index_px)
+    least = index_width(view, index_px) if row_header else 0
     # made with the first grid, so its browser side listens before the first patch
     writer()
     g = dg.DataGrid(
         view,
         selection_mode="row",
-        renderers=renderers(view, colours, texts),
-        base_row_size=ROW_PX,
+        renderers=renderers(view, colours, texts, wrap),
+        base_row_size=row_px,
         base_column_header_size=HEADER_PX,
-        base_row_header_size=least,
+        base_row_header_size=least or INDEX_HIDDEN_PX,
         base_column_size=COLUMN_PX,
         column_widths=widths,
-        header_visibility="all",
+        header_visibility="all" if row_header else "column",
         header_renderer=dg.TextRenderer(
             horizontal_alignment="left", font="bold 12px sans-serif", background_color="#f6f8fa"
         ),
         layout={
-            "height": height(len(view), most_rows),
+            "height": height(len(view), most_rows, row_px),
             "width": width(view, widths, least),
             "max_width": "100%",
         },
     )
-    g.least_index_px = index_px
+    g.least_index_px = index_px if row_header else None
     g.most_rows = most_rows
+    g.row_px = row_px
     g.column_px = widths
     if sort is not None:
         g.transform([{"type": "sort", "column": sort, "desc": False}])
@@ -191,9 +211,11 @@ def patch(g: dg.DataGrid, frame: pd.DataFrame) -> bool:
         g.data = view
         # the browser says the new rows' order once it has drawn them (never the old order)
         g._visible_rows = []
-        least = index_width(view, getattr(g, "least_index_px", 0))
-        g.base_row_header_size = least
-        g.layout.height = height(len(view), getattr(g, "most_rows", 12))
+        least_px = getattr(g, "least_index_px", 0)
+        least = 0 if least_px is None else index_width(view, least_px)
+        if least_px is not None:
+            g.base_row_header_size = least
+        g.layout.height = _height(g, len(view))
         g.layout.width = width(view, getattr(g, "column_px", {}), least)
         g.emq_shown = (g._data, shape, rows)
         return False
@@ -226,23 +248,82 @@ def patch(g: dg.DataGrid, frame: pd.DataFrame) -> bool:
 
 
 _WRITER_ESM = """
-// Several rows of an ipydatagrid DataGrid written in one message: each row's cells go
-// into the grid's dataset, then the last row through the grid's own setRowData, which
-// rebuilds the view (its sort) and redraws once, keeping the scroll and the selection.
+// The changed rows of an ipydatagrid DataGrid written in one message, and only what
+// changed repainted: each value that differs is written into the grid's dataset; the
+// view (the grid's sort and filters) is made again without the model's reset; the grid
+// is told of each changed cell, and of each row whose queue moved under the sort,
+// as cells-changed, so it repaints those cells alone (none when none is on screen).
+// A view of another length (a filter let a row in or out) resets the model as
+// ipydatagrid does.
 async function write(model, msg) {
   const grid = await model.widget_manager.get_model(msg.grid);
   const dm = grid && grid.data_model;
   if (!dm || !dm.dataset || !msg.rows.length) return;
   const data = dm.dataset.data;
   const key = msg.key;
-  let last = null;
+  const changed = new Map();
   for (const [row, id, values] of msg.rows) {
     // a row the dataset no longer holds (the data was replaced since) is skipped
     if (!data[key] || data[key][row] !== id) continue;
-    msg.columns.forEach((name, i) => { if (data[name]) data[name][row] = values[i]; });
-    last = [row, values];
+    const names = [];
+    msg.columns.forEach((name, i) => {
+      if (data[name] && data[name][row] !== values[i]) {
+        data[name][row] = values[i];
+        names.push(name);
+      }
+    });
+    if (names.length) changed.set(id, names);
   }
-  if (last !== null) dm.setRowData(last[0], last[1]);
+  if (!changed.size) return;
+  const before = dm._currentView;
+  const after = dm._transformState.createView(dm.dataset);
+  const rows = after.rowCount("body");
+  const said = (globalThis.emqRowWriter ??= { messages: 0, cells: 0, resets: 0 });
+  said.messages += 1;
+  if (!before || before.rowCount("body") !== rows) {
+    said.resets += 1;
+    dm.currentView = after;
+    return;
+  }
+  const column = new Map(after._bodyFields.map((f, i) => [f.name, i]));
+  const width = after._bodyFields.length;
+  const was = before.dataset.data[key], now = after.dataset.data[key];
+  const cells = [];
+  let moved = false;
+  for (let r = 0; r < rows; r++) {
+    if (was[r] !== now[r]) {
+      moved = true;
+      cells.push(["row-header", r, 0, after._headerFields.length], ["body", r, 0, width]);
+      continue;
+    }
+    const names = changed.get(now[r]);
+    if (!names) continue;
+    const at = names.map((n) => column.get(n)).filter((c) => c !== undefined).sort((a, b) => a - b);
+    for (let i = 0; i < at.length; ) {
+      let j = i;
+      while (j + 1 < at.length && at[j + 1] === at[j] + 1) j++;
+      cells.push(["body", r, at[i], at[j] - at[i] + 1]);
+      i = j + 1;
+    }
+  }
+  dm._currentView = after;
+  if (moved) {
+    // the rows' order as the kernel reads it (what ipydatagrid's reset says too)
+    const primary = dm.dataset.schema.primaryKey;
+    const keys = Array.isArray(primary) ? primary : [primary];
+    const indices = [];
+    for (let r = 0; r < rows; r++) {
+      const at = dm._primaryKeyMap.get(JSON.stringify(keys.map((k) => after.dataset.data[k][r])));
+      indices.push(at === undefined ? r : at);
+    }
+    dm.dataSync.emit({ type: "row-indices-updated", indices });
+  }
+  for (const [region, row, col, span] of cells) {
+    if (span > 0) {
+      dm.emitChanged({ type: "cells-changed", region, row, column: col, rowSpan: 1, columnSpan: span });
+    }
+  }
+  said.cells += cells.length;
 }
 
 function initialize({ model }) {
@@ -257,8 +338,10 @@ if anywidget is not None:
 
     class RowWriter(anywidget.AnyWidget):
         """Writes the changed rows of any grid of this kernel in one message a patch
-        (one per kernel: no widget is made a refresh). Never displayed: its browser side
-        listens from the moment the page knows it."""
+        (one per kernel: no widget is made a refresh), the grid repainting the changed
+        cells only. Never displayed: its browser side listens from the moment the page
+        knows it, and counts what it did in `globalThis.emqRowWriter` (`messages`,
+        `cells` told changed, `resets` of a model)."""
 
         _esm = _WRITER_ESM
 
