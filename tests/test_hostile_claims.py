@@ -149,7 +149,7 @@ def test_lane_metas_another_node_wrote_long_are_measured_never_copied(harm, monk
     """10 lanes on the ring whose `paused` holds 100 KB, ahead of a lane with a job: each
     meta's fields measured first, `paused` only asked whether it is there (the claim's
     HMGET copied each whole: 300 of 1 MB held a claim 143 ms, bench/hostile_claims.py)."""
-    from test_harm_row_bytes import ScriptReads
+    from harm import ScriptReads
 
     conn, srv = harm
     for i in range(10):
@@ -169,7 +169,7 @@ def test_a_head_row_of_long_numbers_is_refused_without_copying_them(harm, monkey
     """The head row's numbers another node wrote 1 MB long: refused BadRow as before,
     each measured first and none copied (8 fields of 3 MB held every claim call 30 to 40
     ms only to refuse it); its times 1 MB long: served, the wait not measured."""
-    from test_harm_row_bytes import ScriptReads
+    from harm import ScriptReads
 
     conn, srv = harm
     conn.client.hset(P + "job:wide", mapping={"payload": "{}", "attempts": "9" * 1_000_000})
@@ -191,7 +191,7 @@ def test_a_finish_in_a_lane_paused_long_never_copies_its_meta(harm, monkeypatch)
     """Another node paused a lane writing 1 MB there: completing a job of it measures the
     meta's fields (reads.lua `measured_lane_counts`), the check, the slot given back and the
     wake each copied `paused` before (16 MB: 53 ms a complete)."""
-    from test_harm_row_bytes import ScriptReads
+    from harm import ScriptReads
 
     conn, srv = harm
     jid = jobs.enqueue(conn, Q, "{}", group="acme")

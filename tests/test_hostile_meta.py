@@ -11,8 +11,7 @@ not timed."""
 from __future__ import annotations
 
 import pytest
-from harm import written_out
-from test_harm_row_bytes import ScriptReads
+from harm import ScriptReads, written_out
 
 from emq_notebook import admin, jobs, lanes
 from emq_notebook.errors import BadRow

@@ -197,7 +197,7 @@ def test_a_move_into_a_lane_paused_long_never_copies_its_meta(harm, monkeypatch,
     `paused` is there (reads.lua `measured_lane_counts`); each copied it whole before
     (`lane_counts`' HMGET), as the claims did (16 MB: 53 ms a complete). The job lands in
     its lane, the paused lane stays off the ring."""
-    from test_harm_row_bytes import ScriptReads
+    from harm import ScriptReads
 
     conn, _srv = harm
     jid = (scheduled_job if how == "promote_job" else dead_job)(conn, group="acme")
@@ -223,7 +223,7 @@ def test_a_promote_into_a_lane_of_a_long_count_is_refused_as_before_never_copyin
 ):
     """A lane meta's `limit` or `active` another node wrote 1 MB long: the promote refuses
     BadRow naming the field, as before, having measured it (HSTRLEN), not copied it."""
-    from test_harm_row_bytes import ScriptReads
+    from harm import ScriptReads
 
     conn, _srv = harm
     jid = scheduled_job(conn, group="acme")
