@@ -5,10 +5,13 @@ import json
 import time
 
 import pytest
-from helpers import WITH_CLUSTER, consistency_problems, dump, keys_of
+from helpers import BACKENDS, WITH_CLUSTER, consistency_problems, dump, keys_of
+from lost_replies import Q as Q_soak_regressions
+from lost_replies import lose_replies
 
 from emq_notebook import admin, jobs, lanes, repeat
-from emq_notebook.errors import ActiveJobs, NotPaused
+from emq_notebook.errors import ActiveJobs, NotPaused, WireError
+from emq_notebook.keyspace import queue_key
 
 Q = "mail"
 
@@ -285,3 +288,29 @@ def test_an_interrupt_between_calls_leaves_a_consistent_queue(conn, loop):
         assert admin.job_count(conn, Q) == conn.client.zcard(f"emq:{{{Q}}}:dead") + len(in_flight)
     else:
         assert conn.client.zcard(f"emq:{{{Q}}}:dead") == 0
+
+
+# -- Regression tests for what the soak (tests/soak/) found, one per bug, on both backends. Each
+# fault is injected at the client (a reply read that fails after the server ran the command, or a
+# failed pause read), so the fake runs it too.
+
+
+class TestSoakRegressions:
+    # conftest's backends: this module's own `backend` adds the cluster
+    @pytest.fixture(params=BACKENDS)
+    def backend(self, request):
+        return request.param
+
+    def test_a_drain_whose_reply_is_lost_does_not_lose_its_count_silently(self, conn, monkeypatch):
+        for i in range(30):
+            jobs.enqueue(conn, Q_soak_regressions, str(i), id=f"j_{i:02d}")
+        steps: list = []
+        lose_replies(conn, monkeypatch)
+        with pytest.raises(WireError):
+            admin.drain(
+                conn, Q_soak_regressions, budget=10, progress=lambda calls, total: steps.append(total)
+            )
+        # the first call drained 10 and its answer was lost: the drain stops there, it does not
+        # go on answering a total that leaves those 10 out
+        assert steps == []
+        assert conn.client.zcard(queue_key(Q_soak_regressions, "pending")) == 20
