@@ -475,7 +475,7 @@ class TestClaimGhosts:
         # ghosts and lanes no claim serves, fewer than the bound, ahead of the jobs: the
         # toolkit's call (ASK_MORE last) and EchoMQ's (lease and token) answer and write
         # the same, claim after claim (the clock's values aside: lease deadlines, claimed_at)
-        from test_executors import restore, strip_volatile
+        from test_transitions import restore, strip_volatile
 
         group = "acme" if grouped else None
         for i in range(3):
