@@ -189,3 +189,74 @@ class Events:
 
     def bad_rows(self) -> Counter:
         return Counter(e["job"] for e in self.seen if e["event"] == "bad_row")
+
+
+class ScriptReads:
+    """The reading commands (HMGET, HGET, SORT_RO, with their arguments) each call of the
+    named script runs from now on, a list a call: on Valkey every command is logged
+    (SLOWLOG, those a script runs too), on the embedded fake its Lua bridge is spied on."""
+
+    READS = ("HMGET", "HGET", "SORT_RO")
+
+    def __init__(self, conn, srv, monkeypatch, name: str):
+        self.conn, self.srv, self.calls = conn, srv, []
+        self.recording: list | None = None
+        if srv is not None:
+            conn.client.config_set("slowlog-log-slower-than", 0)
+            conn.client.config_set("slowlog-max-len", 100_000)
+        else:
+            from fakeredis.commands_mixins.scripting_mixin import ScriptingCommandsMixin
+
+            real_call = ScriptingCommandsMixin._lua_redis_call
+
+            def spy(sock: Any, runtime: Any, globs: Any, op: bytes, *args: Any) -> Any:
+                if self.recording is not None:
+                    self.recording.append([op, *args])
+                return real_call(sock, runtime, globs, op, *args)
+
+            monkeypatch.setattr(ScriptingCommandsMixin, "_lua_redis_call", spy)
+        real_run = conn.run
+
+        def run(script, keys, args=(), **kw):
+            if script != name:
+                return real_run(script, keys, args, **kw)
+            self.recording = []
+            if srv is not None:
+                conn.client.execute_command("SLOWLOG", "RESET")
+            try:
+                return real_run(script, keys, args, **kw)
+            finally:
+                ran = self.recording
+                if srv is not None:
+                    # newest first: the script's own commands are logged before it
+                    ran = [e[3] for e in reversed(conn.client.execute_command("SLOWLOG", "GET", -1))]
+                self.recording = None
+                self.calls.append([[_text(w) for w in c] for c in ran if _text(c[0]).upper() in self.READS])
+
+        conn.run = run
+
+    def copied(self) -> list[int]:
+        """The bytes each call's reading commands copied, counted against the rows now."""
+        return [sum(self._bytes(c) for c in call) for call in self.calls]
+
+    def _bytes(self, command: list[str]) -> int:
+        client = self.conn.client
+        op, key, *rest = command
+        if op.upper() in ("HMGET", "HGET"):
+            return sum(client.hstrlen(key, f) for f in rest)
+        # SORT_RO set BY nosort LIMIT offset count GET # GET <root>job:*-><field> ...
+        offset, count = int(rest[3]), int(rest[4])
+        patterns = rest[6::2]
+        total = 0
+        for member in client.zrange(key, offset, offset + count - 1):
+            for p in patterns:
+                if p == "#":
+                    total += len(member)
+                else:
+                    row, field = p.split("->", 1)
+                    total += client.hstrlen(row.replace("*", member), field)
+        return total
+
+
+def _text(word: Any) -> str:
+    return word.decode("utf-8", "surrogateescape") if isinstance(word, bytes) else str(word)

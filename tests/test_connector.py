@@ -3,11 +3,14 @@
 from typing import Any
 
 import pytest
+from lost_replies import Q, active, lose_replies
 from own_process import python_without_url
 
 import emq_notebook as emq
 from emq_notebook import admin, jobs, scripts
 from emq_notebook.connector import redact
+from emq_notebook.errors import WireError
+from emq_notebook.keyspace import queue_key
 
 
 def test_embedded_default_is_one_shared_server(monkeypatch: Any) -> None:
@@ -162,3 +165,36 @@ def test_a_read_only_pipeline_refuses_a_write_as_it_is_queued_and_patches_nothin
     assert "execute_command" not in vars(pipe._pipe)  # nothing of redis-py's rebound
     assert pipe.execute() == [1]  # the chain's read went, nothing else
     assert conn.client.zcard(pending) == 1 and conn.client.hget("emq:{q}:meta", "paused") is None
+
+
+# -- Regression tests for what the soak (tests/soak/) found, one per bug, on both backends. Each
+# fault is injected at the client (a reply read that fails after the server ran the command, or a
+# failed pause read), so the fake runs it too.
+
+# Bug 1: redis-py re-sends a command whose connection failed, after the server
+# ran it. `redis.Redis(host=, port=)` retries by default (`from_url` does not), and
+# `connect(embedded="valkey")` built its client that way: a claim re-sent after its
+# reply was lost took a second job, a complete re-sent answered `Gone`, a drain's
+# count was lost. Every client `connect` builds now sends a transition once; the
+# tests on `conn` hold it for the URL and the fake.
+
+
+@pytest.mark.parametrize("kind", ["embedded valkey", "url", "embedded fake"])
+def test_every_client_connect_builds_sends_a_transition_once(kind, valkey, monkeypatch):
+    import emq_notebook as emq
+
+    conn = (
+        emq.connect(embedded="valkey")
+        if kind == "embedded valkey"
+        else emq.connect(f"redis://127.0.0.1:{valkey.port}/0")
+        if kind == "url"
+        else emq.connect(embedded="fake")
+    )
+    conn.client.delete(*[queue_key(Q, s) for s in ("pending", "active", "meta")])
+    for i in range(2):
+        conn.client.delete(queue_key(Q, f"job:j_{i}"))
+        jobs.enqueue(conn, Q, str(i), id=f"j_{i}")
+    lose_replies(conn, monkeypatch)
+    with pytest.raises(WireError):
+        jobs.claim(conn, Q, 60_000)
+    assert active(conn) == ["j_0"]

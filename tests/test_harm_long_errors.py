@@ -9,8 +9,7 @@ reading commands they ran, never timed."""
 from __future__ import annotations
 
 import pytest
-from harm import bounded, replies
-from test_harm_row_bytes import ScriptReads
+from harm import ScriptReads, bounded, replies
 
 from emq_notebook import decoding, triage
 from emq_notebook.defaults import BYTE_BUDGET

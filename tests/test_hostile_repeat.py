@@ -6,8 +6,7 @@ reading commands copied (test_harm_row_bytes.ScriptReads), never timed."""
 
 from __future__ import annotations
 
-from harm import Events
-from test_harm_row_bytes import ScriptReads
+from harm import Events, ScriptReads
 
 from emq_notebook import repeat
 

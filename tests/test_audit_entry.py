@@ -1,4 +1,6 @@
-"""The audit entry's values under attack (SPEC 11, 12), on both backends.
+"""What an audit entry says of a call (emq_notebook/audit/entry.py).
+
+The audit entry's values under attack (SPEC 11, 12), on both backends.
 
 A one-transition verb hands its entry to the audited twin as plain arguments, last in
 its ARGV (`audit.Record.values`, `lua/includes/audited.lua`); a bulk verb writes it

@@ -1,4 +1,8 @@
-"""Acting on what was found: `admin.reprocess_jobs` and `admin.remove_jobs` by id, and
+"""Moves by the job (emq_notebook/moves.py), on both backends: reprocess_dead, paced and
+controlled, and reprocess_jobs / remove_jobs by id, each call bounded by members and bytes
+past bad rows, ghosts and foreign or long ids.
+
+Acting on what was found: `admin.reprocess_jobs` and `admin.remove_jobs` by id, and
 their dry runs (a read-only script answering the same words, writing nothing).
 Both backends, both executors that run scripts."""
 

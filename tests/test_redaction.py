@@ -1,4 +1,6 @@
-"""Secrets and access, on a real Valkey: a password in a URL never appears in
+"""Passwords out of every line shown or recorded (emq_notebook/redaction.py).
+
+Secrets and access, on a real Valkey: a password in a URL never appears in
 any repr, exception, log line, magic output, shell output or saved notebook;
 and the toolkit works as an ACL user limited to `~emq:*` keys and `&emq:*`
 channels (the README's ACL line, tested as written)."""

@@ -1,4 +1,6 @@
-"""The Worker's log of a claim refused at every poll (a bad row at the queue's head,
+"""The worker loop (emq_notebook/worker.py).
+
+The Worker's log of a claim refused at every poll (a bad row at the queue's head,
 another node's): logged when it starts, at most once a minute while the same refusal
 (its field and id) goes on, once when it clears; the Worker polls on as before. It logged
 every poll before: about 20 warnings a second. No timing: the clock is the test's.

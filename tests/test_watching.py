@@ -1,4 +1,7 @@
-"""Do no harm while watching (SPEC 11): a member of many MB another node put at an end of
+"""What a look that only watches reads (emq_notebook/watching.py), on both backends: the ends
+of a queue's sets, and what another node put there.
+
+Do no harm while watching (SPEC 11): a member of many MB another node put at an end of
 a queue's sets (pending's head, the first job of its lowest priority, a lane's head, the
 schedule's due head, the newest dead) is never read by a watching look (health, a
 dashboard refresh, HealthView): no command answers a member's length and a read copies

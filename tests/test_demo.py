@@ -1,4 +1,6 @@
-"""A demo writes only to queues it made itself: pointed at a server that holds a real
+"""The demos (emq_notebook/demo.py): the incident they tell and the guard on what they write.
+
+A demo writes only to queues it made itself: pointed at a server that holds a real
 queue of its name, it stops with `QueueInUse` before writing anything (both backends)."""
 
 import pytest

@@ -1,4 +1,6 @@
-"""Do no harm while watching (SPEC 11, issue 27 item 4): a dashboard refresh, a
+"""The queues of one server as this process knows them (emq_notebook/directory.py).
+
+Do no harm while watching (SPEC 11, issue 27 item 4): a dashboard refresh, a
 HealthView tick, `frames.health()`, `%emq queues` and completion send a number of
 commands that depends on the queues shown, never on the keys in the database.
 

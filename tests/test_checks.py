@@ -1,4 +1,6 @@
-"""Bad input, by property: every shape of name the gate must refuse is refused
+"""Checks of the values a verb is given (emq_notebook/checks.py), run before any I/O.
+
+Bad input, by property: every shape of name the gate must refuse is refused
 before any I/O; malformed JSON, non-positive budgets and leases, unknown states
 and bad durations are each one typed error, and nothing is written (the whole
 keyspace is compared before and after, on both backends).

@@ -1,4 +1,6 @@
-"""The audit trail wired into every writing verb (SPEC 12), on both backends.
+"""The recorder (emq_notebook/audit/recorder.py): one path writes every entry.
+
+The audit trail wired into every writing verb (SPEC 12), on both backends.
 
 A table over `catalogue.writers()`: every writing domain function, run from each
 surface (Python, a magic, the `emq` shell, a panel's button, a runbook), leaves

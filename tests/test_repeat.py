@@ -1,4 +1,7 @@
-"""Do no harm, the repeat registry: a listing reads it a page at a time (`@read_repeats`,
+"""The repeat registry (emq_notebook/repeat.py), on both backends: its listings, its
+definitions and its tick, against what another node wrote.
+
+Do no harm, the repeat registry: a listing reads it a page at a time (`@read_repeats`,
 a member count and a byte budget a call), a definition too long for a call is answered
 by its size and its bytes stay on the server, and a definition another node wrote that
 no tick can run is a row that says why, never a listing that fails. run-now reads its

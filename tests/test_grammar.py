@@ -1,4 +1,6 @@
-"""`{{name}}` substitution, by property: whatever text a variable holds (braces,
+"""The command grammar (emq_notebook/grammar.py): how a line becomes a parsed command.
+
+`{{name}}` substitution, by property: whatever text a variable holds (braces,
 dollars, quotes, `-h`, `#`, newlines, non-ASCII), the word that names it arrives
 as that exact text, a dict or list as its JSON, and a line with no `{{name}}` word is
 parsed exactly as it would be without a namespace. Nothing is expanded that the
