@@ -356,15 +356,19 @@ class JobsView(Panel):
 
     def refresh(self) -> None:
         """Read the current page again, from where it starts (the selection is cleared:
-        its rows may have moved)."""
-        self._busy(True)
+        its rows may have moved). A page of the server's order is one bounded call: the
+        buttons are not greyed out for it (each change is a message the page redraws for)."""
+        slow = not self.server_order
+        if slow:
+            self._busy(True)
         try:
             page, note = self._read()
         except EMQError as exc:
             self._busy(False)
             self.say(f"error: {exc}", "error")
             return
-        self._busy(False)
+        if slow:
+            self._busy(False)
         self.frame = page
         grids.patch(self.grid, shown_page(page))
         self._fit_widths()
