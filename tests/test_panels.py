@@ -519,6 +519,12 @@ def test_the_detail_pane_shows_hostile_rows_whole_and_escaped(conn, ip):
         assert view.open_detail(big) is not None
         assert html.escape(huge) in view.detail.body.value  # whole, escaped
         assert f"{len(huge):,} characters" in view.detail.body.value
+        panel = DeadLetterPanel(conn, Q)  # its list: an entry's error on one line, clipped
+        label = next(label for label, i in panel.select.options if i == big)
+        assert len(label) < 300 and label.endswith("… (failures 1)")
+        panel.select.value = (big,)  # the pane below shows it whole
+        assert html.escape(huge) in panel.detail.body.value and unsendable(panel) == []
+        panel.close()
     finally:
         view.close()
 

@@ -327,9 +327,9 @@ def test_values_read_as_an_operator_reads_them(conn, monkeypatch):
     jobs.enqueue_many(conn, Q, ["{}"] * 1_200)
 
     view = JobsView(conn, Q, state="dead")
-    assert set(view.grid.data.index) == set(ids)
-    assert all(len(i) == 28 for i in view.grid.data.index)  # j_ and a whole ULID
-    assert view.grid.base_row_header_size >= grids.CHAR_PX * 28
+    assert set(view.grid.data["id"]) == set(ids)  # a column: the row header is hidden
+    assert all(len(i) == 28 for i in view.grid.data["id"])  # j_ and a whole ULID
+    assert view.grid.column_widths["id"] >= grids.CHAR_PX * 28
     assert all(local.match(t) for t in view.grid.data["at"]), view.grid.data["at"].tolist()
     assert view.grid.renderers["failures"].format == ",d"
     view.close()

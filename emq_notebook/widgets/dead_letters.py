@@ -46,6 +46,7 @@ from ..errors import EMQError
 from ..keyspace import queue_key
 from ..settings import Settings
 from .base import Confirmation, Panel, Progress, Question, counted, table
+from .grid import CELL_CHARS
 from .job_grid import ORDER_WORDS, ORDERS, DeadPages
 from .job_panel import JobDetail
 from .values import when
@@ -97,13 +98,13 @@ class DeadLetterPanel(Panel):
         self.pages = DeadPages(page)
         self.order = w.Dropdown(options=ORDERS, value="time", description="order")
         self.order.observe(lambda _: self.first_page(), names="value")
-        self.first_button = w.Button(description="⏮ First", layout=_whole())
+        self.first_button = w.Button(description="◀◀ First", layout=_whole())
         self.first_button.on_click(lambda _: self.first_page())
         self.prev_button = w.Button(description="◀ Previous", layout=_whole())
         self.prev_button.on_click(lambda _: self.turn(self.pages.previous))
         self.next_button = w.Button(description="Next ▶", layout=_whole())
         self.next_button.on_click(lambda _: self.turn(self.pages.next))
-        self.last_button = w.Button(description="Last ⏭", layout=_whole())
+        self.last_button = w.Button(description="Last ▶▶", layout=_whole())
         self.last_button.on_click(lambda _: self.turn(self.pages.last))
         self.page_label = w.HTML()
         self.detail = JobDetail()
@@ -282,7 +283,7 @@ class DeadLetterPanel(Panel):
         self._signatures = {visible(s): s for s in errors.index}
         self.signature.value = keep if keep in self.signature.options else EVERY
         self.select.options = [
-            (f"{visible(i)} — {visible(row.last_error)} (failures {row.failures:,})", i)
+            (f"{visible(i)} — {_clipped(visible(row.last_error))} (failures {row.failures:,})", i)
             for i, row in dead.iterrows()
         ]
         self._gate()
@@ -612,6 +613,12 @@ class DeadLetterPanel(Panel):
                 done=lambda n: f"reprocessed {n:,} dead jobs",
             ),
         )
+
+
+def _clipped(text: str) -> str:
+    """A list entry's error on one line, its start (the pane below shows it whole)."""
+    text = text.replace("\n", " ")
+    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
 
 
 def _pace(rate: float | None) -> str:

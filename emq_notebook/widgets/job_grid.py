@@ -39,7 +39,7 @@ import pandas as pd
 
 from .. import admin, frames, triage, watching
 from ..connector import Connection
-from ..decoding import printable, visible
+from ..decoding import printable, shown_id, visible
 from ..errors import EMQError
 from ..keyspace import STATES, queue_key
 from ..settings import Settings
@@ -67,6 +67,19 @@ WIDTHS = {
 }
 # the grid's columns, what a dead job is read by first
 SHOWN = list(WIDTHS)
+# the id column: as wide as the longest id shown, within these
+ID_PX = (120, grids.INDEX_MAX_PX)
+
+
+def shown_page(page: pd.DataFrame) -> pd.DataFrame:
+    """A page as its grid holds it: the id a column (first), the rows named by their place
+    on the page (the row header is hidden). Every full page then has the same rows, so a
+    page turn is `grid.patch`'s one message of changed rows; a data replacement (new row
+    names) makes the browser resize and redraw the grid once for each column."""
+    out = page[SHOWN].copy()
+    out.insert(0, "id", [printable(str(shown_id(i))) for i in page.index])
+    out.index = pd.RangeIndex(len(out), name="row")
+    return out
 
 
 def tally(outcome: dict[str, str]) -> str:
@@ -209,9 +222,9 @@ class JobsView(Panel):
         self.filter_button.on_click(lambda _: self.first_page())
         self.clear_button = w.Button(description="Clear")
         self.clear_button.on_click(lambda _: self.clear_filter())
-        self.first_button = w.Button(description="⏮ First", layout=w.Layout(width="auto"))
+        self.first_button = w.Button(description="◀◀ First", layout=w.Layout(width="auto"))
         self.first_button.on_click(lambda _: self.first_page())
-        self.last_button = w.Button(description="Last ⏭", layout=w.Layout(width="auto"))
+        self.last_button = w.Button(description="Last ▶▶", layout=w.Layout(width="auto"))
         self.last_button.on_click(lambda _: self.last_page())
         self.prev_button = w.Button(description="◀ Previous")
         self.prev_button.on_click(lambda _: self.turn(-1))
@@ -226,7 +239,10 @@ class JobsView(Panel):
         )
         self.count_button.on_click(lambda _: self.count_all())
         self.page_label = w.HTML()
-        self.grid = grids.grid(self.frame[SHOWN], colours=COLOURS, widths=WIDTHS, most_rows=14)
+        self.grid = grids.grid(
+            shown_page(self.frame), colours=COLOURS, widths=WIDTHS, most_rows=14, index_px=0
+        )
+        self.grid.header_visibility = "column"
         self.grid.observe(lambda _: self._show_selection(), names="selections")
         self.grid.on_cell_click(self._clicked)
         self.selection_label = w.HTML()
@@ -340,18 +356,22 @@ class JobsView(Panel):
 
     def refresh(self) -> None:
         """Read the current page again, from where it starts (the selection is cleared:
-        its rows may have moved)."""
-        self._busy(True)
+        its rows may have moved). A page of the server's order is one bounded call: the
+        buttons are not greyed out for it (each change is a message the page redraws for)."""
+        slow = not self.server_order
+        if slow:
+            self._busy(True)
         try:
             page, note = self._read()
         except EMQError as exc:
             self._busy(False)
             self.say(f"error: {exc}", "error")
             return
-        self._busy(False)
+        if slow:
+            self._busy(False)
         self.frame = page
-        grids.patch(self.grid, page[SHOWN])
-        self._fit_times()
+        grids.patch(self.grid, shown_page(page))
+        self._fit_widths()
         self.grid.selections = []
         self.page_label.value = note
         paged = self.server_order
@@ -377,12 +397,22 @@ class JobsView(Panel):
         self.confirmation.cancel()
         self._show_selection()
 
-    def _fit_times(self) -> None:
-        """The time column as wide as its longest text (a zone's name is never cut)."""
-        longest = max((len(str(t)) for t in self.grid.data["at"]), default=0)
-        want = max(WIDTHS["at"], CELL_CHAR_PX * longest + 16)
-        if self.grid.column_widths.get("at") != want:
-            self.grid.column_widths = {**WIDTHS, "at": want}
+    def _fit_widths(self) -> None:
+        """The id and time columns as wide as their longest text (an id whole, a zone's
+        name never cut); sent only when a width changed (the browser redraws the grid)."""
+        data = self.grid.data
+
+        def longest(column: str) -> int:
+            return CELL_CHAR_PX * max((len(str(v)) for v in data[column]), default=0) + 16
+
+        want = {
+            **WIDTHS,
+            "id": min(ID_PX[1], max(ID_PX[0], longest("id"))),
+            "at": max(WIDTHS["at"], longest("at")),
+        }
+        if self.grid.column_widths != want:
+            self.grid.column_widths = self.grid.column_px = want
+            self.grid.layout.width = grids.width(data, want, 0)
 
     def _size(self) -> tuple[int, str]:
         """How many jobs the state holds, a lane's backlog counted as pending, and what a

@@ -25,7 +25,8 @@ from .values import when
 # a whole text's box: as tall as this at most, then it scrolls (its width wraps)
 WHOLE_TEXT_STYLE = (
     "max-height:22em;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 8px;"
-    "font-family:monospace;font-size:12px;background:#f6f8fa;border:1px solid #d0d7de;padding:6px"
+    "font-family:monospace;font-size:12px;line-height:1.4;background:#f6f8fa;border:1px solid #d0d7de;"
+    "padding:6px"
 )
 
 
