@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from dead_rows import Q
+from harm import sent
 from keydump import changed, dump
 
 import emq_notebook as emq
@@ -284,3 +286,25 @@ def test_a_read_only_run_writes_no_entry(conn, url_of, capsys):
     rb.verify({"the backlog is gone": lambda: admin.backlog(conn, "mail") == 0})
     assert "audit: this run wrote no entry (APPLY = False: nothing written)" in capsys.readouterr().out
     assert conn.client.exists("emq:audit:{mail}") == 0
+
+
+# -- Do no harm, the reads (bench/harm.py found each): a job's long `:logs` list is read in pages
+# bounded by lines and bytes; a payload too large for a script is read with a plain HGET, never
+# inside one; a snapshot's call stops at about a byte budget; find, errors and the snapshot pass
+# over a member whose id names another job's `:logs` list (its "row" key is a list); a runbook finds
+# its queue without a SCAN. Both backends, every call that could hold a server under the harness's
+# watchdog (tests/harm.py). Work is observed in the replies, never timed.
+
+# -- the runbook's connect cell ------------------------------------------------------------
+
+
+def test_a_runbook_finds_its_queue_without_scanning_the_keyspace(harm, monkeypatch, capsys):
+    conn, srv = harm
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    url = None if srv is None else f"redis://127.0.0.1:{srv.port}/0"
+    conn.client.mset({f"other:app:{i}": "v" for i in range(5_000)})
+    jobs.enqueue(conn, Q, "{}")
+    opened = sent(conn, srv, lambda: runbook.start("x", url, Q, False))
+    assert opened["scan"] == 0 and opened["exists"] == 1, opened
+    with pytest.raises(Exception, match=f"no queue '{Q}x'"):
+        runbook.start("x", url, Q + "x", False)
