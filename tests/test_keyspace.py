@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
+from mailq import Q
 
 import emq_notebook as emq
 from emq_notebook import admin, jobs, keyspace
@@ -127,3 +128,18 @@ def test_the_id_rules_are_the_same_numbers_in_python_and_lua():
     assert re.search(r"^local MAX_ID = (\d+)$", reads, re.M).group(1) == str(MAX_SERVER_ID)
     files = scripts.lua_dir().rglob("*.lua")
     assert not any(re.search(r"^local (ID_WORK|MAX_ID) =", p.read_text(), re.M) for p in files)
+
+
+# -- Fenced means fenced, round 2 (issue 28): a verb does what it was told and no more, data written
+# by other nodes never breaks a tool, secrets stay out of the record.
+
+
+@pytest.mark.parametrize("name", ["-h", "--yes", "--help", "-1", "-"])
+def test_a_name_read_as_an_option_is_refused_by_the_gate(name):
+    from emq_notebook.errors import InvalidName
+    from emq_notebook.keyspace import check_name, job_key, queue_key
+
+    for call in (lambda: check_name(name), lambda: queue_key(name, "pending"), lambda: job_key(Q, name)):
+        with pytest.raises(InvalidName, match="starts with -"):
+            call()
+    assert check_name("a-b") == "a-b" and check_name("x-") == "x-"
