@@ -518,6 +518,7 @@ READING = {
         lambda c: frames.members_page(c, f"emq:{{{Q_sessions}}}:dead", 0, 10)[0],
         ["j_dead"],
     ),
+    "frames.dead_page": (lambda c: list(frames.dead_page(c, Q_sessions).index), ["j_dead"]),
     "frames.metrics": (lambda c: len(frames.metrics(c, Q_sessions)) >= 0, True),
     "triage.find": (lambda c: list(triage.find(c, Q_sessions, state="all", error="b*").index), ["j_dead"]),
     "triage.errors": (lambda c: triage.errors(c, Q_sessions)["count"].to_dict(), {"boom": 1}),
