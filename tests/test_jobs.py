@@ -281,7 +281,7 @@ def test_two_workers_never_share_a_job(conn, connect_as):
 def test_a_wire_fault_on_the_pause_read_reads_as_not_paused(conn, monkeypatch):
     # EchoMQ.Admin's paused?/2: `_ -> false`. A fault on the HGET alone lets the claim go on
     # (on a paused queue the claim that goes on reads the field itself and serves
-    # nothing: tests/test_soak_regressions.py)
+    # nothing: tests/test_jobs.py)
     import redis as redis_py
 
     jid = jobs.enqueue(conn, Q, "x")
