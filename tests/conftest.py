@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+# a fixture two test files share: the README's ACL user's URL (test_connector.py,
+# test_redaction.py)
+from acl import operator_url  # noqa: F401
+
 # the do-no-harm fixtures: a private server per test, under a liveness watchdog
 from harm import harm, private_valkey  # noqa: F401
 
@@ -22,6 +26,10 @@ from helpers import (  # noqa: F401
     server_for,
     server_url,
 )
+
+# a fixture two test files share: no panel thread left after a view's test
+# (test_widgets_health_view.py, test_widgets_metrics_view.py)
+from views import no_panel_left  # noqa: F401
 
 import emq_notebook as emq
 from emq_notebook import local_valkey
