@@ -2090,8 +2090,8 @@ def test_a_faulted_pause_read_on_a_running_queue_still_claims(conn, monkeypatch,
 
 # -- Do no harm, the bulk verbs: every call is bounded by the work it does (members examined AND
 # bytes), whatever the sets hold -- bad rows, ghosts, ids another node wrote outside the name gate,
-# 8 MB payloads, a :logs list of 200,000 lines -- and a run walks each member once, so it never re-
-# walks (or re-announces) what it left behind. Both backends; the calls that could hold a server run
+# 8 MB payloads, a :logs list of 200,000 lines -- and a run walks each member once, so it never
+# re-walks (or re-announces) what it left behind. Both backends; the calls that could hold a server run
 # under the harness's watchdog (tests/harm.py). Work is observed in the replies and the events,
 # never timed.
 
