@@ -10,11 +10,9 @@ Here: the snapshot's cases (frames.py), to fold into test_frames.py after #43; t
 find and errors, dead-run and runbook cases are in test_jobs.py, test_triage.py,
 test_moves.py and test_runbook.py."""
 
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
-import pytest
 from dead_rows import BIG, P, Q, dead_row, long_dead
 from harm import bounded, replies
 
@@ -188,24 +186,8 @@ def test_a_snapshot_of_large_texts_is_read_about_a_byte_budget_a_call(harm):
 # -- a member whose id names another job's :logs list ------------------------------------
 
 
-@pytest.fixture(params=(5, 200), ids=("small set", "large set"))
-def foreign_dead(harm, request) -> Iterator[tuple[Any, Any, list[str]]]:
-    """Dead holding `j_0:logs` (job j_0's logs list: its "row" key is a list), ids other
-    nodes wrote (`ord:17`, `a b`) and ordinary rows: a small set (a listpack: rows read
-    by HMGET) or a large one (rows read by SORT)."""
-    conn, srv = harm
-    ordinary = [f"j_{i}" for i in range(request.param)]
-    for k, job_id in enumerate(ordinary):
-        dead_row(conn, job_id, error=f"upstream 10.0.0.{k % 250}:6379 timed out", score=10 + k)
-    conn.client.rpush(P + "job:j_0:logs", "one", "two")
-    conn.client.zadd(P + "dead", {"j_0:logs": 1})
-    dead_row(conn, "ord:17", error="written by another node", score=2)
-    dead_row(conn, "a b", error="written by another node", score=3)
-    yield conn, srv, ["ord:17", "a b", *ordinary]
-
-
-def test_a_snapshot_shows_an_id_naming_another_jobs_logs_as_a_row_with_no_field(foreign_dead):
-    conn, srv, rows = foreign_dead
+def test_a_snapshot_shows_an_id_naming_another_jobs_logs_as_a_row_with_no_field(dead_with_a_logs_id):
+    conn, srv, rows = dead_with_a_logs_id
     frame = bounded(lambda: frames.snapshot(conn, Q, states="dead"), srv, what="snapshot")
     assert list(frame.index) == ["j_0:logs", *rows]
     assert frame.loc["j_0:logs", ["payload", "last_error"]].isna().all()

@@ -12,7 +12,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import fakeredis
@@ -22,9 +22,7 @@ from bad_rows import P, bad_rows_and_ghosts, refused_before_anything_is_sent
 from bad_rows import Q as Q_budget
 from bad_rows import kill as kill_budget
 from dead_letters import long_ids, written_dead, written_rows
-from dead_rows import P as P_reads
 from dead_rows import Q as Q_reads
-from dead_rows import dead_row
 from foreign_ids import Q as Q_long_ids
 from foreign_ids import foreign_ids, written
 from harm import Events, bounded, replies
@@ -1077,25 +1075,10 @@ def test_foreign_ids_at_the_head_hold_the_jobs_behind_them_a_few_calls(harm, ver
 # watchdog (tests/harm.py). Work is observed in the replies, never timed.
 
 
-class TestHarmReads:
-    # -- a member whose id names another job's :logs list ------------------------------------
+# -- a member whose id names another job's :logs list ------------------------------------
 
-    @pytest.fixture(params=(5, 200), ids=("small set", "large set"))
-    def foreign_dead(self, harm, request) -> Iterator[tuple[Any, Any, list[str]]]:
-        """Dead holding `j_0:logs` (job j_0's logs list: its "row" key is a list), ids other
-        nodes wrote (`ord:17`, `a b`) and ordinary rows: a small set (a listpack: rows read
-        by HMGET) or a large one (rows read by SORT)."""
-        conn, srv = harm
-        ordinary = [f"j_{i}" for i in range(request.param)]
-        for k, job_id in enumerate(ordinary):
-            dead_row(conn, job_id, error=f"upstream 10.0.0.{k % 250}:6379 timed out", score=10 + k)
-        conn.client.rpush(P_reads + "job:j_0:logs", "one", "two")
-        conn.client.zadd(P_reads + "dead", {"j_0:logs": 1})
-        dead_row(conn, "ord:17", error="written by another node", score=2)
-        dead_row(conn, "a b", error="written by another node", score=3)
-        yield conn, srv, ["ord:17", "a b", *ordinary]
 
-    def test_the_dead_run_leaves_an_id_naming_another_jobs_logs(self, foreign_dead):
-        conn, srv, rows = foreign_dead
-        said = bounded(lambda: admin.reprocess_dead(conn, Q_reads, dry_run=True), srv, what="reprocess_dead")
-        assert int(said) == len(rows) and said.foreign == ["j_0:logs"]
+def test_the_dead_run_leaves_an_id_naming_another_jobs_logs(dead_with_a_logs_id):
+    conn, srv, rows = dead_with_a_logs_id
+    said = bounded(lambda: admin.reprocess_dead(conn, Q_reads, dry_run=True), srv, what="reprocess_dead")
+    assert int(said) == len(rows) and said.foreign == ["j_0:logs"]

@@ -9,14 +9,13 @@ import fnmatch
 import random
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 import pytest
 import redis
 from dead_rows import BIG, dead_row, long_dead
-from dead_rows import P as P_reads
 from dead_rows import Q as Q_reads
 from harm import ScriptReads, bounded, commands_sent, replies, written_out
 from helpers import dump, open_conn, server_for, server_url
@@ -1312,31 +1311,15 @@ def test_find_reads_a_payload_too_large_for_a_script_with_a_plain_read(harm):
 # -- a member whose id names another job's :logs list ------------------------------------
 
 
-@pytest.fixture(params=(5, 200), ids=("small set", "large set"))
-def foreign_dead(harm, request) -> Iterator[tuple[Any, Any, list[str]]]:
-    """Dead holding `j_0:logs` (job j_0's logs list: its "row" key is a list), ids other
-    nodes wrote (`ord:17`, `a b`) and ordinary rows: a small set (a listpack: rows read
-    by HMGET) or a large one (rows read by SORT)."""
-    conn, srv = harm
-    ordinary = [f"j_{i}" for i in range(request.param)]
-    for k, job_id in enumerate(ordinary):
-        dead_row(conn, job_id, error=f"upstream 10.0.0.{k % 250}:6379 timed out", score=10 + k)
-    conn.client.rpush(P_reads + "job:j_0:logs", "one", "two")
-    conn.client.zadd(P_reads + "dead", {"j_0:logs": 1})
-    dead_row(conn, "ord:17", error="written by another node", score=2)
-    dead_row(conn, "a b", error="written by another node", score=3)
-    yield conn, srv, ["ord:17", "a b", *ordinary]
-
-
-def test_find_passes_over_an_id_naming_another_jobs_logs(foreign_dead):
-    conn, srv, rows = foreign_dead
+def test_find_passes_over_an_id_naming_another_jobs_logs(dead_with_a_logs_id):
+    conn, srv, rows = dead_with_a_logs_id
     for how in ({}, {"error": "*"}, {"payload": "*"}, {"min_attempts": 0}):
         got = bounded(lambda how=how: triage.find(conn, Q_reads, limit=None, **how), srv, what=f"find({how})")
         assert list(got.index) == rows, how
 
 
-def test_errors_pass_over_an_id_naming_another_jobs_logs(foreign_dead):
-    conn, srv, rows = foreign_dead
+def test_errors_pass_over_an_id_naming_another_jobs_logs(dead_with_a_logs_id):
+    conn, srv, rows = dead_with_a_logs_id
     got = bounded(lambda: triage.errors(conn, Q_reads), srv, what="errors")
     assert int(got["count"].sum()) == len(rows)
     assert got.loc["written by another node", "count"] == 2
