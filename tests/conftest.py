@@ -69,6 +69,14 @@ def ip():
 
 
 @pytest.fixture
+def confirm_above_3(ip):
+    """The shell asks for --yes above 3 jobs (1000 again after the test)."""
+    ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
+    yield
+    ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
+
+
+@pytest.fixture
 def emq_line(ip, conn):
     """`%emq LINE` on the shell `ip`, its session on `conn`."""
     from emq_notebook import magics

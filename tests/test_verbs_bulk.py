@@ -65,13 +65,6 @@ def test_a_filtered_reprocess_line_moves_at_most_the_move_budget_a_call(conn):
 K = f"emq:{{{Q_triage_magics}}}:"
 
 
-@pytest.fixture
-def confirm_above_3(ip):
-    ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
-    yield
-    ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
-
-
 def test_a_filtered_reprocess_below_the_threshold_acts(emq_line, conn, capsys):
     stage(conn)
     words = emq_line("reprocess mailq --error 'timeout*'")
