@@ -7,6 +7,14 @@ from __future__ import annotations
 
 import pytest
 
+# a fixture two test files share: the README's ACL user's URL (test_connector.py,
+# test_redaction.py)
+from acl import operator_url  # noqa: F401
+
+# a fixture three test files share: dead holding an id that names another job's :logs
+# list (test_harm_reads.py, test_triage.py, test_moves.py)
+from dead_rows import dead_with_a_logs_id  # noqa: F401
+
 # the do-no-harm fixtures: a private server per test, under a liveness watchdog
 from harm import harm, private_valkey  # noqa: F401
 
@@ -22,6 +30,10 @@ from helpers import (  # noqa: F401
     server_for,
     server_url,
 )
+
+# a fixture two test files share: no panel thread left after a view's test
+# (test_widgets_health_view.py, test_widgets_metrics_view.py)
+from views import no_panel_left  # noqa: F401
 
 import emq_notebook as emq
 from emq_notebook import local_valkey
@@ -54,6 +66,14 @@ def ip():
     shell = start_ipython()
     shell.run_line_magic("load_ext", "emq_notebook")
     return shell
+
+
+@pytest.fixture
+def confirm_above_3(ip):
+    """The shell asks for --yes above 3 jobs (1000 again after the test)."""
+    ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
+    yield
+    ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
 
 
 @pytest.fixture

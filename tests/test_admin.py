@@ -5,12 +5,15 @@ import json
 import time
 
 import pytest
+from bad_rows import P
+from bad_rows import Q as Q_budget
+from harm import bounded
 from helpers import BACKENDS, WITH_CLUSTER, consistency_problems, dump, keys_of
 from lost_replies import Q as Q_soak_regressions
 from lost_replies import lose_replies
 
 import emq_notebook as emq
-from emq_notebook import admin, jobs, lanes, repeat, watching
+from emq_notebook import admin, jobs, lanes, repeat, scripts, watching
 from emq_notebook import lanes as lanes_
 from emq_notebook.errors import ActiveJobs, Gone, NotPaused, WireError
 from emq_notebook.keyspace import base, queue_key
@@ -504,3 +507,92 @@ class TestDrainLanes:
         assert left_drain_lanes(conn, names) == 0
         assert conn.client.get(f"{base(Q_drain_lanes)}g:strlane:pending") == "x"
         assert admin.remove_jobs(conn, Q_drain_lanes, ["j_other"]) == {"j_other": "gone"}
+
+
+# -- Do no harm, the bulk verbs: every call is bounded by the work it does (members examined AND
+# bytes), whatever the sets hold -- bad rows, ghosts, ids another node wrote outside the name gate,
+# 8 MB payloads, a :logs list of 200,000 lines -- and a run walks each member once, so it never
+# re-walks (or re-announces) what it left behind. Both backends; the calls that could hold a server run
+# under the harness's watchdog (tests/harm.py). Work is observed in the replies and the events,
+# never timed.
+
+# -- 2. big values ------------------------------------------------------------------------
+
+
+def big_jobs(conn) -> None:
+    """Four jobs with an 8 MB payload (another node's: over what the toolkit writes),
+    then one with a :logs list of 200,000 lines."""
+    big = "x" * (8 << 20)
+    for i in range(4):
+        jobs.enqueue(conn, Q_budget, "{}", id=f"j_big{i}")
+        conn.client.hset(P + f"job:j_big{i}", "payload", big)
+    jobs.enqueue(conn, Q_budget, "{}", id="j_logs")
+    pipe = conn.client.pipeline(transaction=False)
+    for _ in range(20):
+        pipe.rpush(P + "job:j_logs:logs", *(f"line {i}" for i in range(10_000)))
+    pipe.execute()
+
+
+class TestHarmBudget:
+    # conftest's backends: this module's own `backend` adds the cluster
+    @pytest.fixture(params=BACKENDS)
+    def backend(self, request):
+        return request.param
+
+    def test_drain_of_big_payloads_and_long_logs_returns_a_call_per_big_row(self, harm):
+        conn, srv = harm
+        big_jobs(conn)
+        drained: list[int] = []
+        n = bounded(
+            lambda: admin.drain(conn, Q_budget, progress=lambda c, k: drained.append(k)), srv, what="drain"
+        )
+        # each 8 MB payload spends a call's bytes: a call of its own, then the rest
+        assert n == 5 and drained == [1, 2, 3, 4, 5]
+        assert keys_of(conn, Q_budget) == [P + "meta"]
+
+    def test_obliterate_of_big_payloads_and_long_logs_returns_and_leaves_nothing(self, harm):
+        conn, srv = harm
+        big_jobs(conn)
+        admin.pause(conn, Q_budget)
+        left: list[int] = []
+        calls = bounded(
+            lambda: admin.obliterate_all(conn, Q_budget, progress=lambda c, k: left.append(k)),
+            srv,
+            what="obliterate",
+        )
+        assert left == [4, 3, 2, 1] and calls == 5  # one 8 MB row a call, then the rest
+        assert keys_of(conn, Q_budget) == []
+
+    # -- 6. EchoMQ's own callers send no byte budget -------------------------------------------
+
+    def test_echomqs_own_drain_and_obliterate_layouts_answer_as_echomq_does(self, conn):
+        """EchoMQ's Elixir Admin sends drain no ARGV and obliterate two: the byte budget is
+        an optional last argument, so their replies are EchoMQ's."""
+        for i in range(5):
+            jobs.enqueue(conn, Q_budget, "x" * 100, id=f"j_{i}")
+        assert (
+            conn.client.evalsha(conn.client.script_load(scripts.source("drain")), 2, P, P + "pending") == 5
+        )  # the count drained, unbounded
+        for i in range(5):
+            jobs.enqueue(conn, Q_budget, "x" * 100, id=f"j_{i}")
+        admin.pause(conn, Q_budget)
+        sha = conn.client.script_load(scripts.source("obliterate"))
+        # five jobs at two a call: 1 (:more), 1, then the last job and the rest, 0 (:ok)
+        assert [conn.client.evalsha(sha, 2, P + "meta", P, "", "2") for _ in range(3)] == [1, 1, 0]
+        assert keys_of(conn, Q_budget) == []
+
+    def test_obliterate_keeps_the_throughput_record_whole_between_calls(self, conn):
+        """The latency minutes go in the call that deletes the metrics hashes, however small
+        the budget and however many minutes the history spans."""
+        for i in range(3):
+            jobs.enqueue(conn, Q_budget, "{}", id=f"j_{i}")
+        jobs.complete(conn, Q_budget, jobs.claim(conn, Q_budget, 60_000).id)
+        for minute in (1, 2, 3):  # a history spanning more minutes than the budget
+            conn.client.zadd(P + "lat:minutes", {str(minute): minute})
+            conn.client.hset(P + f"lat:wait:{minute}", "0", "1")
+        admin.pause(conn, Q_budget)
+        while admin.obliterate(conn, Q_budget, budget=1) == "more":
+            metrics = conn.client.exists(P + "metrics:claimed", P + "metrics:completed")
+            minutes = conn.client.exists(P + "lat:minutes", *(P + f"lat:wait:{m}" for m in (1, 2, 3)))
+            assert (metrics, minutes) in ((2, 4), (0, 0))
+        assert keys_of(conn, Q_budget) == []

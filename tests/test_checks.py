@@ -77,7 +77,7 @@ def test_the_gate_refuses_every_hostile_name_before_any_io(nowhere, bad, good, v
     call = VERBS[verb]
     with pytest.raises(InvalidName):
         call(nowhere, bad, good)  # a hostile queue name
-    # the bulk verbs take ids as the server holds them (tests/test_harm_budget.py)
+    # the bulk verbs take ids as the server holds them (tests/test_moves.py)
     if verb not in ("pause", "drain", "obliterate", "snapshot", "status", "claim", "remove_jobs"):
         with pytest.raises(InvalidName):
             call(nowhere, good, bad)  # a hostile job id, group or id in a list

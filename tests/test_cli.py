@@ -351,3 +351,79 @@ def test_ids_another_node_wrote_forge_no_line_of_a_preview_or_a_frame(conn, monk
         assert (code, err) == (0, ""), err
         assert not re.search("[\u2028\x9b\r]", out) and not re.search("^FORGED", out, re.M), out
     assert conn.command("ZCARD", "emq:{mail}:dead") == 0
+
+
+# -- Fenced means fenced, round 2 (issue 28): a verb does what it was told and no more, data written
+# by other nodes never breaks a tool, secrets stay out of the record.
+
+# -- 5. the shell writes only to a server it was told of ---------------------------------
+
+
+def shell(capsys, *argv: str) -> tuple[int, str, str]:
+    from emq_notebook import cli
+
+    capsys.readouterr()
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+WRITING_LINES = [
+    ["pause", "mailers"],
+    ["enqueue", "mailers", "{}"],
+    ["lane-set", "mailers", "acme", "--pause"],
+    ["reprocess", "mailers", "--error", "*SMTP*", "--dry-run"],
+    ["--executor", "function", "drain", "mailers", "--yes"],
+]
+
+
+@pytest.mark.parametrize("argv", WRITING_LINES, ids=lambda a: " ".join(a))
+def test_a_shell_write_with_no_server_named_is_refused(monkeypatch, capsys, argv):
+    import emq_notebook as emq
+
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    fake = emq.connect(embedded="fake")
+    fake.client.flushall()
+    code, out, err = shell(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "no server is named: set EMQ_URL or pass --url" in err
+    assert fake.client.keys("*") == []
+
+
+def test_a_shell_write_on_an_explicit_embedded_server_goes_ahead(monkeypatch, capsys):
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    code, out, _ = shell(capsys, "--embedded", "fake", "pause", "mailers")
+    assert code == 0 and "paused mailers" in out
+
+
+def test_a_shell_write_goes_to_the_server_emq_url_names(monkeypatch, capsys, valkey):
+    import redis
+
+    url = f"redis://127.0.0.1:{valkey.port}/0"
+    real = redis.Redis.from_url(url, decode_responses=True)
+    real.flushall()
+    monkeypatch.setenv("EMQ_URL", url)
+    assert shell(capsys, "pause", "mailers")[0] == 0
+    assert real.hget("emq:{mailers}:meta", "paused") is not None
+    monkeypatch.delenv("EMQ_URL")
+    assert shell(capsys, "--url", url, "resume", "mailers")[0] == 0
+    assert real.hget("emq:{mailers}:meta", "paused") is None
+
+
+def test_a_shell_read_with_no_server_named_reads_only_a_server_asked_for(monkeypatch, capsys):
+    """(#41.3: a read of a throwaway server said "(no rows)" as if it were the one meant.)"""
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    code, out, err = shell(capsys, "queues")
+    assert (code, out) == (2, "") and "queues reads, and no server is named" in err
+    assert shell(capsys, "--embedded", "fake", "queues")[0] == 0
+
+
+@pytest.mark.parametrize("argv", [[], ["-h"], ["--help"], ["help"]], ids=repr)
+def test_the_shell_help_describes_the_shell(capsys, argv):
+    code, out, err = shell(capsys, *argv)
+    assert (code, err) == (0, "")
+    for option in ("--url URL", "--embedded", "--executor", "--read-only", "--env ENV", "EMQ_URL"):
+        assert option in out, option
+    assert "exit status: 0 done, 1 refused" in out and "2 any error (one line on stderr)" in out
+    assert "obliterate QUEUE" in out
+    assert "{{name}}" not in out and "%emq" not in out

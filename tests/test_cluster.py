@@ -1,5 +1,5 @@
 """Valkey Cluster: a local 3-primary cluster (tests/cluster.py). The operator
-plane's own tests also run here (test_admin.py, test_job_verbs.py: `[cluster]`);
+plane's own tests also run here (test_admin.py, test_jobs.py: `[cluster]`);
 this file checks what only a cluster has: queues spread over primaries, the
 function library on each, auto-detection, `%emq connect --cluster`, and a
 runbook under nbval."""

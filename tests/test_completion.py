@@ -109,3 +109,27 @@ def test_an_unreachable_server_completes_nothing(ip):
 def test_other_lines_are_left_to_ipython(ip):
     text, found = ip.complete("", "import o", 8)
     assert "os" in found
+
+
+# -- Fenced means fenced, round 2 (issue 28): a verb does what it was told and no more, data written
+# by other nodes never breaks a tool, secrets stay out of the record.
+
+
+def test_a_queue_named_like_an_option_is_neither_listed_nor_completed(ip, conn):
+    from IPython.core.completer import provisionalcompleter
+
+    from emq_notebook import frames
+
+    jobs.enqueue(conn, "mailers", "{}")
+    for name in ("-h", "--yes"):
+        conn.client.hset(f"emq:{{{name}}}:meta", "created_by", "another node")
+        conn.client.zadd(f"emq:{{{name}}}:pending", {"j_1": 0})
+        conn.client.hset(f"emq:{{{name}}}:job:j_1", "payload", "{}")
+    assert frames.queues(conn) == ["mailers"]
+    magics.SESSION.conn = conn
+    matcher = next(m for m in ip.Completer.custom_matchers if m.matcher_identifier == "emq_notebook")
+    matcher.completer._cache.clear()
+    line = "%emq pause "
+    with provisionalcompleter():
+        offered = [c.text for c in ip.Completer.completions(line, len(line))]
+    assert offered == ["mailers"]

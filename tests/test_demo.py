@@ -84,3 +84,35 @@ def test_a_read_only_connection_checks_and_writes_nothing(conn):
     with pytest.raises(emq.ReadOnly):
         demo.fresh(ro, "mailers")
     assert dump(conn.client) == {}
+
+
+# -- Fenced means fenced, round 2 (issue 28): a verb does what it was told and no more, data written
+# by other nodes never breaks a tool, secrets stay out of the record.
+
+
+def test_the_demo_tells_its_story_to_a_newcomer(conn, monkeypatch):
+    from emq_notebook import demo
+
+    if conn.label == "embedded fakeredis":
+        monkeypatch.delenv("EMQ_URL", raising=False)
+    else:
+        monkeypatch.setenv("EMQ_URL", conn.label)
+    lines: list[str] = []
+    assert demo.main(lines.append) == 0
+    story = "\n".join(lines)
+    for said in (
+        "queued 4 mails on mailers, one attempt each",
+        "the mailer has a bug: it cannot send to an address without an @",
+        "the worker took 4 jobs: 2 delivered, 2 failed and are dead",
+        "mended the payload of j_mail1: bo.example.com -> bo@example.com",
+        "mended the payload of j_mail3: di.example.com -> di@example.com",
+        "reprocessed 2 dead jobs",
+        "j_mail0 was delivered: a completed job leaves no row",
+        "refused: reprocess mailers j_mail0 — gone",
+        "resumed mailers: the worker took 2 jobs, 2 delivered, 0 dead",
+        "footprint now 0 keys",
+    ):
+        assert said in story, said
+    order = ["2 failed", "mended", "reprocessed", "j_mail0 — gone", "footprint"]
+    assert [story.index(s) for s in order] == sorted(story.index(s) for s in order)
+    assert ("gone when it exits" in lines[0]) == (conn.label == "embedded fakeredis")

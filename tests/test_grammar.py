@@ -78,3 +78,44 @@ def test_an_unknown_name_is_one_usage_problem(name, namespace):
     namespace.pop(name, None)
     with pytest.raises(UsageProblem, match=re.escape(name)):
         grammar.parse(f"data q j_1 {{{{{name}}}}}", namespace)
+
+
+# -- Fenced means fenced, round 2 (issue 28): a verb does what it was told and no more, data written
+# by other nodes never breaks a tool, secrets stay out of the record.
+
+# -- 14. small edges: a failing str(), names read as options, a NUL shown ------------------
+
+
+class Unshowable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+class Mute(Exception):
+    def __str__(self) -> str:
+        raise ValueError("not even a message")
+
+
+class Muter:
+    def __str__(self) -> str:
+        raise Mute()
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (Unshowable(), "{{x}}: cannot be written as text: RuntimeError: no text for you"),
+        (Muter(), "{{x}}: cannot be written as text: Mute: (its message cannot be shown)"),
+        ({"a": {1, 2}}, "{{x}}: not JSON: TypeError: Object of type set is not JSON serializable"),
+    ],
+)
+def test_a_placeholder_whose_text_fails_is_one_usage_line(ip, value, said):
+    from emq_notebook import grammar
+
+    with pytest.raises(UsageProblem) as caught:
+        grammar.parse("enqueue mailq {{x}}", {"x": value})
+    assert str(caught.value) == said
+    assert caught.value._render_traceback_() == [f"UsageProblem: {said}"]
+    ip.user_ns["x"] = value
+    result = ip.run_cell("%emq enqueue mailq {{x}}")
+    assert isinstance(result.error_in_exec, UsageProblem)

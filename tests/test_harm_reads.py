@@ -4,75 +4,20 @@ plain HGET, never inside one; a snapshot's call stops at about a byte budget; fi
 errors and the snapshot pass over a member whose id names another job's `:logs` list
 (its "row" key is a list); a runbook finds its queue without a SCAN. Both backends,
 every call that could hold a server under the harness's watchdog (tests/harm.py).
-Work is observed in the replies, never timed."""
+Work is observed in the replies, never timed.
 
-from __future__ import annotations
+Here: the snapshot's cases (frames.py), to fold into test_frames.py after #43; the logs,
+find and errors, dead-run and runbook cases are in test_jobs.py, test_triage.py,
+test_moves.py and test_runbook.py."""
 
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
-import pytest
-from dead_letters import long_ids, written_rows
-from harm import bounded, replies, sent
+from dead_rows import BIG, P, Q, dead_row, long_dead
+from harm import bounded, replies
 
-from emq_notebook import admin, frames, jobs, runbook, triage
+from emq_notebook import frames
 from emq_notebook.defaults import BYTE_BUDGET
-
-Q = "reads"
-P = f"emq:{{{Q}}}:"
-BIG = 3 * 2**20  # over a call's byte budget: a script never reads it
-
-
-def dead_row(conn, job_id: str, error: str | None = "boom", body: str = "{}", score: int = 1) -> None:
-    """A dead row as @fail leaves it, written straight (ids outside the gate too)."""
-    written_rows(conn, Q, "dead", [job_id], first=score, last_error=error, payload=body)
-
-
-# -- a job's logs ------------------------------------------------------------------------
-
-
-def test_a_long_logs_list_is_read_in_pages_and_its_last_lines_answered(harm):
-    conn, srv = harm
-    jobs.enqueue(conn, Q, "{}", id="j_1")
-    lines = [f"line {i}" for i in range(30_000)]
-    for start in range(0, len(lines), 5_000):
-        conn.client.rpush(P + "job:j_1:logs", *lines[start : start + 5_000])
-    pages = replies(conn, "get_logs")
-
-    last = bounded(lambda: jobs.get_job_logs(conn, Q, "j_1"), srv, what="get_job_logs")
-    assert last == lines[-jobs.LOG_LINES :] and last.total == 30_000
-    every = bounded(lambda: jobs.get_job_logs(conn, Q, "j_1", limit=None), srv, what="get_job_logs")
-    assert every == lines and every.total == 30_000
-    # each call read one page at most: its length, its first line's index, its lines
-    assert all(len(p) - 2 <= jobs.PAGE_LINES for p in pages) and len(pages) == 2 + 6
-    assert jobs.get_job_logs(conn, Q, "j_1", limit=3) == lines[-3:]
-
-
-def test_an_ordinary_logs_list_is_one_call_with_the_same_reply(harm):
-    conn, _ = harm
-    jobs.enqueue(conn, Q, "{}", id="j_1")
-    for line in ("l0", "l1", "l2"):
-        jobs.add_log(conn, Q, "j_1", line)
-    pages = replies(conn, "get_logs")
-    got = jobs.get_job_logs(conn, Q, "j_1")
-    assert got == ["l0", "l1", "l2"] and got.total == 3 and len(pages) == 1
-    # the script called as before (no page asked) answers the lines alone
-    keys = [P + "job:j_1", P + "job:j_1:logs", P]
-    assert conn.run("get_logs", keys, []) == ["l0", "l1", "l2"]
-
-
-def test_a_logs_list_of_long_lines_pages_by_bytes(harm):
-    conn, srv = harm
-    jobs.enqueue(conn, Q, "{}", id="j_1")
-    line = "x" * 100_000
-    conn.client.rpush(P + "job:j_1:logs", *[line] * 40)
-    pages = replies(conn, "get_logs")
-    got = bounded(lambda: jobs.get_job_logs(conn, Q, "j_1"), srv, what="get_job_logs")
-    assert got == [line] * 40
-    # a page stops after the line that reaches the byte budget
-    assert max(len(p) - 2 for p in pages) == BYTE_BUDGET // 100_000 + 1
-
 
 # -- a payload too large for a script, and a call's bytes ---------------------------------
 
@@ -158,12 +103,6 @@ def test_a_snapshot_across_batches_and_byte_budgets_equals_the_rows_in_order(har
     assert [None if pd.isna(v) else v for v in page.payload] == shown("payload")[496:1004]
 
 
-def long_dead(conn, n: int, size: int) -> list[str]:
-    """`n` dead rows whose ids (another node's) are `size` characters long, in order."""
-    error = "upstream timed out after {} ms".format
-    return written_rows(conn, Q, "dead", long_ids(n, size, "i"), first=0, last_error=error)
-
-
 def test_a_snapshot_of_long_ids_sends_and_reads_about_a_byte_budget_of_them_a_call(harm):
     conn, srv = harm
     ids = long_dead(conn, 300, 20_000)  # 6 MB of ids: 300 of one read_rows batch would be all of it
@@ -184,21 +123,6 @@ def test_a_snapshot_of_long_ids_sends_and_reads_about_a_byte_budget_of_them_a_ca
     # each page of members is about a byte budget of them: one that reaches it ends it
     sizes = [stop - start + 1 for _, start, stop in pages]
     assert sum(sizes) == 300 and all((n - 1) * 20_000 < BYTE_BUDGET for n in sizes), sizes
-
-
-@pytest.mark.parametrize("verb", ["find", "errors"])
-def test_find_and_errors_count_each_ids_bytes_in_a_steps_budget(harm, verb):
-    conn, srv = harm
-    ids = long_dead(conn, 150, 20_000)
-    steps = replies(conn, verb)
-    if verb == "find":
-        got = bounded(lambda: triage.find(conn, Q, error="upstream*", limit=None), srv, what=verb)
-        assert list(got.index) == ids
-    else:
-        got = bounded(lambda: triage.errors(conn, Q), srv, what=verb)
-        assert int(got["count"].sum()) == 150
-    # a step ends after the member whose id reaches the budget: about 53 of 20 KB a step, not 150
-    assert len(steps) == 3, [len(s) for s in steps]
 
 
 def zranges(conn, then=None) -> list[tuple]:
@@ -259,78 +183,12 @@ def test_a_snapshot_of_large_texts_is_read_about_a_byte_budget_a_call(harm):
     assert [len(reply) for reply in calls] == [3, 3, 3, 3]
 
 
-def test_find_reads_a_payload_too_large_for_a_script_with_a_plain_read(harm):
-    conn, srv = harm
-    big = "z" * (BIG // 2) + "needle" + "z" * (BIG // 2)
-    dead_row(conn, "j_big", error="upstream timed out", body=big, score=1)
-    dead_row(conn, "j_small", error="upstream timed out", body='{"needle": 1}', score=2)
-    calls = replies(conn, "find")
-    by_error = bounded(lambda: triage.find(conn, Q, error="upstream*"), srv, what="find")
-    assert list(by_error.index) == ["j_big", "j_small"] and by_error.loc["j_big", "payload"] == big
-    by_payload = bounded(lambda: triage.find(conn, Q, payload="*needle*"), srv, what="find")
-    assert list(by_payload.index) == ["j_big", "j_small"] and by_payload.loc["j_big", "payload"] == big
-    assert bounded(lambda: triage.find(conn, Q, payload="*nothing*"), srv, what="find").empty
-    sent = [m for reply in calls for m in reply[3:]]
-    assert all(len(m) == 11 and m[9] is None for m in sent if m[0] == "j_big")
-
-
 # -- a member whose id names another job's :logs list ------------------------------------
 
 
-@pytest.fixture(params=(5, 200), ids=("small set", "large set"))
-def foreign_dead(harm, request) -> Iterator[tuple[Any, Any, list[str]]]:
-    """Dead holding `j_0:logs` (job j_0's logs list: its "row" key is a list), ids other
-    nodes wrote (`ord:17`, `a b`) and ordinary rows: a small set (a listpack: rows read
-    by HMGET) or a large one (rows read by SORT)."""
-    conn, srv = harm
-    ordinary = [f"j_{i}" for i in range(request.param)]
-    for k, job_id in enumerate(ordinary):
-        dead_row(conn, job_id, error=f"upstream 10.0.0.{k % 250}:6379 timed out", score=10 + k)
-    conn.client.rpush(P + "job:j_0:logs", "one", "two")
-    conn.client.zadd(P + "dead", {"j_0:logs": 1})
-    dead_row(conn, "ord:17", error="written by another node", score=2)
-    dead_row(conn, "a b", error="written by another node", score=3)
-    yield conn, srv, ["ord:17", "a b", *ordinary]
-
-
-def test_find_passes_over_an_id_naming_another_jobs_logs(foreign_dead):
-    conn, srv, rows = foreign_dead
-    for how in ({}, {"error": "*"}, {"payload": "*"}, {"min_attempts": 0}):
-        got = bounded(lambda how=how: triage.find(conn, Q, limit=None, **how), srv, what=f"find({how})")
-        assert list(got.index) == rows, how
-
-
-def test_errors_pass_over_an_id_naming_another_jobs_logs(foreign_dead):
-    conn, srv, rows = foreign_dead
-    got = bounded(lambda: triage.errors(conn, Q), srv, what="errors")
-    assert int(got["count"].sum()) == len(rows)
-    assert got.loc["written by another node", "count"] == 2
-
-
-def test_a_snapshot_shows_an_id_naming_another_jobs_logs_as_a_row_with_no_field(foreign_dead):
-    conn, srv, rows = foreign_dead
+def test_a_snapshot_shows_an_id_naming_another_jobs_logs_as_a_row_with_no_field(dead_with_a_logs_id):
+    conn, srv, rows = dead_with_a_logs_id
     frame = bounded(lambda: frames.snapshot(conn, Q, states="dead"), srv, what="snapshot")
     assert list(frame.index) == ["j_0:logs", *rows]
     assert frame.loc["j_0:logs", ["payload", "last_error"]].isna().all()
     assert conn.client.lrange(P + "job:j_0:logs", 0, -1) == ["one", "two"]
-
-
-def test_the_dead_run_leaves_an_id_naming_another_jobs_logs(foreign_dead):
-    conn, srv, rows = foreign_dead
-    said = bounded(lambda: admin.reprocess_dead(conn, Q, dry_run=True), srv, what="reprocess_dead")
-    assert int(said) == len(rows) and said.foreign == ["j_0:logs"]
-
-
-# -- the runbook's connect cell ------------------------------------------------------------
-
-
-def test_a_runbook_finds_its_queue_without_scanning_the_keyspace(harm, monkeypatch, capsys):
-    conn, srv = harm
-    monkeypatch.delenv("EMQ_URL", raising=False)
-    url = None if srv is None else f"redis://127.0.0.1:{srv.port}/0"
-    conn.client.mset({f"other:app:{i}": "v" for i in range(5_000)})
-    jobs.enqueue(conn, Q, "{}")
-    opened = sent(conn, srv, lambda: runbook.start("x", url, Q, False))
-    assert opened["scan"] == 0 and opened["exists"] == 1, opened
-    with pytest.raises(Exception, match=f"no queue '{Q}x'"):
-        runbook.start("x", url, Q + "x", False)

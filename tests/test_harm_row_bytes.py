@@ -7,41 +7,28 @@ budget ends the call before it (the caller sends it again), a call's first row i
 as far as it fits (the rest answered by their places, for `jobs.whole_field`), and a
 scan step (`@find`, `@errors`) measures a chunk's rows before reading any. Both
 backends; work is observed as the bytes each script call copied (the reading commands
-it ran, counted against the rows they read), never timed."""
+it ran, counted against the rows they read), never timed.
 
-from __future__ import annotations
+Here: the snapshot's cases (frames.py), to fold into test_frames.py after #43; the find
+and errors cases are in test_triage.py."""
 
 from collections.abc import Callable
 from typing import Any
 
-import pandas as pd
-import pytest
-from harm import ScriptReads, bounded, commands_sent, replies
+from harm import bounded, commands_sent, replies
 
-from emq_notebook import frames, triage
+from emq_notebook import frames
 from emq_notebook.defaults import BYTE_BUDGET
 from emq_notebook.keyspace import base
 
 Q = "rowbytes"
 P = base(Q)
 NEAR = BYTE_BUDGET - 1  # a field one byte under the longest a read copies
-ID_BYTES = 100  # more than any id below
-# what a match's fields may take past a find step's bytes left (find.lua SENT_BYTES)
-SENT_BYTES = 4096
 
 
 def answered(reply: list) -> int:
     """The bytes of the values a `@read_rows` reply holds (a place is a number)."""
     return sum(len(v) for row in reply for v in row if isinstance(v, str))
-
-
-# -- the reading commands a script runs, and the bytes they copied -----------------------
-
-
-@pytest.fixture
-def reads(harm, monkeypatch) -> Callable[[str], ScriptReads]:
-    conn, srv = harm
-    return lambda name: ScriptReads(conn, srv, monkeypatch, name)
 
 
 # -- @read_rows ----------------------------------------------------------------------------
@@ -153,76 +140,3 @@ def test_an_ordinary_snapshot_reads_as_it_did(harm):
     assert all(len(row) == len(frames.FIELDS) for reply in calls for row in reply)
     assert list(frame.last_error) == [f"boom {i}" for i in range(1_200)]
     assert list(frame.payload) == [f'{{"n": {i}}}' for i in range(1_200)]
-
-
-# -- @find and @errors -------------------------------------------------------------------
-
-
-def dead_rows(conn, rows: list[tuple[str, dict[str, str]]]) -> None:
-    for score, (job_id, fields) in enumerate(rows):
-        conn.client.hset(P + "job:" + job_id, mapping={"state": "dead", **fields})
-        conn.client.zadd(P + "dead", {job_id: score})
-
-
-def ordinary(i: int) -> tuple[str, dict[str, str]]:
-    fields = {"group": "g", "attempts": "1", "created_at": "1714566896000", "last_error": f"boom {i}"}
-    return f"o_{i:03d}", fields | {"payload": "{}"}
-
-
-def test_errors_reads_a_chunk_of_long_texts_a_budget_a_step(harm, reads):
-    conn, srv = harm
-    # ordinary rows first, so a step's chunks have grown to 8 when the long texts come
-    rows = [ordinary(i) for i in range(20)]
-    rows += [(f"l_{i}", {"last_error": chr(ord("a") + i) * NEAR}) for i in range(8)]
-    rows += [ordinary(i) for i in range(20, 25)]
-    dead_rows(conn, rows)
-    spy = reads("errors")
-    got = bounded(lambda: triage.errors(conn, Q), srv, what="errors")
-    assert int(got["count"].sum()) == 33
-    # each step copied its budget at most, beside its first member's id: the old step
-    # read the chunk's 3 long texts after its ordinary rows, 3 MiB
-    assert max(spy.copied()) <= BYTE_BUDGET + ID_BYTES, spy.copied()
-
-
-def test_find_reads_a_chunk_of_long_fields_and_sends_its_matches_a_budget_a_step(harm, reads):
-    conn, srv = harm
-    long_filtered = dict.fromkeys(("group", "attempts", "created_at", "last_error"), "f" * NEAR)
-    long_shown = dict.fromkeys(("priority", "failures", "last_error", "progress", "payload"), "s" * NEAR)
-    rows = [ordinary(i) for i in range(20)]
-    rows += [(f"f_{i}", ordinary(i)[1] | long_filtered) for i in range(6)]  # match no filter
-    rows += [(f"s_{i}", ordinary(i)[1] | long_shown) for i in range(6)]  # match every filter
-    rows += [ordinary(i) for i in range(20, 25)]
-    dead_rows(conn, rows)
-    spy = reads("find")
-    got = bounded(
-        lambda: triage.find(conn, Q, group="g", min_attempts=1, created_after=0, error="*", limit=None),
-        srv,
-        what="find",
-    )
-    matching = [job_id for job_id, _ in rows if not job_id.startswith("f_")]
-    assert list(got.index) == matching
-    for field in ("last_error", "progress", "payload"):
-        shown = [None if pd.isna(v) else v for v in got[field]]
-        assert shown == [conn.client.hget(P + "job:" + i, field) for i in matching], field
-    # each step copied its budget at most, beside a match's ordinary fields and its
-    # first member's id: the old step read 4 fields of 1 MiB of each of a chunk's rows
-    assert max(spy.copied()) <= BYTE_BUDGET + SENT_BYTES + ID_BYTES, spy.copied()
-
-
-def test_a_find_step_is_not_cut_short_by_rows_it_measures_whole(harm):
-    """On Valkey a row of ordinary size is measured whole (three filters or more), its
-    figure counting its payload too, which no filter reads: more than it holds. A chunk
-    ends before a row its figures leave too few bytes for, and the next chunk counts again
-    from the bytes read, so a step reads as many rows as the fake, which measures each
-    field: 6 rows of 150 KB texts (beside 200 KB payloads) a step, not 5."""
-    conn, srv = harm
-    text, body = "e" * 150_000, "p" * 200_000
-    dead_rows(
-        conn, [(f"o_{i:03d}", ordinary(i)[1] | {"last_error": text, "payload": body}) for i in range(40)]
-    )
-    steps = replies(conn, "find")
-    got = bounded(lambda: triage.find(conn, Q, group="g", min_attempts=1, error="[x]*"), srv, what="find")
-    assert got.empty
-    assert [len(step) for step in steps] == [3] * 7  # no match: the cursor alone
-    ends = [step[1] for step in steps]
-    assert ends == [f"o_{i:03d}" for i in (5, 11, 17, 23, 29, 35, 39)]

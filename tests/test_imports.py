@@ -171,3 +171,39 @@ def test_importing_the_package_leaves_the_notebook_unloaded():
     used = "import emq_notebook as emq; print(emq.widgets.__name__, emq.runbook.__name__)"
     out = subprocess.run([sys.executable, "-c", used], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["emq_notebook.widgets", "emq_notebook.runbook"]
+
+
+# -- Fenced means fenced, round 2 (issue 28): a verb does what it was told and no more, data written
+# by other nodes never breaks a tool, secrets stay out of the record.
+
+# -- 15. the suite's own warnings show: only known third-party ones are filtered -------------
+
+
+def test_the_warning_filters_hide_third_party_modules_only():
+    import tomllib
+    import warnings
+    from pathlib import Path
+
+    from _pytest.config import parse_warning_filter
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    filters = tomllib.loads(pyproject.read_text())["tool"]["pytest"]["ini_options"]["filterwarnings"]
+    parsed = [parse_warning_filter(f, escape=False) for f in filters]
+    assert parsed and all(action == "ignore" and module for action, _, _, module, _ in parsed)
+
+    def shown(category: type[Warning], module: str) -> bool:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.resetwarnings()
+            warnings.simplefilter("always")
+            for action, message, cat, mod, lineno in reversed(parsed):
+                warnings.filterwarnings(action, message, cat, mod, lineno)
+            warnings.warn_explicit("a warning", category, "x.py", 1, module=module)
+        return bool(seen)
+
+    for category in (DeprecationWarning, PendingDeprecationWarning, UserWarning):
+        for ours in ("emq_notebook.frames", "emq_notebook.widgets.base", "test_fenced_round2"):
+            assert shown(category, ours), (category, ours)
+    assert not shown(DeprecationWarning, "bqscales.traits")
+    assert not shown(DeprecationWarning, "ipydatagrid.datagrid")
+    assert not shown(PendingDeprecationWarning, "IPython.core.completer")
+    assert shown(UserWarning, "ipydatagrid.datagrid")  # by category too: a new kind still shows

@@ -9,11 +9,17 @@ import json
 import re
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
 import redis as redis_py
-from harm import ScriptReads, bounded, replies, sent, written_out
+from bad_rows import P as P_budget
+from bad_rows import Q as Q_budget
+from bad_rows import bad_rows_and_ghosts, kill, refused_before_anything_is_sent
+from dead_rows import P as P_reads
+from dead_rows import Q as Q_reads
+from harm import Events, ScriptReads, bounded, replies, sent, written_out
 from helpers import WITH_CLUSTER, claim_new, consistency_problems, dump, kept_conn, keys_of, minute_now
 from lost_replies import Q as Q_soak_regressions
 from lost_replies import active, lose_replies
@@ -275,7 +281,7 @@ def test_two_workers_never_share_a_job(conn, connect_as):
 def test_a_wire_fault_on_the_pause_read_reads_as_not_paused(conn, monkeypatch):
     # EchoMQ.Admin's paused?/2: `_ -> false`. A fault on the HGET alone lets the claim go on
     # (on a paused queue the claim that goes on reads the field itself and serves
-    # nothing: tests/test_soak_regressions.py)
+    # nothing: tests/test_jobs.py)
     import redis as redis_py
 
     jid = jobs.enqueue(conn, Q, "x")
@@ -2080,3 +2086,131 @@ def test_a_faulted_pause_read_on_a_running_queue_still_claims(conn, monkeypatch,
     assert jobs.paused_for_claim(conn, Q_soak_regressions) is None  # faulted: falsy, "not paused"
     claim = lanes.claim if grouped else jobs.claim
     assert claim(conn, Q_soak_regressions, 60_000)[0] == "j_1"
+
+
+# -- Do no harm, the bulk verbs: every call is bounded by the work it does (members examined AND
+# bytes), whatever the sets hold -- bad rows, ghosts, ids another node wrote outside the name gate,
+# 8 MB payloads, a :logs list of 200,000 lines -- and a run walks each member once, so it never
+# re-walks (or re-announces) what it left behind. Both backends; the calls that could hold a server run
+# under the harness's watchdog (tests/harm.py). Work is observed in the replies and the events,
+# never timed.
+
+
+@pytest.mark.parametrize("verb", ["promote", "expire_leases"])
+def test_housekeeping_laps_past_bad_rows_and_announces_each_once_a_lap(harm, verb):
+    conn, srv = harm
+    key = "schedule" if verb == "promote" else "active"
+    bad = bad_rows_and_ghosts(conn, 600, 600, key)
+    for i in range(5):  # due (or expired) a moment after they are added
+        jobs.enqueue(conn, Q_budget, "{}", id=f"j_{i}", delay_ms=1 if verb == "promote" else 0)
+    if verb == "expire_leases":
+        while jobs.claim(conn, Q_budget, 1):
+            pass
+    time.sleep(0.01)
+    call = getattr(jobs, verb)
+    with Events(conn, Q_budget) as events:
+        moved = [bounded(lambda: call(conn, Q_budget, budget=500), srv, what=verb) for _ in range(3)]
+    # 1,205 due members: three calls of at most 500, the good ones last
+    assert moved == [0, 0, 5]
+    assert events.bad_rows() == Counter(bad)
+    assert conn.client.zcard(P_budget + key) == 600  # the bad rows stay; the ghosts left
+    with Events(conn, Q_budget) as again:
+        assert call(conn, Q_budget, budget=500) == 0  # a new lap from the head
+    assert set(again.bad_rows().values()) == {1} and len(again.bad_rows()) == 500
+
+
+def test_enqueue_many_splits_large_payloads_by_bytes(conn):
+    sent: list[tuple[int, int]] = []
+    real = conn.run
+
+    def run(name, keys, args=(), **kw):
+        triples = args[5:]
+        sent.append((len(triples) // 3, sum(len(str(a)) for a in triples)))
+        return real(name, keys, args, **kw)
+
+    conn.run = run
+    payloads = ["x" * 300_000] * 12 + ["y" * 1_500_000] + ["{}"] * 3
+    ids = jobs.enqueue_many(conn, Q_budget, payloads)
+    # about a megabyte a call; a payload larger than that goes alone
+    assert [jobs_in for jobs_in, _ in sent] == [3, 3, 3, 3, 1, 3]
+    assert all(size <= BYTE_BUDGET or jobs_in == 1 for jobs_in, size in sent)
+    assert conn.client.zrange(P_budget + "pending", 0, -1) == ids
+    assert conn.client.hstrlen(P_budget + "job:" + ids[12], "payload") == 1_500_000
+
+
+# a payload one byte over, counted in bytes: "é" is two
+OVER_PAYLOAD = {
+    "enqueue": lambda c: jobs.enqueue(c, Q_budget, "x" * (MAX_PAYLOAD + 1)),
+    "enqueue_many": lambda c: jobs.enqueue_many(c, Q_budget, ["{}", "é" * (MAX_PAYLOAD // 2) + "x"]),
+    "update_data": lambda c: jobs.update_data(c, Q_budget, "j_1", "x" * (MAX_PAYLOAD + 1)),
+    "repeat.register": lambda c: repeat.register(
+        c, Q_budget, "nightly", 60_000, "é" * (MAX_PAYLOAD // 2) + "x"
+    ),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(OVER_PAYLOAD))
+def test_a_payload_over_the_maximum_is_refused_before_anything_is_sent(harm, verb):
+    conn, srv = harm
+    kill(conn, ["j_1"])
+    refused_before_anything_is_sent(conn, srv, OVER_PAYLOAD[verb], f"{MAX_PAYLOAD:,}")
+
+
+def test_a_payload_of_the_maximum_is_written_whole(harm):
+    conn, srv = harm
+    kill(conn, ["j_1"])
+    most = "é" * (MAX_PAYLOAD // 2)
+    bounded(lambda: jobs.update_data(conn, Q_budget, "j_1", most), srv, what="update_data")
+    assert conn.client.hstrlen(P_budget + "job:j_1", "payload") == MAX_PAYLOAD
+
+
+# -- Do no harm, the reads (bench/harm.py found each): a job's long `:logs` list is read in pages
+# bounded by lines and bytes; a payload too large for a script is read with a plain HGET, never
+# inside one; a snapshot's call stops at about a byte budget; find, errors and the snapshot pass
+# over a member whose id names another job's `:logs` list (its "row" key is a list); a runbook finds
+# its queue without a SCAN. Both backends, every call that could hold a server under the harness's
+# watchdog (tests/harm.py). Work is observed in the replies, never timed.
+
+# -- a job's logs ------------------------------------------------------------------------
+
+
+def test_a_long_logs_list_is_read_in_pages_and_its_last_lines_answered(harm):
+    conn, srv = harm
+    jobs.enqueue(conn, Q_reads, "{}", id="j_1")
+    lines = [f"line {i}" for i in range(30_000)]
+    for start in range(0, len(lines), 5_000):
+        conn.client.rpush(P_reads + "job:j_1:logs", *lines[start : start + 5_000])
+    pages = replies(conn, "get_logs")
+
+    last = bounded(lambda: jobs.get_job_logs(conn, Q_reads, "j_1"), srv, what="get_job_logs")
+    assert last == lines[-jobs.LOG_LINES :] and last.total == 30_000
+    every = bounded(lambda: jobs.get_job_logs(conn, Q_reads, "j_1", limit=None), srv, what="get_job_logs")
+    assert every == lines and every.total == 30_000
+    # each call read one page at most: its length, its first line's index, its lines
+    assert all(len(p) - 2 <= jobs.PAGE_LINES for p in pages) and len(pages) == 2 + 6
+    assert jobs.get_job_logs(conn, Q_reads, "j_1", limit=3) == lines[-3:]
+
+
+def test_an_ordinary_logs_list_is_one_call_with_the_same_reply(harm):
+    conn, _ = harm
+    jobs.enqueue(conn, Q_reads, "{}", id="j_1")
+    for line in ("l0", "l1", "l2"):
+        jobs.add_log(conn, Q_reads, "j_1", line)
+    pages = replies(conn, "get_logs")
+    got = jobs.get_job_logs(conn, Q_reads, "j_1")
+    assert got == ["l0", "l1", "l2"] and got.total == 3 and len(pages) == 1
+    # the script called as before (no page asked) answers the lines alone
+    keys = [P_reads + "job:j_1", P_reads + "job:j_1:logs", P_reads]
+    assert conn.run("get_logs", keys, []) == ["l0", "l1", "l2"]
+
+
+def test_a_logs_list_of_long_lines_pages_by_bytes(harm):
+    conn, srv = harm
+    jobs.enqueue(conn, Q_reads, "{}", id="j_1")
+    line = "x" * 100_000
+    conn.client.rpush(P_reads + "job:j_1:logs", *[line] * 40)
+    pages = replies(conn, "get_logs")
+    got = bounded(lambda: jobs.get_job_logs(conn, Q_reads, "j_1"), srv, what="get_job_logs")
+    assert got == [line] * 40
+    # a page stops after the line that reaches the byte budget
+    assert max(len(p) - 2 for p in pages) == BYTE_BUDGET // 100_000 + 1

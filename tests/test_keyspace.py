@@ -4,10 +4,12 @@ import re
 from pathlib import Path
 
 import pytest
+from mailq import Q
 
 import emq_notebook as emq
 from emq_notebook import admin, jobs, keyspace
 from emq_notebook.errors import EMQError, InvalidName
+from emq_notebook.keyspace import MAX_SERVER_ID
 
 
 def test_keys_are_byte_exact():
@@ -104,3 +106,40 @@ def test_lane_and_job_keys_are_built_in_keyspace_only():
         if hand_built.search(line)
     ]
     assert found == []
+
+
+# -- Do no harm, ids another node wrote long: a move can count a member's id only after it has read
+# it, so what a call reads of a set must follow what its byte budget may still spend, not its budget
+# of members. Both backends, each call under the harness's watchdog (tests/harm.py); what a call
+# reads is counted from the set reads its script sends (MONITOR on Valkey, a spy on the embedded
+# server), never timed.
+
+
+def test_the_id_rules_are_the_same_numbers_in_python_and_lua():
+    """What a script counts for an id and the longest id it addresses are written once,
+    in Python (the caller sizes its calls and refuses ids by them), and rendered into
+    every script that includes `reads`."""
+    import re
+
+    from emq_notebook import defaults, scripts
+
+    reads = scripts.fragment("reads")
+    assert re.search(r"^local ID_WORK = (\d+)$", reads, re.M).group(1) == str(defaults.ID_WORK)
+    assert re.search(r"^local MAX_ID = (\d+)$", reads, re.M).group(1) == str(MAX_SERVER_ID)
+    files = scripts.lua_dir().rglob("*.lua")
+    assert not any(re.search(r"^local (ID_WORK|MAX_ID) =", p.read_text(), re.M) for p in files)
+
+
+# -- Fenced means fenced, round 2 (issue 28): a verb does what it was told and no more, data written
+# by other nodes never breaks a tool, secrets stay out of the record.
+
+
+@pytest.mark.parametrize("name", ["-h", "--yes", "--help", "-1", "-"])
+def test_a_name_read_as_an_option_is_refused_by_the_gate(name):
+    from emq_notebook.errors import InvalidName
+    from emq_notebook.keyspace import check_name, job_key, queue_key
+
+    for call in (lambda: check_name(name), lambda: queue_key(name, "pending"), lambda: job_key(Q, name)):
+        with pytest.raises(InvalidName, match="starts with -"):
+            call()
+    assert check_name("a-b") == "a-b" and check_name("x-") == "x-"

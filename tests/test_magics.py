@@ -95,13 +95,6 @@ def test_reprocess_all_dead_and_metrics(emq, conn, capsys):
     assert int(m["failed"].sum()) == 3
 
 
-@pytest.fixture
-def confirm_above_3(ip):
-    ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
-    yield
-    ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
-
-
 def test_big_obliterate_asks_for_yes(emq, conn, confirm_above_3):
     for _ in range(5):
         jobs.enqueue(conn, "mail", "{}")

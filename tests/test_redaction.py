@@ -1,83 +1,23 @@
 """Passwords out of every line shown or recorded (emq_notebook/redaction.py).
 
-Secrets and access, on a real Valkey: a password in a URL never appears in
-any repr, exception, log line, magic output, shell output or saved notebook;
-and the toolkit works as an ACL user limited to `~emq:*` keys and `&emq:*`
-channels (the README's ACL line, tested as written)."""
-
-from __future__ import annotations
+Secrets, on a real Valkey: a password in a URL never appears in any repr, exception, log
+line, magic output, shell output or saved notebook. (The toolkit as an ACL user limited to
+`~emq:*` keys and `&emq:*` channels, the README's ACL line: tests/test_connector.py.)"""
 
 import json
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
+from acl import SECRET, USER
 from nbtools import execute, notebook
 
 import emq_notebook as emq
-from emq_notebook import admin, events, frames, jobs, lanes
+from emq_notebook import admin
 from emq_notebook.errors import EMQError, WireError
-
-SECRET = "pw-7Hq2-never-shown"
-USER = "operator"
-# the README's line, byte for byte (tests/test_readme.py checks it is there)
-ACL = [
-    "ACL",
-    "SETUSER",
-    USER,
-    "on",
-    f">{SECRET}",
-    "resetkeys",
-    "~emq:*",
-    "resetchannels",
-    "&emq:*",
-    "+@all",
-    "-@dangerous",
-]
-
-
-@pytest.fixture
-def operator_url(valkey: Any) -> Iterator[str]:
-    admin_client = redis.Redis(port=valkey.port, decode_responses=True)
-    admin_client.flushall()
-    admin_client.execute_command(*ACL)
-    yield f"redis://{USER}:{SECRET}@127.0.0.1:{valkey.port}/0"
-    admin_client.execute_command("ACL", "DELUSER", USER)
-
-
-def test_an_acl_user_limited_to_emq_keys_and_channels_runs_every_verb(operator_url: Any, valkey: Any) -> None:
-    for executor in ("script", "function"):
-        conn = emq.connect(operator_url, executor=executor)
-        q = f"acl-{executor}"
-        seen: list[dict] = []
-        tail = events.Tail(conn, q, seen.append, seconds=5)  # needs &emq:*
-        dead = jobs.enqueue(conn, q, "{}", id="j_dead", max_attempts=1, dedup="once")
-        jobs.enqueue(conn, q, "{}", id="j_lane", group="acme")
-        assert (jobs.claim(conn, q, 60_000) or ("",))[0] == dead
-        jobs.fail(conn, q, dead, "boom")
-        jobs.reprocess_job(conn, q, dead)
-        assert (lanes.claim(conn, q, 60_000) or ("",))[0] == "j_lane"
-        jobs.update_data(conn, q, dead, '{"mended": true}')
-        jobs.update_progress(conn, q, dead, 50)
-        assert jobs.add_log(conn, q, dead, "line", keep=1) == 1
-        assert q in frames.counts(conn).index  # SCAN under ~emq:*
-        assert len(frames.snapshot(conn, q)) == 2
-        admin.drain(conn, q)
-        admin.pause(conn, q)
-        assert admin.obliterate_all(conn, q, force=True) >= 1
-        assert conn.scan(f"emq:{{{q}}}:*") == []
-        tail.stop()
-        assert tail.error is None and {"added", "reprocessed", "progress"} <= {e["event"] for e in seen}
-    # the limit is real: a key outside emq:* is refused to this user
-    conn = emq.connect(operator_url)
-    with pytest.raises(redis.exceptions.NoPermissionError):
-        conn.client.set("not-ours", "1")
-    with pytest.raises(EMQError, match="server error in HGET"):
-        conn.command("HGET", "not-ours", "x")
 
 
 def test_a_password_never_appears_anywhere(

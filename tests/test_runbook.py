@@ -7,7 +7,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from dead_rows import Q
+from harm import sent
 from keydump import changed, dump
+from mailq import BAD, with_a_foreign_error
+from mailq import Q as Q_fenced_round2
 
 import emq_notebook as emq
 from emq_notebook import admin, jobs, lanes, runbook
@@ -284,3 +288,101 @@ def test_a_read_only_run_writes_no_entry(conn, url_of, capsys):
     rb.verify({"the backlog is gone": lambda: admin.backlog(conn, "mail") == 0})
     assert "audit: this run wrote no entry (APPLY = False: nothing written)" in capsys.readouterr().out
     assert conn.client.exists("emq:audit:{mail}") == 0
+
+
+# -- Do no harm, the reads (bench/harm.py found each): a job's long `:logs` list is read in pages
+# bounded by lines and bytes; a payload too large for a script is read with a plain HGET, never
+# inside one; a snapshot's call stops at about a byte budget; find, errors and the snapshot pass
+# over a member whose id names another job's `:logs` list (its "row" key is a list); a runbook finds
+# its queue without a SCAN. Both backends, every call that could hold a server under the harness's
+# watchdog (tests/harm.py). Work is observed in the replies, never timed.
+
+# -- the runbook's connect cell ------------------------------------------------------------
+
+
+def test_a_runbook_finds_its_queue_without_scanning_the_keyspace(harm, monkeypatch, capsys):
+    conn, srv = harm
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    url = None if srv is None else f"redis://127.0.0.1:{srv.port}/0"
+    conn.client.mset({f"other:app:{i}": "v" for i in range(5_000)})
+    jobs.enqueue(conn, Q, "{}")
+    opened = sent(conn, srv, lambda: runbook.start("x", url, Q, False))
+    assert opened["scan"] == 0 and opened["exists"] == 1, opened
+    with pytest.raises(Exception, match=f"no queue '{Q}x'"):
+        runbook.start("x", url, Q + "x", False)
+
+
+# -- Fenced means fenced, round 2 (issue 28): a verb does what it was told and no more, data written
+# by other nodes never breaks a tool, secrets stay out of the record.
+
+
+def test_a_runbook_chooses_among_undecodable_errors(conn):
+    from emq_notebook import runbook, triage
+
+    ids = with_a_foreign_error(conn)
+    dead = triage.find(conn, Q_fenced_round2, state="dead")
+    assert runbook.choose(dead, None).empty
+    chosen = runbook.choose(dead, "SMTP*")
+    assert list(chosen.index) == ids
+    assert chosen.loc["j_09", "signature"] == triage.signature(BAD.decode("utf-8", "surrogateescape"))
+    # the text stays as read: written back, it is the same bytes
+    assert chosen.loc["j_09", "last_error"].encode("utf-8", "surrogateescape") == BAD
+    assert list(runbook.choose(dead, "SMTP <num> mailbox*").index) == ids[:-1]
+
+
+# -- 13. a runbook's password comes from EMQ_PASSWORD, never from a parameter ------------
+
+SECRET = "pw-Xy9-record"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"redis://oncall:{SECRET}@127.0.0.1:1/0",
+        f"redis://:{SECRET}@127.0.0.1:1/0",
+        f"redis://127.0.0.1:1/0?password={SECRET}",
+        f"unix:///tmp/none.sock?password={SECRET}",
+    ],
+)
+def test_a_runbook_url_parameter_holding_a_password_stops_before_any_io(url, monkeypatch):
+    from emq_notebook import runbook
+    from emq_notebook.errors import BadInput
+
+    monkeypatch.setenv("EMQ_PASSWORD", "another")
+    with pytest.raises(BadInput, match="EMQ_PASSWORD environment variable") as caught:
+        runbook.start("10-triage-dead-letters", url, Q_fenced_round2, False)
+    line = caught.value._render_traceback_()
+    assert len(line) == 1 and SECRET not in line[0] and "***" in line[0]
+
+
+@pytest.fixture
+def oncall(valkey):
+    """An ACL user with a password on the session's Valkey; its URL names the user only."""
+    import redis
+
+    admin_client = redis.Redis(port=valkey.port)
+    admin_client.flushall()
+    admin_client.execute_command("ACL", "SETUSER", "oncall", "on", f">{SECRET}", "~*", "&*", "+@all")
+    yield f"redis://oncall@127.0.0.1:{valkey.port}/0"
+    admin_client.execute_command("ACL", "DELUSER", "oncall")
+
+
+def test_a_runbook_takes_the_password_from_emq_password(oncall, valkey, monkeypatch, capsys):
+    import emq_notebook as emq
+    from emq_notebook import runbook
+    from emq_notebook.errors import WireError
+
+    jobs.enqueue(emq.connect(f"redis://127.0.0.1:{valkey.port}/0"), Q_fenced_round2, "{}")
+    monkeypatch.delenv("EMQ_PASSWORD", raising=False)
+    with pytest.raises(WireError, match="authentication failed|NOAUTH|WRONGPASS|NOPERM"):
+        runbook.start("11-runaway-producer", oncall, Q_fenced_round2, False)
+    monkeypatch.setenv("EMQ_PASSWORD", SECRET)
+    rb = runbook.start("11-runaway-producer", oncall, Q_fenced_round2, False)
+    assert rb.conn.client.acl_whoami() == "oncall"
+    # EMQ_URL from the environment is no parameter: it is not written in any record
+    monkeypatch.setenv("EMQ_URL", oncall)
+    assert (
+        runbook.start("11-runaway-producer", None, Q_fenced_round2, False).conn.client.acl_whoami()
+        == "oncall"
+    )
+    assert SECRET not in capsys.readouterr().out

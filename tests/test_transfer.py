@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_faults import restart
 from test_faults import server as aof_server  # noqa: F401 (a fixture: Valkey with AOF, fsync always)
-from test_triage_readme import session_on as magic_on  # noqa: F401 (a fixture: %emq connect: `conn`)
+from test_readme import magic_on  # noqa: F401 (a fixture: %emq connect: `conn`)
 
 import emq_notebook as emq
 from emq_notebook import admin, audit, cli, grammar, jobs, transfer, verbs

@@ -94,7 +94,7 @@ def digest(ids: Iterable[str]) -> str:
 # The entry's two JSON fields are flat: `ids` a list of texts and a digest, `args` one
 # level of the scalars `_option` answers. Each text is written by the standard library's
 # own string encoder, so a field reads as `json.dumps(..., ensure_ascii=False)` writes it
-# (tests/test_audit_values.py keeps them equal); a `JSONEncoder` would build its C
+# (tests/test_audit_entry.py keeps them equal); a `JSONEncoder` would build its C
 # encoder again on every `encode`.
 _text = json.encoder.encode_basestring
 # what `_scalar` leaves to the standard library: a float (NaN and the infinities as it writes them)

@@ -1,59 +1,68 @@
-"""The triage verbs through %emq, in an in-process IPython shell, on both backends:
-find and errors return frames; a filtered reprocess / remove prints its preview, acts
-on nothing without --yes above the threshold, and with --yes acts on exactly the
-previewed ids; the controlled retry; promote, repeats, run-now."""
-
-from __future__ import annotations
+"""The filtered and controlled forms of `reprocess` and `remove` (emq_notebook/verbs/bulk.py)
+through %emq, in an in-process IPython shell, on both backends: a preview, the threshold and
+--yes, --limit, dry runs, a controlled retry, read-only sessions."""
 
 import threading
+from typing import Any
 
 import pandas as pd
 import pytest
-from dead_letters import dead_letter
+from bad_rows import P, Q, kill
 from helpers import dump, server_for, server_url
+from mailq import K as K_fenced_round2
+from mailq import smtp_dead, with_a_foreign_error
+from triage_stage import Q as Q_triage_magics
+from triage_stage import kill as kill_triage_magics
+from triage_stage import stage
 
 import emq_notebook as emq
-from emq_notebook import jobs, magics, repeat
+from emq_notebook import admin, jobs, magics, repeat
 from emq_notebook.errors import Halted, ReadOnly, UsageProblem
 from emq_notebook.verbs import bulk
 
-Q = "mailq"
-K = f"emq:{{{Q}}}:"
+# -- Do no harm, the bulk verbs: every call is bounded by the work it does (members examined AND
+# bytes), whatever the sets hold -- bad rows, ghosts, ids another node wrote outside the name gate,
+# 8 MB payloads, a :logs list of 200,000 lines -- and a run walks each member once, so it never
+# re-walks (or re-announces) what it left behind. Both backends; the calls that could hold a server run
+# under the harness's watchdog (tests/harm.py). Work is observed in the replies and the events,
+# never timed.
 
 
-@pytest.fixture
-def confirm_above_3(ip):
-    ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
-    yield
-    ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
+def test_a_filtered_reprocess_line_moves_at_most_the_move_budget_a_call(conn):
+    """`%emq reprocess Q --error GLOB --yes` moves in calls of at most `ID_BUDGET`
+    jobs (as `admin.reprocess_jobs` does), whatever the session's `budget` setting
+    (1,000 by default, for drains): each id given costs the server a lookup of its own.
+    `--budget` still names the calls' size."""
+    from emq_notebook import cli, grammar, verbs
+    from emq_notebook.defaults import ID_BUDGET
+
+    kill(conn, [f"j_{i}" for i in range(ID_BUDGET + 100)])
+    session = cli.ShellSession(say=lambda *_: None)
+    session.conn = conn
+    sizes: list[int] = []
+    run = conn.run
+
+    def counted(name: str, keys: Any, args: Any = (), **kw: Any) -> Any:
+        if name == "reprocess_jobs":
+            sizes.append(len(args) - 2)  # its ids follow two values (`transitions.decode`)
+        return run(name, keys, args, **kw)
+
+    conn.run = counted  # type: ignore[method-assign]
+    verbs.execute(session, grammar.parse(f"reprocess {Q} --error boom* --yes"))
+    assert sizes == [ID_BUDGET, 100]
+    assert conn.client.zcard(P + "dead") == 0
+    admin.drain(conn, Q)  # the moved jobs leave pending: the next ones are claimed to die
+    kill(conn, [f"k_{i}" for i in range(30)])
+    sizes.clear()
+    verbs.execute(session, grammar.parse(f"reprocess {Q} --error boom* --yes --budget 20"))
+    assert sizes == [20, 10]
 
 
-def kill(conn, job_id: str, error: str) -> str:
-    return dead_letter(conn, Q, job_id, error, payload=f'{{"id": "{job_id}"}}')
-
-
-def stage(conn) -> None:
-    for i in range(5):
-        kill(conn, f"j_smtp{i}", f"SMTP 550 mailbox {i} unavailable")
-    kill(conn, "j_tls", "TLS handshake failed after 30s")
-    kill(conn, "j_to", "timeout after 1200ms")
-
-
-def test_find_and_errors_return_frames(emq_line, conn, ip, capsys):
-    stage(conn)
-    found = emq_line("find mailq --error 'SMTP 5*'")
-    assert isinstance(found, pd.DataFrame) and list(found.index) == [f"j_smtp{i}" for i in range(5)]
-    ip.run_cell("df = %emq find mailq --error '*after*' --state dead --state schedule")
-    assert list(ip.user_ns["df"].index) == ["j_tls", "j_to"]
-    assert list(emq_line("find mailq --payload '*smtp[13]*'").index) == ["j_smtp1", "j_smtp3"]
-    assert len(emq_line("find mailq --since 1h")) == 7
-    assert emq_line("find mailq --min-attempts 2").empty
-    capsys.readouterr()
-    assert list(emq_line("find mailq --limit 2").index) == ["j_smtp0", "j_smtp1"]
-    assert "showing the first 2 matches; --limit 0 for all" in capsys.readouterr().out
-    errors = emq_line("errors mailq")
-    assert errors.loc["SMTP <num> mailbox <num> unavailable", "count"] == 5
-    assert list(errors["count"]) == [5, 1, 1]
+# -- The triage verbs through %emq, in an in-process IPython shell, on both backends: find and
+# errors return frames; a filtered reprocess / remove prints its preview, acts on nothing without
+# --yes above the threshold, and with --yes acts on exactly the previewed ids; the controlled retry;
+# promote, repeats, run-now.
+K = f"emq:{{{Q_triage_magics}}}:"
 
 
 def test_a_filtered_reprocess_below_the_threshold_acts(emq_line, conn, capsys):
@@ -93,7 +102,7 @@ def test_with_yes_it_acts_on_exactly_the_previewed_ids(emq_line, conn, monkeypat
 
     def preview_then_one_more_dies(s, doing, q, found, limit=None):
         ids = shown(s, doing, q, found, limit)
-        kill(conn, "j_late", "SMTP 550 mailbox 9 unavailable")  # after the preview
+        kill_triage_magics(conn, "j_late", "SMTP 550 mailbox 9 unavailable")  # after the preview
         return ids
 
     monkeypatch.setattr(bulk, "preview", preview_then_one_more_dies)
@@ -149,7 +158,9 @@ def test_a_controlled_retry_with_a_progress_bar(emq_line, conn, connect_as, caps
 
 def test_a_controlled_retry_halts_when_the_trial_fails_again(emq_line, conn, connect_as):
     stage(conn)
-    worker = emq.Worker(connect_as(), Q, lambda *job: (_ for _ in ()).throw(RuntimeError("still down")))
+    worker = emq.Worker(
+        connect_as(), Q_triage_magics, lambda *job: (_ for _ in ()).throw(RuntimeError("still down"))
+    )
     stop = threading.Event()
 
     def loop():
@@ -170,21 +181,21 @@ def test_a_controlled_retry_halts_when_the_trial_fails_again(emq_line, conn, con
 
 
 def test_promote_repeats_and_run_now(emq_line, conn, capsys):
-    jobs.enqueue(conn, Q, "{}", id="j_later", delay_ms=3_600_000)
+    jobs.enqueue(conn, Q_triage_magics, "{}", id="j_later", delay_ms=3_600_000)
     emq_line("promote mailq j_later")
     assert "promoted mailq j_later: schedule -> pending" in capsys.readouterr().out
     assert conn.client.zscore(K + "pending", "j_later") == 0
     refusal = emq_line("promote mailq j_later")
     assert refusal.reason == "not_scheduled"
     assert "refused: promote mailq j_later — not_scheduled" in capsys.readouterr().out
-    due = repeat.register(conn, Q, "nightly", 86_400_000, '{"report": 1}')
+    due = repeat.register(conn, Q_triage_magics, "nightly", 86_400_000, '{"report": 1}')
     table = emq_line("repeats mailq")
     assert list(table.columns[:3]) == ["every", "next_due", "payload"]
     assert table.loc["nightly", "every"] == pd.Timedelta(days=1)
     assert table.loc["nightly", "next_due"] == pd.to_datetime(due, unit="ms", utc=True)
     assert table.loc["nightly", "payload"] == '{"report": 1}'
     job_id = emq_line("run-now mailq nightly")
-    assert jobs.get_job(conn, Q, job_id)["payload"] == '{"report": 1}'
+    assert jobs.get_job(conn, Q_triage_magics, job_id)["payload"] == '{"report": 1}'
     assert f"run-now mailq nightly: {job_id} is pending" in capsys.readouterr().out
     assert conn.client.zscore(K + "repeat", "nightly") == due
     assert emq_line("run-now mailq weekly").reason == "gone"
@@ -212,3 +223,72 @@ def test_a_read_only_session_finds_and_dry_runs_but_acts_on_nothing(ip, conn, ba
         with pytest.raises(ReadOnly):
             line(text)
     assert dump(conn) == before
+
+
+# -- Fenced means fenced, round 2 (issue 28): a verb does what it was told and no more, data written
+# by other nodes never breaks a tool, secrets stay out of the record. Each test is named after the
+# behaviour it holds and runs on both backends where a server is involved (the `conn` fixture:
+# embedded fakeredis and a real Valkey).
+
+# -- 1. every filtered verb honours --limit ---------------------------------------------
+
+
+def test_a_filtered_reprocess_moves_only_the_first_limit_matches(emq_line, conn, capsys):
+    ids = smtp_dead(conn)
+    words = emq_line("reprocess mailq --error '*SMTP*' --limit 2")
+    assert words == {ids[0]: "reprocessed", ids[1]: "reprocessed"}
+    assert "reprocess mailq: the first 2 of 10 matches (--limit 2)" in capsys.readouterr().out
+    assert conn.client.zcard(K_fenced_round2 + "dead") == 8
+    assert sorted(conn.client.zrange(K_fenced_round2 + "pending", 0, -1)) == ids[:2]
+
+
+def test_a_filtered_remove_removes_only_the_first_limit_matches(emq_line, conn, capsys):
+    ids = smtp_dead(conn)
+    assert emq_line("remove mailq --error '*SMTP*' --limit 3") == {i: "removed" for i in ids[:3]}
+    assert "remove mailq: the first 3 of 10 matches (--limit 3)" in capsys.readouterr().out
+    assert conn.client.zrange(K_fenced_round2 + "dead", 0, -1) == ids[3:]
+
+
+def test_a_limited_dry_run_answers_for_the_first_limit_matches_only(emq_line, conn, capsys):
+    ids = smtp_dead(conn)
+    before = dump(conn)
+    assert emq_line("reprocess mailq --error '*SMTP*' --limit 4 --dry-run") == {
+        i: "reprocessed" for i in ids[:4]
+    }
+    sig = "'SMTP <num> mailbox <num> unavailable'"
+    assert emq_line(f"remove mailq --signature {sig} --limit 1 --dry-run") == {ids[0]: "removed"}
+    out = capsys.readouterr().out
+    assert "the first 4 of 10 matches" in out and "the first 1 of 10 matches" in out
+    assert dump(conn) == before
+
+
+def test_the_confirmation_counts_the_limited_matches(ip, emq_line, conn):
+    smtp_dead(conn)
+    ip.run_line_magic("config", "EMQMagics.confirm_above = 3")
+    try:
+        before = dump(conn)
+        with pytest.raises(UsageProblem, match="would reprocess 5 jobs"):
+            emq_line("reprocess mailq --error '*SMTP*' --limit 5")
+        assert dump(conn) == before
+        assert len(emq_line("reprocess mailq --error '*SMTP*' --limit 3")) == 3
+    finally:
+        ip.run_line_magic("config", "EMQMagics.confirm_above = 1000")
+
+
+def test_a_limit_above_the_matches_acts_on_every_match(emq_line, conn, capsys):
+    ids = smtp_dead(conn, 3)
+    assert emq_line("remove mailq --error '*SMTP*' --limit 50") == {i: "removed" for i in ids}
+    assert "remove mailq: 3 jobs match" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("verb", ["reprocess", "remove"])
+def test_a_filtered_verb_reads_an_undecodable_error_and_shows_it_escaped(emq_line, conn, capsys, verb):
+    ids = with_a_foreign_error(conn)
+    before = dump(conn)
+    word = {"reprocess": "reprocessed", "remove": "removed"}[verb]
+    assert emq_line(f"{verb} mailq --error '*SMTP*' --dry-run") == {i: word for i in ids}
+    out = capsys.readouterr().out
+    assert "SMTP <num> \\xff\\xfe mailbox <num>  [j_09]" in out
+    assert dump(conn) == before
+    assert emq_line(f"{verb} mailq --error '*SMTP*' --yes") == {i: word for i in ids}
+    assert conn.client.zcard(K_fenced_round2 + "dead") == 0

@@ -1,115 +1,24 @@
-"""MetricsView and HealthView through the widget API, on both backends: what they
-show, their one background thread each, and their static fallback."""
+"""HealthView (emq_notebook/widgets/health_view.py) through the widget API, on both backends:
+what it shows, its one background thread, its static fallback."""
 
-from __future__ import annotations
-
-import base64
-import threading
-import time
 import warnings
 
 import ipywidgets
 import pytest
-from helpers import lost_server, until, worked
+from helpers import until
+from views import Q, threads, work
 
-import emq_notebook as emq
 from emq_notebook import admin, health, jobs
 from emq_notebook.plots import VERDICT_COLOURS
-from emq_notebook.widgets import HealthView, MetricsView
-from emq_notebook.widgets.base import close_all, live_panels
+from emq_notebook.widgets import HealthView
 
-Q = "mail"
-
-
-def threads(prefix="emq-"):
-    return sorted(t.name for t in threading.enumerate() if t.name.startswith(prefix))
-
-
-@pytest.fixture(autouse=True)
-def no_panel_left():
-    yield
-    close_all()
-    assert threads() == []
-
-
-def work(conn, q=Q, n=4, fail=0):
-    worked(conn, q, n, fail)
-
-
-# -- MetricsView -----------------------------------------------------------------
-
-
-def test_metrics_view_shows_both_plots_and_when(conn):
-    work(conn, n=5, fail=1)
-    view = MetricsView(conn, Q, refresh_every=0.5, auto=False)
-    outs = view.out.outputs
-    assert [o["data"]["text/plain"] for o in outs] == [
-        f"{Q}: jobs per minute, last 1 h",
-        f"{Q}: wait and run time, last 1 h",
-    ]
-    assert all(base64.b64decode(o["data"]["image/png"])[:4] == b"\x89PNG" for o in outs)
-    assert view.summary["claimed"] == 5 and view.summary["failed"] == 1
-    assert view.summary["completed"] == 4
-    assert view.refreshed_at and f"last refreshed {view.refreshed_at}" in view.refreshed.value
-    assert "stopped" in view.refreshed.value and not view.running and threads() == []
-    bundle = view._repr_mimebundle_()
-    assert f"last refreshed: {view.refreshed_at}" in bundle["text/plain"]
-    assert "claimed | 5" in bundle["text/plain"]
-    assert bundle["text/html"].count('src="data:image/png;base64,') == 2
-    view.close()
-
-
-def test_metrics_view_refreshes_in_one_thread_until_stopped(conn):
-    view = MetricsView(conn, Q, refresh_every=0.5)
-    assert view.running and threads() == [f"emq-metrics-{Q}"]
-    assert "every 0.5s" in view.refreshed.value and view.stop_button.description == "Stop"
-    work(conn, n=3)
-    assert until(lambda: view.summary.get("claimed") == 3)  # the thread drew it
-    view.stop_button.click()
-    assert not view.running and threads() == [] and view.stop_button.description == "Start"
-    seen = view.refreshes
-    time.sleep(1.2)
-    assert view.refreshes == seen  # stopped means stopped
-    view.stop_button.click()
-    assert view.running and threads() == [f"emq-metrics-{Q}"]
-    view.close()
-    assert threads() == []
-
-
-def test_rebuilding_a_metrics_view_leaves_one_thread(conn):
-    views = [MetricsView(conn, Q, refresh_every=0.5) for _ in range(4)]
-    other = MetricsView(conn, "other", refresh_every=0.5)
-    assert threads() == [f"emq-metrics-{Q}", "emq-metrics-other"]
-    assert [v.running for v in views] == [False, False, False, True]
-    assert views[-1] in live_panels() and views[0] not in live_panels()
-    other.close()
-    views[-1].close()
-    assert threads() == []
-
-
-def test_a_metrics_view_that_loses_the_server_says_so(backend, capfd):
-    with lost_server(backend) as conn:
-        view = MetricsView(conn, "lost", refresh_every=0.5)
-        assert view.status_text.startswith("error: lost the server at ")
-        view.say("")
-        assert until(lambda: view.status_text.startswith("error: lost the server at "))
-        assert view.running  # it keeps trying
-    view.close()
-    assert capfd.readouterr() == ("", "")
-
-
-def test_a_bad_window_or_interval_is_refused_before_any_io():
-    conn = emq.connect("redis://127.0.0.1:1/0")
-    with pytest.raises(emq.EMQError):
-        MetricsView(conn, Q, since="soon")
-    with pytest.raises(emq.EMQError):
-        MetricsView(conn, Q, refresh_every=0)
-    assert threads() == []
-
+# -- MetricsView and HealthView through the widget API, on both backends: what they show, their one
+# background thread each, and their static fallback.
 
 # -- HealthView ------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("no_panel_left")
 def test_health_view_puts_the_most_urgent_first_sortable_with_a_dead_column(conn):
     work(conn, "mail", n=4, fail=3)  # failing, 3 dead
     work(conn, "fine", n=3)  # ok
@@ -147,6 +56,7 @@ def live_widgets() -> int:
         return len(ipywidgets.Widget.widgets)
 
 
+@pytest.mark.usefixtures("no_panel_left")
 def test_a_health_view_refresh_patches_its_grid_in_place(conn, monkeypatch):
     from emq_notebook.widgets import grid as grids
 
@@ -164,6 +74,7 @@ def test_a_health_view_refresh_patches_its_grid_in_place(conn, monkeypatch):
     view.close()
 
 
+@pytest.mark.usefixtures("no_panel_left")
 def test_health_view_refresh_and_its_one_thread(conn):
     view = HealthView(conn, ["mail"], refresh_every=0.5)
     # a queue with no key is not idle: the view says it is unknown
@@ -185,6 +96,7 @@ def test_health_view_refresh_and_its_one_thread(conn):
     view.close()
 
 
+@pytest.mark.usefixtures("no_panel_left")
 def test_health_view_on_a_read_only_connection(conn, connect_as):
     work(conn, n=2)
     ro = connect_as()
