@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CROSS_CUTTING = {
     "test_bench.py": "runs every bench/ script on a small queue",
     "test_browser.py": "the panels in a real browser (JupyterLab, Chromium)",
+    "test_browser_dead_letters.py": "the dead letters of the dashboard in a real browser (Voila, Chromium)",
     "test_cluster.py": "what only a Valkey Cluster has, across the verbs",
     "test_dashboard.py": "widgets/dashboard.py's tests: to fold after #43 (into test_widgets_dashboard.py)",
     "test_demos.py": "the live demos (ClaimGate, OperatorConsole) driven as a reader does",
