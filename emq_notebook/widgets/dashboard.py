@@ -236,7 +236,9 @@ class Dashboard(Panel):
         self.summary = w.HTML()
         self.queue_title = w.HTML()
         self.plot = w.Image(format="png", layout=w.Layout(max_width="760px"))
-        self.tabs = w.Tab(children=[], layout=w.Layout(display="none"))
+        # the tabs' boxes are made once: opening a queue fills them, so a click on a
+        # queue makes its panels and nothing of the strip around them
+        self.tabs = w.Tab(children=[w.VBox() for _ in TABS], titles=TABS, layout=w.Layout(display="none"))
         self.tabs.observe(lambda ch: self._show(ch["new"]), names="selected_index")
         self.children = [
             self.summary,
@@ -480,8 +482,10 @@ class Dashboard(Panel):
                 self.picker.value = printable(q)
             self._highlight()
             self._title_queue()
-            self.tabs.children = [w.VBox() for _ in TABS]
-            self.tabs.titles = TABS
+            for box in self.tabs.children:
+                box.children = ()
+            if tuple(self.tabs.titles) != TABS:
+                self.tabs.titles = TABS
             self.tabs.layout.display = "flex"
             if self.tabs.selected_index == 0:
                 self._show(0)
