@@ -440,9 +440,13 @@ class Dashboard(Panel):
         ]
 
     def _shown(self) -> Iterator[str]:
-        # the saved-notebook view: the summary, the overview as a table, the open queue
+        # the saved-notebook view: the summary, the verdicts counted, how many are shown,
+        # the overview as a table, the open queue
         yield self.summary.value
         if not self.overview.empty:
+            counted = self.overview["verdict"].value_counts()
+            chips = (plots.verdict_chip(v, int(counted[v])) for v in VERDICTS if v in counted.index)
+            yield f"<div>{''.join(chips)} {self.shown_line.value}</div>"
             yield overview_table(self._matching(self.overview), self.overview)
         if self.queue_title.value:
             yield self.queue_title.value
