@@ -969,17 +969,17 @@ def test_the_dashboard_of_1000_queues_in_an_incident_filters_by_verdict_and_neve
         page.wait_for_timeout(500)
         stale = strong_differences(painted, overview.screenshot())
         assert stale == 0, f"{stale} pixels of cells repainted alone differ from the whole grid drawn"
-    assert len(places) == 1, f"the freshness line or the grid moved: {sorted(places)}"
-    assert len(clicks) == 12
     written = {k: said[k] - said_before[k] for k in said}
-    assert written["messages"] >= 10, written  # the refreshes did write rows in that minute
-    assert written["resets"] == 0, written  # the same rows: never ipydatagrid's whole repaint
     longest = max((d for _, d in long_tasks), default=0)
     figures = (
         f"{len(long_tasks)} long tasks in 60 s (longest {longest:.0f} ms), "
-        f"slowest click {max(clicks):.0f} ms, row writer {written}"
+        f"slowest click {max(clicks, default=0):.0f} ms, row writer {written}"
     )
     print(figures)
+    assert len(places) == 1, f"the freshness line or the grid moved: {sorted(places)}"
+    assert len(clicks) == 12
+    assert written["messages"] >= 10, written  # the refreshes did write rows in that minute
+    assert written["resets"] == 0, written  # the same rows: never ipydatagrid's whole repaint
     if len(long_tasks) > LONG_TASKS_A_MINUTE or max(clicks) > CLICK_MS:
         pytest.xfail(f"issue 43 item 1 not met: {figures}")
 
