@@ -104,6 +104,9 @@ def test_the_overview_has_every_queue_with_its_counts(conn, stage, ip):
         why = d.overview.loc["mail", "why"]
         assert f"{verdict} | mail | {why} | 2 | 0 | 0 | 3 | running | 1 |" in data["text/plain"]
         assert '<td style="text-align:right">3</td>' in data["text/html"]
+        # the saved view counts the verdicts too, each in its colour
+        assert ">1 failing<" in data["text/html"] and ">1 paused<" in data["text/html"]
+        assert "all 2 shown" in data["text/html"]
 
 
 def test_a_new_queue_shows_on_refresh(conn, stage):

@@ -387,6 +387,23 @@ def test_a_stuck_or_growing_queue_names_its_dead_letters(conn):
     assert h["verdict"] == "growing" and h["why"].endswith("; 1 dead")
 
 
+def test_a_stuck_queue_with_2600_dead_says_so_in_its_reason(conn):
+    """Issue 43's case: 2,600 dead jobs (in the dead set; ids only, as another node's
+    rows may be gone) named by a stuck queue's reason, and by a paused one's."""
+    run_jobs(conn, "jam", 2)
+    for i in range(4):
+        jobs.enqueue(conn, "jam", str(i))
+    died = conn.server_ms() - 3_600_000
+    conn.client.zadd("emq:{jam}:dead", {f"d{i:04d}": died + i for i in range(2_600)})
+    later = (last_claim_minute(conn, "jam") + 1) * MIN + 7 * MIN + 10_000
+    h = verdicts(conn, now_ms=later).loc["jam"]
+    assert h["verdict"] == "stuck" and h["dead"] == 2_600
+    assert h["why"] == "4 pending and no claim for 7 min; 0 in flight; 2,600 dead: are the workers running?"
+    admin.pause(conn, "jam")
+    h = verdicts(conn, now_ms=later).loc["jam"]
+    assert h["verdict"] == "dead_letters" and h["why"].startswith("2,600 dead, the newest ")
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     counts=st.tuples(*(st.integers(0, 3_000),) * 8),

@@ -1,13 +1,18 @@
 """Dashboard: every queue at a glance, the most urgent first, and two clicks to one job.
 
 A header names the connection (redacted), its env (red for production) and a
-read-only flag. The overview is one row per queue: its rank (`#`: most urgent
-first, `health.by_severity`: failing, stuck, growing, dead letters, paused, ok,
-idle, then the biggest), the verdict in its colour, the state, the counts and the
-reason; a line counts the queues of each verdict, and a box filters the queues by
-name. The browser sorts by any column (the verdict column by severity); it starts
-sorted by `#`. Click a queue (or pick it) and its tabs open below; its row is the one
-highlighted wherever a refresh ranks it or a sort puts it (none while the filter hides
+read-only flag. The overview is one row per queue, most urgent first
+(`health.by_severity`: failing, stuck, growing, dead letters, paused, ok, idle, then
+the biggest), its columns in the order they are read: the verdict in its colour, the
+queue, why (wrapped onto the row's two lines), the counts, the state, the rank (`#`),
+then the rarely-used lanes and repeatables. Above it one chip a verdict with its count;
+each chip is a toggle, and the chips switched on filter the overview to their verdicts,
+together with a box that filters by name (a line says how many queues match). The queue
+picker is a search box (the browser lists the names matching what is typed; a whole name
+opens the queue). The browser sorts by any column (the verdict column by severity); it
+starts sorted by `#`. Click a queue (or pick it) and its tabs open right under the
+overview, which is short enough that they show on the first screen; its row is the one
+highlighted wherever a refresh ranks it or a sort puts it (none while a filter hides
 it), never a row position:
 
 - Overview: the QueuePanel (counts as chips, pause / resume, the confirmed drain
@@ -28,9 +33,10 @@ EMQMagics.refresh_s`) re-reads the overview and the open queue's counts, lanes a
 throughput plot. The counts are read once a refresh (the overview, its verdicts
 and the open queue's panel share them), of the queues the connection's directory
 knows: a refresh sends no SCAN (Rescan finds the queues again; `directory.py`). A
-refresh patches what is shown in place: the grid's changed rows, the chips, the
-plot's image; no widget is made, so the browser keeps its scroll, sort and
-selection and the kernel's widgets stay as many however long it runs.
+refresh patches what is shown in place: the grid's changed cells (`grid.patch`: nothing
+when nothing changed), the chips, the plot's image; no widget is made, so the browser
+keeps its scroll, sort and selection and the kernel's widgets stay as many however long
+it runs. The freshness line ("updated 2 s ago") keeps its place and height.
 
 It refreshes only while someone looks (`Presence`): not while the page is hidden
 or the dashboard scrolled out of sight, not once the page is lost (it died without
@@ -236,7 +242,9 @@ class Dashboard(Panel):
         self.summary = w.HTML()
         self.queue_title = w.HTML()
         self.plot = w.Image(format="png", layout=w.Layout(max_width="760px"))
-        self.tabs = w.Tab(children=[], layout=w.Layout(display="none"))
+        # the tabs' boxes are made once: opening a queue fills them, so a click on a
+        # queue makes its panels and nothing of the strip around them
+        self.tabs = w.Tab(children=[w.VBox() for _ in TABS], titles=TABS, layout=w.Layout(display="none"))
         self.tabs.observe(lambda ch: self._show(ch["new"]), names="selected_index")
         self.children = [
             self.summary,
@@ -432,9 +440,13 @@ class Dashboard(Panel):
         ]
 
     def _shown(self) -> Iterator[str]:
-        # the saved-notebook view: the summary, the overview as a table, the open queue
+        # the saved-notebook view: the summary, the verdicts counted, how many are shown,
+        # the overview as a table, the open queue
         yield self.summary.value
         if not self.overview.empty:
+            counted = self.overview["verdict"].value_counts()
+            chips = (plots.verdict_chip(v, int(counted[v])) for v in VERDICTS if v in counted.index)
+            yield f"<div>{''.join(chips)} {self.shown_line.value}</div>"
             yield overview_table(self._matching(self.overview), self.overview)
         if self.queue_title.value:
             yield self.queue_title.value
@@ -480,8 +492,10 @@ class Dashboard(Panel):
                 self.picker.value = printable(q)
             self._highlight()
             self._title_queue()
-            self.tabs.children = [w.VBox() for _ in TABS]
-            self.tabs.titles = TABS
+            for box in self.tabs.children:
+                box.children = ()
+            if tuple(self.tabs.titles) != TABS:
+                self.tabs.titles = TABS
             self.tabs.layout.display = "flex"
             if self.tabs.selected_index == 0:
                 self._show(0)

@@ -249,16 +249,70 @@ def patch(g: dg.DataGrid, frame: pd.DataFrame) -> bool:
 
 _WRITER_ESM = """
 // The changed rows of an ipydatagrid DataGrid written in one message, and only what
-// changed repainted: each value that differs is written into the grid's dataset; the
-// view (the grid's sort and filters) is made again without the model's reset; the grid
-// is told of each changed cell, and of each row whose queue moved under the sort,
-// as cells-changed, so it repaints those cells alone (none when none is on screen).
-// A view of another length (a filter let a row in or out) resets the model as
-// ipydatagrid does.
+// changed on screen repainted: each value that differs is written into the grid's
+// dataset; the view (the grid's sort and filters) is made again without the model's
+// reset (which repaints every cell on screen); then each changed cell on screen, and
+// each row on screen whose queue the sort moved, is told changed, a few cells a
+// frame: the grid conflates the repaints of a frame into one rectangle, so cells told
+// together far apart would repaint all between, and a whole screen at once is a long
+// task that holds a click. A view of another length (a filter let a row in or out)
+// resets the model as ipydatagrid does.
+const CELLS_A_FRAME = 1;
+const work = new WeakMap();
+
+async function shown(grid) {
+  // the body rows on screen in any view of the grid, [first, last]; null when none shows
+  let first = Infinity, last = -1;
+  for (const promised of Object.values(grid.views || {})) {
+    const view = await promised;
+    const lumino = view && view.grid && view.grid.grid;
+    if (!lumino) continue;
+    const h = lumino.defaultSizes.rowHeight;  // the grid's rows are one height
+    first = Math.min(first, Math.floor(lumino.scrollY / h));
+    last = Math.max(last, Math.ceil((lumino.scrollY + lumino.pageHeight) / h));
+  }
+  return last < 0 ? null : [first, last];
+}
+
+function repaint(dm, cells) {
+  let w = work.get(dm);
+  if (!w) work.set(dm, (w = { queue: new Map(), running: false }));
+  for (const cell of cells) w.queue.set(cell.join(":"), cell);
+  if (w.running) return;
+  w.running = true;
+  const step = () => {
+    const next = w.queue.entries().next();
+    if (next.done) {
+      w.running = false;
+      return;
+    }
+    w.queue.delete(next.value[0]);
+    const [region, row, column, columnSpan] = next.value[1];
+    dm.emitChanged({ type: "cells-changed", region, row, column, rowSpan: 1, columnSpan });
+    requestAnimationFrame(step);
+  };
+  step();
+}
+
+function runs(columns) {
+  // [first, span] of each run of neighbouring columns, at most CELLS_A_FRAME long
+  const out = [];
+  for (let i = 0; i < columns.length; ) {
+    let j = i;
+    while (j + 1 < columns.length && columns[j + 1] === columns[j] + 1 && j + 1 - i < CELLS_A_FRAME) j++;
+    out.push([columns[i], columns[j] - columns[i] + 1]);
+    i = j + 1;
+  }
+  return out;
+}
+
 async function write(model, msg) {
   const grid = await model.widget_manager.get_model(msg.grid);
   const dm = grid && grid.data_model;
   if (!dm || !dm.dataset || !msg.rows.length) return;
+  // read before anything is written: from here on nothing waits, so no other message
+  // of the writer runs in between
+  const on = await shown(grid);
   const data = dm.dataset.data;
   const key = msg.key;
   const changed = new Map();
@@ -275,36 +329,38 @@ async function write(model, msg) {
     if (names.length) changed.set(id, names);
   }
   if (!changed.size) return;
+  const said = (globalThis.emqRowWriter ??= { messages: 0, cells: 0, resets: 0 });
+  said.messages += 1;
   const before = dm._currentView;
   const after = dm._transformState.createView(dm.dataset);
   const rows = after.rowCount("body");
-  const said = (globalThis.emqRowWriter ??= { messages: 0, cells: 0, resets: 0 });
-  said.messages += 1;
   if (!before || before.rowCount("body") !== rows) {
     said.resets += 1;
     dm.currentView = after;
     return;
   }
   const column = new Map(after._bodyFields.map((f, i) => [f.name, i]));
-  const width = after._bodyFields.length;
   const was = before.dataset.data[key], now = after.dataset.data[key];
+  // without a sort or a filter both views are the dataset itself: no row moved, and
+  // the cells that changed are the ones written; else the views are apart, and a cell
+  // on screen is repainted when the value shown there is another
+  const apart = before.dataset !== after.dataset;
+  const moved = apart && now.some((id, r) => was[r] !== id);
   const cells = [];
-  let moved = false;
-  for (let r = 0; r < rows; r++) {
-    if (was[r] !== now[r]) {
-      moved = true;
-      cells.push(["row-header", r, 0, after._headerFields.length], ["body", r, 0, width]);
-      continue;
+  for (let r = on ? on[0] : 0; on && r <= Math.min(on[1], rows - 1); r++) {
+    let at;
+    if (apart) {
+      const differ = (region, n) =>
+        [...Array(n).keys()].filter((c) => before.data(region, r, c) !== after.data(region, r, c));
+      for (const [c, span] of runs(differ("row-header", after.columnCount("row-header")))) {
+        cells.push(["row-header", r, c, span]);
+      }
+      at = differ("body", after.columnCount("body"));
+    } else {
+      at = (changed.get(now[r]) || []).map((n) => column.get(n)).filter((c) => c !== undefined);
+      at.sort((a, b) => a - b);
     }
-    const names = changed.get(now[r]);
-    if (!names) continue;
-    const at = names.map((n) => column.get(n)).filter((c) => c !== undefined).sort((a, b) => a - b);
-    for (let i = 0; i < at.length; ) {
-      let j = i;
-      while (j + 1 < at.length && at[j + 1] === at[j] + 1) j++;
-      cells.push(["body", r, at[i], at[j] - at[i] + 1]);
-      i = j + 1;
-    }
+    for (const [c, span] of runs(at)) cells.push(["body", r, c, span]);
   }
   dm._currentView = after;
   if (moved) {
@@ -318,12 +374,8 @@ async function write(model, msg) {
     }
     dm.dataSync.emit({ type: "row-indices-updated", indices });
   }
-  for (const [region, row, col, span] of cells) {
-    if (span > 0) {
-      dm.emitChanged({ type: "cells-changed", region, row, column: col, rowSpan: 1, columnSpan: span });
-    }
-  }
   said.cells += cells.length;
+  repaint(dm, cells);
 }
 
 function initialize({ model }) {
@@ -339,9 +391,9 @@ if anywidget is not None:
     class RowWriter(anywidget.AnyWidget):
         """Writes the changed rows of any grid of this kernel in one message a patch
         (one per kernel: no widget is made a refresh), the grid repainting the changed
-        cells only. Never displayed: its browser side listens from the moment the page
-        knows it, and counts what it did in `globalThis.emqRowWriter` (`messages`,
-        `cells` told changed, `resets` of a model)."""
+        cells on screen only. Never displayed: its browser side listens from the moment
+        the page knows it, and counts what it did in `globalThis.emqRowWriter`
+        (`messages`, runs of `cells` repainted, `resets` of a model)."""
 
         _esm = _WRITER_ESM
 
