@@ -264,7 +264,7 @@ async function shown(grid) {
   // the body rows on screen in any view of the grid, [first, last]; null when none shows
   let first = Infinity, last = -1;
   for (const promised of Object.values(grid.views || {})) {
-    const view = await promised;
+    const view = await Promise.resolve(promised).catch(() => null);  // a view that failed shows nothing
     const lumino = view && view.grid && view.grid.grid;
     if (!lumino) continue;
     const h = lumino.defaultSizes.rowHeight;  // the grid's rows are one height

@@ -43,8 +43,11 @@ WIDTHS = {
     "oldest": 104,
     "failed (5 min)": 104,
     "wait p95": 84,
-    "why": 560,
+    # wrapped onto the row's two lines: read whole, and the grid fits a 1,280 px page
+    "why": 440,
 }
+# a row holds two lines of `why`
+ROW_PX = 36
 
 
 def _vega_list(items: list[str]) -> str:
@@ -179,6 +182,8 @@ class HealthView(Panel):
             most_rows=25,
             texts={"verdict": VERDICT_TEXT},
             sort="#",
+            row_px=ROW_PX,
+            wrap=("why",),
         )
         self.refreshed = w.HTML()
         self.refresh_button = w.Button(description="Refresh")
