@@ -33,7 +33,6 @@ CROSS_CUTTING = {
     "test_imports.py": "the package's import graph and its warnings",
     "test_layout.py": "this file: the tests' layout",
     "test_model.py": "a model of the queue against every operator verb",
-    "test_monitor_prometheus.py": "monitor.py against a real Prometheus: to fold after #43",
     "test_nbval_errors.py": "runbooks failing under nbval",
     "test_panels.py": "the panels as a saved notebook sees them: to fold after #43",
     "test_readme.py": "the README run as written",
