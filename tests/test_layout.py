@@ -34,12 +34,10 @@ CROSS_CUTTING = {
     "test_layout.py": "this file: the tests' layout",
     "test_model.py": "a model of the queue against every operator verb",
     "test_nbval_errors.py": "runbooks failing under nbval",
-    "test_panels.py": "the panels as a saved notebook sees them: to fold after #43",
     "test_readme.py": "the README run as written",
     "test_runbooks.py": "the shipped demo notebooks against a real Valkey",
     "test_runbooks_live.py": "the runbooks on staged incidents",
     "test_soak.py": "the soak, every fault at once",
-    "test_triage_panel.py": "widgets/dead_letters.py through a whole triage: to fold after #43",
 }
 
 # modules with no test file of their own, each with the file that tests it
@@ -58,22 +56,16 @@ TESTED_THROUGH = {
     "emq_notebook/scripts.py": "test_transitions.py",
     "emq_notebook/verbs/__init__.py": "test_registry.py",
     "emq_notebook/verbs/monitor.py": "test_monitor.py",
-    "emq_notebook/verbs/panels.py": "test_panels.py",
+    "emq_notebook/verbs/panels.py": "test_magics.py",
     "emq_notebook/verbs/queue.py": "test_transitions.py",
     "emq_notebook/verbs/trail.py": "test_audit.py",
     "emq_notebook/verbs/transfer.py": "test_transfer.py",
-    "emq_notebook/widgets/base.py": "test_widgets.py",
     "emq_notebook/widgets/claim_gate.py": "test_demos.py",
     "emq_notebook/widgets/dashboard.py": "test_dashboard.py",
-    "emq_notebook/widgets/events_view.py": "test_widgets.py",
     "emq_notebook/widgets/grid.py": "test_widgets.py",
-    "emq_notebook/widgets/job_grid.py": "test_dashboard.py",
-    "emq_notebook/widgets/job_panel.py": "test_widgets.py",
     "emq_notebook/widgets/lanes_view.py": "test_dashboard.py",
     "emq_notebook/widgets/operator_console.py": "test_demos.py",
     "emq_notebook/widgets/presence.py": "test_dashboard.py",
-    "emq_notebook/widgets/queue_panel.py": "test_widgets.py",
-    "emq_notebook/widgets/refresher.py": "test_widgets.py",
     "emq_notebook/widgets/values.py": "test_widgets.py",
 }
 
