@@ -60,13 +60,13 @@ TESTED_THROUGH = {
     "emq_notebook/verbs/queue.py": "test_transitions.py",
     "emq_notebook/verbs/trail.py": "test_audit.py",
     "emq_notebook/verbs/transfer.py": "test_transfer.py",
+    "emq_notebook/widgets/__init__.py": "test_widgets_base.py",
     "emq_notebook/widgets/claim_gate.py": "test_demos.py",
     "emq_notebook/widgets/dashboard.py": "test_dashboard.py",
-    "emq_notebook/widgets/grid.py": "test_widgets.py",
+    "emq_notebook/widgets/grid.py": "test_widgets_job_grid.py",
     "emq_notebook/widgets/lanes_view.py": "test_dashboard.py",
     "emq_notebook/widgets/operator_console.py": "test_demos.py",
     "emq_notebook/widgets/presence.py": "test_dashboard.py",
-    "emq_notebook/widgets/values.py": "test_widgets.py",
 }
 
 

@@ -2,7 +2,8 @@
 long-running kernel and a careful operator see it, on both backends: a static fallback in
 the display bundle, the refresh interval checked, one background thread per panel and
 none left at interpreter exit, a header naming the connection and its env, writing
-buttons greyed out on a read-only connection."""
+buttons greyed out on a read-only connection and each greyed-out button saying why, the
+reason typed in a panel recorded as its writes' audit reason."""
 
 import subprocess
 import sys
@@ -14,16 +15,9 @@ from helpers import dump, failed, until
 from panels import VIEW, emq_threads, shown
 
 import emq_notebook as emq
-from emq_notebook import jobs
+from emq_notebook import audit, jobs
 from emq_notebook.errors import BadInput
-from emq_notebook.widgets import (
-    ClaimGate,
-    DeadLetterPanel,
-    EventsView,
-    JobPanel,
-    OperatorConsole,
-    QueuePanel,
-)
+from emq_notebook.widgets import ClaimGate, DeadLetterPanel, EventsView, JobPanel, OperatorConsole, QueuePanel
 
 Q = "mail"
 CHANNEL = f"emq:{{{Q}}}:events"
@@ -215,3 +209,56 @@ def test_read_only_greys_out_writing_buttons_and_sends_nothing(conn, labelled):
     assert dump(conn) == before
     for panel in panels.values():
         panel.close()
+
+
+# -- why a greyed-out button is off, the reason typed is the audit entry's
+
+
+def test_a_greyed_out_button_says_why(conn, connect_as):
+    for i in range(3):
+        jobs.enqueue(conn, Q, str(i))
+    panel = QueuePanel(conn, Q)
+    assert panel.obliterate_button.tooltip == "pause the queue first"
+    assert "Obliterate: pause the queue first" in panel.why_off.value
+    assert panel.why_off in panel.children
+    panel.pause_button.click()
+    assert panel.obliterate_button.tooltip == "type the queue name to confirm"
+    panel.typed_name.value = Q
+    assert not panel.obliterate_button.disabled and not panel.obliterate_button.tooltip
+    assert panel.obliterate_button.description == "Obliterate 3 jobs"  # the count it states
+    assert "Obliterate" not in panel.why_off.value
+    job = JobPanel(conn, Q, jobs.enqueue(conn, Q, "{}"))
+    assert job.reprocess_button.tooltip == "only a dead job is reprocessed (this one is pending)"
+    assert "Reprocess: only a dead job is reprocessed" in job.why_off.value
+    letters = DeadLetterPanel(conn, Q)
+    assert letters.reprocess_preview_button.tooltip == "nothing previewed (Preview first)"
+    assert letters.reprocess_all_button.tooltip == "no dead jobs in mail"
+    session = connect_as()
+    session.read_only = True
+    ro = QueuePanel(session, Q)
+    assert ro.pause_button.tooltip == "read-only connection"
+    assert "read-only connection: every writing button is greyed out" in ro.why_off.value
+
+
+def test_a_reason_typed_in_a_panel_is_the_audit_entrys_reason(conn):
+    ids = failed(conn, Q, 3)
+    queue = QueuePanel(conn, Q)
+    assert queue.reason in queue.children
+    queue.reason.value = "INC-42: bounce storm"
+    queue.pause_button.click()
+    letters = DeadLetterPanel(conn, Q)
+    letters.reason.value = "  the mailbox is back  "
+    letters.select.value = (ids[0],)
+    letters.reprocess_button.click()
+    job = JobPanel(conn, Q, ids[1])
+    job.reason.value = "a poison payload"
+    job.remove_button.click()
+    untyped = QueuePanel(conn, Q)
+    untyped.pause_button.click()  # resumes: no reason typed, none recorded
+    trail = audit.read(conn, Q)
+    assert list(zip(trail["verb"], trail["reason"], trail["surface"], strict=True)) == [
+        ("resume", "", "panel"),
+        ("remove", "a poison payload", "panel"),
+        ("reprocess", "the mailbox is back", "panel"),
+        ("pause", "INC-42: bounce storm", "panel"),
+    ]

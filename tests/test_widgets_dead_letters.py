@@ -1,6 +1,7 @@
 """DeadLetterPanel (emq_notebook/widgets/dead_letters.py) driven in Python, on both backends:
 foreign text shown escaped, Reprocess all and Remove previewed asking before they act, read-
-only sessions; a summary that counts the whole set; and its buttons through a whole triage
+only sessions; selected and all in bulk, the buttons restating their count; a summary
+that counts the whole set; and its buttons through a whole triage
 (filter, the errors view, a signature chosen, Preview, then Reprocess / Remove / Move /
 Export previewed acting on exactly the previewed ids)."""
 
@@ -12,8 +13,9 @@ from mailq import K, Q, kill, smtp_dead
 from panels import shown, unsendable
 
 import emq_notebook as emq
-from emq_notebook import jobs
+from emq_notebook import admin, jobs
 from emq_notebook.widgets import DeadLetterPanel
+from emq_notebook.widgets.base import plain
 
 Q_panels = "mail"
 Q_triage = "dlq"
@@ -94,7 +96,6 @@ def test_reprocess_all_asks_the_count_and_the_connection_and_moves_nothing_befor
 
 
 def test_reprocess_all_moves_at_the_rate_it_stated(conn, panel_on, monkeypatch):
-    from emq_notebook import admin
 
     calls = []
     real = admin.reprocess_dead
@@ -394,3 +395,50 @@ def test_the_list_pages_newest_death_first_and_a_pick_shows_the_job_whole(conn):
         assert panel.detail.job_id == "j_003"
     finally:
         panel.close()
+
+
+# -- in bulk: selected, all, the counts the buttons restate
+
+
+def test_bulk_buttons_restate_their_count_and_the_bar_says_what_it_did(conn):
+    ids = failed(conn, Q_panels, 4)
+    panel = DeadLetterPanel(conn, Q_panels, confirm_above=100)
+    assert panel.reprocess_all_button.description == "Reprocess all 4…"
+    panel.preview_button.click()
+    assert panel.reprocess_preview_button.description == "Reprocess 4 previewed"
+    assert panel.remove_preview_button.description == "Remove 4 previewed…"
+    panel.select.value = tuple(ids[:2])
+    assert panel.reprocess_button.description == "Reprocess 2 selected"
+    assert panel.remove_button.description == "Remove 2 selected…"
+    said: list[str] = []
+    panel.progress.label.observe(lambda change: said.append(plain(change["new"])), names="value")
+    panel.reprocess_preview_button.click()
+    assert said[0] == "reprocessing 4: 0 done" and "reprocessing 4: 4 done" in said
+    assert said[-1] == panel.status_text == "reprocess previewed: 4 reprocessed"
+    assert panel.progress.view.layout.display == "flex"
+    assert panel.progress.bar.value == panel.progress.bar.max == 4
+    assert panel.reprocess_preview_button.description == "Reprocess previewed"
+
+
+def test_dead_letter_panel_in_bulk(conn):
+    ids = failed(conn, Q_panels, 4) + failed(conn, Q_panels, 2, error="timeout")
+    panel = DeadLetterPanel(conn, Q_panels)
+    assert "6 dead" in panel.summary.value and "timeout" in panel.errors_view.value
+    assert panel.reprocess_button.disabled and panel.remove_button.disabled  # nothing selected
+    panel.select.value = tuple(ids[:2])
+    assert not panel.reprocess_button.disabled
+    panel.reprocess_button.click()  # 2, not above confirm_above: at once
+    assert panel.status_text == "reprocess selected: 2 reprocessed"
+    assert conn.client.zcard(f"emq:{{{Q_panels}}}:dead") == 4
+    panel.select.value = (ids[2],)
+    panel.remove_button.click()  # a removal always asks
+    assert "Remove <b>1</b> selected dead jobs of mail?" in panel.confirmation.text.value
+    assert conn.client.exists(f"emq:{{{Q_panels}}}:job:{ids[2]}")
+    panel.confirmation.confirm_button.click()
+    assert panel.status_text == "remove selected: 1 removed"
+    assert not conn.client.exists(f"emq:{{{Q_panels}}}:job:{ids[2]}")
+    panel.budget.value = 2
+    panel.reprocess_all_button.click()
+    assert panel.status_text == "reprocessed 3 dead jobs"
+    assert conn.client.zcard(f"emq:{{{Q_panels}}}:dead") == 0 and len(panel.select.options) == 0
+    assert panel.reprocess_all_button.disabled  # nothing left to reprocess

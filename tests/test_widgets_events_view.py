@@ -1,18 +1,17 @@
-"""EventsView (emq_notebook/widgets/events_view.py), on both backends: its static
-fallback shows the last events, one subscription however often it is rebuilt, a thread
-that dies says so and starts again, an event that is not UTF-8 is shown escaped and the
-tail goes on."""
+"""EventsView (emq_notebook/widgets/events_view.py), on both backends: it tails and stops,
+its static fallback shows the last events, one subscription however often it is rebuilt,
+a thread that dies says so and starts again, an event that is not UTF-8 is shown escaped
+and the tail goes on."""
 
 import html
 import threading
+import time
 
 from helpers import until
 from panels import shown, unsendable
 
 from emq_notebook import connector, jobs
-from emq_notebook.widgets import (
-    EventsView,
-)
+from emq_notebook.widgets import EventsView
 
 Q = "mail"
 CHANNEL = f"emq:{{{Q}}}:events"
@@ -83,4 +82,24 @@ def test_an_undecodable_event_is_shown_and_the_tail_goes_on(conn, ip):
     assert view.running and view.status_text == f"listening on {CHANNEL}"
     assert "progress  data \\xff" in html.unescape(view.lines.value) and unsendable(view) == []
     assert "progress  data \\xff" in shown(ip, view)["text/plain"]
+    view.close()
+
+
+# -- a tail that stops
+
+
+def test_events_view_tails_and_stops(conn):
+    view = EventsView(conn, Q)
+    jid = jobs.enqueue(conn, Q, "x")
+    jobs.update_progress(conn, Q, jid, "10")
+    deadline = time.time() + 3
+    while view.seen < 2 and time.time() < deadline:
+        time.sleep(0.02)
+    assert [e["event"] for e in view.events] == ["added", "progress"]
+    assert "progress" in view.lines.value
+    view.stop_button.click()
+    assert not view.running and view.status_text == "stopped after 2 events"
+    jobs.update_progress(conn, Q, jid, "20")
+    time.sleep(0.3)
+    assert view.seen == 2
     view.close()

@@ -1,6 +1,7 @@
-"""JobPanel (emq_notebook/widgets/job_panel.py) on rows another client wrote, on both
-backends: bytes that are not UTF-8 shown as escapes and kept as bytes, numbers that are no
-ASCII whole number shown as the text they are. (Its buttons: test_widgets.py.)"""
+"""JobPanel (emq_notebook/widgets/job_panel.py), on both backends: its buttons edit the
+row, a refusal changes nothing; on rows another client wrote, bytes that are not UTF-8
+shown as escapes and kept as bytes, numbers that are no ASCII whole number shown as the
+text they are."""
 
 import html
 
@@ -8,10 +9,7 @@ from helpers import dump, failed
 from panels import shown, unsendable
 
 from emq_notebook import jobs
-from emq_notebook.widgets import (
-    JobPanel,
-    QueuePanel,
-)
+from emq_notebook.widgets import JobPanel, QueuePanel
 
 Q = "mail"
 
@@ -53,3 +51,41 @@ def test_the_job_panel_shows_numbers_another_node_wrote_as_text(conn, ip):
     conn.client.hset(key, mapping={"attempts": "12345", "created_at": "1700000000000"})
     panel = JobPanel(conn, Q, jid)
     assert "12,345" in panel.row_view.value and "(1700000000000)" in panel.row_view.value
+
+
+# -- its buttons edit the row; a refusal changes nothing
+
+
+def test_job_panel_edits_the_row(conn):
+    jid = failed(conn, Q, 1)[0]
+    panel = JobPanel(conn, Q, jid)
+    assert not panel.reprocess_button.disabled
+    panel.payload.value = "{not json"
+    panel.update_button.click()
+    assert panel.status_text.startswith("error: malformed JSON")
+    assert jobs.get_job(conn, Q, jid)["payload"] == '{"n": 0}'
+    panel.payload.value = '{"n": 0, "fixed": true}'
+    panel.update_button.click()
+    assert jobs.get_job(conn, Q, jid)["payload"] == '{"n": 0, "fixed": true}'
+    panel.progress_value.value = "75"
+    panel.progress_button.click()
+    panel.log_line.value = "mended by hand"
+    panel.log_button.click()
+    assert jobs.get_job_logs(conn, Q, jid) == ["mended by hand"]
+    panel.reprocess_button.click()
+    assert jobs.get_job(conn, Q, jid)["state"] == "pending"
+    assert panel.reprocess_button.disabled  # no longer dead
+    panel.remove_button.click()
+    assert panel.row is None and "gone" in panel.row_view.value
+    # the line says the removal (the hostile pass of #41: it said "refused: job mail … — gone")
+    assert panel.status_text == f"removed {jid}"
+
+
+def test_job_panel_refusal_changes_nothing(conn):
+    jid = jobs.enqueue(conn, Q, "x")
+    jobs.claim(conn, Q, 60_000)
+    panel = JobPanel(conn, Q, jid)
+    before = dump(conn)
+    panel.remove_button.click()
+    assert panel.status_text == f"refused: remove mail {jid} — locked"
+    assert dump(conn) == before
