@@ -12,7 +12,7 @@ import pytest
 from acl import operator_url  # noqa: F401
 
 # a fixture three test files share: dead holding an id that names another job's :logs
-# list (test_harm_reads.py, test_triage.py, test_moves.py)
+# list (test_frames.py, test_triage.py, test_moves.py)
 from dead_rows import dead_with_a_logs_id  # noqa: F401
 
 # the do-no-harm fixtures: a private server per test, under a liveness watchdog

@@ -1,7 +1,7 @@
 """docs/monitoring.md (the README's "Monitoring") runs as written: its exporter block,
 its check and its cron line against a real Valkey, and its Prometheus configuration
 and promtool commands with Debian's Prometheus (skipped outside CI without it, as
-tests/test_monitor_prometheus.py is)."""
+tests/test_monitor.py's TestPrometheus is)."""
 
 from __future__ import annotations
 

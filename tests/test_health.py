@@ -11,9 +11,13 @@ import random
 import pandas as pd
 import pytest
 import redis
+from harm import bounded, written_out
 from helpers import worked
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from long_fields import OVER, longest_value, small_bounds
+from long_fields import P as P_row_fields
+from long_fields import Q as Q_row_fields
 from ulid import ULID
 
 from emq_notebook import Worker, admin, frames, health, histogram, jobs, watching
@@ -520,3 +524,51 @@ def test_a_sampled_time_that_is_no_ascii_whole_number_is_no_time(conn):
     conn.client.hset(P + "job:" + head, "created_at", created)
     assert health.health(conn, [Q], now_ms=created + 5_000).loc[Q, "oldest_pending_s"] == 5.0
     assert histogram.parse({"-²": "1", "5": "²", "7": "3", "-2": "1" * 5_000}) == {7: 3}
+
+
+# -- do no harm, a sampled row's long time (the snapshot's long fields: test_frames.py)
+
+
+def times_read(monkeypatch) -> list:
+    """The sampled rows' times each health read answers from now on, as they come."""
+    seen: list = []
+    real = watching.read
+
+    def read(*args, **kw):
+        got = real(*args, **kw)
+        seen.extend(r.health[7] for r in got if r.health)
+        return got
+
+    monkeypatch.setattr(watching, "read", read)
+    return seen
+
+
+class TestHarmRowFields:
+    """Do no harm, a sampled row's time fields: the health's `@read_rows` copies no time
+    another node made long; such a row is skipped. Under the harness's watchdog, the bounds
+    made small (tests/long_fields.py); observed in the replies and the bytes Valkey wrote."""
+
+    @pytest.fixture(autouse=True)
+    def _small_bounds(self, monkeypatch):
+        small_bounds(monkeypatch)
+
+    def test_health_reads_no_long_time_of_a_sampled_row(self, harm, monkeypatch):
+        conn, srv = harm
+        head = jobs.enqueue(conn, Q_row_fields, "{}")
+        created = int(conn.client.hget(P_row_fields + "job:" + head, "created_at"))
+        conn.client.hset(P_row_fields + "job:" + head, "created_at", "1" * OVER)
+        calls = times_read(monkeypatch)
+        got, out = written_out(
+            conn, srv, lambda: bounded(lambda: health.health(conn, [Q_row_fields]), srv, what="health")
+        )
+        # the long created_at is no time: the row is skipped, its bytes left on the server
+        assert got.loc[Q_row_fields, "pending"] == 1 and got["oldest_pending_s"].isna().all()
+        assert calls and longest_value(calls) <= health.TIME_BYTES
+        if out is not None:
+            assert out < 64_000
+        # a time of its 13 digits is read
+        conn.client.hset(P_row_fields + "job:" + head, "created_at", created)
+        age = health.health(conn, [Q_row_fields], now_ms=created + 5_000).loc[
+            Q_row_fields, "oldest_pending_s"
+        ]
+        assert age == 5.0

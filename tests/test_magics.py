@@ -429,6 +429,9 @@ def test_an_unknown_lane_says_so(emq, conn, capsys):
     assert capsys.readouterr().out == "no lane other in mail (lanes: acme)\n"
 
 
+# -- the live views' verbs (verbs/panels.py): `watch --seconds` is checked before a view is built
+
+
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "-inf", "1e9", "soon"])
 def test_watch_seconds_must_be_positive(emq, value):
     with pytest.raises(UsageProblem, match="argument --seconds"):

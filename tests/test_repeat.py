@@ -893,7 +893,7 @@ def test_the_scripts_report_bound_is_the_clients():
 # -- The repeat tick against a `repeat:reported` hash another node filled (the second hostile pass,
 # lua/repeat_tick.lua): a report is compared by its length before it is read, so a long one is never
 # copied (100 reports of 4 MB held a tick 279 ms, bench/hostile_claims.py). Both backends; work is
-# observed as the bytes the tick's reading commands copied (test_harm_row_bytes.ScriptReads), never
+# observed as the bytes the tick's reading commands copied (harm.ScriptReads), never
 # timed.
 Q_repeat = "ticks"
 P_repeat = f"emq:{{{Q_repeat}}}:"
