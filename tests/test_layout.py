@@ -22,7 +22,6 @@ CROSS_CUTTING = {
     "test_browser.py": "the panels in a real browser (JupyterLab, Chromium)",
     "test_browser_dead_letters.py": "the dead letters of the dashboard in a real browser (Voila, Chromium)",
     "test_cluster.py": "what only a Valkey Cluster has, across the verbs",
-    "test_dashboard.py": "widgets/dashboard.py's tests: to fold after #43 (into test_widgets_dashboard.py)",
     "test_demos.py": "the live demos (ClaimGate, OperatorConsole) driven as a reader does",
     "test_docs.py": "every docstring and script header, and docs/reliability.md's citations",
     "test_docs_audit.py": "docs/audit.md run as written",
@@ -62,11 +61,10 @@ TESTED_THROUGH = {
     "emq_notebook/verbs/transfer.py": "test_transfer.py",
     "emq_notebook/widgets/__init__.py": "test_widgets_base.py",
     "emq_notebook/widgets/claim_gate.py": "test_demos.py",
-    "emq_notebook/widgets/dashboard.py": "test_dashboard.py",
     "emq_notebook/widgets/grid.py": "test_widgets_job_grid.py",
-    "emq_notebook/widgets/lanes_view.py": "test_dashboard.py",
+    "emq_notebook/widgets/lanes_view.py": "test_widgets_dashboard.py",
     "emq_notebook/widgets/operator_console.py": "test_demos.py",
-    "emq_notebook/widgets/presence.py": "test_dashboard.py",
+    "emq_notebook/widgets/presence.py": "test_widgets_dashboard.py",
 }
 
 
