@@ -46,6 +46,22 @@ def written_rows(conn, q: str, state: str, ids: list[str], *, first: int = 1, **
     return ids
 
 
+def hundred_thousand_dead(conn, q: str, n: int = 100_000) -> list[str]:
+    """`n` dead rows `d000000`... another node wrote, died in id order one ms apart, with
+    attempts 1 to 7 by place: the stage of the dead-letter paging tests. Answers the ids."""
+    ids = [f"d{i:06d}" for i in range(n)]
+    for at in range(0, n, 10_000):
+        written_rows(
+            conn,
+            q,
+            "dead",
+            ids[at : at + 10_000],
+            first=1_700_000_000_000 + at,
+            attempts=lambda i, at=at: str(1 + (at + i) % 7),
+        )
+    return ids
+
+
 def written_dead(conn, q: str, ids: list[str]) -> None:
     """Dead rows of queue `q` as another node writes them, scored from 1000."""
     written_rows(conn, q, "dead", ids, first=1000)

@@ -213,19 +213,10 @@ def test_dead_page_of_100000_dead_reads_newest_first(conn):
     the next newest deaths, whatever its place in the set (one server call a page, the
     cost the same at the end as at the start: bench/README.md); the oldest order and the
     attempts order are the server's too."""
-    from dead_letters import written_rows
+    from dead_letters import hundred_thousand_dead
 
     q, n = "deadpage", 100_000
-    ids = [f"d{i:06d}" for i in range(n)]
-    for at in range(0, n, 10_000):  # died in id order, one ms apart; attempts 1 to 7
-        written_rows(
-            conn,
-            q,
-            "dead",
-            ids[at : at + 10_000],
-            first=1_700_000_000_000 + at,
-            attempts=lambda i, at=at: str(1 + (at + i) % 7),
-        )
+    hundred_thousand_dead(conn, q, n)
     for start in (0, 100, 50_000, n - 100):
         page = frames.dead_page(conn, q, start, 100)
         want = [f"d{i:06d}" for i in range(n - 1 - start, n - 101 - start, -1)]

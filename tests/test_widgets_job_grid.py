@@ -87,22 +87,13 @@ def test_jobs_view_pages_100000_dead_newest_first_in_the_servers_order(conn, mon
     """100,000 dead (another node's rows, died in id order, attempts 1 to 7): the first
     page is the 100 newest deaths, Last the 100 oldest, the order box's attempts order the
     server's; every page, first or last, is one `@read_dead_page` call and its rows."""
-    from dead_letters import written_rows
+    from dead_letters import hundred_thousand_dead
 
     from emq_notebook import connector
     from emq_notebook.widgets.job_grid import JobsView
 
     q, n = "deadpage", 100_000
-    ids = [f"d{i:06d}" for i in range(n)]
-    for at in range(0, n, 10_000):
-        written_rows(
-            conn,
-            q,
-            "dead",
-            ids[at : at + 10_000],
-            first=1_700_000_000_000 + at,
-            attempts=lambda i, at=at: str(1 + (at + i) % 7),
-        )
+    ids = hundred_thousand_dead(conn, q, n)
     runs: list[tuple[str, list]] = []
     real = connector.Connection.run
 
