@@ -900,7 +900,7 @@ def test_the_jobs_tab_shows_a_long_field_by_its_length_and_filters_it_out(harm):
     d = bounded(lambda: Dashboard(conn, auto=False, queue=Q_find_fields), srv)
     try:
         view = d.tab("Jobs")
-        assert view.frame.index.tolist() == [plain, far]
+        assert view.frame.index.tolist() == [far, plain]  # the newest death first
         assert view.frame.loc[far, "last_error"] == decoding.not_read(OVER + 5)
         assert view.frame.loc[far, "progress"] == decoding.not_read(OVER)
         view.error_glob.value = "boom*"
