@@ -1048,7 +1048,7 @@ def an_incident(page, overview, url: str, verdict_of: dict[str, str], shots: Pat
             lambda n=n, d=detail: d.inner_text() == f"SMTP 550: mailbox {n} unavailable", "the error whole"
         )
     page.wait_for_timeout(300)
-    page.screenshot(path=str(shots / f"{name}-dead.png"))
+    view.screenshot(path=str(shots / f"{name}-dead.png"))  # the grid and the job below it
 
     written = {k: said[k] - said_before[k] for k in said}
     longest = max((d for _, d in long_tasks), default=0)
