@@ -21,7 +21,7 @@ CROSS_CUTTING = {
     "test_bench.py": "runs every bench/ script on a small queue",
     "test_browser.py": "the panels in a real browser (JupyterLab, Chromium)",
     "test_browser_dead_letters.py": "the dead letters of the dashboard in a real browser (Voila, Chromium)",
-    "test_browser_incident.py": "the dashboard at 1,000 queues in a real browser (Voila and JupyterLab), issue 43",
+    "test_browser_incident.py": "the dashboard at 1,000 queues in a real browser (Voila, JupyterLab)",
     "test_cluster.py": "what only a Valkey Cluster has, across the verbs",
     "test_demos.py": "the live demos (ClaimGate, OperatorConsole) driven as a reader does",
     "test_docs.py": "every docstring and script header, and docs/reliability.md's citations",
