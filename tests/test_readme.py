@@ -28,7 +28,7 @@ def test_the_readme_says_what_the_suite_needs_and_how_long_it_takes():
     first = README.split("```bash", 1)[1].split("```", 1)[0].strip().splitlines()
     assert first[0].startswith("python3 -m venv .venv && . .venv/bin/activate && ")  # PEP 668
     said = " ".join(README.split("```bash", 1)[1].split("```", 2)[1].split())
-    assert "about 10 minutes on 2 idle cores" in said and "(`-n auto`)" in said
+    assert "about 11 minutes on 2 idle cores" in said and "(`-n auto`)" in said
     assert "at `/usr/bin/chromium`" in said and "Debian's `chromium`" in said and "`.ci/run` installs" in said
     ci = (tests.parent / ".ci" / "run").read_text()
     assert "apt-get install -y -qq chromium" in ci and ci.rstrip().endswith("python -m pytest")
